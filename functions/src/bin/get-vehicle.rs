@@ -1,0 +1,9 @@
+//! The `get-vehicle` Lambda: see [`singlet_functions::fleet::get_vehicle`].
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    singlet_functions::lambda::serve_http(singlet_functions::handler!(
+        singlet_functions::fleet::get_vehicle::handle
+    ))
+    .await
+}

@@ -1,0 +1,9 @@
+//! The `retire-vehicle` Lambda: see [`singlet_functions::fleet::retire_vehicle`].
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    singlet_functions::lambda::serve_http(singlet_functions::handler!(
+        singlet_functions::fleet::retire_vehicle::handle
+    ))
+    .await
+}

@@ -1,0 +1,18 @@
+//! `GET /chassis/{chassis}` → `200` `{chassis, vehicleId}`, or `404`. One `GetItem` on the
+//! chassis lock, the chassis number normalised first.
+
+use super::ChassisLock;
+use crate::db::Ctx;
+use crate::error::ApiError;
+use crate::http::{AllValid, HandlerResult, ok, path};
+use lambda_http::Request;
+use singlet_shared::{Chassis, keys};
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let (chassis,) = (path(&req, "chassis", Chassis::parse),).all_valid()?;
+    let lock: ChassisLock = ctx
+        .get(&keys::chassis_lock(&chassis))
+        .await?
+        .ok_or_else(|| ApiError::not_found("chassis"))?;
+    Ok(ok(&lock))
+}

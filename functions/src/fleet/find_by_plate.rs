@@ -1,0 +1,18 @@
+//! `GET /plates/{plate}` → `200` `{plate, vehicleId}`, or `404`. One `GetItem` on the plate's
+//! lock: the plate is normalised first, so every spelling of it finds the same lock.
+
+use super::PlateLock;
+use crate::db::Ctx;
+use crate::error::ApiError;
+use crate::http::{AllValid, HandlerResult, ok, path};
+use lambda_http::Request;
+use singlet_shared::{Plate, keys};
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let (plate,) = (path(&req, "plate", Plate::parse),).all_valid()?;
+    let lock: PlateLock = ctx
+        .get(&keys::plate_lock(&plate))
+        .await?
+        .ok_or_else(|| ApiError::not_found("plate"))?;
+    Ok(ok(&lock))
+}

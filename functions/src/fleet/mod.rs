@@ -1,0 +1,62 @@
+//! The fleet registry: a vehicle's plate and its chassis number are each unique across the fleet.
+//!
+//! Uniqueness is a key collision: each value owns a lock item (`PLATE#<plate>`,
+//! `CHASSIS#<chassis>`) that names the vehicle holding it, written in the same transaction as
+//! the vehicle and guarded by `attribute_not_exists`. A lock is only ever deleted by a write
+//! conditioned on it still naming this vehicle.
+
+pub mod change_plate;
+pub mod find_by_chassis;
+pub mod find_by_plate;
+pub mod get_vehicle;
+pub mod register_vehicle;
+pub mod retire_vehicle;
+
+use crate::db::Ctx;
+use crate::error::ApiError;
+use serde::{Deserialize, Serialize};
+use singlet_shared::{Id, keys};
+
+/// The vehicle row, and the response body of every vehicle route.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Vehicle {
+    pub vehicle_id: String,
+    pub plate: String,
+    pub chassis: String,
+    pub depot: String,
+    pub added_at: i64,
+}
+
+/// A `PLATE#` lock: which vehicle holds the plate. Also the body of `GET /plates/{plate}`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlateLock {
+    pub plate: String,
+    pub vehicle_id: String,
+}
+
+/// A `CHASSIS#` lock. Also the body of `GET /chassis/{chassis}`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChassisLock {
+    pub chassis: String,
+    pub vehicle_id: String,
+}
+
+/// A lock may be put only where none is.
+pub const UNCLAIMED: &str = "attribute_not_exists(PK)";
+/// A lock may be released only by the vehicle it names.
+pub const HELD_BY_VEHICLE: &str = "vehicleId = :vehicleId";
+
+pub const MAX_DEPOT_LEN: usize = 100;
+
+/// One strongly consistent read of a vehicle, or `404`.
+pub async fn load(ctx: &Ctx, vehicle_id: &Id) -> Result<Vehicle, ApiError> {
+    ctx.get(&keys::vehicle(vehicle_id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("vehicle"))
+}
+
+/// A change to a vehicle raced another and lost this many times in a row: give up with `503`.
+pub const MAX_ATTEMPTS: usize = 3;

@@ -1,0 +1,95 @@
+//! `POST /vehicles` `{plate, chassis, depot}` → `201` vehicle, `location: /vehicles/{id}`.
+//!
+//! One `TransactWriteItems`: the vehicle and both locks, each put guarded by
+//! `attribute_not_exists`. When the transaction is cancelled, the reason at each part's position
+//! says whether the plate, the chassis or both were taken, and the `409` names each of them.
+//! Safe to retry with `Idempotency-Key`.
+
+use super::{ChassisLock, MAX_DEPOT_LEN, PlateLock, UNCLAIMED, Vehicle};
+use crate::clock;
+use crate::db::{Commit, Ctx, Transaction, item};
+use crate::error::{ApiError, Code, FieldError};
+use crate::http::{AllValid, HandlerResult, JsonBody, created};
+use crate::idempotency::{Idempotency, new_id};
+use lambda_http::Request;
+use singlet_shared::{Chassis, Plate, keys};
+
+pub const ROUTE: &str = "register-vehicle";
+
+/// The transaction's parts, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Vehicle,
+    Plate,
+    Chassis,
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let (plate, chassis, depot) = (
+        body.required("plate", Plate::parse),
+        body.required("chassis", Chassis::parse),
+        body.text("depot", MAX_DEPOT_LEN),
+    )
+        .all_valid()?;
+    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let vehicle_id = new_id(idempotency.as_ref());
+
+    let vehicle = Vehicle {
+        vehicle_id: vehicle_id.to_string(),
+        plate: plate.to_string(),
+        chassis: chassis.to_string(),
+        depot,
+        added_at: clock::now_millis(),
+    };
+    let plate_lock = PlateLock {
+        plate: plate.to_string(),
+        vehicle_id: vehicle_id.to_string(),
+    };
+    let chassis_lock = ChassisLock {
+        chassis: chassis.to_string(),
+        vehicle_id: vehicle_id.to_string(),
+    };
+    let response = created(format!("/vehicles/{vehicle_id}"), &vehicle);
+
+    let commit = Transaction::new()
+        .put(
+            Part::Vehicle,
+            ctx.put(item(&keys::vehicle(&vehicle_id), &vehicle))
+                .condition_expression(UNCLAIMED),
+        )
+        .put(
+            Part::Plate,
+            ctx.put(item(&keys::plate_lock(&plate), &plate_lock))
+                .condition_expression(UNCLAIMED),
+        )
+        .put(
+            Part::Chassis,
+            ctx.put(item(&keys::chassis_lock(&chassis), &chassis_lock))
+                .condition_expression(UNCLAIMED),
+        )
+        .idempotent(idempotency, &response)
+        .commit(ctx)
+        .await?;
+
+    match commit {
+        Commit::Done => {
+            tracing::info!(%vehicle_id, %plate, %chassis, "vehicle registered");
+            Ok(response)
+        }
+        Commit::Replayed(previous) => Ok(previous),
+        // Only an id derived from a spent Idempotency-Key can already exist.
+        Commit::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {
+            Err(ApiError::Unprocessable(
+                "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
+            ))
+        }
+        Commit::Cancelled(cancelled) => Err(ApiError::conflict(
+            [(Part::Plate, "plate"), (Part::Chassis, "chassis")]
+                .into_iter()
+                .filter(|(part, _)| cancelled.failed(*part))
+                .map(|(_, field)| FieldError::new(field, Code::Taken))
+                .collect(),
+        )),
+    }
+}

@@ -1,0 +1,250 @@
+//! The contract's conventions for every route, written once: JSON bodies (`400`/`413`/`415`),
+//! field validation that reports every field at fault, path ids, paging parameters, ETags and
+//! JSON responses.
+
+use crate::error::{ApiError, Code, FieldError};
+use lambda_http::http::{HeaderValue, StatusCode, header};
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use singlet_shared::{Id, Invalid};
+
+pub type HandlerResult = Result<Response<Body>, ApiError>;
+
+/// The largest body any route accepts.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A request's JSON object body, parsed and size-checked.
+pub struct JsonBody(Map<String, Value>);
+
+impl JsonBody {
+    /// `415` unless the body is JSON (a missing `content-type` is taken as JSON), `413` over
+    /// 64 KiB, `400` unless it parses as one JSON object.
+    pub fn from_request(req: &Request) -> Result<Self, ApiError> {
+        if let Some(content_type) = req.headers().get(header::CONTENT_TYPE) {
+            let essence = content_type
+                .to_str()
+                .unwrap_or_default()
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            let json = essence == "application/json"
+                || (essence.starts_with("application/") && essence.ends_with("+json"));
+            if !json {
+                return Err(ApiError::UnsupportedMediaType);
+            }
+        }
+        let bytes: &[u8] = req.body().as_ref();
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(ApiError::PayloadTooLarge);
+        }
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Object(map)) => Ok(Self(map)),
+            Ok(_) => Err(ApiError::malformed("the body must be a JSON object")),
+            Err(_) if bytes.is_empty() => Err(ApiError::malformed("a JSON body is required")),
+            Err(_) => Err(ApiError::malformed("the body is not valid JSON")),
+        }
+    }
+
+    pub fn value(&self) -> Value {
+        Value::Object(self.0.clone())
+    }
+
+    fn string(&self, field: &'static str) -> Result<Option<&str>, FieldError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(FieldError::new(field, Code::Invalid)),
+        }
+    }
+
+    /// A required string field, checked by one of `singlet_shared`'s parsers.
+    pub fn required<T>(
+        &self,
+        field: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, Invalid>,
+    ) -> Result<T, FieldError> {
+        let raw = self
+            .string(field)?
+            .ok_or(FieldError::new(field, Code::Required))?;
+        parse(raw).map_err(|invalid| FieldError::new(field, invalid))
+    }
+
+    /// Free text that never becomes part of a key: trimmed, non-empty, at most `max` characters.
+    pub fn text(&self, field: &'static str, max: usize) -> Result<String, FieldError> {
+        self.required(field, |raw| text(raw, max))
+    }
+
+    /// Optional free text: absent or null is `None`.
+    pub fn optional_text(
+        &self,
+        field: &'static str,
+        max: usize,
+    ) -> Result<Option<String>, FieldError> {
+        self.string(field)?
+            .map(|raw| text(raw, max).map_err(|e| FieldError::new(field, e)))
+            .transpose()
+    }
+
+    /// A required whole number within `range`.
+    pub fn integer(
+        &self,
+        field: &'static str,
+        range: std::ops::RangeInclusive<i64>,
+    ) -> Result<i64, FieldError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Err(FieldError::new(field, Code::Required)),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .filter(|n| range.contains(n))
+                .ok_or(FieldError::new(field, Code::Invalid)),
+            Some(_) => Err(FieldError::new(field, Code::Invalid)),
+        }
+    }
+
+    /// A required string that must be one of `allowed`.
+    pub fn one_of(
+        &self,
+        field: &'static str,
+        allowed: &[&'static str],
+    ) -> Result<&'static str, FieldError> {
+        self.required(field, |raw| {
+            allowed
+                .iter()
+                .copied()
+                .find(|a| *a == raw)
+                .ok_or(Invalid::Invalid)
+        })
+    }
+}
+
+/// Free text: trimmed, non-empty, at most `max` characters.
+pub fn text(raw: &str, max: usize) -> Result<String, Invalid> {
+    let value = raw.trim();
+    if value.is_empty() {
+        Err(Invalid::Required)
+    } else if value.chars().count() > max {
+        Err(Invalid::TooLong)
+    } else if value
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        Err(Invalid::Invalid)
+    } else {
+        Ok(value.to_owned())
+    }
+}
+
+/// A path parameter parsed by one of `singlet_shared`'s parsers.
+pub fn path<T>(
+    req: &Request,
+    name: &'static str,
+    parse: impl FnOnce(&str) -> Result<T, Invalid>,
+) -> Result<T, FieldError> {
+    let params = req.path_parameters();
+    let raw = params
+        .first(name)
+        .ok_or(FieldError::new(name, Code::Required))?;
+    parse(raw).map_err(|invalid| FieldError::new(name, invalid))
+}
+
+/// A path id: `^[A-Za-z0-9_-]{1,64}$`.
+pub fn path_id(req: &Request, name: &'static str) -> Result<Id, FieldError> {
+    path(req, name, Id::parse)
+}
+
+/// Collects every field error of a tuple of validations, or hands back all the values.
+pub trait AllValid {
+    type Output;
+    fn all_valid(self) -> Result<Self::Output, ApiError>;
+}
+
+macro_rules! all_valid_tuple {
+    ($($name:ident),+) => {
+        impl<$($name),+> AllValid for ($(Result<$name, FieldError>,)+) {
+            type Output = ($($name,)+);
+            #[allow(non_snake_case)]
+            fn all_valid(self) -> Result<Self::Output, ApiError> {
+                let ($($name,)+) = self;
+                let mut errors = Vec::new();
+                $(let $name = $name.map_err(|e| errors.push(e));)+
+                match ($($name,)+) {
+                    ($(Ok($name),)+) => Ok(($($name,)+)),
+                    _ => Err(ApiError::invalid(errors)),
+                }
+            }
+        }
+    };
+}
+
+all_valid_tuple!(A);
+all_valid_tuple!(A, B);
+all_valid_tuple!(A, B, C);
+all_valid_tuple!(A, B, C, D);
+all_valid_tuple!(A, B, C, D, E);
+all_valid_tuple!(A, B, C, D, E, F);
+all_valid_tuple!(A, B, C, D, E, F, G);
+all_valid_tuple!(A, B, C, D, E, F, G, H);
+all_valid_tuple!(A, B, C, D, E, F, G, H, I);
+
+/// A JSON response.
+pub fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {
+    let body = serde_json::to_string(value).expect("response types serialise");
+    let mut response = Response::new(Body::Text(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+pub fn ok<T: Serialize>(value: &T) -> Response<Body> {
+    json(StatusCode::OK, value)
+}
+
+/// `201` with a `location` header.
+pub fn created<T: Serialize>(location: String, value: &T) -> Response<Body> {
+    let mut response = json(StatusCode::CREATED, value);
+    if let Ok(location) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
+}
+
+pub fn no_content() -> Response<Body> {
+    let mut response = Response::new(Body::Empty);
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    response
+}
+
+/// A strong ETag carrying a version: `"7"`.
+pub fn etag(version: u64) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{version}\"")).expect("digits are a valid header")
+}
+
+/// The version an `if-match` header names (`"7"`, `W/"7"` or `7`); `None` when absent.
+pub fn if_match(req: &Request, max: u64) -> Result<Option<u64>, ApiError> {
+    let Some(value) = req.headers().get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let raw = value.to_str().unwrap_or_default().trim();
+    let raw = raw.strip_prefix("W/").unwrap_or(raw);
+    let raw = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap_or(raw);
+    match raw.parse::<u64>() {
+        Ok(version) if (1..=max).contains(&version) => Ok(Some(version)),
+        _ => Err(ApiError::field("if-match", Code::Invalid)),
+    }
+}
+
+/// A JSON error field when a header is at fault is named after the header.
+pub fn header_str<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
+    req.headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
+}

@@ -1,0 +1,173 @@
+//! The route table: method, path and function name, once. The Lambda binaries, the local runner
+//! and the tests that compare `template.yaml`, `events/` and the README all read it.
+
+use crate::db::Ctx;
+use crate::fleet;
+use crate::http::HandlerResult;
+use lambda_http::aws_lambda_events::query_map::QueryMap;
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+use tracing::{Instrument, info, info_span};
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub type Handler = for<'a> fn(&'a Ctx, Request) -> BoxFuture<'a, HandlerResult>;
+
+/// Turns an access pattern's `async fn handle(&Ctx, Request)` into a [`Handler`].
+#[macro_export]
+macro_rules! handler {
+    ($handle:path) => {{
+        fn handler<'a>(
+            ctx: &'a $crate::db::Ctx,
+            req: ::lambda_http::Request,
+        ) -> $crate::routes::BoxFuture<'a, $crate::http::HandlerResult> {
+            Box::pin($handle(ctx, req))
+        }
+        handler as $crate::routes::Handler
+    }};
+}
+
+pub struct Route {
+    /// The Lambda function's name, its binary's name and its event file's name.
+    pub function: &'static str,
+    pub method: &'static str,
+    /// API Gateway's path template: `/vehicles/{vehicleId}`.
+    pub path: &'static str,
+    pub handler: Handler,
+    /// The DynamoDB actions the function calls: its least-privilege policy in `template.yaml`.
+    pub permissions: &'static [&'static str],
+}
+
+macro_rules! route {
+    ($function:literal, $method:literal, $path:literal, $handle:path, [$($action:literal),*]) => {
+        Route {
+            function: $function,
+            method: $method,
+            path: $path,
+            handler: handler!($handle),
+            permissions: &[$(concat!("dynamodb:", $action)),*],
+        }
+    };
+}
+
+pub static ROUTES: &[Route] = &[
+    // Fleet registry
+    route!(
+        "register-vehicle",
+        "POST",
+        "/vehicles",
+        fleet::register_vehicle::handle,
+        ["GetItem", "PutItem"]
+    ),
+    route!(
+        "get-vehicle",
+        "GET",
+        "/vehicles/{vehicleId}",
+        fleet::get_vehicle::handle,
+        ["GetItem"]
+    ),
+    route!(
+        "find-by-plate",
+        "GET",
+        "/plates/{plate}",
+        fleet::find_by_plate::handle,
+        ["GetItem"]
+    ),
+    route!(
+        "find-by-chassis",
+        "GET",
+        "/chassis/{chassis}",
+        fleet::find_by_chassis::handle,
+        ["GetItem"]
+    ),
+    route!(
+        "change-plate",
+        "PUT",
+        "/vehicles/{vehicleId}/plate",
+        fleet::change_plate::handle,
+        ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]
+    ),
+    route!(
+        "retire-vehicle",
+        "DELETE",
+        "/vehicles/{vehicleId}",
+        fleet::retire_vehicle::handle,
+        ["GetItem", "DeleteItem"]
+    ),
+];
+
+impl Route {
+    /// `POST /vehicles`: API Gateway's route key.
+    pub fn key(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+
+    /// The path parameters if `path` (percent-decoded segments) fits this route's template.
+    pub fn matches(&self, method: &str, segments: &[String]) -> Option<HashMap<String, String>> {
+        if method != self.method {
+            return None;
+        }
+        let template: Vec<&str> = self.path.trim_start_matches('/').split('/').collect();
+        if template.len() != segments.len() {
+            return None;
+        }
+        let mut params = HashMap::new();
+        for (part, segment) in template.iter().zip(segments) {
+            match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                Some(name) if !segment.is_empty() => {
+                    params.insert(name.to_owned(), segment.clone());
+                }
+                Some(_) => return None,
+                None if part == segment => {}
+                None => return None,
+            }
+        }
+        Some(params)
+    }
+}
+
+pub fn by_function(function: &str) -> Option<&'static Route> {
+    ROUTES.iter().find(|r| r.function == function)
+}
+
+/// Runs a handler and renders its outcome: the one place every request is logged.
+pub async fn respond(ctx: &Ctx, handler: Handler, req: Request) -> Response<Body> {
+    let (route, request_id) = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(c)) => (
+            c.route_key.clone().unwrap_or_default(),
+            c.request_id.clone().unwrap_or_default(),
+        ),
+        _ => (String::new(), String::new()),
+    };
+    let span = info_span!("request", %route, %request_id);
+    async move {
+        let started = Instant::now();
+        let response = match handler(ctx, req).await {
+            Ok(response) => response,
+            Err(error) => {
+                info!(status = error.status().as_u16(), error = ?error, "request refused");
+                error.into_response()
+            }
+        };
+        info!(
+            status = response.status().as_u16(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "request handled"
+        );
+        response
+    }
+    .instrument(span)
+    .await
+}
+
+/// Path parameters as a request extension, for tests that call a handler directly.
+pub fn with_path(req: Request, params: &[(&str, &str)]) -> Request {
+    let map: HashMap<String, String> = params
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    req.with_path_parameters(QueryMap::from(map))
+}

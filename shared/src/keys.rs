@@ -1,0 +1,348 @@
+//! Every entity's keys, each built by exactly one function (the ElectroDB/modyne rule).
+//!
+//! Handlers never format a key: they call these, with values that [`crate::normalise`] has
+//! already validated, so a key's shape is defined once and no user value can put a `#` in it.
+//! The table's attribute names live in [`crate::schema`].
+
+use crate::normalise::{Chassis, Email, Id, Isbn13, Plate, Username};
+use sha2::{Digest, Sha256};
+
+/// A table item's primary key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    pub pk: String,
+    pub sk: String,
+}
+
+/// One global secondary index's keys on an item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexKey {
+    pub pk: String,
+    pub sk: String,
+}
+
+fn same(pk: String) -> Key {
+    Key { sk: pk.clone(), pk }
+}
+
+// ---- Fleet ----------------------------------------------------------------------------------
+
+pub fn vehicle(vehicle_id: &Id) -> Key {
+    same(format!("VEHICLE#{vehicle_id}"))
+}
+
+pub fn plate_lock(plate: &Plate) -> Key {
+    same(format!("PLATE#{plate}"))
+}
+
+pub fn chassis_lock(chassis: &Chassis) -> Key {
+    same(format!("CHASSIS#{chassis}"))
+}
+
+// ---- Accounts -------------------------------------------------------------------------------
+
+pub fn account(account_id: &Id) -> Key {
+    Key {
+        pk: format!("ACCT#{account_id}"),
+        sk: "PROFILE".into(),
+    }
+}
+
+pub fn email_lock(email: &Email) -> Key {
+    Key {
+        pk: format!("UNIQ#EMAIL#{email}"),
+        sk: "LOCK".into(),
+    }
+}
+
+pub fn handle_lock(username: &Username) -> Key {
+    Key {
+        pk: format!("UNIQ#HANDLE#{username}"),
+        sk: "LOCK".into(),
+    }
+}
+
+// ---- Library --------------------------------------------------------------------------------
+
+pub fn branch(branch_id: &Id) -> Key {
+    same(branch_partition(branch_id))
+}
+
+/// The partition that holds a branch, its patrons and its copies.
+pub fn branch_partition(branch_id: &Id) -> String {
+    format!("BRANCH#{branch_id}")
+}
+
+pub const PATRON_PREFIX: &str = "PATRON#";
+pub const COPY_PREFIX: &str = "COPY#";
+
+pub fn patron(branch_id: &Id, patron_id: &Id) -> Key {
+    Key {
+        pk: branch_partition(branch_id),
+        sk: format!("{PATRON_PREFIX}{patron_id}"),
+    }
+}
+
+/// GSI1 on a patron: find it by id alone.
+pub fn patron_by_id(patron_id: &Id) -> IndexKey {
+    let key = format!("{PATRON_PREFIX}{patron_id}");
+    IndexKey {
+        pk: key.clone(),
+        sk: key,
+    }
+}
+
+pub fn card_lock(card_number: &Id) -> Key {
+    same(format!("CARD#{card_number}"))
+}
+
+pub fn book(isbn: &Isbn13) -> Key {
+    same(format!("BOOK#{isbn}"))
+}
+
+pub fn copy(branch_id: &Id, copy_id: &Id) -> Key {
+    Key {
+        pk: branch_partition(branch_id),
+        sk: format!("{COPY_PREFIX}{copy_id}"),
+    }
+}
+
+/// A copy's lending status; it leads the copy's GSI2 sort key so that availability is one
+/// `begins_with` query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyStatus {
+    Available,
+    CheckedOut,
+}
+
+impl CopyStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyStatus::Available => "available",
+            CopyStatus::CheckedOut => "checked_out",
+        }
+    }
+}
+
+/// GSI2 on a copy: a book's copies across branches, by status.
+pub fn copy_by_book(isbn: &Isbn13, status: CopyStatus, branch_id: &Id, copy_id: &Id) -> IndexKey {
+    IndexKey {
+        pk: format!("BOOK#{isbn}"),
+        sk: format!("{}#{branch_id}#{copy_id}", status.as_str()),
+    }
+}
+
+/// The GSI2 sort-key prefix of a book's copies in one status, across all branches.
+pub fn copies_in_status(status: CopyStatus) -> String {
+    format!("{}#", status.as_str())
+}
+
+pub const CHECKOUT_PREFIX: &str = "CHECKOUT#";
+
+pub fn checkout(patron_id: &Id, checkout_id: &Id) -> Key {
+    Key {
+        pk: format!("{PATRON_PREFIX}{patron_id}"),
+        sk: format!("{CHECKOUT_PREFIX}{checkout_id}"),
+    }
+}
+
+pub fn patron_loans_partition(patron_id: &Id) -> String {
+    format!("{PATRON_PREFIX}{patron_id}")
+}
+
+/// How many partitions the open-loans index is spread over. Loans made on one day fall due on
+/// one day, so a single key (or a due-day bucket) would take every checkout's write; a hash of
+/// the checkout id spreads them, and `mark-overdue` reads each shard with one small query.
+pub const OPEN_LOAN_SHARDS: u32 = 16;
+
+/// The open-loans shard a checkout lives in: a stable hash of its id, so it never moves.
+pub fn open_loan_shard(checkout_id: &Id) -> u32 {
+    let digest = Sha256::digest(checkout_id.as_str().as_bytes());
+    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) % OPEN_LOAN_SHARDS
+}
+
+pub fn open_loans_partition(shard: u32) -> String {
+    format!("OPEN#{shard:02}")
+}
+
+/// GSI1 on a checkout while it is open and not yet marked overdue. `due_date` is an ISO-8601 UTC
+/// timestamp, so string order is time order.
+pub fn open_loan(checkout_id: &Id, due_date: &str) -> IndexKey {
+    IndexKey {
+        pk: open_loans_partition(open_loan_shard(checkout_id)),
+        sk: format!("{due_date}#{checkout_id}"),
+    }
+}
+
+pub fn overdue_partition(branch_id: &Id) -> String {
+    format!("OVERDUE#{branch_id}")
+}
+
+/// GSI3 on a checkout once it is overdue: a branch's overdue loans, oldest due first.
+pub fn overdue_loan(branch_id: &Id, checkout_id: &Id, due_date: &str) -> IndexKey {
+    IndexKey {
+        pk: overdue_partition(branch_id),
+        sk: format!("{due_date}#{checkout_id}"),
+    }
+}
+
+// ---- Change & audit log ---------------------------------------------------------------------
+
+/// Width of a change event's zero-padded sequence number: string order is numeric order for
+/// every version up to [`MAX_VERSION`].
+pub const SEQUENCE_WIDTH: usize = 12;
+
+/// The largest version the API accepts or produces.
+pub const MAX_VERSION: u64 = 10u64.pow(SEQUENCE_WIDTH as u32) - 1;
+
+// The contract wants string order to be numeric order well beyond 10^6 events.
+const _: () = assert!(MAX_VERSION >= 1_000_000);
+
+pub const EVENT_PREFIX: &str = "EVENT#";
+
+pub fn resource_partition(resource_id: &Id) -> String {
+    format!("RESOURCE#{resource_id}")
+}
+
+pub fn resource_current(resource_id: &Id) -> Key {
+    Key {
+        pk: resource_partition(resource_id),
+        sk: "CURRENT".into(),
+    }
+}
+
+pub fn resource_event(resource_id: &Id, sequence: u64) -> Key {
+    debug_assert!(sequence <= MAX_VERSION);
+    Key {
+        pk: resource_partition(resource_id),
+        sk: format!("{EVENT_PREFIX}{sequence:0width$}", width = SEQUENCE_WIDTH),
+    }
+}
+
+// ---- Idempotency ----------------------------------------------------------------------------
+
+/// The record of one `Idempotency-Key` on one creating route.
+pub fn idempotency_record(route: &str, key: &Id) -> Key {
+    same(format!("IDEMPOTENCY#{route}#{key}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn id(s: &str) -> Id {
+        Id::parse(s).unwrap()
+    }
+
+    #[test]
+    fn keys_have_the_seeded_shapes() {
+        assert_eq!(
+            vehicle(&id("v1")),
+            Key {
+                pk: "VEHICLE#v1".into(),
+                sk: "VEHICLE#v1".into()
+            }
+        );
+        let plate = Plate::parse(" KA19  xtr").unwrap();
+        assert_eq!(plate_lock(&plate).pk, "PLATE#ka19 xtr");
+        assert_eq!(
+            chassis_lock(&Chassis::parse("WVW1").unwrap()).sk,
+            "CHASSIS#wvw1"
+        );
+        assert_eq!(
+            account(&id("a1")),
+            Key {
+                pk: "ACCT#a1".into(),
+                sk: "PROFILE".into()
+            }
+        );
+        let email = Email::parse("Ada@Example.com").unwrap();
+        assert_eq!(
+            email_lock(&email),
+            Key {
+                pk: "UNIQ#EMAIL#ada@example.com".into(),
+                sk: "LOCK".into()
+            }
+        );
+        assert_eq!(
+            handle_lock(&Username::parse("Ada").unwrap()).pk,
+            "UNIQ#HANDLE#ada"
+        );
+        assert_eq!(
+            patron(&id("b1"), &id("p1")),
+            Key {
+                pk: "BRANCH#b1".into(),
+                sk: "PATRON#p1".into()
+            }
+        );
+        assert_eq!(copy(&id("b1"), &id("c1")).sk, "COPY#c1");
+        let isbn = Isbn13::parse("0-306-40615-2").unwrap();
+        assert_eq!(book(&isbn).pk, "BOOK#9780306406157");
+        assert_eq!(
+            copy_by_book(&isbn, CopyStatus::Available, &id("b1"), &id("c1")).sk,
+            "available#b1#c1"
+        );
+        assert_eq!(
+            checkout(&id("p1"), &id("k1")),
+            Key {
+                pk: "PATRON#p1".into(),
+                sk: "CHECKOUT#k1".into()
+            }
+        );
+        assert_eq!(
+            overdue_loan(&id("b1"), &id("k1"), "2026-01-01T00:00:00Z"),
+            IndexKey {
+                pk: "OVERDUE#b1".into(),
+                sk: "2026-01-01T00:00:00Z#k1".into()
+            }
+        );
+        assert_eq!(resource_event(&id("r"), 7).sk, "EVENT#000000000007");
+        assert_eq!(resource_current(&id("r")).sk, "CURRENT");
+    }
+
+    #[test]
+    fn the_sequence_width_holds_the_largest_version() {
+        let widest = resource_event(&id("r"), MAX_VERSION).sk;
+        assert_eq!(widest.len(), EVENT_PREFIX.len() + SEQUENCE_WIDTH);
+        // One more digit would no longer fit: MAX_VERSION is exactly the widest padded number.
+        assert_eq!(format!("{}", MAX_VERSION + 1).len(), SEQUENCE_WIDTH + 1);
+    }
+
+    #[test]
+    fn shards_cover_the_range() {
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..2000 {
+            seen.insert(open_loan_shard(&id(&format!("k{i}"))));
+        }
+        assert_eq!(seen.len() as u32, OPEN_LOAN_SHARDS);
+        assert_eq!(
+            open_loan(&id("k1"), "d").pk,
+            open_loans_partition(open_loan_shard(&id("k1")))
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn sequence_order_is_numeric_order(a in 0..=MAX_VERSION, b in 0..=MAX_VERSION) {
+            let (ka, kb) = (resource_event(&id("r"), a).sk, resource_event(&id("r"), b).sk);
+            prop_assert_eq!(a.cmp(&b), ka.cmp(&kb));
+        }
+
+        #[test]
+        fn no_value_adds_a_separator(raw in "[A-Za-z0-9_-]{1,64}") {
+            let key = vehicle(&id(&raw));
+            prop_assert_eq!(key.pk.matches('#').count(), 1);
+            let key = patron(&id(&raw), &id(&raw));
+            prop_assert_eq!(key.sk.matches('#').count(), 1);
+        }
+
+        #[test]
+        fn every_id_is_accepted_or_refused_never_mangled(raw in "\\PC{0,70}") {
+            if let Ok(parsed) = Id::parse(&raw) {
+                prop_assert_eq!(parsed.as_str(), raw.as_str());
+                prop_assert!(!vehicle(&parsed).pk[8..].contains('#'));
+            }
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! Normalisers and validators for every user value that becomes part of a key.
+//!
+//! Each type can only be built by its `parse`, so holding one is proof that the value is
+//! normalised and safe to put in a key: no `#`, no control characters, bounded length.
+//!
+//! Folding is Unicode NFKC followed by lower-casing, repeated until nothing changes (at most a few
+//! rounds), so that normalising twice never changes a value. What this does to look-alikes is a
+//! deliberate rule, tested below and documented in the README:
+//! - full-width forms (`ＫＡ１９`) and compatibility characters such as the Kelvin sign `K`
+//!   (U+212A) or the `ﬁ` ligature fold to their plain ASCII equivalents;
+//! - a dotless `ı` (U+0131) and `ß` are letters in their own right: they stay as they are, so
+//!   `ı` is not `i` and `ß` is not `ss`. Usernames are restricted to ASCII, so both are refused
+//!   there; in an email's local part they are kept distinct, as mail servers treat them.
+
+use std::fmt;
+use unicode_normalization::UnicodeNormalization;
+
+/// Why a value was refused. The HTTP layer turns each into the contract's field `code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Invalid {
+    /// Missing, or empty once normalised.
+    Required,
+    /// Not of the value's form.
+    Invalid,
+    /// Longer than the value's limit once normalised.
+    TooLong,
+}
+
+macro_rules! key_part {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> String {
+                value.0
+            }
+        }
+    };
+}
+
+key_part!(
+    /// An id in a path or a body that becomes part of a key: `^[A-Za-z0-9_-]{1,64}$`.
+    Id
+);
+key_part!(
+    /// A vehicle's plate: folded, trimmed, runs of white space collapsed, 1..=32 characters of
+    /// letters, digits, spaces and hyphens.
+    Plate
+);
+key_part!(
+    /// A vehicle's chassis number, normalised exactly as a plate is.
+    Chassis
+);
+key_part!(
+    /// An email address: folded, trimmed, one `@` with a non-empty local part and a dotted
+    /// domain, at most 254 characters.
+    Email
+);
+key_part!(
+    /// A username: folded, `^[a-z0-9_.-]{3,30}$`.
+    Username
+);
+key_part!(
+    /// A book's ISBN as its 13 digits, whichever form (ISBN-10 or ISBN-13) it was given in.
+    Isbn13
+);
+
+pub const MAX_ID_LEN: usize = 64;
+pub const MAX_PLATE_LEN: usize = 32;
+pub const MAX_EMAIL_LEN: usize = 254;
+
+impl Id {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        if raw.is_empty() {
+            return Err(Invalid::Required);
+        }
+        if raw.len() > MAX_ID_LEN {
+            return Err(Invalid::TooLong);
+        }
+        if !raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(Invalid::Invalid);
+        }
+        Ok(Self(raw.to_owned()))
+    }
+}
+
+impl Plate {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        registration(raw).map(Self)
+    }
+}
+
+impl Chassis {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        registration(raw).map(Self)
+    }
+}
+
+/// Plates and chassis numbers share one rule.
+fn registration(raw: &str) -> Result<String, Invalid> {
+    let value = collapse_whitespace(&fold(raw));
+    if value.is_empty() {
+        return Err(Invalid::Required);
+    }
+    if value.chars().count() > MAX_PLATE_LEN {
+        return Err(Invalid::TooLong);
+    }
+    if !value
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == ' ' || c == '-')
+    {
+        return Err(Invalid::Invalid);
+    }
+    Ok(value)
+}
+
+impl Email {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let value = fold(raw).trim().to_owned();
+        if value.is_empty() {
+            return Err(Invalid::Required);
+        }
+        if value.chars().count() > MAX_EMAIL_LEN {
+            return Err(Invalid::TooLong);
+        }
+        let Some((local, domain)) = value.split_once('@') else {
+            return Err(Invalid::Invalid);
+        };
+        let domain_ok = domain.contains('.')
+            && domain.split('.').all(|label| {
+                !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-')
+            });
+        // `#` is refused so that no email can put a key separator inside its lock's key.
+        let local_ok = !local.is_empty()
+            && local
+                .chars()
+                .all(|c| !c.is_whitespace() && !c.is_control() && !matches!(c, '@' | '#'));
+        if !(local_ok && domain_ok) {
+            return Err(Invalid::Invalid);
+        }
+        Ok(Self(value))
+    }
+}
+
+pub const USERNAME_LEN: std::ops::RangeInclusive<usize> = 3..=30;
+
+impl Username {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let value = fold(raw);
+        if value.is_empty() {
+            return Err(Invalid::Required);
+        }
+        if value.len() > *USERNAME_LEN.end() && value.is_ascii() {
+            return Err(Invalid::TooLong);
+        }
+        let chars_ok = value.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-')
+        });
+        if !chars_ok || !USERNAME_LEN.contains(&value.len()) {
+            return Err(Invalid::Invalid);
+        }
+        Ok(Self(value))
+    }
+}
+
+impl Isbn13 {
+    /// Accepts ISBN-10 (last digit may be `X`) or ISBN-13, with or without hyphens and spaces,
+    /// and verifies the check digit.
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let compact: String = fold(raw)
+            .chars()
+            .filter(|c| !matches!(c, '-' | ' '))
+            .collect();
+        if compact.is_empty() {
+            return Err(Invalid::Required);
+        }
+        if !compact.is_ascii() {
+            return Err(Invalid::Invalid);
+        }
+        let digits: Vec<u32> = compact.chars().filter_map(|c| c.to_digit(10)).collect();
+        match compact.len() {
+            13 if digits.len() == 13 && isbn13_check(&digits[..12]) == digits[12] => {
+                Ok(Self(compact))
+            }
+            10 => {
+                let check = match compact.chars().last() {
+                    Some('x') => 10,
+                    Some(c) => c.to_digit(10).ok_or(Invalid::Invalid)?,
+                    None => return Err(Invalid::Invalid),
+                };
+                if digits.len() < 9 || compact[..9].chars().any(|c| !c.is_ascii_digit()) {
+                    return Err(Invalid::Invalid);
+                }
+                let sum: u32 = digits[..9]
+                    .iter()
+                    .zip((2..=10).rev())
+                    .map(|(d, w)| d * w)
+                    .sum();
+                if !(sum + check).is_multiple_of(11) {
+                    return Err(Invalid::Invalid);
+                }
+                let mut isbn13: Vec<u32> = vec![9, 7, 8];
+                isbn13.extend_from_slice(&digits[..9]);
+                let check13 = isbn13_check(&isbn13);
+                isbn13.push(check13);
+                Ok(Self(
+                    isbn13.iter().map(|d| char::from(b'0' + *d as u8)).collect(),
+                ))
+            }
+            _ => Err(Invalid::Invalid),
+        }
+    }
+}
+
+fn isbn13_check(first12: &[u32]) -> u32 {
+    let sum: u32 = first12
+        .iter()
+        .enumerate()
+        .map(|(i, d)| if i % 2 == 0 { *d } else { d * 3 })
+        .sum();
+    (10 - sum % 10) % 10
+}
+
+/// NFKC then lower case, to a fixed point: lower-casing can yield text that NFKC changes again
+/// (and the reverse), and a normaliser must be idempotent.
+pub fn fold(raw: &str) -> String {
+    let mut value: String = raw.nfkc().collect::<String>().to_lowercase();
+    for _ in 0..4 {
+        let next: String = value.nfkc().collect::<String>().to_lowercase();
+        if next == value {
+            break;
+        }
+        value = next;
+    }
+    value
+}
+
+/// Trims, and collapses every run of white space to one ASCII space.
+fn collapse_whitespace(value: &str) -> String {
+    value.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_contracts_plate_spellings_are_one_plate() {
+        for raw in [
+            " KA19  xtr",
+            "ka19 XTR",
+            "ＫＡ１９ ＸＴＲ",
+            "\tKA19\u{3000}XTR\n",
+        ] {
+            assert_eq!(Plate::parse(raw).unwrap().as_str(), "ka19 xtr", "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn plates_refuse_empty_long_and_key_separators() {
+        assert_eq!(Plate::parse("   "), Err(Invalid::Required));
+        assert_eq!(Plate::parse(""), Err(Invalid::Required));
+        assert_eq!(Plate::parse(&"a".repeat(33)), Err(Invalid::TooLong));
+        assert!(Plate::parse(&"a".repeat(32)).is_ok());
+        // Full-width forms count once folded: 32 full-width letters are 32 characters.
+        assert!(Plate::parse(&"Ａ".repeat(32)).is_ok());
+        assert_eq!(Plate::parse("KA#19"), Err(Invalid::Invalid));
+        assert_eq!(Plate::parse("KA\u{0}19"), Err(Invalid::Invalid));
+        assert_eq!(
+            Chassis::parse(" WVW ZZZ 1JZ "),
+            Chassis::parse("wvw zzz 1jz")
+        );
+    }
+
+    #[test]
+    fn look_alikes_fold_as_documented() {
+        // Kelvin sign and full-width letters fold to ASCII.
+        assert_eq!(Username::parse("\u{212A}evin").unwrap().as_str(), "kevin");
+        assert_eq!(Username::parse("ｋｅｖｉｎ").unwrap().as_str(), "kevin");
+        assert_eq!(Username::parse("ﬁona").unwrap().as_str(), "fiona");
+        // A dotless i and ß are distinct letters: refused in usernames, kept in emails.
+        assert_eq!(Username::parse("kıran"), Err(Invalid::Invalid));
+        assert_eq!(Username::parse("straße"), Err(Invalid::Invalid));
+        assert_eq!(
+            Email::parse("Straße@Example.com").unwrap().as_str(),
+            "straße@example.com"
+        );
+        assert_ne!(
+            Email::parse("strasse@example.com"),
+            Email::parse("straße@example.com")
+        );
+        assert_ne!(
+            Email::parse("kıran@example.com"),
+            Email::parse("kiran@example.com")
+        );
+        assert_eq!(
+            Email::parse(" ＡＤＡ@Ｅｘａｍｐｌｅ.ＣＯＭ ")
+                .unwrap()
+                .as_str(),
+            "ada@example.com"
+        );
+    }
+
+    #[test]
+    fn emails_need_one_at_a_local_part_and_a_dotted_domain() {
+        assert_eq!(Email::parse(""), Err(Invalid::Required));
+        for bad in [
+            "ada",
+            "@example.com",
+            "ada@example",
+            "ada@@example.com",
+            "a b@x.io",
+            "ada@example..com",
+            "ada#1@example.com",
+            "ada@.com",
+        ] {
+            assert_eq!(Email::parse(bad), Err(Invalid::Invalid), "{bad}");
+        }
+        let long = format!("{}@example.com", "a".repeat(250));
+        assert_eq!(Email::parse(&long), Err(Invalid::TooLong));
+    }
+
+    #[test]
+    fn usernames_are_three_to_thirty_of_a_small_alphabet() {
+        assert_eq!(Username::parse("Ada.L_1-x").unwrap().as_str(), "ada.l_1-x");
+        assert_eq!(Username::parse("ab"), Err(Invalid::Invalid));
+        assert_eq!(Username::parse(&"a".repeat(31)), Err(Invalid::TooLong));
+        assert_eq!(Username::parse("ada lovelace"), Err(Invalid::Invalid));
+        assert_eq!(Username::parse(""), Err(Invalid::Required));
+    }
+
+    #[test]
+    fn isbn_ten_and_thirteen_are_one_book() {
+        let ten = Isbn13::parse("0-306-40615-2").unwrap();
+        let thirteen = Isbn13::parse("978-0-306-40615-7").unwrap();
+        assert_eq!(ten, thirteen);
+        assert_eq!(ten.as_str(), "9780306406157");
+        assert_eq!(Isbn13::parse("9780306406157").unwrap(), ten);
+        assert_eq!(
+            Isbn13::parse("080442957X").unwrap().as_str(),
+            "9780804429573"
+        );
+        assert_eq!(Isbn13::parse("0-306-40615-3"), Err(Invalid::Invalid));
+        assert_eq!(Isbn13::parse("978-0-306-40615-8"), Err(Invalid::Invalid));
+        assert_eq!(Isbn13::parse("97803064061X7"), Err(Invalid::Invalid));
+        assert_eq!(Isbn13::parse("X306406152"), Err(Invalid::Invalid));
+        assert_eq!(Isbn13::parse(""), Err(Invalid::Required));
+    }
+
+    #[test]
+    fn ids_are_a_small_ascii_alphabet() {
+        assert!(Id::parse("a-Z_9").is_ok());
+        assert_eq!(Id::parse(""), Err(Invalid::Required));
+        assert_eq!(Id::parse(&"a".repeat(65)), Err(Invalid::TooLong));
+        for bad in ["a#b", "a b", "é", "a/b", "a\u{0}"] {
+            assert_eq!(Id::parse(bad), Err(Invalid::Invalid), "{bad:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn folding_is_idempotent(raw in "\\PC{0,40}") {
+            let once = fold(&raw);
+            prop_assert_eq!(fold(&once), once);
+        }
+
+        #[test]
+        fn normalising_twice_changes_nothing(raw in "\\PC{0,40}") {
+            if let Ok(plate) = Plate::parse(&raw) {
+                prop_assert_eq!(Plate::parse(plate.as_str()), Ok(plate.clone()));
+                prop_assert!(!plate.as_str().contains('#'));
+            }
+            if let Ok(email) = Email::parse(&raw) {
+                prop_assert_eq!(Email::parse(email.as_str()), Ok(email.clone()));
+            }
+            if let Ok(user) = Username::parse(&raw) {
+                prop_assert_eq!(Username::parse(user.as_str()), Ok(user.clone()));
+            }
+        }
+
+        #[test]
+        fn plate_spellings_agree(plate in "[A-Z0-9]{1,6}( [A-Z0-9]{1,6}){0,2}", pad in "[ \t]{0,3}") {
+            let lower = plate.to_lowercase();
+            let wide: String = plate.chars().map(|c| if c == ' ' { '\u{3000}' } else {
+                char::from_u32(c as u32 - 0x21 + 0xFF01).unwrap() }).collect();
+            let spaced = format!("{pad}{}{pad}", plate.replace(' ', "  "));
+            let expected = Plate::parse(&lower).unwrap();
+            prop_assert_eq!(Plate::parse(&wide).unwrap(), expected.clone());
+            prop_assert_eq!(Plate::parse(&spaced).unwrap(), expected);
+        }
+
+        #[test]
+        fn isbn10_and_its_isbn13_agree(body in "[0-9]{9}") {
+            let digits: Vec<u32> = body.chars().map(|c| c.to_digit(10).unwrap()).collect();
+            let sum: u32 = digits.iter().zip((2..=10).rev()).map(|(d, w)| d * w).sum();
+            let check = (11 - sum % 11) % 11;
+            let ten = format!("{body}{}", if check == 10 { "X".into() } else { check.to_string() });
+            let thirteen = Isbn13::parse(&ten).unwrap();
+            prop_assert_eq!(Isbn13::parse(thirteen.as_str()), Ok(thirteen.clone()));
+            prop_assert!(thirteen.as_str().starts_with("978"));
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! The table's one definition: attribute names, key schema, indexes and TTL. The local runner
+//! creates the table from this, and a test checks that `template.yaml` declares the same.
+
+pub const PK: &str = "PK";
+pub const SK: &str = "SK";
+
+/// Epoch seconds after which DynamoDB's TTL may delete an item (idempotency records only).
+pub const TTL_ATTRIBUTE: &str = "expiresAt";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Projection {
+    All,
+    KeysOnly,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Index {
+    pub name: &'static str,
+    pub pk: &'static str,
+    pub sk: &'static str,
+    pub projection: Projection,
+}
+
+/// GSI1, overloaded: a patron by id, and the sharded open-loans index that `mark-overdue` reads.
+pub const GSI1: Index = Index {
+    name: "GSI1",
+    pk: "GSI1PK",
+    sk: "GSI1SK",
+    projection: Projection::All,
+};
+/// GSI2: a book's copies by status and branch. Availability only counts keys, so only keys are
+/// projected: moving a copy between statuses writes the smallest index entry possible.
+pub const GSI2: Index = Index {
+    name: "GSI2",
+    pk: "GSI2PK",
+    sk: "GSI2SK",
+    projection: Projection::KeysOnly,
+};
+/// GSI3, sparse: a branch's overdue loans, oldest due first.
+pub const GSI3: Index = Index {
+    name: "GSI3",
+    pk: "GSI3PK",
+    sk: "GSI3SK",
+    projection: Projection::All,
+};
+
+pub const INDEXES: [Index; 3] = [GSI1, GSI2, GSI3];
+
+/// Every key attribute of the table and its indexes; all are strings.
+pub fn key_attributes() -> Vec<&'static str> {
+    let mut names = vec![PK, SK];
+    for index in INDEXES {
+        names.extend([index.pk, index.sk]);
+    }
+    names
+}
+
+pub const DEFAULT_TABLE_NAME: &str = "singlet";

@@ -1,0 +1,53 @@
+//! The DynamoDB engine the runner talks to: dynoxide embedded in this process and served on a
+//! loopback port (so the AWS CLI and GUIs can look at the table too), or an external endpoint.
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use dynoxide::Database;
+use std::net::SocketAddr;
+use std::path::Path;
+use tokio::net::TcpListener;
+
+/// Opens the embedded engine: a SQLite file, or memory when `data` is `None`.
+pub fn open(data: Option<&Path>) -> Result<Database, String> {
+    match data {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
+            let path = path.to_str().ok_or("the data path is not UTF-8")?;
+            Database::new(path).map_err(|e| format!("cannot open {path}: {e}"))
+        }
+        None => Database::memory().map_err(|e| format!("cannot open an in-memory engine: {e}")),
+    }
+}
+
+/// Serves `db`'s DynamoDB endpoint on `addr` in the background; returns its URL.
+pub async fn serve(db: Database, addr: SocketAddr) -> Result<String, String> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(dynoxide::server::serve_on(listener, db));
+    Ok(format!("http://{addr}"))
+}
+
+/// A client for a local engine at `endpoint`: fixed local credentials and region, the SDK's
+/// real HTTP stack and default retries.
+pub fn local_client(endpoint: &str) -> Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new(
+            "local",
+            "local",
+            None,
+            None,
+            "singlet-local",
+        ))
+        .http_client(singlet_functions::db::https_client())
+        .build();
+    Client::from_conf(config)
+}

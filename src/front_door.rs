@@ -1,0 +1,180 @@
+//! The HTTP front door: each request becomes the API Gateway HTTP API (payload 2.0) event that
+//! AWS would hand the function (route key, decoded path parameters, query string, headers,
+//! base64 for binary bodies), and goes through `lambda_http`'s own conversion into the same
+//! handler the Lambda runs. A method or path the route table does not declare is API Gateway's
+//! own `404 {"message":"Not Found"}`.
+
+use axum::body::{Body as AxumBody, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use lambda_http::Body;
+use percent_encoding::percent_decode_str;
+use serde_json::{Map, Value, json};
+use singlet_functions::Ctx;
+use singlet_functions::routes::{ROUTES, Route, respond};
+use std::collections::HashMap;
+use tokio::net::TcpListener;
+
+/// API Gateway's own limit on an HTTP API request body.
+const GATEWAY_MAX_BODY: usize = 10 * 1024 * 1024;
+
+pub fn app(ctx: Ctx) -> axum::Router {
+    axum::Router::new().fallback(dispatch).with_state(ctx)
+}
+
+pub async fn serve(listener: TcpListener, ctx: Ctx) -> std::io::Result<()> {
+    axum::serve(listener, app(ctx)).await
+}
+
+fn gateway_message(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({ "message": message }).to_string(),
+    )
+        .into_response()
+}
+
+async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
+    let segments: Vec<String> = req
+        .uri()
+        .path()
+        .trim_start_matches('/')
+        .split('/')
+        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let method = req.method().as_str().to_owned();
+    let Some((route, params)) = ROUTES
+        .iter()
+        .find_map(|r| r.matches(&method, &segments).map(|p| (r, p)))
+    else {
+        return gateway_message(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let (parts, body) = req.into_parts();
+    let Ok(body) = to_bytes(body, GATEWAY_MAX_BODY).await else {
+        return gateway_message(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large");
+    };
+    let event = gateway_event(
+        route,
+        params,
+        &parts.method,
+        &parts.uri,
+        &parts.headers,
+        &body,
+    );
+    let lambda_request = match lambda_http::request::from_str(&event.to_string()) {
+        Ok(request) => request,
+        Err(_) => return gateway_message(StatusCode::BAD_REQUEST, "Bad Request"),
+    };
+    into_axum(respond(&ctx, route.handler, lambda_request).await)
+}
+
+/// The payload-2.0 event API Gateway would build for this request.
+pub fn gateway_event(
+    route: &Route,
+    path_parameters: HashMap<String, String>,
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Value {
+    let mut header_map = Map::new();
+    for name in headers.keys() {
+        let values: Vec<&str> = headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        header_map.insert(name.as_str().to_owned(), values.join(",").into());
+    }
+    let raw_query = uri.query().unwrap_or_default();
+    let mut query: Map<String, Value> = Map::new();
+    for (name, value) in form_pairs(raw_query) {
+        match query.get_mut(&name) {
+            // API Gateway joins repeated parameters with commas.
+            Some(Value::String(existing)) => *existing = format!("{existing},{value}"),
+            _ => {
+                query.insert(name, value.into());
+            }
+        }
+    }
+    let (body, base64) = match std::str::from_utf8(body) {
+        _ if body.is_empty() => (Value::Null, false),
+        Ok(text) => (text.into(), false),
+        Err(_) => {
+            use base64::Engine;
+            (
+                base64::engine::general_purpose::STANDARD
+                    .encode(body)
+                    .into(),
+                true,
+            )
+        }
+    };
+    // API Gateway's HTTP API hands the function the path already decoded.
+    let path = percent_decode_str(uri.path()).decode_utf8_lossy();
+    let now = time::OffsetDateTime::now_utc();
+    json!({
+        "version": "2.0",
+        "routeKey": route.key(),
+        "rawPath": path,
+        "rawQueryString": raw_query,
+        "headers": header_map,
+        "queryStringParameters": if query.is_empty() { Value::Null } else { query.into() },
+        "pathParameters": if path_parameters.is_empty() { Value::Null } else { json!(path_parameters) },
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost"),
+            "domainPrefix": "local",
+            "http": {
+                "method": method.as_str(),
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": headers.get(header::USER_AGENT).and_then(|h| h.to_str().ok()).unwrap_or(""),
+            },
+            "requestId": uuid_like(),
+            "routeKey": route.key(),
+            "stage": "$default",
+            "time": now.format(&time::format_description::well_known::Rfc2822).unwrap_or_default(),
+            "timeEpoch": now.unix_timestamp() * 1000,
+        },
+        "body": body,
+        "isBase64Encoded": base64,
+    })
+}
+
+fn form_pairs(raw: &str) -> Vec<(String, String)> {
+    raw.split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let decode = |s: &str| {
+                percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            (decode(name), decode(value))
+        })
+        .collect()
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("local-{:016x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A handler's response as the HTTP response API Gateway would send.
+fn into_axum(response: lambda_http::Response<Body>) -> Response {
+    let (parts, body) = response.into_parts();
+    let body = match body {
+        Body::Empty => AxumBody::empty(),
+        Body::Text(text) => AxumBody::from(text),
+        Body::Binary(bytes) => AxumBody::from(bytes),
+        _ => AxumBody::empty(),
+    };
+    Response::from_parts(parts, body)
+}

@@ -1,0 +1,90 @@
+//! The contract's conventions that every route shares: ../shared/API.md, "Conventions".
+
+use crate::both;
+use crate::harness::Api;
+use serde_json::json;
+use singlet_functions::Ctx;
+use singlet_functions::paging::CursorKey;
+
+both!(
+    bodies_must_be_json_objects_under_64_kib,
+    undeclared_methods_are_404
+);
+
+async fn bodies_must_be_json_objects_under_64_kib(api: Api) {
+    let post = |content_type: &'static str, body: Vec<u8>| {
+        let api = api.clone();
+        async move {
+            api.call("POST", "/vehicles")
+                .raw(content_type, body)
+                .send()
+                .await
+        }
+    };
+    post("application/json", b"{not json".to_vec())
+        .await
+        .assert_problem(400, &[]);
+    post("application/json", b"[1,2]".to_vec())
+        .await
+        .assert_problem(400, &[]);
+    post("application/json", b"".to_vec())
+        .await
+        .assert_problem(400, &[]);
+    post("text/plain", b"{}".to_vec())
+        .await
+        .assert_problem(415, &[]);
+    post("application/x-www-form-urlencoded", b"plate=x".to_vec())
+        .await
+        .assert_problem(415, &[]);
+    let big = json!({"plate": "P", "chassis": "C", "depot": "d", "pad": "x".repeat(70 * 1024)});
+    post("application/json", big.to_string().into_bytes())
+        .await
+        .assert_problem(413, &[]);
+    // A charset parameter is fine.
+    let ok = post(
+        "application/json; charset=utf-8",
+        br#"{"plate":"P","chassis":"C","depot":"d"}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(ok.status, 201, "{ok:?}");
+    assert_eq!(api.items().await.len(), 3);
+}
+
+async fn undeclared_methods_are_404(api: Api) {
+    for (method, path) in [
+        ("PATCH", "/vehicles"),
+        ("GET", "/vehicles"),
+        ("POST", "/vehicles/v1"),
+        ("GET", "/nowhere"),
+        ("GET", "/vehicles/v1/plate/x"),
+    ] {
+        let reply = api.call(method, path).send().await;
+        assert_eq!(reply.status, 404, "{method} {path}");
+        assert_eq!(reply.body, json!({"message": "Not Found"}));
+    }
+}
+
+/// The engine unreachable: `503` with `retry-after`, after the SDK's own retries.
+#[tokio::test]
+async fn an_unreachable_engine_is_503_with_retry_after() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let mut api = crate::harness::Api::start(crate::harness::Mode::Direct).await;
+    api.ctx = Ctx::new(
+        singlet::engine::local_client(&closed),
+        "singlet",
+        CursorKey::random(),
+    );
+    for reply in [
+        api.get("/vehicles/v1").await,
+        api.post(
+            "/vehicles",
+            json!({"plate": "P", "chassis": "C", "depot": "d"}),
+        )
+        .await,
+    ] {
+        reply.assert_problem(503, &[]);
+        assert_eq!(reply.header("retry-after"), Some("1"));
+    }
+}

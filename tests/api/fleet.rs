@@ -1,0 +1,273 @@
+//! The fleet registry: ../shared/API.md, "Fleet registry".
+
+use crate::both;
+use crate::harness::{Api, Mode, Reply, s};
+use serde_json::json;
+
+async fn register(api: &Api, plate: &str, chassis: &str) -> Reply {
+    api.post(
+        "/vehicles",
+        json!({"plate": plate, "chassis": chassis, "depot": "north"}),
+    )
+    .await
+}
+
+both!(
+    register_returns_the_normalised_vehicle_and_writes_three_items,
+    register_names_every_bad_field,
+    register_names_every_taken_value,
+    lookups_by_any_spelling,
+    reads_of_missing_things_are_404,
+    change_plate_frees_the_old_plate_at_once,
+    change_plate_to_a_taken_plate_is_409,
+    retire_removes_the_vehicle_and_both_locks,
+);
+
+async fn register_returns_the_normalised_vehicle_and_writes_three_items(api: Api) {
+    let reply = api
+        .post("/vehicles", json!({"plate": " KA19  xtr", "chassis": "ＷＶＷ ZZZ 1JZ", "depot": "north", "colour": "red"}))
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    let id = reply.body["vehicleId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        reply.header("location"),
+        Some(format!("/vehicles/{id}").as_str())
+    );
+    assert_eq!(reply.body["plate"], "ka19 xtr");
+    assert_eq!(reply.body["chassis"], "wvw zzz 1jz");
+    assert_eq!(reply.body["depot"], "north");
+    assert!(reply.body["addedAt"].as_i64().unwrap() > 1_700_000_000_000);
+    assert!(
+        reply.body.get("colour").is_none(),
+        "unknown fields are ignored"
+    );
+
+    let vehicle = api
+        .item(&format!("VEHICLE#{id}"), &format!("VEHICLE#{id}"))
+        .await
+        .unwrap();
+    assert_eq!(s(&vehicle, "plate"), "ka19 xtr");
+    let plate = api.item("PLATE#ka19 xtr", "PLATE#ka19 xtr").await.unwrap();
+    assert_eq!(s(&plate, "vehicleId"), id);
+    let chassis = api
+        .item("CHASSIS#wvw zzz 1jz", "CHASSIS#wvw zzz 1jz")
+        .await
+        .unwrap();
+    assert_eq!(s(&chassis, "vehicleId"), id);
+    assert_eq!(api.items().await.len(), 3);
+
+    let read = api.get(format!("/vehicles/{id}")).await;
+    assert_eq!(read.status, 200);
+    assert_eq!(read.body, reply.body);
+}
+
+async fn register_names_every_bad_field(api: Api) {
+    api.post("/vehicles", json!({})).await.assert_problem(
+        400,
+        &[
+            ("chassis", "required"),
+            ("depot", "required"),
+            ("plate", "required"),
+        ],
+    );
+    api.post(
+        "/vehicles",
+        json!({"plate": "   ", "chassis": "x".repeat(33), "depot": 7}),
+    )
+    .await
+    .assert_problem(
+        400,
+        &[
+            ("chassis", "too_long"),
+            ("depot", "invalid"),
+            ("plate", "required"),
+        ],
+    );
+    api.post(
+        "/vehicles",
+        json!({"plate": "KA#19", "chassis": "C1", "depot": "n"}),
+    )
+    .await
+    .assert_problem(400, &[("plate", "invalid")]);
+    assert!(
+        api.items().await.is_empty(),
+        "nothing is written for a bad request"
+    );
+}
+
+async fn register_names_every_taken_value(api: Api) {
+    assert_eq!(register(&api, "KA19 XTR", "C-1").await.status, 201);
+    register(&api, "ka19 xtr", "C-2")
+        .await
+        .assert_problem(409, &[("plate", "taken")]);
+    register(&api, "P-2", "c-1")
+        .await
+        .assert_problem(409, &[("chassis", "taken")]);
+    let both = register(&api, "ＫＡ１９ ＸＴＲ", " C-1 ").await;
+    both.assert_problem(409, &[("chassis", "taken"), ("plate", "taken")]);
+    assert_eq!(both.body["type"], "/problems/conflict");
+    assert_eq!(
+        api.items().await.len(),
+        3,
+        "a refused registration writes nothing"
+    );
+}
+
+async fn lookups_by_any_spelling(api: Api) {
+    let id = register(&api, "KA19 XTR", "WVW-1").await.body["vehicleId"].clone();
+    let plate = api.get("/plates/%EF%BC%AB%EF%BC%A119%20%20xtr").await;
+    assert_eq!(plate.status, 200, "{plate:?}");
+    assert_eq!(plate.body, json!({"plate": "ka19 xtr", "vehicleId": id}));
+    let chassis = api.get("/chassis/wvw-1").await;
+    assert_eq!(chassis.body, json!({"chassis": "wvw-1", "vehicleId": id}));
+}
+
+async fn reads_of_missing_things_are_404(api: Api) {
+    api.get("/vehicles/nope").await.assert_problem(404, &[]);
+    api.get("/plates/none").await.assert_problem(404, &[]);
+    api.get("/chassis/none").await.assert_problem(404, &[]);
+    api.delete("/vehicles/nope").await.assert_problem(404, &[]);
+    api.put("/vehicles/nope/plate", json!({"plate": "p"}))
+        .await
+        .assert_problem(404, &[]);
+    api.get("/vehicles/bad%23id")
+        .await
+        .assert_problem(400, &[("vehicleId", "invalid")]);
+    api.get(format!("/vehicles/{}", "a".repeat(65)))
+        .await
+        .assert_problem(400, &[("vehicleId", "too_long")]);
+    api.get("/plates/%23")
+        .await
+        .assert_problem(400, &[("plate", "invalid")]);
+}
+
+async fn change_plate_frees_the_old_plate_at_once(api: Api) {
+    let first = register(&api, "OLD-1", "C-1").await.body;
+    let id = first["vehicleId"].as_str().unwrap();
+    let changed = api
+        .put(format!("/vehicles/{id}/plate"), json!({"plate": " NEW-1 "}))
+        .await;
+    assert_eq!(changed.status, 200, "{changed:?}");
+    assert_eq!(changed.body["plate"], "new-1");
+    assert_eq!(changed.body["chassis"], first["chassis"]);
+    assert_eq!(api.get(format!("/vehicles/{id}")).await.body, changed.body);
+    assert_eq!(api.get("/plates/new-1").await.body["vehicleId"], id);
+    assert_eq!(api.get("/plates/old-1").await.status, 404);
+    assert!(api.item("PLATE#old-1", "PLATE#old-1").await.is_none());
+    // The old plate is reclaimable at once.
+    assert_eq!(register(&api, "old-1", "C-2").await.status, 201);
+    // The same plate again is a no-op.
+    assert_eq!(
+        api.put(format!("/vehicles/{id}/plate"), json!({"plate": "NEW-1"}))
+            .await
+            .status,
+        200
+    );
+    api.put(format!("/vehicles/{id}/plate"), json!({}))
+        .await
+        .assert_problem(400, &[("plate", "required")]);
+    assert_eq!(api.items_with_pk_prefix("PLATE#").await.len(), 2);
+}
+
+async fn change_plate_to_a_taken_plate_is_409(api: Api) {
+    let a = register(&api, "A-1", "C-1").await.body;
+    register(&api, "B-1", "C-2").await;
+    let id = a["vehicleId"].as_str().unwrap();
+    api.put(format!("/vehicles/{id}/plate"), json!({"plate": "b-1"}))
+        .await
+        .assert_problem(409, &[("plate", "taken")]);
+    assert_eq!(
+        api.get(format!("/vehicles/{id}")).await.body,
+        a,
+        "nothing changed"
+    );
+    assert_eq!(
+        s(
+            &api.item("PLATE#a-1", "PLATE#a-1").await.unwrap(),
+            "vehicleId"
+        ),
+        id
+    );
+}
+
+async fn retire_removes_the_vehicle_and_both_locks(api: Api) {
+    let id = register(&api, "R-1", "C-1").await.body["vehicleId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    register(&api, "KEEP", "C-KEEP").await;
+    let reply = api.delete(format!("/vehicles/{id}")).await;
+    assert_eq!(reply.status, 204);
+    assert_eq!(reply.body, serde_json::Value::Null);
+    assert!(
+        api.item(&format!("VEHICLE#{id}"), &format!("VEHICLE#{id}"))
+            .await
+            .is_none()
+    );
+    assert!(api.item("PLATE#r-1", "PLATE#r-1").await.is_none());
+    assert!(api.item("CHASSIS#c-1", "CHASSIS#c-1").await.is_none());
+    assert_eq!(api.items().await.len(), 3, "the other vehicle is untouched");
+    assert_eq!(api.get(format!("/vehicles/{id}")).await.status, 404);
+    api.delete(format!("/vehicles/{id}"))
+        .await
+        .assert_problem(404, &[]);
+    assert_eq!(
+        register(&api, "R-1", "C-1").await.status,
+        201,
+        "both values are reclaimable at once"
+    );
+}
+
+/// 64 concurrent registrations of one plate, spelled eight ways, each with its own chassis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_plate_raced_by_64_registrations_has_one_holder() {
+    let api = Api::start(Mode::Http).await;
+    let spellings = [
+        "KA19 XTR",
+        "ka19 xtr",
+        " KA19  xtr",
+        "ＫＡ１９ ＸＴＲ",
+        "Ka19\tXtr",
+        "kA19 XTR ",
+        "KA19\u{3000}XTR",
+        "ka19  XTR",
+    ];
+    let replies = futures::future::join_all((0..64).map(|i| {
+        let api = api.clone();
+        let plate = spellings[i % spellings.len()];
+        async move { register(&api, plate, &format!("chassis-{i}")).await }
+    }))
+    .await;
+    let created: Vec<&Reply> = replies.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(created.len(), 1, "{replies:?}");
+    for reply in replies.iter().filter(|r| r.status != 201) {
+        reply.assert_problem(409, &[("plate", "taken")]);
+    }
+    let winner = created[0].body["vehicleId"].as_str().unwrap();
+    let items = api.items().await;
+    let plates: Vec<_> = items
+        .iter()
+        .filter(|i| s(i, "PK").starts_with("PLATE#"))
+        .collect();
+    assert_eq!(plates.len(), 1);
+    assert_eq!(s(plates[0], "vehicleId"), winner);
+    let vehicles: Vec<_> = items
+        .iter()
+        .filter(|i| s(i, "PK").starts_with("VEHICLE#"))
+        .collect();
+    assert_eq!(vehicles.len(), 1);
+    let chassis: Vec<_> = items
+        .iter()
+        .filter(|i| s(i, "PK").starts_with("CHASSIS#"))
+        .collect();
+    assert_eq!(chassis.len(), 1, "no lock without its vehicle");
+    for lock in plates.iter().chain(&chassis) {
+        let id = s(lock, "vehicleId");
+        assert!(
+            api.item(&format!("VEHICLE#{id}"), &format!("VEHICLE#{id}"))
+                .await
+                .is_some()
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! One engine per test: dynoxide in memory on a loopback port, the real SDK client, the table
+//! created from the schema, and the runner's real front door on another loopback port.
+//!
+//! Test bodies take an [`Api`] and run twice (the wewerewondering pattern): once calling the
+//! handlers directly with the `lambda_http::Request` API Gateway would build, once over HTTP
+//! through the local runner's front door.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_http::{Body, RequestExt};
+use serde_json::Value;
+use singlet::{engine, front_door};
+use singlet_functions::paging::CursorKey;
+use singlet_functions::routes::{ROUTES, respond};
+use singlet_functions::{Ctx, table::ensure_table};
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+
+pub type Item = HashMap<String, AttributeValue>;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    Direct,
+    Http,
+}
+
+#[derive(Clone)]
+pub struct Api {
+    pub ctx: Ctx,
+    pub mode: Mode,
+    pub base: String,
+    http: reqwest::Client,
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HashMap<String, String>,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+
+    /// The `(field, code)` pairs of a problem document, sorted.
+    pub fn field_errors(&self) -> Vec<(String, String)> {
+        let mut errors: Vec<(String, String)> = self.body["errors"]
+            .as_array()
+            .map(|errors| {
+                errors
+                    .iter()
+                    .map(|e| {
+                        (
+                            e["field"].as_str().unwrap().to_owned(),
+                            e["code"].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        errors.sort();
+        errors
+    }
+
+    #[track_caller]
+    pub fn assert_problem(&self, status: u16, errors: &[(&str, &str)]) {
+        assert_eq!(self.status, status, "{self:?}");
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json"),
+            "{self:?}"
+        );
+        assert_eq!(self.body["status"], status, "{self:?}");
+        let mut expected: Vec<(String, String)> = errors
+            .iter()
+            .map(|(f, c)| ((*f).to_owned(), (*c).to_owned()))
+            .collect();
+        expected.sort();
+        assert_eq!(self.field_errors(), expected, "{self:?}");
+        let text = self.body.to_string();
+        for leak in [
+            "PK",
+            "SK",
+            "GSI",
+            "VEHICLE#",
+            "PLATE#",
+            "ACCT#",
+            "UNIQ#",
+            "BRANCH#",
+            "RESOURCE#",
+            "SdkError",
+            "Dispatch",
+        ] {
+            assert!(!text.contains(leak), "a problem leaks {leak}: {text}");
+        }
+    }
+}
+
+pub struct Call<'a> {
+    api: &'a Api,
+    method: &'static str,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Option<Vec<u8>>,
+}
+
+impl Call<'_> {
+    pub fn json(mut self, body: Value) -> Self {
+        self.body = Some(body.to_string().into_bytes());
+        self.header("content-type", "application/json")
+    }
+
+    pub fn raw(mut self, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+        self.body = Some(body.into());
+        self.header("content-type", content_type)
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.retain(|(n, _)| n != name);
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub async fn send(self) -> Reply {
+        match self.api.mode {
+            Mode::Direct => {
+                self.api
+                    .direct(self.method, &self.path, &self.headers, self.body)
+                    .await
+            }
+            Mode::Http => {
+                self.api
+                    .over_http(self.method, &self.path, &self.headers, self.body)
+                    .await
+            }
+        }
+    }
+}
+
+impl Api {
+    pub async fn start(mode: Mode) -> Api {
+        let db = engine::open(None).unwrap();
+        let endpoint = engine::serve(db, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .await
+            .unwrap();
+        let client = engine::local_client(&endpoint);
+        ensure_table(&client, "singlet").await.unwrap();
+        let ctx = Ctx::new(client, "singlet", CursorKey::random());
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(front_door::serve(listener, ctx.clone()));
+        Api {
+            ctx,
+            mode,
+            base,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn call(&self, method: &'static str, path: impl Into<String>) -> Call<'_> {
+        Call {
+            api: self,
+            method,
+            path: path.into(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    pub async fn get(&self, path: impl Into<String>) -> Reply {
+        self.call("GET", path).send().await
+    }
+
+    pub async fn post(&self, path: impl Into<String>, body: Value) -> Reply {
+        self.call("POST", path).json(body).send().await
+    }
+
+    pub async fn put(&self, path: impl Into<String>, body: Value) -> Reply {
+        self.call("PUT", path).json(body).send().await
+    }
+
+    pub async fn delete(&self, path: impl Into<String>) -> Reply {
+        self.call("DELETE", path).send().await
+    }
+
+    /// The handler called directly, with the request API Gateway would hand it.
+    async fn direct(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(String, String)],
+        body: Option<Vec<u8>>,
+    ) -> Reply {
+        let (path_only, query) = path.split_once('?').unwrap_or((path, ""));
+        let segments: Vec<String> = path_only
+            .trim_start_matches('/')
+            .split('/')
+            .map(|s| {
+                percent_encoding::percent_decode_str(s)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let Some((route, params)) = ROUTES
+            .iter()
+            .find_map(|r| r.matches(method, &segments).map(|p| (r, p)))
+        else {
+            return Reply {
+                status: 404,
+                headers: HashMap::new(),
+                body: serde_json::json!({"message": "Not Found"}),
+            };
+        };
+        let mut builder = lambda_http::http::Request::builder()
+            .method(method)
+            .uri(path);
+        for (name, value) in headers {
+            builder = builder.header(name, value);
+        }
+        let body = match body {
+            Some(bytes) => Body::Binary(bytes),
+            None => Body::Empty,
+        };
+        let query: HashMap<String, String> = query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                let decode = |s: &str| {
+                    percent_encoding::percent_decode_str(s)
+                        .decode_utf8_lossy()
+                        .into_owned()
+                };
+                (decode(k), decode(v))
+            })
+            .collect();
+        let request = builder
+            .body(body)
+            .unwrap()
+            .with_path_parameters(params)
+            .with_query_string_parameters(query);
+        let response = respond(&self.ctx, route.handler, request).await;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        let body = match response.body() {
+            Body::Empty => Value::Null,
+            other => serde_json::from_slice(other.as_ref()).unwrap_or(Value::Null),
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    async fn over_http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(String, String)],
+        body: Option<Vec<u8>>,
+    ) -> Reply {
+        let mut request = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{}", self.base, path));
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        let bytes = response.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// The item at a key, read straight from the table.
+    pub async fn item(&self, pk: &str, sk: &str) -> Option<Item> {
+        self.ctx
+            .db
+            .get_item()
+            .table_name(&*self.ctx.table)
+            .key("PK", AttributeValue::S(pk.into()))
+            .key("SK", AttributeValue::S(sk.into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+    }
+
+    /// Every item in the table (a Scan: tests only).
+    pub async fn items(&self) -> Vec<Item> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .ctx
+                .db
+                .scan()
+                .table_name(&*self.ctx.table)
+                .set_exclusive_start_key(start)
+                .consistent_read(true)
+                .send()
+                .await
+                .unwrap();
+            items.extend(page.items.unwrap_or_default());
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return items;
+            }
+        }
+    }
+
+    /// Every item whose PK starts with `prefix`.
+    pub async fn items_with_pk_prefix(&self, prefix: &str) -> Vec<Item> {
+        self.items()
+            .await
+            .into_iter()
+            .filter(|i| s(i, "PK").starts_with(prefix))
+            .collect()
+    }
+}
+
+/// A string attribute of an item.
+pub fn s<'a>(item: &'a Item, name: &str) -> &'a str {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+        .unwrap_or("")
+}
+
+/// Runs one async test body against both modes.
+#[macro_export]
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn direct() {
+                    super::$name($crate::harness::Api::start($crate::harness::Mode::Direct).await).await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn http() {
+                    super::$name($crate::harness::Api::start($crate::harness::Mode::Http).await).await
+                }
+            }
+        )*
+    };
+}

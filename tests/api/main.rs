@@ -1,0 +1,11 @@
+//! singlet's API tests: every handler against a real engine (dynoxide, in-process, on a loopback
+//! port) through the real `aws-sdk-dynamodb` client, each test body run both directly against
+//! the handler and end to end through the local runner's HTTP front door; races with real
+//! concurrent requests; the events in `events/` replayed; `template.yaml` kept equal to the code.
+
+mod harness;
+
+mod conventions;
+mod events;
+mod fleet;
+mod template;
