@@ -2,8 +2,8 @@
 //! and the tests that compare `template.yaml`, `events/` and the README all read it.
 
 use crate::db::Ctx;
-use crate::fleet;
 use crate::http::HandlerResult;
+use crate::{accounts, fleet};
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -53,50 +53,21 @@ macro_rules! route {
     };
 }
 
+#[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
     // Fleet registry
-    route!(
-        "register-vehicle",
-        "POST",
-        "/vehicles",
-        fleet::register_vehicle::handle,
-        ["GetItem", "PutItem"]
-    ),
-    route!(
-        "get-vehicle",
-        "GET",
-        "/vehicles/{vehicleId}",
-        fleet::get_vehicle::handle,
-        ["GetItem"]
-    ),
-    route!(
-        "find-by-plate",
-        "GET",
-        "/plates/{plate}",
-        fleet::find_by_plate::handle,
-        ["GetItem"]
-    ),
-    route!(
-        "find-by-chassis",
-        "GET",
-        "/chassis/{chassis}",
-        fleet::find_by_chassis::handle,
-        ["GetItem"]
-    ),
-    route!(
-        "change-plate",
-        "PUT",
-        "/vehicles/{vehicleId}/plate",
-        fleet::change_plate::handle,
-        ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]
-    ),
-    route!(
-        "retire-vehicle",
-        "DELETE",
-        "/vehicles/{vehicleId}",
-        fleet::retire_vehicle::handle,
-        ["GetItem", "DeleteItem"]
-    ),
+    route!("register-vehicle", "POST", "/vehicles", fleet::register_vehicle::handle, ["GetItem", "PutItem"]),
+    route!("get-vehicle", "GET", "/vehicles/{vehicleId}", fleet::get_vehicle::handle, ["GetItem"]),
+    route!("find-by-plate", "GET", "/plates/{plate}", fleet::find_by_plate::handle, ["GetItem"]),
+    route!("find-by-chassis", "GET", "/chassis/{chassis}", fleet::find_by_chassis::handle, ["GetItem"]),
+    route!("change-plate", "PUT", "/vehicles/{vehicleId}/plate", fleet::change_plate::handle, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+    route!("retire-vehicle", "DELETE", "/vehicles/{vehicleId}", fleet::retire_vehicle::handle, ["GetItem", "DeleteItem"]),
+    // Accounts
+    route!("create-account", "POST", "/accounts", accounts::create_account::handle, ["GetItem", "PutItem"]),
+    route!("get-account", "GET", "/accounts/{accountId}", accounts::get_account::handle, ["GetItem"]),
+    route!("change-email", "PUT", "/accounts/{accountId}/email", accounts::change_email::handle, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+    route!("change-username", "PUT", "/accounts/{accountId}/username", accounts::change_username::handle, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+    route!("delete-account", "DELETE", "/accounts/{accountId}", accounts::delete_account::handle, ["GetItem", "DeleteItem"]),
 ];
 
 impl Route {

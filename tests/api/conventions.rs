@@ -88,3 +88,49 @@ async fn an_unreachable_engine_is_503_with_retry_after() {
         assert_eq!(reply.header("retry-after"), Some("1"));
     }
 }
+
+/// A transaction cancelled for a reason other than a condition (here `TransactionConflict`, which
+/// only real DynamoDB produces, so the SDK's own test HTTP client stands in for it) is a `503`,
+/// never a `409`.
+#[tokio::test]
+async fn a_cancellation_for_another_reason_is_not_a_conflict() {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    use aws_smithy_http_client::test_util::infallible_client_fn;
+    let cancelled = json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict, None]",
+        "CancellationReasons": [
+            {"Code": "None"},
+            {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
+            {"Code": "None"}
+        ]
+    });
+    let http = infallible_client_fn(move |_| {
+        lambda_http::http::Response::builder()
+            .status(400)
+            .header("content-type", "application/x-amz-json-1.0")
+            .body(cancelled.to_string())
+            .unwrap()
+    });
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+        .endpoint_url("http://127.0.0.1:1")
+        .http_client(http)
+        .build();
+    let mut api = crate::harness::Api::start(crate::harness::Mode::Direct).await;
+    api.ctx = Ctx::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        "singlet",
+        CursorKey::random(),
+    );
+    let reply = api
+        .post(
+            "/vehicles",
+            json!({"plate": "P", "chassis": "C", "depot": "d"}),
+        )
+        .await;
+    reply.assert_problem(503, &[]);
+    assert_eq!(reply.header("retry-after"), Some("1"));
+}

@@ -5,7 +5,9 @@
 
 mod harness;
 
+mod accounts;
 mod conventions;
 mod events;
 mod fleet;
+mod idempotency;
 mod template;

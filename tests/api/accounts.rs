@@ -1,0 +1,371 @@
+//! Accounts unique on email and username: ../shared/API.md, "Accounts".
+
+use crate::both;
+use crate::harness::{Api, Mode, Reply, s};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+async fn sign_up(api: &Api, email: &str, username: &str) -> Reply {
+    api.post("/accounts", json!({"email": email, "username": username}))
+        .await
+}
+
+fn id(reply: &Reply) -> String {
+    reply.body["accountId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{reply:?}"))
+        .to_owned()
+}
+
+both!(
+    create_normalises_and_writes_the_account_and_two_locks,
+    create_names_every_bad_field,
+    create_names_every_taken_value_whatever_the_spelling,
+    reads_of_missing_accounts_are_404,
+    change_email_frees_the_old_email_at_once,
+    change_username_frees_the_old_username_at_once,
+    changes_to_a_taken_value_are_409,
+    delete_removes_the_account_and_both_locks,
+);
+
+async fn create_normalises_and_writes_the_account_and_two_locks(api: Api) {
+    let reply = api
+        .post("/accounts", json!({"email": " Ada@ＥＸＡＭＰＬＥ.com ", "username": "Ada.Lovelace", "displayName": " Ada "}))
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let account_id = id(&reply);
+    assert_eq!(
+        reply.header("location"),
+        Some(format!("/accounts/{account_id}").as_str())
+    );
+    assert_eq!(reply.body["email"], "ada@example.com");
+    assert_eq!(reply.body["username"], "ada.lovelace");
+    assert_eq!(reply.body["displayName"], "Ada");
+    assert!(reply.body["createdAt"].as_i64().unwrap() > 1_700_000_000_000);
+
+    let account = api
+        .item(&format!("ACCT#{account_id}"), "PROFILE")
+        .await
+        .unwrap();
+    assert_eq!(s(&account, "email"), "ada@example.com");
+    let email = api
+        .item("UNIQ#EMAIL#ada@example.com", "LOCK")
+        .await
+        .unwrap();
+    assert_eq!(s(&email, "accountId"), account_id);
+    let handle = api.item("UNIQ#HANDLE#ada.lovelace", "LOCK").await.unwrap();
+    assert_eq!(s(&handle, "accountId"), account_id);
+    assert_eq!(api.items().await.len(), 3);
+    assert_eq!(
+        api.get(format!("/accounts/{account_id}")).await.body,
+        reply.body
+    );
+
+    let bare = sign_up(&api, "grace@example.com", "grace").await;
+    assert_eq!(bare.status, 201);
+    assert_eq!(bare.body["displayName"], serde_json::Value::Null);
+}
+
+async fn create_names_every_bad_field(api: Api) {
+    api.post("/accounts", json!({}))
+        .await
+        .assert_problem(400, &[("email", "required"), ("username", "required")]);
+    api.post(
+        "/accounts",
+        json!({"email": "nope", "username": "ab", "displayName": "x".repeat(101)}),
+    )
+    .await
+    .assert_problem(
+        400,
+        &[
+            ("displayName", "too_long"),
+            ("email", "invalid"),
+            ("username", "invalid"),
+        ],
+    );
+    api.post(
+        "/accounts",
+        json!({"email": "a@b.co", "username": "straße"}),
+    )
+    .await
+    .assert_problem(400, &[("username", "invalid")]);
+    api.post("/accounts", json!({"email": ["a@b.co"], "username": 5}))
+        .await
+        .assert_problem(400, &[("email", "invalid"), ("username", "invalid")]);
+    assert!(api.items().await.is_empty());
+}
+
+async fn create_names_every_taken_value_whatever_the_spelling(api: Api) {
+    assert_eq!(
+        sign_up(&api, "kelvin@example.com", "kelvin").await.status,
+        201
+    );
+    // Full-width letters and the Kelvin sign fold to the same values.
+    sign_up(&api, "ＫＥＬＶＩＮ@example.com", "other")
+        .await
+        .assert_problem(409, &[("email", "taken")]);
+    sign_up(&api, "other@example.com", "\u{212A}elvin")
+        .await
+        .assert_problem(409, &[("username", "taken")]);
+    sign_up(&api, " Kelvin@Example.COM", "KELVIN")
+        .await
+        .assert_problem(409, &[("email", "taken"), ("username", "taken")]);
+    assert_eq!(api.items().await.len(), 3);
+}
+
+async fn reads_of_missing_accounts_are_404(api: Api) {
+    api.get("/accounts/nope").await.assert_problem(404, &[]);
+    api.delete("/accounts/nope").await.assert_problem(404, &[]);
+    api.put("/accounts/nope/email", json!({"email": "a@b.co"}))
+        .await
+        .assert_problem(404, &[]);
+    api.put("/accounts/nope/username", json!({"username": "abc"}))
+        .await
+        .assert_problem(404, &[]);
+    api.get("/accounts/a%20b")
+        .await
+        .assert_problem(400, &[("accountId", "invalid")]);
+}
+
+async fn change_email_frees_the_old_email_at_once(api: Api) {
+    let account_id = id(&sign_up(&api, "old@example.com", "ada").await);
+    let changed = api
+        .put(
+            format!("/accounts/{account_id}/email"),
+            json!({"email": "NEW@example.com"}),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{changed:?}");
+    assert_eq!(changed.body["email"], "new@example.com");
+    assert_eq!(changed.body["username"], "ada");
+    assert_eq!(
+        api.get(format!("/accounts/{account_id}")).await.body,
+        changed.body
+    );
+    assert!(
+        api.item("UNIQ#EMAIL#old@example.com", "LOCK")
+            .await
+            .is_none()
+    );
+    assert_eq!(
+        s(
+            &api.item("UNIQ#EMAIL#new@example.com", "LOCK")
+                .await
+                .unwrap(),
+            "accountId"
+        ),
+        account_id
+    );
+    assert_eq!(
+        sign_up(&api, "old@example.com", "grace").await.status,
+        201,
+        "the old email is free at once"
+    );
+    assert_eq!(
+        api.put(
+            format!("/accounts/{account_id}/email"),
+            json!({"email": "new@example.com"})
+        )
+        .await
+        .status,
+        200
+    );
+    api.put(
+        format!("/accounts/{account_id}/email"),
+        json!({"email": "x"}),
+    )
+    .await
+    .assert_problem(400, &[("email", "invalid")]);
+    assert_eq!(api.items_with_pk_prefix("UNIQ#EMAIL#").await.len(), 2);
+}
+
+async fn change_username_frees_the_old_username_at_once(api: Api) {
+    let account_id = id(&sign_up(&api, "ada@example.com", "ada").await);
+    let changed = api
+        .put(
+            format!("/accounts/{account_id}/username"),
+            json!({"username": "Countess"}),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{changed:?}");
+    assert_eq!(changed.body["username"], "countess");
+    assert!(api.item("UNIQ#HANDLE#ada", "LOCK").await.is_none());
+    assert_eq!(
+        s(
+            &api.item("UNIQ#HANDLE#countess", "LOCK").await.unwrap(),
+            "accountId"
+        ),
+        account_id
+    );
+    assert_eq!(
+        s(
+            &api.item(&format!("ACCT#{account_id}"), "PROFILE")
+                .await
+                .unwrap(),
+            "username"
+        ),
+        "countess"
+    );
+    assert_eq!(sign_up(&api, "grace@example.com", "ada").await.status, 201);
+    assert_eq!(api.items_with_pk_prefix("UNIQ#HANDLE#").await.len(), 2);
+}
+
+async fn changes_to_a_taken_value_are_409(api: Api) {
+    let ada = sign_up(&api, "ada@example.com", "ada").await;
+    sign_up(&api, "grace@example.com", "grace").await;
+    let ada_id = id(&ada);
+    api.put(
+        format!("/accounts/{ada_id}/email"),
+        json!({"email": "Grace@example.com"}),
+    )
+    .await
+    .assert_problem(409, &[("email", "taken")]);
+    api.put(
+        format!("/accounts/{ada_id}/username"),
+        json!({"username": "GRACE"}),
+    )
+    .await
+    .assert_problem(409, &[("username", "taken")]);
+    assert_eq!(
+        api.get(format!("/accounts/{ada_id}")).await.body,
+        ada.body,
+        "nothing changed"
+    );
+    assert_eq!(
+        s(
+            &api.item("UNIQ#EMAIL#ada@example.com", "LOCK")
+                .await
+                .unwrap(),
+            "accountId"
+        ),
+        ada_id
+    );
+    assert_eq!(api.items().await.len(), 6);
+}
+
+async fn delete_removes_the_account_and_both_locks(api: Api) {
+    let account_id = id(&sign_up(&api, "ada@example.com", "ada").await);
+    sign_up(&api, "grace@example.com", "grace").await;
+    let reply = api.delete(format!("/accounts/{account_id}")).await;
+    assert_eq!(reply.status, 204);
+    assert!(
+        api.item(&format!("ACCT#{account_id}"), "PROFILE")
+            .await
+            .is_none()
+    );
+    assert!(
+        api.item("UNIQ#EMAIL#ada@example.com", "LOCK")
+            .await
+            .is_none()
+    );
+    assert!(api.item("UNIQ#HANDLE#ada", "LOCK").await.is_none());
+    assert_eq!(api.items().await.len(), 3);
+    api.delete(format!("/accounts/{account_id}"))
+        .await
+        .assert_problem(404, &[]);
+    assert_eq!(sign_up(&api, "ada@example.com", "ada").await.status, 201);
+}
+
+/// Every lock names an account that holds exactly that value, and every account holds both
+/// of its locks: no orphans, no value with two holders.
+async fn assert_consistent(api: &Api) -> usize {
+    let items = api.items().await;
+    let accounts: BTreeMap<String, (String, String)> = items
+        .iter()
+        .filter(|i| s(i, "SK") == "PROFILE")
+        .map(|i| {
+            (
+                s(i, "accountId").to_owned(),
+                (s(i, "email").to_owned(), s(i, "username").to_owned()),
+            )
+        })
+        .collect();
+    let mut locks = BTreeSet::new();
+    for lock in items.iter().filter(|i| s(i, "SK") == "LOCK") {
+        let holder = accounts
+            .get(s(lock, "accountId"))
+            .unwrap_or_else(|| panic!("an orphan lock {lock:?}"));
+        let pk = s(lock, "PK");
+        let expected = if pk.starts_with("UNIQ#EMAIL#") {
+            &holder.0
+        } else {
+            &holder.1
+        };
+        assert_eq!(
+            s(lock, "value"),
+            expected,
+            "{pk} names an account holding another value"
+        );
+        assert!(pk.ends_with(expected.as_str()));
+        locks.insert(pk.to_owned());
+    }
+    assert_eq!(
+        locks.len(),
+        accounts.len() * 2,
+        "every account holds both of its locks"
+    );
+    accounts.len()
+}
+
+/// 64 sign-ups with one email, spelled eight ways, each with its own username.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_email_raced_by_64_sign_ups_has_one_holder() {
+    let api = Api::start(Mode::Http).await;
+    let spellings = [
+        "ada@example.com",
+        "ADA@example.com",
+        " Ada@Example.Com",
+        "ＡＤＡ@ｅｘａｍｐｌｅ.ｃｏｍ",
+        "ada@EXAMPLE.com ",
+        "aDa@example.cOm",
+        "Ada@example.com",
+        "\tada@example.com",
+    ];
+    let replies = futures::future::join_all((0..64).map(|i| {
+        let api = api.clone();
+        async move { sign_up(&api, spellings[i % spellings.len()], &format!("user{i}")).await }
+    }))
+    .await;
+    assert_eq!(
+        replies.iter().filter(|r| r.status == 201).count(),
+        1,
+        "{replies:?}"
+    );
+    for reply in replies.iter().filter(|r| r.status != 201) {
+        reply.assert_problem(409, &[("email", "taken")]);
+    }
+    assert_eq!(assert_consistent(&api).await, 1);
+    assert_eq!(api.items_with_pk_prefix("UNIQ#EMAIL#").await.len(), 1);
+}
+
+/// 32 pairs of cross-claims: `(email A, user B)` against `(email B, user A)`, racing the straight
+/// claims `(email A, user A)` and `(email B, user B)` too (the cross pair alone shares no lock).
+/// Whatever wins, no value has two holders and no lock outlives its account.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_claims_never_leave_two_holders_or_an_orphan() {
+    let api = Api::start(Mode::Http).await;
+    let mut claims = Vec::new();
+    for pair in 0..32 {
+        let (a, b) = (format!("alpha{pair}"), format!("beta{pair}"));
+        for (email, user) in [(&a, &b), (&b, &a), (&a, &a), (&b, &b)] {
+            claims.push((format!("{email}@example.com"), user.clone()));
+        }
+    }
+    let replies = futures::future::join_all(claims.iter().map(|(email, user)| {
+        let api = api.clone();
+        async move { sign_up(&api, email, user).await }
+    }))
+    .await;
+    let created = replies.iter().filter(|r| r.status == 201).count();
+    for reply in &replies {
+        assert!(reply.status == 201 || reply.status == 409, "{reply:?}");
+        if reply.status == 409 {
+            assert!(
+                !reply.field_errors().is_empty(),
+                "a 409 names what was taken"
+            );
+        }
+    }
+    assert!(created >= 32, "every pair has a winner: {created}");
+    assert_eq!(assert_consistent(&api).await, created);
+}

@@ -1,0 +1,151 @@
+//! `Idempotency-Key` on every creating `POST`: ../shared/API.md, "Conventions".
+
+use crate::both;
+use crate::harness::{Api, Mode, Reply};
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{Value, json};
+
+const VEHICLE: &str = "/vehicles";
+const ACCOUNT: &str = "/accounts";
+
+fn vehicle(plate: &str) -> Value {
+    json!({"plate": plate, "chassis": format!("chassis-{plate}"), "depot": "north"})
+}
+
+fn account(name: &str) -> Value {
+    json!({"email": format!("{name}@example.com"), "username": name})
+}
+
+async fn post(api: &Api, path: &str, key: &str, body: Value) -> Reply {
+    api.call("POST", path)
+        .header("idempotency-key", key)
+        .json(body)
+        .send()
+        .await
+}
+
+both!(
+    a_retry_returns_the_same_response_and_writes_nothing,
+    the_same_key_with_another_body_is_422,
+    keys_are_validated_and_scoped_to_their_route,
+    a_failed_request_is_not_remembered,
+    a_spent_key_is_422,
+);
+
+async fn a_retry_returns_the_same_response_and_writes_nothing(api: Api) {
+    for (path, body) in [(VEHICLE, vehicle("KA-1")), (ACCOUNT, account("ada"))] {
+        let first = post(&api, path, "retry-1", body.clone()).await;
+        assert_eq!(first.status, 201, "{first:?}");
+        let before = api.items().await.len();
+        // The same body with other white space and field order is the same request.
+        let reordered: Value =
+            serde_json::from_str(&serde_json::to_string_pretty(&body).unwrap()).unwrap();
+        let again = post(&api, path, "retry-1", reordered).await;
+        assert_eq!(again.status, 201);
+        assert_eq!(again.body, first.body, "the identical body");
+        assert_eq!(again.header("location"), first.header("location"));
+        assert_eq!(api.items().await.len(), before, "nothing new is written");
+    }
+    // One vehicle, two vehicle locks, one account, two account locks, two records.
+    assert_eq!(api.items().await.len(), 8);
+    assert_eq!(api.items_with_pk_prefix("IDEMPOTENCY#").await.len(), 2);
+}
+
+async fn the_same_key_with_another_body_is_422(api: Api) {
+    assert_eq!(
+        post(&api, VEHICLE, "k-2", vehicle("KA-2")).await.status,
+        201
+    );
+    let before = api.items().await;
+    let other = post(&api, VEHICLE, "k-2", vehicle("KA-3")).await;
+    other.assert_problem(422, &[]);
+    assert_eq!(other.body["type"], "/problems/unprocessable");
+    assert_eq!(api.items().await.len(), before.len());
+    assert!(api.item("PLATE#ka-3", "PLATE#ka-3").await.is_none());
+}
+
+async fn keys_are_validated_and_scoped_to_their_route(api: Api) {
+    for bad in [
+        "x".repeat(37),
+        "has space".into(),
+        "semi;colon".into(),
+        "é".into(),
+    ] {
+        post(&api, VEHICLE, &bad, vehicle("KA-4"))
+            .await
+            .assert_problem(400, &[("Idempotency-Key", "invalid")]);
+    }
+    assert!(api.items().await.is_empty());
+    let key = "k".repeat(36);
+    assert_eq!(post(&api, VEHICLE, &key, vehicle("KA-4")).await.status, 201);
+    assert_eq!(
+        post(&api, ACCOUNT, &key, account("grace")).await.status,
+        201,
+        "keys are per route"
+    );
+}
+
+async fn a_failed_request_is_not_remembered(api: Api) {
+    let holder = api.post(VEHICLE, vehicle("KA-5")).await.body["vehicleId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut taken = vehicle("KA-5");
+    taken["chassis"] = "other-chassis".into();
+    post(&api, VEHICLE, "k-5", taken.clone())
+        .await
+        .assert_problem(409, &[("plate", "taken")]);
+    assert_eq!(api.delete(format!("/vehicles/{holder}")).await.status, 204);
+    let retried = post(&api, VEHICLE, "k-5", taken).await;
+    assert_eq!(
+        retried.status, 201,
+        "a retry of a refused request runs again: {retried:?}"
+    );
+}
+
+async fn a_spent_key_is_422(api: Api) {
+    let first = post(&api, ACCOUNT, "k-6", account("lin")).await;
+    assert_eq!(first.status, 201);
+    // Age the record past its 10 minutes, as if the retry came late.
+    let record = api
+        .items_with_pk_prefix("IDEMPOTENCY#")
+        .await
+        .pop()
+        .unwrap();
+    api.ctx
+        .db
+        .update_item()
+        .table_name(&*api.ctx.table)
+        .key("PK", record["PK"].clone())
+        .key("SK", record["SK"].clone())
+        .update_expression("SET expiresAt = :past")
+        .expression_attribute_values(":past", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .unwrap();
+    let late = post(&api, ACCOUNT, "k-6", account("lin")).await;
+    late.assert_problem(422, &[]);
+    assert!(late.body["detail"].as_str().unwrap().contains("10 minutes"));
+}
+
+/// 20 concurrent identical requests with one key: one entity, twenty identical answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_concurrent_retries_create_one_entity() {
+    let api = Api::start(Mode::Http).await;
+    for (path, body, prefix) in [
+        (VEHICLE, vehicle("KA-7"), "VEHICLE#"),
+        (ACCOUNT, account("ken"), "ACCT#"),
+    ] {
+        let replies = futures::future::join_all((0..20).map(|_| {
+            let (api, body) = (api.clone(), body.clone());
+            async move { post(&api, path, "same-key", body).await }
+        }))
+        .await;
+        for reply in &replies {
+            assert_eq!(reply.status, 201, "{reply:?}");
+            assert_eq!(reply.body, replies[0].body);
+        }
+        assert_eq!(api.items_with_pk_prefix(prefix).await.len(), 1);
+    }
+    assert_eq!(api.items().await.len(), 8);
+}
