@@ -25,6 +25,9 @@ struct Cli {
     /// The embedded engine's DynamoDB endpoint port on 127.0.0.1.
     #[arg(long, default_value_t = 8000)]
     engine_port: u16,
+    /// How often `mark-overdue` runs, in seconds (0: never), as its EventBridge schedule does.
+    #[arg(long, default_value_t = 900)]
+    mark_overdue_every: u64,
 }
 
 #[derive(clap::Args)]
@@ -89,6 +92,10 @@ async fn run(cli: Cli) -> Result<(), String> {
                 .await
                 .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
             tracing::info!(api = %format!("http://{addr}"), "singlet is serving");
+            if cli.mark_overdue_every > 0 {
+                let every = std::time::Duration::from_secs(cli.mark_overdue_every);
+                tokio::spawn(invoke::schedule_mark_overdue(ctx.clone(), every));
+            }
             tokio::select! {
                 served = front_door::serve(listener, ctx) => served.map_err(|e| e.to_string()),
                 _ = tokio::signal::ctrl_c() => Ok(()),

@@ -18,6 +18,7 @@ pub mod accounts;
 pub mod audit;
 pub mod fleet;
 pub mod library;
+pub mod loans;
 
 pub use db::Ctx;
 pub use error::ApiError;

@@ -70,6 +70,17 @@ pub static ROUTES: &[Route] = &[
     route!("delete-account", "DELETE", "/accounts/{accountId}", accounts::delete_account::handle, ["GetItem", "DeleteItem"]),
 ];
 
+/// A function that no HTTP route serves: it runs on a schedule.
+pub struct Scheduled {
+    pub function: &'static str,
+    pub permissions: &'static [&'static str],
+}
+
+pub static SCHEDULED: &[Scheduled] = &[Scheduled {
+    function: crate::loans::mark_overdue::FUNCTION,
+    permissions: &["dynamodb:Query", "dynamodb:UpdateItem"],
+}];
+
 impl Route {
     /// `POST /vehicles`: API Gateway's route key.
     pub fn key(&self) -> String {

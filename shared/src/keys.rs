@@ -146,6 +146,17 @@ pub fn checkout(patron_id: &Id, checkout_id: &Id) -> Key {
     }
 }
 
+pub const RETURNED_PREFIX: &str = "RETURNED#";
+
+/// A returned loan: moved out of the `CHECKOUT#` range so that listing a patron's active loans
+/// reads active loans only, however long the patron's history.
+pub fn returned_checkout(patron_id: &Id, checkout_id: &Id) -> Key {
+    Key {
+        pk: format!("{PATRON_PREFIX}{patron_id}"),
+        sk: format!("{RETURNED_PREFIX}{checkout_id}"),
+    }
+}
+
 pub fn patron_loans_partition(patron_id: &Id) -> String {
     format!("{PATRON_PREFIX}{patron_id}")
 }

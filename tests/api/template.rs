@@ -2,14 +2,11 @@
 //! table and table schema, so that none of them can drift.
 
 use serde_yaml::Value;
-use singlet_functions::routes::ROUTES;
+use singlet_functions::routes::{ROUTES, SCHEDULED};
 use singlet_shared::schema::{self, INDEXES, Projection};
 use std::collections::BTreeSet;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Functions that no HTTP route serves.
-pub const SCHEDULED: &[&str] = &[];
 
 fn template() -> Value {
     let text = std::fs::read_to_string(format!("{ROOT}/template.yaml")).unwrap();
@@ -141,8 +138,17 @@ fn every_route_is_one_function_with_its_route_and_least_privilege() {
             .flat_map(|s| strings(&s["Action"]))
             .collect();
         actions.sort();
-        if SCHEDULED.contains(&binary.as_str()) {
+        if let Some(scheduled) = SCHEDULED.iter().find(|s| s.function == binary) {
             assert!(http.is_empty(), "{binary} has no route");
+            let schedules = events.values().filter(|e| e["Type"] == "Schedule").count();
+            assert_eq!(schedules, 1, "{binary} runs on one schedule");
+            let mut expected: Vec<String> = scheduled
+                .permissions
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect();
+            expected.sort();
+            assert_eq!(actions, expected, "{binary}'s policy");
             continue;
         }
         let route = ROUTES
@@ -161,7 +167,7 @@ fn every_route_is_one_function_with_its_route_and_least_privilege() {
     let expected: BTreeSet<String> = ROUTES
         .iter()
         .map(|r| r.function.to_owned())
-        .chain(SCHEDULED.iter().map(|s| (*s).to_owned()))
+        .chain(SCHEDULED.iter().map(|s| s.function.to_owned()))
         .collect();
     assert_eq!(
         seen, expected,
@@ -187,7 +193,7 @@ fn every_function_has_a_binary_an_event_and_a_line_in_the_readme() {
     let functions: BTreeSet<String> = ROUTES
         .iter()
         .map(|r| r.function.to_owned())
-        .chain(SCHEDULED.iter().map(|s| (*s).to_owned()))
+        .chain(SCHEDULED.iter().map(|s| s.function.to_owned()))
         .collect();
     assert_eq!(bins, functions, "one binary per function");
     for route in ROUTES {
