@@ -1,6 +1,7 @@
 //! The route table: method, path and function name, once. The Lambda binaries, the local runner
 //! and the tests that compare `template.yaml`, `events/` and the README all read it.
 
+use crate::audit;
 use crate::db::Ctx;
 use crate::fleet;
 use crate::http::HandlerResult;
@@ -96,6 +97,35 @@ pub static ROUTES: &[Route] = &[
         "/vehicles/{vehicleId}",
         fleet::retire_vehicle::handle,
         ["GetItem", "DeleteItem"]
+    ),
+    // Change & audit log
+    route!(
+        "create-resource",
+        "POST",
+        "/resources",
+        audit::create_resource::handle,
+        ["GetItem", "PutItem"]
+    ),
+    route!(
+        "get-resource",
+        "GET",
+        "/resources/{resourceId}",
+        audit::get_resource::handle,
+        ["GetItem"]
+    ),
+    route!(
+        "resource-history",
+        "GET",
+        "/resources/{resourceId}/history",
+        audit::resource_history::handle,
+        ["Query", "GetItem"]
+    ),
+    route!(
+        "change-resource",
+        "PATCH",
+        "/resources/{resourceId}",
+        audit::change_resource::handle,
+        ["GetItem", "UpdateItem", "PutItem"]
     ),
 ];
 

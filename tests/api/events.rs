@@ -16,6 +16,13 @@ const REPLAY: &[(&str, u16)] = &[
     ("find-by-chassis", 200),
     ("change-plate", 200),
     ("retire-vehicle", 204),
+    // Change & audit log
+    ("create-resource", 201),
+    ("create-resource", 201), // the same Idempotency-Key: the same answer, nothing new
+    ("get-resource", 200),
+    ("change-resource", 200),
+    ("change-resource", 412), // the same if-match again: the version has moved on
+    ("resource-history", 200),
 ];
 
 #[tokio::test]
