@@ -5,6 +5,7 @@
 
 mod harness;
 
+mod audit;
 mod conventions;
 mod events;
 mod fleet;
