@@ -3,7 +3,7 @@
 
 use crate::db::Ctx;
 use crate::http::HandlerResult;
-use crate::{accounts, fleet};
+use crate::{accounts, audit, fleet};
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -68,6 +68,11 @@ pub static ROUTES: &[Route] = &[
     route!("change-email", "PUT", "/accounts/{accountId}/email", accounts::change_email::handle, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
     route!("change-username", "PUT", "/accounts/{accountId}/username", accounts::change_username::handle, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
     route!("delete-account", "DELETE", "/accounts/{accountId}", accounts::delete_account::handle, ["GetItem", "DeleteItem"]),
+    // Change & audit log
+    route!("create-resource", "POST", "/resources", audit::create_resource::handle, ["GetItem", "PutItem"]),
+    route!("get-resource", "GET", "/resources/{resourceId}", audit::get_resource::handle, ["GetItem"]),
+    route!("resource-history", "GET", "/resources/{resourceId}/history", audit::resource_history::handle, ["Query", "GetItem"]),
+    route!("change-resource", "PATCH", "/resources/{resourceId}", audit::change_resource::handle, ["GetItem", "UpdateItem", "PutItem"]),
 ];
 
 /// A function that no HTTP route serves: it runs on a schedule.

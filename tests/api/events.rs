@@ -23,6 +23,13 @@ const REPLAY: &[(&str, u16)] = &[
     ("change-username", 200),
     ("delete-account", 204),
     ("mark-overdue", 200), // a complete run
+    // Change & audit log
+    ("create-resource", 201),
+    ("create-resource", 201), // the same Idempotency-Key: the same answer, nothing new
+    ("get-resource", 200),
+    ("change-resource", 200),
+    ("change-resource", 412), // the same if-match again: the version has moved on
+    ("resource-history", 200),
 ];
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 mod harness;
 
 mod accounts;
+mod audit;
 mod conventions;
 mod events;
 mod fleet;

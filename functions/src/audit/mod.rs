@@ -1,1 +1,85 @@
+//! The change & audit log: a resource's present state and its append-only history, with
+//! optimistic locking.
+//!
+//! One partition per resource, `RESOURCE#<resourceId>`, holds exactly two kinds of item:
+//! `CURRENT` (status, version, updatedAt) and one `EVENT#<seq>` per change, `seq` zero-padded to
+//! [`keys::SEQUENCE_WIDTH`] digits so that string order is numeric order. `CURRENT` sorts before
+//! every `EVENT#`, so one `Query` on the partition reads the present and then the history, oldest
+//! first.
+//!
+//! The version is the number of events: a change updates `CURRENT` only if its version is the one
+//! the client read (`if-match`), sets it to the next number, and appends the event with that
+//! number (`attribute_not_exists`), in one transaction. Two writers can therefore never share a
+//! number, a version never exists without its event, and the history has no gap.
 
+pub mod change_resource;
+pub mod create_resource;
+pub mod get_resource;
+pub mod resource_history;
+
+use crate::db::Ctx;
+use crate::error::ApiError;
+use crate::http::{etag, ok};
+use lambda_http::http::header;
+use lambda_http::{Body, Response};
+use serde::{Deserialize, Serialize};
+use singlet_shared::{Id, Invalid, keys};
+
+/// The `CURRENT` row, and the body of every route that returns a resource's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    pub resource_id: String,
+    pub status: String,
+    pub version: u64,
+    /// Epoch milliseconds of the last change.
+    pub updated_at: i64,
+}
+
+/// An `EVENT#<seq>` row: one change, as the history lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// The version this change produced.
+    pub sequence: u64,
+    pub action: String,
+    pub actor: String,
+    /// Epoch milliseconds; the `updatedAt` of the state it produced.
+    pub at: i64,
+    /// `null` for the event that created the resource.
+    pub from_status: Option<String>,
+    pub to_status: String,
+}
+
+/// The action recorded by the event that creates a resource.
+pub const CREATE_ACTION: &str = "create";
+/// The longest `action` and `actor`, in characters.
+pub const MAX_TEXT_LEN: usize = 200;
+/// An item may be put only where none is: `CURRENT` on create, every `EVENT#`.
+pub const ABSENT: &str = "attribute_not_exists(PK)";
+
+/// A status is a short token of the id alphabet, `^[A-Za-z0-9_-]{1,64}$` (`open`, `in_review`):
+/// statuses are compared and shown, not prose, so free text has no place in them.
+pub fn parse_status(raw: &str) -> Result<String, Invalid> {
+    Id::parse(raw).map(String::from)
+}
+
+/// One strongly consistent read of `CURRENT`, or `404`.
+pub async fn load(ctx: &Ctx, resource_id: &Id) -> Result<Resource, ApiError> {
+    ctx.get(&keys::resource_current(resource_id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("resource"))
+}
+
+/// `response` with the `etag` of `resource`'s version, the value a change sends as `if-match`.
+pub fn with_etag(mut response: Response<Body>, resource: &Resource) -> Response<Body> {
+    response
+        .headers_mut()
+        .insert(header::ETAG, etag(resource.version));
+    response
+}
+
+/// `200` state with its `etag`.
+pub fn state(resource: &Resource) -> Response<Body> {
+    with_etag(ok(resource), resource)
+}

@@ -1,0 +1,88 @@
+//! `POST /resources` `{resourceId, status, actor}` → `201` state, `etag: "1"`,
+//! `location: /resources/{resourceId}`.
+//!
+//! One `TransactWriteItems`: `CURRENT` at version 1 and `EVENT#…1` (action `create`,
+//! `fromStatus: null`), each put guarded by `attribute_not_exists`. A resource that already
+//! exists fails the `CURRENT` guard and is `409` `resourceId` `taken`. Safe to retry with
+//! `Idempotency-Key`: the id is the client's, so a retry names the same resource and gets the
+//! first response back.
+
+use super::{ABSENT, CREATE_ACTION, Event, MAX_TEXT_LEN, Resource, parse_status, with_etag};
+use crate::clock;
+use crate::db::{Commit, Ctx, Transaction, item};
+use crate::error::{ApiError, Code, FieldError};
+use crate::http::{AllValid, HandlerResult, JsonBody, created};
+use crate::idempotency::Idempotency;
+use lambda_http::Request;
+use singlet_shared::{Id, keys};
+
+pub const ROUTE: &str = "create-resource";
+
+/// The transaction's parts, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Current,
+    FirstEvent,
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let (resource_id, status, actor) = (
+        body.required("resourceId", Id::parse),
+        body.required("status", parse_status),
+        body.text("actor", MAX_TEXT_LEN),
+    )
+        .all_valid()?;
+    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+
+    let now = clock::now_millis();
+    let resource = Resource {
+        resource_id: resource_id.to_string(),
+        status: status.clone(),
+        version: 1,
+        updated_at: now,
+    };
+    let event = Event {
+        sequence: 1,
+        action: CREATE_ACTION.into(),
+        actor,
+        at: now,
+        from_status: None,
+        to_status: status,
+    };
+    let response = with_etag(
+        created(format!("/resources/{resource_id}"), &resource),
+        &resource,
+    );
+
+    let commit = Transaction::new()
+        .put(
+            Part::Current,
+            ctx.put(item(&keys::resource_current(&resource_id), &resource))
+                .condition_expression(ABSENT),
+        )
+        .put(
+            Part::FirstEvent,
+            ctx.put(item(&keys::resource_event(&resource_id, 1), &event))
+                .condition_expression(ABSENT),
+        )
+        .idempotent(idempotency, &response)
+        .commit(ctx)
+        .await?;
+
+    match commit {
+        Commit::Done => {
+            tracing::info!(%resource_id, status = %resource.status, "resource created");
+            Ok(response)
+        }
+        Commit::Replayed(previous) => Ok(previous),
+        Commit::Cancelled(cancelled) if cancelled.failed(Part::Current) => Err(ApiError::conflict(
+            vec![FieldError::new("resourceId", Code::Taken)],
+        )),
+        // An event without its `CURRENT`: nothing we write can leave one behind.
+        Commit::Cancelled(_) => {
+            tracing::error!(%resource_id, "a resource has events but no current state");
+            Err(ApiError::Internal)
+        }
+    }
+}
