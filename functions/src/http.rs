@@ -242,7 +242,7 @@ pub fn if_match(req: &Request, max: u64) -> Result<Option<u64>, ApiError> {
     }
 }
 
-/// A JSON error field when a header is at fault is named after the header.
+/// A header's value as text (a value that is not text reads as U+FFFD, which no parser accepts).
 pub fn header_str<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
     req.headers()
         .get(name)
