@@ -4,6 +4,7 @@
 use crate::db::Ctx;
 use crate::fleet;
 use crate::http::HandlerResult;
+use crate::library;
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -96,6 +97,84 @@ pub static ROUTES: &[Route] = &[
         "/vehicles/{vehicleId}",
         fleet::retire_vehicle::handle,
         ["GetItem", "DeleteItem"]
+    ),
+    // Library catalogue
+    route!(
+        "create-branch",
+        "POST",
+        "/branches",
+        library::create_branch::handle,
+        ["GetItem", "PutItem"]
+    ),
+    route!(
+        "get-branch",
+        "GET",
+        "/branches/{branchId}",
+        library::get_branch::handle,
+        ["GetItem"]
+    ),
+    route!(
+        "register-patron",
+        "POST",
+        "/branches/{branchId}/patrons",
+        library::register_patron::handle,
+        ["ConditionCheckItem", "GetItem", "PutItem"]
+    ),
+    route!(
+        "list-patrons",
+        "GET",
+        "/branches/{branchId}/patrons",
+        library::list_patrons::handle,
+        ["Query", "GetItem"]
+    ),
+    route!(
+        "get-patron",
+        "GET",
+        "/patrons/{patronId}",
+        library::get_patron::handle,
+        ["Query"]
+    ),
+    route!(
+        "find-by-card",
+        "GET",
+        "/cards/{cardNumber}",
+        library::find_by_card::handle,
+        ["GetItem"]
+    ),
+    route!(
+        "create-book",
+        "POST",
+        "/books",
+        library::create_book::handle,
+        ["GetItem", "PutItem"]
+    ),
+    route!(
+        "get-book",
+        "GET",
+        "/books/{isbn}",
+        library::get_book::handle,
+        ["GetItem"]
+    ),
+    route!(
+        "add-copy",
+        "POST",
+        "/branches/{branchId}/copies",
+        library::add_copy::handle,
+        ["ConditionCheckItem", "GetItem", "PutItem"]
+    ),
+    route!(
+        "list-copies",
+        "GET",
+        "/branches/{branchId}/copies",
+        library::list_copies::handle,
+        ["Query", "GetItem"]
+    ),
+    route!(
+        "book-availability",
+        "GET",
+        "/books/{isbn}/availability",
+        library::book_availability::handle,
+        ["Query", "GetItem"]
     ),
 ];
 

@@ -16,6 +16,20 @@ const REPLAY: &[(&str, u16)] = &[
     ("find-by-chassis", 200),
     ("change-plate", 200),
     ("retire-vehicle", 204),
+    // Library catalogue
+    ("create-branch", 201),
+    ("create-branch", 201), // the same Idempotency-Key: the same answer, nothing new
+    ("get-branch", 200),
+    ("register-patron", 201),
+    ("register-patron", 201), // the same Idempotency-Key: the same patron
+    ("list-patrons", 200),
+    ("get-patron", 200),
+    ("find-by-card", 200),
+    ("create-book", 201),
+    ("get-book", 200),
+    ("add-copy", 201),
+    ("list-copies", 200),
+    ("book-availability", 200),
 ];
 
 #[tokio::test]

@@ -8,4 +8,5 @@ mod harness;
 mod conventions;
 mod events;
 mod fleet;
+mod library;
 mod template;
