@@ -3,7 +3,7 @@
 
 use crate::db::Ctx;
 use crate::http::HandlerResult;
-use crate::{accounts, audit, fleet};
+use crate::{accounts, audit, fleet, library};
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -73,6 +73,18 @@ pub static ROUTES: &[Route] = &[
     route!("get-resource", "GET", "/resources/{resourceId}", audit::get_resource::handle, ["GetItem"]),
     route!("resource-history", "GET", "/resources/{resourceId}/history", audit::resource_history::handle, ["Query", "GetItem"]),
     route!("change-resource", "PATCH", "/resources/{resourceId}", audit::change_resource::handle, ["GetItem", "UpdateItem", "PutItem"]),
+    // Library catalogue
+    route!("create-branch", "POST", "/branches", library::create_branch::handle, ["GetItem", "PutItem"]),
+    route!("get-branch", "GET", "/branches/{branchId}", library::get_branch::handle, ["GetItem"]),
+    route!("register-patron", "POST", "/branches/{branchId}/patrons", library::register_patron::handle, ["ConditionCheckItem", "GetItem", "PutItem"]),
+    route!("list-patrons", "GET", "/branches/{branchId}/patrons", library::list_patrons::handle, ["Query", "GetItem"]),
+    route!("get-patron", "GET", "/patrons/{patronId}", library::get_patron::handle, ["Query"]),
+    route!("find-by-card", "GET", "/cards/{cardNumber}", library::find_by_card::handle, ["GetItem"]),
+    route!("create-book", "POST", "/books", library::create_book::handle, ["GetItem", "PutItem"]),
+    route!("get-book", "GET", "/books/{isbn}", library::get_book::handle, ["GetItem"]),
+    route!("add-copy", "POST", "/branches/{branchId}/copies", library::add_copy::handle, ["ConditionCheckItem", "GetItem", "PutItem"]),
+    route!("list-copies", "GET", "/branches/{branchId}/copies", library::list_copies::handle, ["Query", "GetItem"]),
+    route!("book-availability", "GET", "/books/{isbn}/availability", library::book_availability::handle, ["Query", "GetItem"]),
 ];
 
 /// A function that no HTTP route serves: it runs on a schedule.

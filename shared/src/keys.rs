@@ -116,6 +116,13 @@ pub enum CopyStatus {
 }
 
 impl CopyStatus {
+    /// Every status, for reading one back from its string.
+    pub const ALL: [CopyStatus; 2] = [CopyStatus::Available, CopyStatus::CheckedOut];
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == raw)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             CopyStatus::Available => "available",
@@ -127,14 +134,27 @@ impl CopyStatus {
 /// GSI2 on a copy: a book's copies across branches, by status.
 pub fn copy_by_book(isbn: &Isbn13, status: CopyStatus, branch_id: &Id, copy_id: &Id) -> IndexKey {
     IndexKey {
-        pk: format!("BOOK#{isbn}"),
+        pk: copies_of_book(isbn),
         sk: format!("{}#{branch_id}#{copy_id}", status.as_str()),
     }
+}
+
+/// The GSI2 partition of a book's copies, at every branch and in every status.
+pub fn copies_of_book(isbn: &Isbn13) -> String {
+    format!("BOOK#{isbn}")
 }
 
 /// The GSI2 sort-key prefix of a book's copies in one status, across all branches.
 pub fn copies_in_status(status: CopyStatus) -> String {
     format!("{}#", status.as_str())
+}
+
+/// The branch a copy's GSI2 sort key (`<status>#<branchId>#<copyId>`) names: availability reads
+/// only the index's keys (it projects nothing else) and counts them per branch.
+pub fn branch_of_copy_by_book(sort_key: &str) -> Option<&str> {
+    let mut parts = sort_key.splitn(3, '#');
+    let (_status, branch_id, _copy_id) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(branch_id)
 }
 
 pub const CHECKOUT_PREFIX: &str = "CHECKOUT#";
@@ -310,6 +330,19 @@ mod tests {
         );
         assert_eq!(resource_event(&id("r"), 7).sk, "EVENT#000000000007");
         assert_eq!(resource_current(&id("r")).sk, "CURRENT");
+    }
+
+    #[test]
+    fn a_copy_index_key_names_its_branch() {
+        let isbn = Isbn13::parse("9780306406157").unwrap();
+        for status in CopyStatus::ALL {
+            let key = copy_by_book(&isbn, status, &id("b-1"), &id("c_1"));
+            assert!(key.sk.starts_with(&copies_in_status(status)));
+            assert_eq!(branch_of_copy_by_book(&key.sk), Some("b-1"));
+            assert_eq!(CopyStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(branch_of_copy_by_book("available#b1"), None);
+        assert_eq!(CopyStatus::parse("lost"), None);
     }
 
     #[test]

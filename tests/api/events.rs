@@ -30,6 +30,20 @@ const REPLAY: &[(&str, u16)] = &[
     ("change-resource", 200),
     ("change-resource", 412), // the same if-match again: the version has moved on
     ("resource-history", 200),
+    // Library catalogue
+    ("create-branch", 201),
+    ("create-branch", 201), // the same Idempotency-Key: the same answer, nothing new
+    ("get-branch", 200),
+    ("register-patron", 201),
+    ("register-patron", 201), // the same Idempotency-Key: the same patron
+    ("list-patrons", 200),
+    ("get-patron", 200),
+    ("find-by-card", 200),
+    ("create-book", 201),
+    ("get-book", 200),
+    ("add-copy", 201),
+    ("list-copies", 200),
+    ("book-availability", 200),
 ];
 
 #[tokio::test]

@@ -11,4 +11,5 @@ mod conventions;
 mod events;
 mod fleet;
 mod idempotency;
+mod library;
 mod template;

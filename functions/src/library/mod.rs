@@ -1,1 +1,297 @@
+//! The library catalogue: branches, patrons with unique library cards, books, and the copies
+//! each branch holds. Loans build on these entities and helpers.
+//!
+//! A branch's partition `BRANCH#<branchId>` holds the branch itself (`SK` = `PK`), its patrons
+//! (`PATRON#<patronId>`) and its copies (`COPY#<copyId>`), so a branch's patrons or inventory is
+//! one `Query` on one partition. Three rules are key collisions or conditions, never a read and
+//! then a write:
+//! - a card number is unique: the lock `CARD#<cardNumber>` is put with the patron in one
+//!   transaction, each guarded by `attribute_not_exists`, so neither exists without the other;
+//! - a patron or a copy can only be written at a branch that exists, and a copy only of a book
+//!   that exists: a `ConditionCheck` (`attribute_exists`) on each, in the same transaction;
+//! - a book is keyed by its ISBN-13 (`BOOK#<isbn13>`), whatever form it was given in, so an
+//!   ISBN-10 and its ISBN-13 can only ever be one book.
+//!
+//! A patron is found by id alone through GSI1 (`PATRON#<patronId>`); a book's copies across
+//! branches, by status, through GSI2 (`BOOK#<isbn13>` / `<status>#<branchId>#<copyId>`), which
+//! projects keys only: availability counts keys, and a loan moving a copy between statuses
+//! rewrites the smallest index entry possible.
 
+pub mod add_copy;
+pub mod book_availability;
+pub mod create_book;
+pub mod create_branch;
+pub mod find_by_card;
+pub mod get_book;
+pub mod get_branch;
+pub mod get_patron;
+pub mod list_copies;
+pub mod list_patrons;
+pub mod register_patron;
+
+use crate::db::{Ctx, from_item, log_capacity, s};
+use crate::error::ApiError;
+use crate::http::{HandlerResult, ok};
+use crate::paging::Page;
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use lambda_http::Request;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use singlet_shared::keys::{self, CopyStatus};
+use singlet_shared::schema::GSI1;
+use singlet_shared::{Id, Invalid, Isbn13};
+
+/// The branch row (`BRANCH#<branchId>`), and the body of the branch routes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Branch {
+    pub branch_id: String,
+    pub name: String,
+    pub address: String,
+    pub city: String,
+    pub phone: String,
+    pub opening_hours: String,
+}
+
+/// A patron's membership tier: how many loans they may hold at once, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Standard,
+    Premium,
+}
+
+impl Tier {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "standard" => Ok(Tier::Standard),
+            "premium" => Ok(Tier::Premium),
+            _ => Err(Invalid::Invalid),
+        }
+    }
+
+    /// The most loans a patron of this tier may hold at once.
+    pub fn loan_limit(self) -> u32 {
+        match self {
+            Tier::Standard => 5,
+            Tier::Premium => 10,
+        }
+    }
+
+    /// Days a loan lasts, and what each renewal adds.
+    pub fn loan_period_days(self) -> u32 {
+        match self {
+            Tier::Standard => 21,
+            Tier::Premium => 28,
+        }
+    }
+}
+
+/// The patron row (`BRANCH#<branchId>` / `PATRON#<patronId>`, GSI1 `PATRON#<patronId>`), and the
+/// body of the patron routes. `loanLimit` and `loanPeriodDays` are the tier's, copied onto the row
+/// so that a checkout can guard its update with `activeLoans < loanLimit` alone.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Patron {
+    pub patron_id: String,
+    pub branch_id: String,
+    pub card_number: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub membership_tier: Tier,
+    pub loan_limit: u32,
+    pub loan_period_days: u32,
+    /// Open loans; a checkout adds one only while it is below `loanLimit`.
+    pub active_loans: u32,
+    /// ISO-8601 UTC.
+    pub created_at: String,
+}
+
+/// A `CARD#<cardNumber>` lock: which patron holds the card. Also the body of
+/// `GET /cards/{cardNumber}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PatronCard {
+    pub card_number: String,
+    pub patron_id: String,
+}
+
+/// The book row (`BOOK#<isbn13>`), and the body of the book routes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Book {
+    /// The 13 digits, whichever form the ISBN was given in.
+    pub isbn: String,
+    pub title: String,
+    pub author: String,
+    pub publisher: String,
+    pub publish_year: i64,
+    pub genre: String,
+    pub description: String,
+    pub page_count: i64,
+}
+
+/// A copy's physical condition, as the branch records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Condition {
+    New,
+    Good,
+    Fair,
+    Poor,
+}
+
+impl Condition {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "new" => Ok(Condition::New),
+            "good" => Ok(Condition::Good),
+            "fair" => Ok(Condition::Fair),
+            "poor" => Ok(Condition::Poor),
+            _ => Err(Invalid::Invalid),
+        }
+    }
+}
+
+/// The copy row (`BRANCH#<branchId>` / `COPY#<copyId>`, GSI2 from [`keys::copy_by_book`]), and
+/// the body of the copy routes. It carries what a checkout needs to build every key it touches
+/// (its branch, its book's ISBN-13) and the `status` a checkout guards on; the title is on the
+/// book.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Copy {
+    pub copy_id: String,
+    pub branch_id: String,
+    pub isbn: String,
+    pub condition: Condition,
+    #[serde(with = "copy_status")]
+    pub status: CopyStatus,
+    /// ISO-8601 UTC.
+    pub added_at: String,
+}
+
+/// [`CopyStatus`] as its string: `available`, `checked_out`.
+mod copy_status {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(status: &CopyStatus, to: S) -> Result<S::Ok, S::Error> {
+        to.serialize_str(status.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<CopyStatus, D::Error> {
+        let raw = String::deserialize(from)?;
+        CopyStatus::parse(&raw)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown copy status {raw:?}")))
+    }
+}
+
+/// An item may be put only where none is.
+pub const UNCLAIMED: &str = "attribute_not_exists(PK)";
+/// A `ConditionCheck` that the item exists: a branch, a book.
+pub const EXISTS: &str = "attribute_exists(PK)";
+
+pub const MAX_NAME_LEN: usize = 100;
+pub const MAX_ADDRESS_LEN: usize = 200;
+pub const MAX_PHONE_LEN: usize = 40;
+pub const MAX_OPENING_HOURS_LEN: usize = 200;
+pub const MAX_TITLE_LEN: usize = 300;
+pub const MAX_DESCRIPTION_LEN: usize = 4000;
+/// The first printed books (Gutenberg) to next year's announced titles.
+pub const FIRST_PUBLISH_YEAR: i64 = 1450;
+pub const PAGE_COUNT: std::ops::RangeInclusive<i64> = 1..=100_000;
+
+/// One strongly consistent read of a branch, or `404`.
+pub async fn load_branch(ctx: &Ctx, branch_id: &Id) -> Result<Branch, ApiError> {
+    ctx.get(&keys::branch(branch_id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("branch"))
+}
+
+/// One strongly consistent read of a book, or `404`.
+pub async fn load_book(ctx: &Ctx, isbn: &Isbn13) -> Result<Book, ApiError> {
+    ctx.get(&keys::book(isbn))
+        .await?
+        .ok_or_else(|| ApiError::not_found("book"))
+}
+
+/// One strongly consistent read of a copy at a branch, or `404`.
+pub async fn load_copy(ctx: &Ctx, branch_id: &Id, copy_id: &Id) -> Result<Copy, ApiError> {
+    ctx.get(&keys::copy(branch_id, copy_id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("copy"))
+}
+
+/// One strongly consistent read of a patron whose branch is known, or `404`.
+pub async fn load_patron(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> Result<Patron, ApiError> {
+    ctx.get(&keys::patron(branch_id, patron_id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("patron"))
+}
+
+/// A patron by id alone: one `Query` on GSI1 (`PATRON#<patronId>`), or `404`. Index reads are
+/// eventually consistent: the row read here tells where the patron lives (its `branchId` never
+/// changes); read it again with [`load_patron`] where a counter must be current.
+pub async fn find_patron(ctx: &Ctx, patron_id: &Id) -> Result<Patron, ApiError> {
+    let key = keys::patron_by_id(patron_id);
+    let output = ctx
+        .db
+        .query()
+        .table_name(&*ctx.table)
+        .index_name(GSI1.name)
+        .key_condition_expression("GSI1PK = :pk AND GSI1SK = :sk")
+        .expression_attribute_values(":pk", s(key.pk))
+        .expression_attribute_values(":sk", s(key.sk))
+        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+        .send()
+        .await?;
+    log_capacity("Query", output.consumed_capacity());
+    output
+        .items()
+        .first()
+        .map(from_item)
+        .transpose()?
+        .ok_or_else(|| ApiError::not_found("patron"))
+}
+
+/// One page of a branch's items whose sort key starts with `prefix` (its patrons, its copies):
+/// one strongly consistent `Query` on the branch's partition, paged by [`Page`] (a cursor is
+/// bound to `route` and this branch).
+///
+/// `404` for a branch that does not exist, told cheaply: a non-empty page proves the branch
+/// (nothing is written into a branch's partition without a `ConditionCheck` that the branch
+/// exists, and branches are never deleted), and so does a valid cursor (it was issued for this
+/// branch). Only an empty first page costs a second request, a `GetItem` of the branch.
+pub async fn branch_page<T: DeserializeOwned + Serialize>(
+    ctx: &Ctx,
+    req: &Request,
+    route: &str,
+    branch_id: &Id,
+    prefix: &str,
+) -> HandlerResult {
+    let partition = keys::branch_partition(branch_id);
+    let page = Page::from_request(ctx, req, route, &partition)?;
+    let output = ctx
+        .db
+        .query()
+        .table_name(&*ctx.table)
+        .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
+        .expression_attribute_values(":pk", s(&partition))
+        .expression_attribute_values(":prefix", s(prefix))
+        .limit(page.limit)
+        .set_exclusive_start_key(page.start.clone())
+        .consistent_read(true)
+        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+        .send()
+        .await?;
+    log_capacity("Query", output.consumed_capacity());
+    if output.items().is_empty() && page.start.is_none() {
+        load_branch(ctx, branch_id).await?;
+    }
+    let items = output
+        .items()
+        .iter()
+        .map(from_item::<T>)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ok(&page.reply(ctx, items, output.last_evaluated_key())))
+}

@@ -1,0 +1,9 @@
+//! The `register-patron` Lambda: see [`singlet_functions::library::register_patron`].
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    singlet_functions::lambda::serve_http(singlet_functions::handler!(
+        singlet_functions::library::register_patron::handle
+    ))
+    .await
+}

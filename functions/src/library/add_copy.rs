@@ -1,0 +1,95 @@
+//! `POST /branches/{branchId}/copies` `{isbn, condition}` → `201` copy with
+//! `status: "available"`; `404` naming the branch, the book or both when they do not exist.
+//!
+//! One `TransactWriteItems`: a `ConditionCheck` that the branch exists, another that the book
+//! exists, and the copy's put (guarded by `attribute_not_exists`) into the branch's partition,
+//! with its GSI2 keys `BOOK#<isbn13>` / `available#<branchId>#<copyId>` so that it counts in the
+//! book's availability at once. `condition` is one of `new`, `good`, `fair`, `poor`. The copy
+//! id is generated here, derived from the `Idempotency-Key` when there is one. There is no
+//! route for one copy, so the `201` has no `location`.
+
+use super::{Condition, Copy, EXISTS, UNCLAIMED};
+use crate::clock;
+use crate::db::{Commit, Ctx, Transaction, item, with_index};
+use crate::error::ApiError;
+use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
+use crate::idempotency::{Idempotency, new_id};
+use lambda_http::Request;
+use lambda_http::http::StatusCode;
+use singlet_shared::Isbn13;
+use singlet_shared::keys::{self, CopyStatus};
+use singlet_shared::schema::GSI2;
+
+pub const ROUTE: &str = "add-copy";
+
+/// The transaction's parts, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Branch,
+    Book,
+    Copy,
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let (branch_id, isbn, condition) = (
+        path_id(&req, "branchId"),
+        body.required("isbn", Isbn13::parse),
+        body.required("condition", Condition::parse),
+    )
+        .all_valid()?;
+    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let copy_id = new_id(idempotency.as_ref());
+
+    let copy = Copy {
+        copy_id: copy_id.to_string(),
+        branch_id: branch_id.to_string(),
+        isbn: isbn.to_string(),
+        condition,
+        status: CopyStatus::Available,
+        added_at: clock::iso(clock::now()),
+    };
+    let response = json(StatusCode::CREATED, &copy);
+
+    let commit = Transaction::new()
+        .check(
+            Part::Branch,
+            ctx.check(&keys::branch(&branch_id))
+                .condition_expression(EXISTS),
+        )
+        .check(
+            Part::Book,
+            ctx.check(&keys::book(&isbn)).condition_expression(EXISTS),
+        )
+        .put(
+            Part::Copy,
+            ctx.put(with_index(
+                item(&keys::copy(&branch_id, &copy_id), &copy),
+                GSI2,
+                &keys::copy_by_book(&isbn, copy.status, &branch_id, &copy_id),
+            ))
+            .condition_expression(UNCLAIMED),
+        )
+        .idempotent(idempotency, &response)
+        .commit(ctx)
+        .await?;
+
+    match commit {
+        Commit::Done => {
+            tracing::info!(%copy_id, %branch_id, %isbn, "copy added");
+            Ok(response)
+        }
+        Commit::Replayed(previous) => Ok(previous),
+        Commit::Cancelled(cancelled) => {
+            match (cancelled.failed(Part::Branch), cancelled.failed(Part::Book)) {
+                (true, true) => Err(ApiError::not_found("branch and book")),
+                (true, false) => Err(ApiError::not_found("branch")),
+                (false, true) => Err(ApiError::not_found("book")),
+                // Only an id derived from a spent Idempotency-Key can already exist.
+                (false, false) => Err(ApiError::Unprocessable(
+                    "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
+                )),
+            }
+        }
+    }
+}

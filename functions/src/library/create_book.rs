@@ -1,0 +1,78 @@
+//! `POST /books` `{isbn, title, author, publisher, publishYear, genre, description, pageCount}`
+//! → `201` book, `location: /books/{isbn13}`; `400` for an ISBN whose check digit is wrong;
+//! `409` `isbn` `taken`.
+//!
+//! The ISBN (ISBN-10 or ISBN-13, hyphens and spaces allowed) is verified and turned into its 13
+//! digits before it becomes the key `BOOK#<isbn13>`, so both forms of one book collide. One
+//! `TransactWriteItems` puts the book guarded by `attribute_not_exists`, with the
+//! `Idempotency-Key`'s record when there is one.
+
+use super::{
+    Book, FIRST_PUBLISH_YEAR, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_TITLE_LEN, PAGE_COUNT,
+    UNCLAIMED,
+};
+use crate::clock;
+use crate::db::{Commit, Ctx, Transaction, item};
+use crate::error::{ApiError, Code, FieldError};
+use crate::http::{AllValid, HandlerResult, JsonBody, created};
+use crate::idempotency::Idempotency;
+use lambda_http::Request;
+use singlet_shared::{Isbn13, keys};
+
+pub const ROUTE: &str = "create-book";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Book,
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let next_year = i64::from(clock::now().year()) + 1;
+    let (isbn, title, author, publisher, publish_year, genre, description, page_count) = (
+        body.required("isbn", Isbn13::parse),
+        body.text("title", MAX_TITLE_LEN),
+        body.text("author", MAX_NAME_LEN),
+        body.text("publisher", MAX_NAME_LEN),
+        body.integer("publishYear", FIRST_PUBLISH_YEAR..=next_year),
+        body.text("genre", MAX_NAME_LEN),
+        body.text("description", MAX_DESCRIPTION_LEN),
+        body.integer("pageCount", PAGE_COUNT),
+    )
+        .all_valid()?;
+    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+
+    let book = Book {
+        isbn: isbn.to_string(),
+        title,
+        author,
+        publisher,
+        publish_year,
+        genre,
+        description,
+        page_count,
+    };
+    let response = created(format!("/books/{isbn}"), &book);
+
+    let commit = Transaction::new()
+        .put(
+            Part::Book,
+            ctx.put(item(&keys::book(&isbn), &book))
+                .condition_expression(UNCLAIMED),
+        )
+        .idempotent(idempotency, &response)
+        .commit(ctx)
+        .await?;
+
+    match commit {
+        Commit::Done => {
+            tracing::info!(%isbn, "book created");
+            Ok(response)
+        }
+        Commit::Replayed(previous) => Ok(previous),
+        Commit::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
+            "isbn",
+            Code::Taken,
+        )])),
+    }
+}

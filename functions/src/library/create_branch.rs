@@ -1,0 +1,70 @@
+//! `POST /branches` `{branchId, name, address, city, phone, openingHours}` → `201` branch,
+//! `location: /branches/{branchId}`; `409` `branchId` `taken`.
+//!
+//! The client names the branch, so its id is the collision: one `TransactWriteItems` putting
+//! `BRANCH#<branchId>` guarded by `attribute_not_exists`. It is a transaction (rather than a
+//! conditional `PutItem`) so that an `Idempotency-Key`'s record is written with the branch: a
+//! retry gets the first response back instead of a `409` for its own branch.
+
+use super::{
+    Branch, MAX_ADDRESS_LEN, MAX_NAME_LEN, MAX_OPENING_HOURS_LEN, MAX_PHONE_LEN, UNCLAIMED,
+};
+use crate::db::{Commit, Ctx, Transaction, item};
+use crate::error::{ApiError, Code, FieldError};
+use crate::http::{AllValid, HandlerResult, JsonBody, created};
+use crate::idempotency::Idempotency;
+use lambda_http::Request;
+use singlet_shared::{Id, keys};
+
+pub const ROUTE: &str = "create-branch";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Branch,
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let (branch_id, name, address, city, phone, opening_hours) = (
+        body.required("branchId", Id::parse),
+        body.text("name", MAX_NAME_LEN),
+        body.text("address", MAX_ADDRESS_LEN),
+        body.text("city", MAX_NAME_LEN),
+        body.text("phone", MAX_PHONE_LEN),
+        body.text("openingHours", MAX_OPENING_HOURS_LEN),
+    )
+        .all_valid()?;
+    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+
+    let branch = Branch {
+        branch_id: branch_id.to_string(),
+        name,
+        address,
+        city,
+        phone,
+        opening_hours,
+    };
+    let response = created(format!("/branches/{branch_id}"), &branch);
+
+    let commit = Transaction::new()
+        .put(
+            Part::Branch,
+            ctx.put(item(&keys::branch(&branch_id), &branch))
+                .condition_expression(UNCLAIMED),
+        )
+        .idempotent(idempotency, &response)
+        .commit(ctx)
+        .await?;
+
+    match commit {
+        Commit::Done => {
+            tracing::info!(%branch_id, "branch created");
+            Ok(response)
+        }
+        Commit::Replayed(previous) => Ok(previous),
+        Commit::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
+            "branchId",
+            Code::Taken,
+        )])),
+    }
+}

@@ -1,0 +1,20 @@
+//! `GET /branches/{branchId}/patrons?limit=&cursor=` → `200` `{items: [patron], nextCursor}`;
+//! `404` branch.
+//!
+//! One `Query` on the branch's partition, `begins_with(SK, "PATRON#")`, so the branch row and
+//! its copies are never read; only an empty first page adds a `GetItem` to tell an empty branch
+//! from a missing one (see [`super::branch_page`]). A cursor is bound to this route and this
+//! branch: another branch's cursor is `400`.
+
+use super::{Patron, branch_page};
+use crate::db::Ctx;
+use crate::http::{AllValid, HandlerResult, path_id};
+use lambda_http::Request;
+use singlet_shared::keys::PATRON_PREFIX;
+
+pub const ROUTE: &str = "list-patrons";
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let (branch_id,) = (path_id(&req, "branchId"),).all_valid()?;
+    branch_page::<Patron>(ctx, &req, ROUTE, &branch_id, PATRON_PREFIX).await
+}

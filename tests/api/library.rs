@@ -1,0 +1,948 @@
+//! The library catalogue: ../shared/API.md, "Library" (branches, patrons, cards, books, copies,
+//! availability).
+
+use crate::both;
+use crate::harness::{Api, Item, Mode, Reply, s};
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+const ISBN10: &str = "0-306-40615-2";
+const ISBN13: &str = "9780306406157";
+
+fn branch_body(branch_id: &str) -> Value {
+    json!({
+        "branchId": branch_id,
+        "name": "Central Library",
+        "address": "1 Library Square",
+        "city": "Springfield",
+        "phone": "+44 20 7946 0000",
+        "openingHours": "Mon-Sat 09:00-20:00",
+    })
+}
+
+fn patron_body(card: &str, tier: &str) -> Value {
+    json!({
+        "cardNumber": card,
+        "firstName": "Ada",
+        "lastName": "Lovelace",
+        "email": " Ada@Example.COM ",
+        "membershipTier": tier,
+    })
+}
+
+fn book_body(isbn: &str) -> Value {
+    json!({
+        "isbn": isbn,
+        "title": "Fundamentals of Data Structures",
+        "author": "Ellis Horowitz",
+        "publisher": "Computer Science Press",
+        "publishYear": 1976,
+        "genre": "Computer science",
+        "description": "Arrays, stacks, queues, lists, trees and graphs.",
+        "pageCount": 564,
+    })
+}
+
+async fn branch(api: &Api, branch_id: &str) {
+    let reply = api.post("/branches", branch_body(branch_id)).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+}
+
+async fn patron(api: &Api, branch_id: &str, card: &str) -> Reply {
+    api.post(
+        format!("/branches/{branch_id}/patrons"),
+        patron_body(card, "standard"),
+    )
+    .await
+}
+
+async fn patron_id(api: &Api, branch_id: &str, card: &str) -> String {
+    let reply = patron(api, branch_id, card).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body["patronId"].as_str().unwrap().to_owned()
+}
+
+async fn book(api: &Api, isbn: &str) -> Reply {
+    api.post("/books", book_body(isbn)).await
+}
+
+async fn copy(api: &Api, branch_id: &str, isbn: &str) -> Reply {
+    api.post(
+        format!("/branches/{branch_id}/copies"),
+        json!({"isbn": isbn, "condition": "good"}),
+    )
+    .await
+}
+
+fn n(item: &Item, name: &str) -> i64 {
+    item.get(name).unwrap().as_n().unwrap().parse().unwrap()
+}
+
+fn with_sk_prefix<'a>(items: &'a [Item], pk: &str, prefix: &str) -> Vec<&'a Item> {
+    items
+        .iter()
+        .filter(|i| s(i, "PK") == pk && s(i, "SK").starts_with(prefix))
+        .collect()
+}
+
+/// Every page of a list, walked with `nextCursor`.
+async fn walk(api: &Api, path: &str, limit: usize) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..100 {
+        let url = match &cursor {
+            None => format!("{path}?limit={limit}"),
+            Some(c) => format!("{path}?limit={limit}&cursor={c}"),
+        };
+        let page = api.get(url).await;
+        assert_eq!(page.status, 200, "{page:?}");
+        let batch = page.body["items"].as_array().unwrap();
+        assert!(batch.len() <= limit);
+        items.extend(batch.iter().cloned());
+        match page.body["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => {
+                assert_eq!(page.body["nextCursor"], Value::Null);
+                return items;
+            }
+        }
+    }
+    panic!("the list never ended");
+}
+
+both!(
+    create_branch_writes_one_item_and_reads_back,
+    create_branch_names_every_bad_field,
+    create_branch_is_idempotent,
+    register_patron_writes_the_patron_and_its_card_lock,
+    register_patron_names_every_bad_field,
+    register_patron_at_a_missing_branch_is_404_and_writes_nothing,
+    a_card_number_is_held_by_one_patron,
+    register_patron_is_idempotent,
+    list_patrons_pages_each_patron_once_and_refuses_foreign_cursors,
+    lists_of_a_missing_branch_are_404_of_an_empty_branch_empty,
+    reads_of_missing_things_are_404,
+    both_isbn_forms_are_one_book,
+    create_book_names_every_bad_field,
+    add_copy_checks_the_branch_and_the_book,
+    list_copies_pages_the_inventory,
+    availability_counts_available_copies_per_branch,
+    the_readme_examples,
+);
+
+async fn create_branch_writes_one_item_and_reads_back(api: Api) {
+    let mut body = branch_body("central");
+    body["name"] = json!("  Central Library  ");
+    body["colour"] = json!("red");
+    let reply = api.post("/branches", body).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert_eq!(reply.header("location"), Some("/branches/central"));
+    assert_eq!(
+        reply.body,
+        json!({
+            "branchId": "central",
+            "name": "Central Library",
+            "address": "1 Library Square",
+            "city": "Springfield",
+            "phone": "+44 20 7946 0000",
+            "openingHours": "Mon-Sat 09:00-20:00",
+        })
+    );
+    let item = api.item("BRANCH#central", "BRANCH#central").await.unwrap();
+    assert_eq!(s(&item, "name"), "Central Library");
+    assert_eq!(s(&item, "openingHours"), "Mon-Sat 09:00-20:00");
+    assert_eq!(api.items().await.len(), 1);
+
+    let read = api.get("/branches/central").await;
+    assert_eq!(read.status, 200);
+    assert_eq!(read.body, reply.body);
+
+    let mut again = branch_body("central");
+    again["name"] = json!("Another");
+    api.post("/branches", again)
+        .await
+        .assert_problem(409, &[("branchId", "taken")]);
+    assert_eq!(
+        api.get("/branches/central").await.body["name"],
+        "Central Library",
+        "a refused creation changes nothing"
+    );
+    assert_eq!(api.items().await.len(), 1);
+}
+
+async fn create_branch_names_every_bad_field(api: Api) {
+    api.post("/branches", json!({})).await.assert_problem(
+        400,
+        &[
+            ("address", "required"),
+            ("branchId", "required"),
+            ("city", "required"),
+            ("name", "required"),
+            ("openingHours", "required"),
+            ("phone", "required"),
+        ],
+    );
+    api.post(
+        "/branches",
+        json!({
+            "branchId": "a#b",
+            "name": "   ",
+            "address": "x".repeat(201),
+            "city": 7,
+            "phone": "x".repeat(41),
+            "openingHours": "ok",
+        }),
+    )
+    .await
+    .assert_problem(
+        400,
+        &[
+            ("address", "too_long"),
+            ("branchId", "invalid"),
+            ("city", "invalid"),
+            ("name", "required"),
+            ("phone", "too_long"),
+        ],
+    );
+    let mut long_id = branch_body(&"b".repeat(65));
+    long_id["openingHours"] = json!("09:00\u{0}");
+    api.post("/branches", long_id).await.assert_problem(
+        400,
+        &[("branchId", "too_long"), ("openingHours", "invalid")],
+    );
+    assert!(api.items().await.is_empty(), "nothing is written");
+}
+
+async fn create_branch_is_idempotent(api: Api) {
+    let send = |body: Value, key: &'static str| {
+        let api = api.clone();
+        async move {
+            api.call("POST", "/branches")
+                .json(body)
+                .header("idempotency-key", key)
+                .send()
+                .await
+        }
+    };
+    let first = send(branch_body("north"), "create-north-1").await;
+    assert_eq!(first.status, 201, "{first:?}");
+    let retry = send(branch_body("north"), "create-north-1").await;
+    assert_eq!(retry.status, 201, "a retry is not a 409: {retry:?}");
+    assert_eq!(retry.body, first.body);
+    assert_eq!(retry.header("location"), Some("/branches/north"));
+    send(branch_body("south"), "create-north-1")
+        .await
+        .assert_problem(422, &[]);
+    // Another key for the same branch is a new request: the branch is taken.
+    send(branch_body("north"), "create-north-2")
+        .await
+        .assert_problem(409, &[("branchId", "taken")]);
+    send(branch_body("north"), "not a key!")
+        .await
+        .assert_problem(400, &[("Idempotency-Key", "invalid")]);
+    let items = api.items().await;
+    assert_eq!(items.len(), 2, "the branch and one idempotency record");
+    assert_eq!(with_sk_prefix(&items, "BRANCH#north", "BRANCH#").len(), 1);
+    assert!(api.item("BRANCH#south", "BRANCH#south").await.is_none());
+}
+
+async fn register_patron_writes_the_patron_and_its_card_lock(api: Api) {
+    branch(&api, "central").await;
+    let reply = api
+        .post(
+            "/branches/central/patrons",
+            patron_body("C-0001", "premium"),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let id = reply.body["patronId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        reply.header("location"),
+        Some(format!("/patrons/{id}").as_str())
+    );
+    let created_at = reply.body["createdAt"].as_str().unwrap().to_owned();
+    assert!(
+        time::OffsetDateTime::parse(&created_at, &time::format_description::well_known::Rfc3339)
+            .is_ok()
+            && created_at.ends_with('Z'),
+        "{created_at}"
+    );
+    assert_eq!(
+        reply.body,
+        json!({
+            "patronId": id,
+            "branchId": "central",
+            "cardNumber": "C-0001",
+            "firstName": "Ada",
+            "lastName": "Lovelace",
+            "email": "ada@example.com",
+            "membershipTier": "premium",
+            "loanLimit": 10,
+            "loanPeriodDays": 28,
+            "activeLoans": 0,
+            "createdAt": created_at,
+        })
+    );
+
+    let row = api
+        .item("BRANCH#central", &format!("PATRON#{id}"))
+        .await
+        .unwrap();
+    assert_eq!(s(&row, "GSI1PK"), format!("PATRON#{id}"));
+    assert_eq!(s(&row, "GSI1SK"), format!("PATRON#{id}"));
+    assert_eq!(s(&row, "cardNumber"), "C-0001");
+    assert_eq!(n(&row, "activeLoans"), 0);
+    assert_eq!(n(&row, "loanLimit"), 10);
+    let lock = api.item("CARD#C-0001", "CARD#C-0001").await.unwrap();
+    assert_eq!(s(&lock, "patronId"), id);
+    assert_eq!(api.items().await.len(), 3);
+
+    let read = api.get(format!("/patrons/{id}")).await;
+    assert_eq!(read.status, 200, "{read:?}");
+    assert_eq!(read.body, reply.body);
+    let card = api.get("/cards/C-0001").await;
+    assert_eq!(card.status, 200);
+    assert_eq!(card.body, json!({"cardNumber": "C-0001", "patronId": id}));
+
+    // The standard tier's limits.
+    let standard = patron(&api, "central", "C-0002").await;
+    assert_eq!(standard.body["membershipTier"], "standard");
+    assert_eq!(standard.body["loanLimit"], 5);
+    assert_eq!(standard.body["loanPeriodDays"], 21);
+    assert_eq!(standard.body["activeLoans"], 0);
+}
+
+async fn register_patron_names_every_bad_field(api: Api) {
+    branch(&api, "central").await;
+    api.post("/branches/central/patrons", json!({}))
+        .await
+        .assert_problem(
+            400,
+            &[
+                ("cardNumber", "required"),
+                ("email", "required"),
+                ("firstName", "required"),
+                ("lastName", "required"),
+                ("membershipTier", "required"),
+            ],
+        );
+    api.post(
+        "/branches/central/patrons",
+        json!({
+            "cardNumber": "CARD#1",
+            "firstName": "x".repeat(101),
+            "lastName": "",
+            "email": "not-an-email",
+            "membershipTier": "gold",
+        }),
+    )
+    .await
+    .assert_problem(
+        400,
+        &[
+            ("cardNumber", "invalid"),
+            ("email", "invalid"),
+            ("firstName", "too_long"),
+            ("lastName", "required"),
+            ("membershipTier", "invalid"),
+        ],
+    );
+    // The path is validated with the body, and every fault is named at once.
+    api.post(
+        "/branches/bad%20id/patrons",
+        json!({"cardNumber": "C1", "firstName": "A", "lastName": "B", "email": "a@b.co", "membershipTier": "Premium"}),
+    )
+    .await
+    .assert_problem(400, &[("branchId", "invalid"), ("membershipTier", "invalid")]);
+    assert_eq!(api.items().await.len(), 1, "nothing but the branch");
+}
+
+async fn register_patron_at_a_missing_branch_is_404_and_writes_nothing(api: Api) {
+    let reply = patron(&api, "nowhere", "C-0001").await;
+    reply.assert_problem(404, &[]);
+    assert_eq!(reply.body["detail"], "branch not found");
+    assert!(api.items().await.is_empty(), "no patron and no card lock");
+    // The card is still free.
+    branch(&api, "central").await;
+    assert_eq!(patron(&api, "central", "C-0001").await.status, 201);
+}
+
+async fn a_card_number_is_held_by_one_patron(api: Api) {
+    branch(&api, "central").await;
+    branch(&api, "north").await;
+    let holder = patron_id(&api, "central", "C-0001").await;
+    patron(&api, "central", "C-0001")
+        .await
+        .assert_problem(409, &[("cardNumber", "taken")]);
+    let other = patron(&api, "north", "C-0001").await;
+    other.assert_problem(409, &[("cardNumber", "taken")]);
+    assert_eq!(other.body["detail"], "cardNumber is already registered");
+    // A missing branch is named before a taken card.
+    patron(&api, "nowhere", "C-0001")
+        .await
+        .assert_problem(404, &[]);
+    // Card numbers are ids, compared exactly.
+    assert_eq!(patron(&api, "north", "c-0001").await.status, 201);
+
+    let items = api.items().await;
+    let cards: Vec<&Item> = items
+        .iter()
+        .filter(|i| s(i, "PK").starts_with("CARD#"))
+        .collect();
+    assert_eq!(cards.len(), 2);
+    assert_eq!(
+        s(
+            &api.item("CARD#C-0001", "CARD#C-0001").await.unwrap(),
+            "patronId"
+        ),
+        holder
+    );
+    assert_eq!(with_sk_prefix(&items, "BRANCH#central", "PATRON#").len(), 1);
+    assert_eq!(with_sk_prefix(&items, "BRANCH#north", "PATRON#").len(), 1);
+}
+
+async fn register_patron_is_idempotent(api: Api) {
+    branch(&api, "central").await;
+    branch(&api, "north").await;
+    let send = |branch_id: &'static str, card: &'static str, key: &'static str| {
+        let api = api.clone();
+        async move {
+            api.call("POST", format!("/branches/{branch_id}/patrons"))
+                .json(patron_body(card, "standard"))
+                .header("idempotency-key", key)
+                .send()
+                .await
+        }
+    };
+    let first = send("central", "C-1", "reg-1").await;
+    assert_eq!(first.status, 201, "{first:?}");
+    let retry = send("central", "C-1", "reg-1").await;
+    assert_eq!(retry.status, 201, "{retry:?}");
+    assert_eq!(
+        retry.body, first.body,
+        "the same patron, the same createdAt"
+    );
+    assert_eq!(retry.header("location"), first.header("location"));
+    // The same key with another body, or at another branch, is another request.
+    send("central", "C-2", "reg-1")
+        .await
+        .assert_problem(422, &[]);
+    send("north", "C-1", "reg-1").await.assert_problem(422, &[]);
+    // The id is derived from the key: another key, another patron.
+    let second = send("central", "C-3", "reg-2").await;
+    assert_eq!(second.status, 201, "{second:?}");
+    assert_ne!(second.body["patronId"], first.body["patronId"]);
+
+    let items = api.items().await;
+    assert_eq!(with_sk_prefix(&items, "BRANCH#central", "PATRON#").len(), 2);
+    assert_eq!(
+        items
+            .iter()
+            .filter(|i| s(i, "PK").starts_with("CARD#"))
+            .count(),
+        2
+    );
+    assert!(api.item("CARD#C-2", "CARD#C-2").await.is_none());
+}
+
+async fn list_patrons_pages_each_patron_once_and_refuses_foreign_cursors(api: Api) {
+    branch(&api, "central").await;
+    branch(&api, "north").await;
+    let mut expected = BTreeSet::new();
+    for i in 0..7 {
+        expected.insert(patron_id(&api, "central", &format!("C-{i}")).await);
+    }
+    patron_id(&api, "north", "N-1").await;
+    // A copy shares the branch's partition and is never listed as a patron.
+    assert_eq!(book(&api, ISBN13).await.status, 201);
+    assert_eq!(copy(&api, "central", ISBN13).await.status, 201);
+
+    let seen = walk(&api, "/branches/central/patrons", 3).await;
+    let ids: Vec<String> = seen
+        .iter()
+        .map(|p| {
+            assert_eq!(p["branchId"], "central", "only this branch's patrons");
+            assert!(p.get("copyId").is_none(), "never a copy");
+            assert!(p.get("GSI1PK").is_none() && p.get("PK").is_none());
+            p["patronId"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 7, "each patron once: {ids:?}");
+    assert_eq!(ids.iter().cloned().collect::<BTreeSet<_>>(), expected);
+
+    // One page of everything; the default limit is 25.
+    let all = api.get("/branches/central/patrons").await;
+    assert_eq!(all.body["items"].as_array().unwrap().len(), 7);
+    assert_eq!(all.body["nextCursor"], Value::Null);
+
+    let first = api.get("/branches/central/patrons?limit=2").await;
+    let cursor = first.body["nextCursor"].as_str().unwrap().to_owned();
+    let next = api
+        .get(format!("/branches/central/patrons?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(next.status, 200);
+    // Another branch's list, another route's list, an edited or a truncated cursor: 400.
+    let mut edited: Vec<char> = cursor.chars().collect();
+    edited[4] = if edited[4] == 'A' { 'B' } else { 'A' };
+    let edited: String = edited.into_iter().collect();
+    for path in [
+        format!("/branches/north/patrons?cursor={cursor}"),
+        format!("/branches/central/copies?cursor={cursor}"),
+        format!("/branches/central/patrons?cursor={edited}"),
+        format!(
+            "/branches/central/patrons?cursor={}",
+            &cursor[..cursor.len() - 3]
+        ),
+        "/branches/central/patrons?cursor=".to_owned(),
+        "/branches/central/patrons?cursor=bm90LWEtY3Vyc29y".to_owned(),
+    ] {
+        api.get(&path)
+            .await
+            .assert_problem(400, &[("cursor", "invalid")]);
+    }
+    for limit in ["0", "101", "x", "-1"] {
+        api.get(format!("/branches/central/patrons?limit={limit}"))
+            .await
+            .assert_problem(400, &[("limit", "invalid")]);
+    }
+    let north = api.get("/branches/north/patrons").await;
+    assert_eq!(north.body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(north.body["items"][0]["cardNumber"], "N-1");
+}
+
+async fn lists_of_a_missing_branch_are_404_of_an_empty_branch_empty(api: Api) {
+    for path in ["/branches/nowhere/patrons", "/branches/nowhere/copies"] {
+        let reply = api.get(path).await;
+        reply.assert_problem(404, &[]);
+        assert_eq!(reply.body["detail"], "branch not found");
+    }
+    branch(&api, "empty").await;
+    for path in ["/branches/empty/patrons", "/branches/empty/copies"] {
+        let reply = api.get(path).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.body, json!({"items": [], "nextCursor": null}));
+    }
+    api.get("/branches/a%23b/patrons")
+        .await
+        .assert_problem(400, &[("branchId", "invalid")]);
+}
+
+async fn reads_of_missing_things_are_404(api: Api) {
+    for path in [
+        "/branches/nope",
+        "/patrons/nope",
+        "/cards/nope",
+        "/books/9780306406157",
+        "/books/0306406152/availability",
+    ] {
+        api.get(path).await.assert_problem(404, &[]);
+    }
+    api.get("/branches/a%23b")
+        .await
+        .assert_problem(400, &[("branchId", "invalid")]);
+    api.get(format!("/patrons/{}", "p".repeat(65)))
+        .await
+        .assert_problem(400, &[("patronId", "too_long")]);
+    api.get("/cards/CARD%231")
+        .await
+        .assert_problem(400, &[("cardNumber", "invalid")]);
+    api.get("/books/978-0-306-40615-8")
+        .await
+        .assert_problem(400, &[("isbn", "invalid")]);
+    api.get("/books/0-306-40615-3/availability")
+        .await
+        .assert_problem(400, &[("isbn", "invalid")]);
+}
+
+async fn both_isbn_forms_are_one_book(api: Api) {
+    let reply = book(&api, ISBN10).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    assert_eq!(reply.header("location"), Some("/books/9780306406157"));
+    assert_eq!(
+        reply.body,
+        json!({
+            "isbn": ISBN13,
+            "title": "Fundamentals of Data Structures",
+            "author": "Ellis Horowitz",
+            "publisher": "Computer Science Press",
+            "publishYear": 1976,
+            "genre": "Computer science",
+            "description": "Arrays, stacks, queues, lists, trees and graphs.",
+            "pageCount": 564,
+        })
+    );
+    let item = api
+        .item("BOOK#9780306406157", "BOOK#9780306406157")
+        .await
+        .unwrap();
+    assert_eq!(s(&item, "isbn"), ISBN13);
+    assert_eq!(n(&item, "pageCount"), 564);
+
+    for taken in [
+        "978-0-306-40615-7",
+        "9780306406157",
+        "0306406152",
+        "0 306 40615 2",
+    ] {
+        book(&api, taken)
+            .await
+            .assert_problem(409, &[("isbn", "taken")]);
+    }
+    for path in [
+        "/books/0-306-40615-2",
+        "/books/978-0-306-40615-7",
+        "/books/9780306406157",
+        "/books/0306406152",
+        "/books/978%200%20306%2040615%207",
+    ] {
+        let read = api.get(path).await;
+        assert_eq!(read.status, 200, "{path}: {read:?}");
+        assert_eq!(read.body, reply.body);
+    }
+    // An ISBN-10 whose check digit is X.
+    let x = book(&api, "0-8044-2957-X").await;
+    assert_eq!(x.status, 201, "{x:?}");
+    assert_eq!(x.body["isbn"], "9780804429573");
+    assert_eq!(api.get("/books/080442957x").await.status, 200);
+    assert_eq!(api.items().await.len(), 2);
+}
+
+async fn create_book_names_every_bad_field(api: Api) {
+    for wrong_check_digit in ["0-306-40615-3", "978-0-306-40615-8"] {
+        book(&api, wrong_check_digit)
+            .await
+            .assert_problem(400, &[("isbn", "invalid")]);
+    }
+    api.post("/books", json!({})).await.assert_problem(
+        400,
+        &[
+            ("author", "required"),
+            ("description", "required"),
+            ("genre", "required"),
+            ("isbn", "required"),
+            ("pageCount", "required"),
+            ("publishYear", "required"),
+            ("publisher", "required"),
+            ("title", "required"),
+        ],
+    );
+    api.post(
+        "/books",
+        json!({
+            "isbn": "12345",
+            "title": "t".repeat(301),
+            "author": "",
+            "publisher": ["p"],
+            "publishYear": 1200,
+            "genre": "g",
+            "description": "d".repeat(4001),
+            "pageCount": 0,
+        }),
+    )
+    .await
+    .assert_problem(
+        400,
+        &[
+            ("author", "required"),
+            ("description", "too_long"),
+            ("isbn", "invalid"),
+            ("pageCount", "invalid"),
+            ("publishYear", "invalid"),
+            ("publisher", "invalid"),
+            ("title", "too_long"),
+        ],
+    );
+    let mut body = book_body(ISBN13);
+    body["publishYear"] = json!("1976");
+    body["pageCount"] = json!(12.5);
+    api.post("/books", body)
+        .await
+        .assert_problem(400, &[("pageCount", "invalid"), ("publishYear", "invalid")]);
+    let mut future = book_body(ISBN13);
+    future["publishYear"] = json!(3000);
+    api.post("/books", future)
+        .await
+        .assert_problem(400, &[("publishYear", "invalid")]);
+    assert!(api.items().await.is_empty());
+}
+
+async fn add_copy_checks_the_branch_and_the_book(api: Api) {
+    branch(&api, "central").await;
+    let reply = copy(&api, "central", ISBN10).await;
+    reply.assert_problem(404, &[]);
+    assert_eq!(reply.body["detail"], "book not found");
+    book(&api, ISBN13).await;
+    let reply = copy(&api, "nowhere", ISBN13).await;
+    reply.assert_problem(404, &[]);
+    assert_eq!(reply.body["detail"], "branch not found");
+    let reply = copy(&api, "nowhere", "9780804429573").await;
+    reply.assert_problem(404, &[]);
+    assert_eq!(reply.body["detail"], "branch and book not found");
+    assert_eq!(api.items().await.len(), 2, "no copy was written");
+
+    let reply = api
+        .post(
+            "/branches/central/copies",
+            json!({"isbn": "0-306-40615-2", "condition": "new"}),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let id = reply.body["copyId"].as_str().unwrap().to_owned();
+    let added_at = reply.body["addedAt"].as_str().unwrap().to_owned();
+    assert_eq!(
+        reply.body,
+        json!({
+            "copyId": id,
+            "branchId": "central",
+            "isbn": ISBN13,
+            "condition": "new",
+            "status": "available",
+            "addedAt": added_at,
+        })
+    );
+    assert!(
+        added_at.ends_with('Z') && added_at.len() == 20,
+        "{added_at}"
+    );
+    let item = api
+        .item("BRANCH#central", &format!("COPY#{id}"))
+        .await
+        .unwrap();
+    assert_eq!(s(&item, "GSI2PK"), "BOOK#9780306406157");
+    assert_eq!(s(&item, "GSI2SK"), format!("available#central#{id}"));
+    assert_eq!(s(&item, "status"), "available");
+    assert_eq!(s(&item, "isbn"), ISBN13);
+    assert_eq!(s(&item, "branchId"), "central");
+    assert_eq!(api.items().await.len(), 3);
+
+    api.post("/branches/central/copies", json!({}))
+        .await
+        .assert_problem(400, &[("condition", "required"), ("isbn", "required")]);
+    api.post(
+        "/branches/central/copies",
+        json!({"isbn": "0-306-40615-3", "condition": "mint"}),
+    )
+    .await
+    .assert_problem(400, &[("condition", "invalid"), ("isbn", "invalid")]);
+
+    // Idempotent: one copy for any number of retries.
+    let send = |condition: &'static str| {
+        let api = api.clone();
+        async move {
+            api.call("POST", "/branches/central/copies")
+                .json(json!({"isbn": ISBN13, "condition": condition}))
+                .header("idempotency-key", "copy-1")
+                .send()
+                .await
+        }
+    };
+    let first = send("fair").await;
+    assert_eq!(first.status, 201, "{first:?}");
+    assert_eq!(
+        first.header("location"),
+        None,
+        "there is no route for one copy"
+    );
+    assert_eq!(send("fair").await.body, first.body);
+    send("poor").await.assert_problem(422, &[]);
+    let copies = with_sk_prefix(&api.items().await, "BRANCH#central", "COPY#").len();
+    assert_eq!(copies, 2);
+}
+
+async fn list_copies_pages_the_inventory(api: Api) {
+    branch(&api, "central").await;
+    branch(&api, "north").await;
+    book(&api, ISBN13).await;
+    book(&api, "9780804429573").await;
+    let mut expected = BTreeSet::new();
+    for i in 0..5 {
+        let isbn = if i % 2 == 0 { ISBN13 } else { "9780804429573" };
+        let reply = copy(&api, "central", isbn).await;
+        expected.insert(reply.body["copyId"].as_str().unwrap().to_owned());
+    }
+    copy(&api, "north", ISBN13).await;
+    patron_id(&api, "central", "C-1").await;
+
+    let seen = walk(&api, "/branches/central/copies", 2).await;
+    let ids: Vec<String> = seen
+        .iter()
+        .map(|c| {
+            assert_eq!(c["branchId"], "central");
+            assert_eq!(c["status"], "available");
+            assert_eq!(c["condition"], "good");
+            c["copyId"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 5, "each copy once, never a patron: {ids:?}");
+    assert_eq!(ids.into_iter().collect::<BTreeSet<_>>(), expected);
+
+    let first = api.get("/branches/central/copies?limit=1").await;
+    let cursor = first.body["nextCursor"].as_str().unwrap();
+    api.get(format!("/branches/north/copies?cursor={cursor}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+    api.get(format!("/branches/central/patrons?cursor={cursor}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+}
+
+async fn availability_counts_available_copies_per_branch(api: Api) {
+    for b in ["b-east", "a-west", "c-none"] {
+        branch(&api, b).await;
+    }
+    book(&api, ISBN10).await;
+    book(&api, "9780804429573").await;
+    let none = api.get("/books/9780306406157/availability").await;
+    assert_eq!(none.status, 200, "{none:?}");
+    assert_eq!(none.body, json!({"isbn": ISBN13, "branches": []}));
+
+    let mut east = Vec::new();
+    for _ in 0..3 {
+        east.push(copy(&api, "b-east", ISBN13).await.body["copyId"].clone());
+    }
+    copy(&api, "a-west", ISBN10).await;
+    copy(&api, "c-none", "9780804429573").await;
+    let expected = json!({
+        "isbn": ISBN13,
+        "branches": [
+            {"branchId": "a-west", "availableCopies": 1},
+            {"branchId": "b-east", "availableCopies": 3},
+        ],
+    });
+    for path in [
+        "/books/9780306406157/availability",
+        "/books/0-306-40615-2/availability",
+        "/books/978-0-306-40615-7/availability",
+    ] {
+        let reply = api.get(path).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.body, expected, "{path}");
+    }
+
+    // A copy lent out (as a checkout moves it) no longer counts.
+    let lent = east[0].as_str().unwrap();
+    api.ctx
+        .db
+        .update_item()
+        .table_name(&*api.ctx.table)
+        .key("PK", AttributeValue::S("BRANCH#b-east".into()))
+        .key("SK", AttributeValue::S(format!("COPY#{lent}")))
+        .update_expression("SET #status = :out, GSI2SK = :sk")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_values(":out", AttributeValue::S("checked_out".into()))
+        .expression_attribute_values(
+            ":sk",
+            AttributeValue::S(format!("checked_out#b-east#{lent}")),
+        )
+        .send()
+        .await
+        .unwrap();
+    let reply = api.get("/books/0306406152/availability").await;
+    assert_eq!(
+        reply.body["branches"][1],
+        json!({"branchId": "b-east", "availableCopies": 2})
+    );
+    let other = api.get("/books/9780804429573/availability").await;
+    assert_eq!(
+        other.body["branches"],
+        json!([{"branchId": "c-none", "availableCopies": 1}])
+    );
+    // The inventory still lists the lent copy, with its status.
+    let inventory = api.get("/branches/b-east/copies").await;
+    let statuses: Vec<&str> = inventory.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses.len(), 3);
+    assert_eq!(statuses.iter().filter(|s| **s == "checked_out").count(), 1);
+}
+
+/// The README's curl examples, request for request.
+async fn the_readme_examples(api: Api) {
+    let branch = api.post("/branches", branch_body("central")).await;
+    assert_eq!(branch.status, 201);
+    assert_eq!(api.get("/branches/central").await.body, branch.body);
+
+    let patron = api
+        .post(
+            "/branches/central/patrons",
+            json!({"cardNumber": "C-000123", "firstName": "Ada", "lastName": "Lovelace",
+                   "email": "ada@example.com", "membershipTier": "premium"}),
+        )
+        .await;
+    assert_eq!(patron.status, 201);
+    let id = patron.body["patronId"].as_str().unwrap();
+    assert_eq!(patron.body["loanLimit"], 10);
+    assert_eq!(
+        api.get("/cards/C-000123").await.body,
+        json!({"cardNumber": "C-000123", "patronId": id})
+    );
+    assert_eq!(api.get(format!("/patrons/{id}")).await.body, patron.body);
+    let patrons = api.get("/branches/central/patrons?limit=10").await;
+    assert_eq!(patrons.body["items"], json!([patron.body]));
+    assert_eq!(patrons.body["nextCursor"], Value::Null);
+
+    let created = book(&api, ISBN10).await;
+    assert_eq!(created.body["isbn"], ISBN13);
+    assert_eq!(api.get("/books/978-0-306-40615-7").await.body, created.body);
+    let added = api
+        .post(
+            "/branches/central/copies",
+            json!({"isbn": "9780306406157", "condition": "good"}),
+        )
+        .await;
+    assert_eq!(added.body["status"], "available");
+    assert_eq!(
+        api.get("/branches/central/copies").await.body["items"],
+        json!([added.body])
+    );
+    assert_eq!(
+        api.get("/books/0306406152/availability").await.body,
+        json!({"isbn": ISBN13, "branches": [{"branchId": "central", "availableCopies": 1}]})
+    );
+}
+
+/// 32 concurrent registrations of one card number, each at its own branch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_card_raced_by_32_registrations_has_one_holder() {
+    let api = Api::start(Mode::Http).await;
+    for i in 0..32 {
+        branch(&api, &format!("branch-{i}")).await;
+    }
+    let replies = futures::future::join_all((0..32).map(|i| {
+        let api = api.clone();
+        async move { patron(&api, &format!("branch-{i}"), "C-RACE").await }
+    }))
+    .await;
+    let created: Vec<&Reply> = replies.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(created.len(), 1, "{replies:?}");
+    for reply in replies.iter().filter(|r| r.status != 201) {
+        reply.assert_problem(409, &[("cardNumber", "taken")]);
+    }
+    let winner = &created[0].body;
+    let items = api.items().await;
+    let cards: Vec<&Item> = items
+        .iter()
+        .filter(|i| s(i, "PK").starts_with("CARD#"))
+        .collect();
+    assert_eq!(cards.len(), 1);
+    assert_eq!(
+        s(cards[0], "patronId"),
+        winner["patronId"].as_str().unwrap()
+    );
+    let patrons: Vec<&Item> = items
+        .iter()
+        .filter(|i| s(i, "SK").starts_with("PATRON#"))
+        .collect();
+    assert_eq!(patrons.len(), 1, "no patron without its card");
+    assert_eq!(s(patrons[0], "patronId"), s(cards[0], "patronId"));
+    assert_eq!(
+        s(patrons[0], "PK"),
+        format!("BRANCH#{}", winner["branchId"].as_str().unwrap())
+    );
+    assert_eq!(s(patrons[0], "cardNumber"), "C-RACE");
+}
