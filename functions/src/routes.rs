@@ -3,7 +3,7 @@
 
 use crate::db::Ctx;
 use crate::http::HandlerResult;
-use crate::{accounts, audit, fleet, library};
+use crate::{accounts, audit, fleet, library, loans};
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -85,6 +85,12 @@ pub static ROUTES: &[Route] = &[
     route!("add-copy", "POST", "/branches/{branchId}/copies", library::add_copy::handle, ["ConditionCheckItem", "GetItem", "PutItem"]),
     route!("list-copies", "GET", "/branches/{branchId}/copies", library::list_copies::handle, ["Query", "GetItem"]),
     route!("book-availability", "GET", "/books/{isbn}/availability", library::book_availability::handle, ["Query", "GetItem"]),
+    // Library loans
+    route!("checkout-book", "POST", "/checkouts", loans::checkout_book::handle, ["Query", "GetItem", "PutItem", "UpdateItem"]),
+    route!("active-checkouts", "GET", "/patrons/{patronId}/checkouts", loans::active_checkouts::handle, ["Query"]),
+    route!("return-book", "POST", "/patrons/{patronId}/checkouts/{checkoutId}/return", loans::return_book::handle, ["GetItem", "DeleteItem", "PutItem", "UpdateItem"]),
+    route!("renew-checkout", "POST", "/patrons/{patronId}/checkouts/{checkoutId}/renew", loans::renew_checkout::handle, ["GetItem", "UpdateItem"]),
+    route!("find-overdue", "GET", "/branches/{branchId}/overdue", loans::find_overdue::handle, ["Query", "GetItem"]),
 ];
 
 /// A function that no HTTP route serves: it runs on a schedule.

@@ -22,7 +22,6 @@ const REPLAY: &[(&str, u16)] = &[
     ("change-email", 200),
     ("change-username", 200),
     ("delete-account", 204),
-    ("mark-overdue", 200), // a complete run
     // Change & audit log
     ("create-resource", 201),
     ("create-resource", 201), // the same Idempotency-Key: the same answer, nothing new
@@ -44,6 +43,14 @@ const REPLAY: &[(&str, u16)] = &[
     ("add-copy", 201),
     ("list-copies", 200),
     ("book-availability", 200),
+    // Library loans
+    ("checkout-book", 201),
+    ("checkout-book", 201), // the same Idempotency-Key: the same loan
+    ("active-checkouts", 200),
+    ("renew-checkout", 200),
+    ("mark-overdue", 200), // a complete run (its event's time is before any loan here falls due)
+    ("find-overdue", 200),
+    ("return-book", 200),
 ];
 
 #[tokio::test]

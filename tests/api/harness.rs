@@ -352,6 +352,15 @@ pub fn s<'a>(item: &'a Item, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// A number attribute of an item.
+#[track_caller]
+pub fn n(item: &Item, name: &str) -> i64 {
+    let value = item.get(name).and_then(|v| v.as_n().ok());
+    value
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no number {name} in {item:?}"))
+}
+
 /// Runs one async test body against both modes.
 #[macro_export]
 macro_rules! both {

@@ -2,7 +2,7 @@
 //! availability).
 
 use crate::both;
-use crate::harness::{Api, Item, Mode, Reply, s};
+use crate::harness::{Api, Item, Mode, Reply, n, s};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -73,10 +73,6 @@ async fn copy(api: &Api, branch_id: &str, isbn: &str) -> Reply {
         json!({"isbn": isbn, "condition": "good"}),
     )
     .await
-}
-
-fn n(item: &Item, name: &str) -> i64 {
-    item.get(name).unwrap().as_n().unwrap().parse().unwrap()
 }
 
 fn with_sk_prefix<'a>(items: &'a [Item], pk: &str, prefix: &str) -> Vec<&'a Item> {
@@ -697,6 +693,7 @@ async fn add_copy_checks_the_branch_and_the_book(api: Api) {
             "copyId": id,
             "branchId": "central",
             "isbn": ISBN13,
+            "title": "Fundamentals of Data Structures",
             "condition": "new",
             "status": "available",
             "addedAt": added_at,

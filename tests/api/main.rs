@@ -12,4 +12,5 @@ mod events;
 mod fleet;
 mod idempotency;
 mod library;
+mod loans;
 mod template;

@@ -1,14 +1,16 @@
 //! `POST /branches/{branchId}/copies` `{isbn, condition}` → `201` copy with
 //! `status: "available"`; `404` naming the branch, the book or both when they do not exist.
 //!
-//! One `TransactWriteItems`: a `ConditionCheck` that the branch exists, another that the book
-//! exists, and the copy's put (guarded by `attribute_not_exists`) into the branch's partition,
-//! with its GSI2 keys `BOOK#<isbn13>` / `available#<branchId>#<copyId>` so that it counts in the
+//! First one `GetItem` of the book: the copy carries its title, so that a checkout, which happens
+//! far more often than a copy is added, needs no read of the book (books are never deleted or
+//! renamed, so the denormalised title cannot go stale). Then one `TransactWriteItems`: a
+//! `ConditionCheck` that the branch exists and the copy's put (guarded by `attribute_not_exists`)
+//! into the branch's partition, with its GSI2 keys `BOOK#<isbn13>` / `available#<branchId>#<copyId>` so that it counts in the
 //! book's availability at once. `condition` is one of `new`, `good`, `fair`, `poor`. The copy
 //! id is generated here, derived from the `Idempotency-Key` when there is one. There is no
 //! route for one copy, so the `201` has no `location`.
 
-use super::{Condition, Copy, EXISTS, UNCLAIMED};
+use super::{Book, Condition, Copy, EXISTS, UNCLAIMED};
 use crate::clock;
 use crate::db::{Commit, Ctx, Transaction, item, with_index};
 use crate::error::ApiError;
@@ -26,7 +28,6 @@ pub const ROUTE: &str = "add-copy";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Branch,
-    Book,
     Copy,
 }
 
@@ -39,12 +40,21 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     )
         .all_valid()?;
     let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let Some(book) = ctx.get::<Book>(&keys::book(&isbn)).await? else {
+        let branch = ctx.get_item(&keys::branch(&branch_id)).await?;
+        return Err(ApiError::not_found(if branch.is_none() {
+            "branch and book"
+        } else {
+            "book"
+        }));
+    };
     let copy_id = new_id(idempotency.as_ref());
 
     let copy = Copy {
         copy_id: copy_id.to_string(),
         branch_id: branch_id.to_string(),
         isbn: isbn.to_string(),
+        title: book.title,
         condition,
         status: CopyStatus::Available,
         added_at: clock::iso(clock::now()),
@@ -56,10 +66,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::Branch,
             ctx.check(&keys::branch(&branch_id))
                 .condition_expression(EXISTS),
-        )
-        .check(
-            Part::Book,
-            ctx.check(&keys::book(&isbn)).condition_expression(EXISTS),
         )
         .put(
             Part::Copy,
@@ -80,16 +86,12 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Ok(response)
         }
         Commit::Replayed(previous) => Ok(previous),
-        Commit::Cancelled(cancelled) => {
-            match (cancelled.failed(Part::Branch), cancelled.failed(Part::Book)) {
-                (true, true) => Err(ApiError::not_found("branch and book")),
-                (true, false) => Err(ApiError::not_found("branch")),
-                (false, true) => Err(ApiError::not_found("book")),
-                // Only an id derived from a spent Idempotency-Key can already exist.
-                (false, false) => Err(ApiError::Unprocessable(
-                    "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
-                )),
-            }
+        Commit::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
+            Err(ApiError::not_found("branch"))
         }
+        // Only an id derived from a spent Idempotency-Key can already exist.
+        Commit::Cancelled(_) => Err(ApiError::Unprocessable(
+            "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
+        )),
     }
 }

@@ -156,14 +156,15 @@ impl Condition {
 
 /// The copy row (`BRANCH#<branchId>` / `COPY#<copyId>`, GSI2 from [`keys::copy_by_book`]), and
 /// the body of the copy routes. It carries what a checkout needs to build every key it touches
-/// (its branch, its book's ISBN-13) and the `status` a checkout guards on; the title is on the
-/// book.
+/// (its branch, its book's ISBN-13), the book's title (denormalised at `add-copy`, so a checkout
+/// reads no book) and the `status` a checkout guards on.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Copy {
     pub copy_id: String,
     pub branch_id: String,
     pub isbn: String,
+    pub title: String,
     pub condition: Condition,
     #[serde(with = "copy_status")]
     pub status: CopyStatus,

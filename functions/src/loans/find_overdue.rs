@@ -1,0 +1,49 @@
+//! `GET /branches/{branchId}/overdue` → `200` page of the branch's overdue loans, oldest due
+//! first.
+//!
+//! One `Query` on the sparse overdue index GSI3 (`OVERDUE#<branchId>`, sorted by
+//! `<dueDate>#<checkoutId>`), which holds only loans that `mark-overdue` moved there and a return
+//! has not taken out: it never reads an open or a returned loan. `404` for an unknown branch, told
+//! by one `GetItem` only when the first page is empty.
+
+use super::Checkout;
+use crate::db::{Ctx, from_item, log_capacity, s};
+use crate::http::{AllValid, HandlerResult, ok, path_id};
+use crate::library::load_branch;
+use crate::paging::Page;
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use lambda_http::Request;
+use singlet_shared::keys;
+use singlet_shared::schema::GSI3;
+
+pub const ROUTE: &str = "find-overdue";
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let (branch_id,) = (path_id(&req, "branchId"),).all_valid()?;
+    let partition = keys::overdue_partition(&branch_id);
+    let page = Page::from_request(ctx, &req, ROUTE, &partition)?;
+    let output = ctx
+        .db
+        .query()
+        .table_name(&*ctx.table)
+        .index_name(GSI3.name)
+        .key_condition_expression("#pk = :pk")
+        .expression_attribute_names("#pk", GSI3.pk)
+        .expression_attribute_values(":pk", s(&partition))
+        .scan_index_forward(true)
+        .limit(page.limit)
+        .set_exclusive_start_key(page.start.clone())
+        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+        .send()
+        .await?;
+    log_capacity("Query", output.consumed_capacity());
+    if output.items().is_empty() && page.start.is_none() {
+        load_branch(ctx, &branch_id).await?;
+    }
+    let loans = output
+        .items()
+        .iter()
+        .map(from_item::<Checkout>)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ok(&page.reply(ctx, loans, output.last_evaluated_key())))
+}

@@ -1,0 +1,660 @@
+//! Library loans: ../shared/API.md, "Library" (checkout, return, renew, active loans, overdue).
+
+use crate::both;
+use crate::harness::{Api, Item, Mode, Reply, n, s};
+use serde_json::{Value, json};
+use singlet_functions::clock;
+use singlet_functions::loans::mark_overdue::{Report, mark_overdue};
+use time::OffsetDateTime;
+
+const ISBN: &str = "9780306406157";
+
+async fn branch(api: &Api, branch_id: &str) {
+    let body = json!({"branchId": branch_id, "name": "Central", "address": "1 Square", "city": "Springfield",
+        "phone": "+44 20 7946 0000", "openingHours": "Mon-Sat 09:00-20:00"});
+    assert_eq!(api.post("/branches", body).await.status, 201);
+}
+
+async fn library(api: &Api) {
+    branch(api, "central").await;
+    branch(api, "east").await;
+    let book = json!({"isbn": ISBN, "title": "Fundamentals of Data Structures", "author": "Ellis Horowitz",
+        "publisher": "Computer Science Press", "publishYear": 1976, "genre": "Computer science",
+        "description": "Arrays, stacks, queues, lists, trees and graphs.", "pageCount": 564});
+    assert_eq!(api.post("/books", book).await.status, 201);
+}
+
+async fn patron(api: &Api, branch_id: &str, card: &str, tier: &str) -> String {
+    let body = json!({"cardNumber": card, "firstName": "Ada", "lastName": "Lovelace", "email": format!("{card}@example.com"), "membershipTier": tier});
+    let reply = api
+        .post(format!("/branches/{branch_id}/patrons"), body)
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body["patronId"].as_str().unwrap().to_owned()
+}
+
+async fn copy(api: &Api, branch_id: &str) -> String {
+    let reply = api
+        .post(
+            format!("/branches/{branch_id}/copies"),
+            json!({"isbn": ISBN, "condition": "good"}),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body["copyId"].as_str().unwrap().to_owned()
+}
+
+async fn checkout(api: &Api, patron_id: &str, branch_id: &str, copy_id: &str) -> Reply {
+    api.post(
+        "/checkouts",
+        json!({"patronId": patron_id, "branchId": branch_id, "copyId": copy_id}),
+    )
+    .await
+}
+
+async fn lend(api: &Api, patron_id: &str, branch_id: &str) -> Value {
+    let copy_id = copy(api, branch_id).await;
+    let reply = checkout(api, patron_id, branch_id, &copy_id).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body
+}
+
+fn loan_path(loan: &Value, action: &str) -> String {
+    format!(
+        "/patrons/{}/checkouts/{}/{action}",
+        loan["patronId"].as_str().unwrap(),
+        loan["checkoutId"].as_str().unwrap()
+    )
+}
+
+async fn loan_item(api: &Api, loan: &Value) -> Option<Item> {
+    api.item(
+        &format!("PATRON#{}", loan["patronId"].as_str().unwrap()),
+        &format!("CHECKOUT#{}", loan["checkoutId"].as_str().unwrap()),
+    )
+    .await
+}
+
+async fn copy_item(api: &Api, branch_id: &str, copy_id: &str) -> Item {
+    api.item(&format!("BRANCH#{branch_id}"), &format!("COPY#{copy_id}"))
+        .await
+        .unwrap()
+}
+
+async fn patron_item(api: &Api, branch_id: &str, patron_id: &str) -> Item {
+    api.item(
+        &format!("BRANCH#{branch_id}"),
+        &format!("PATRON#{patron_id}"),
+    )
+    .await
+    .unwrap()
+}
+
+fn days_from_now(days: i64) -> OffsetDateTime {
+    clock::now() + clock::days(days)
+}
+
+async fn run_marker(api: &Api, now: OffsetDateTime) -> Report {
+    mark_overdue(&api.ctx, now, 100, || true).await.unwrap()
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["checkoutId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+both!(
+    checkout_writes_the_loan_moves_the_copy_and_counts_the_loan,
+    checkout_refusals_name_what_is_at_fault,
+    active_checkouts_list_active_loans_only,
+    return_reverses_the_checkout,
+    renew_moves_the_due_date_under_the_rules,
+    overdue_loans_are_listed_oldest_due_first,
+);
+
+async fn checkout_writes_the_loan_moves_the_copy_and_counts_the_loan(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let copy_id = copy(&api, "east").await;
+    let before = clock::now();
+    let reply = checkout(&api, &patron_id, "east", &copy_id).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let loan = &reply.body;
+    assert_eq!(
+        loan["title"], "Fundamentals of Data Structures",
+        "the title is denormalised"
+    );
+    assert_eq!(loan["isbn"], ISBN);
+    assert_eq!(loan["status"], "open");
+    assert_eq!(loan["renewalCount"], 0);
+    assert_eq!(loan["returnedDate"], Value::Null);
+    let due = clock::parse_iso(loan["dueDate"].as_str().unwrap()).unwrap();
+    let expected = before + clock::days(21);
+    assert!(
+        (due - expected).whole_seconds().abs() <= 2,
+        "a standard loan lasts 21 days: {due}"
+    );
+
+    let item = loan_item(&api, loan).await.unwrap();
+    assert!(
+        s(&item, "GSI1PK").starts_with("OPEN#"),
+        "in the open-loans index"
+    );
+    assert_eq!(
+        s(&item, "GSI1SK"),
+        format!(
+            "{}#{}",
+            loan["dueDate"].as_str().unwrap(),
+            loan["checkoutId"].as_str().unwrap()
+        )
+    );
+    assert!(!item.contains_key("GSI3PK"), "not overdue");
+    let copy = copy_item(&api, "east", &copy_id).await;
+    assert_eq!(s(&copy, "status"), "checked_out");
+    assert!(s(&copy, "GSI2SK").starts_with("checked_out#east#"));
+    assert_eq!(
+        n(
+            &patron_item(&api, "central", &patron_id).await,
+            "activeLoans"
+        ),
+        1
+    );
+    let availability = api.get(format!("/books/{ISBN}/availability")).await;
+    assert_eq!(availability.body["branches"], json!([]), "{availability:?}");
+
+    let premium = patron(&api, "central", "card-2", "premium").await;
+    let loan = lend(&api, &premium, "central").await;
+    let due = clock::parse_iso(loan["dueDate"].as_str().unwrap()).unwrap();
+    assert!(
+        (due - (clock::now() + clock::days(28)))
+            .whole_seconds()
+            .abs()
+            <= 2,
+        "a premium loan lasts 28 days"
+    );
+}
+
+async fn checkout_refusals_name_what_is_at_fault(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let copy_id = copy(&api, "central").await;
+    api.post("/checkouts", json!({})).await.assert_problem(
+        400,
+        &[
+            ("branchId", "required"),
+            ("copyId", "required"),
+            ("patronId", "required"),
+        ],
+    );
+    api.post(
+        "/checkouts",
+        json!({"patronId": "a#b", "branchId": "central", "copyId": copy_id}),
+    )
+    .await
+    .assert_problem(400, &[("patronId", "invalid")]);
+    checkout(&api, "nobody", "central", &copy_id)
+        .await
+        .assert_problem(404, &[]);
+    checkout(&api, &patron_id, "central", "no-copy")
+        .await
+        .assert_problem(404, &[]);
+    checkout(&api, &patron_id, "east", &copy_id)
+        .await
+        .assert_problem(404, &[]);
+    assert_eq!(
+        checkout(&api, &patron_id, "central", &copy_id).await.status,
+        201
+    );
+    let other = patron(&api, "central", "card-2", "standard").await;
+    checkout(&api, &other, "central", &copy_id)
+        .await
+        .assert_problem(409, &[("copyId", "unavailable")]);
+    for _ in 0..4 {
+        lend(&api, &patron_id, "central").await;
+    }
+    assert_eq!(
+        n(
+            &patron_item(&api, "central", &patron_id).await,
+            "activeLoans"
+        ),
+        5
+    );
+    let spare = copy(&api, "central").await;
+    checkout(&api, &patron_id, "central", &spare)
+        .await
+        .assert_problem(409, &[("patronId", "limit_reached")]);
+    // At the limit and asking for a lent copy: both are named.
+    checkout(&api, &patron_id, "central", &copy_id)
+        .await
+        .assert_problem(
+            409,
+            &[("copyId", "unavailable"), ("patronId", "limit_reached")],
+        );
+    assert_eq!(
+        s(&copy_item(&api, "central", &spare).await, "status"),
+        "available"
+    );
+    assert_eq!(
+        api.items_with_pk_prefix(&format!("PATRON#{patron_id}"))
+            .await
+            .len(),
+        5
+    );
+}
+
+async fn active_checkouts_list_active_loans_only(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "premium").await;
+    let empty = api.get(format!("/patrons/{patron_id}/checkouts")).await;
+    assert_eq!(empty.status, 200);
+    assert_eq!(empty.body, json!({"items": [], "nextCursor": null}));
+    let mut loans = Vec::new();
+    for _ in 0..4 {
+        loans.push(lend(&api, &patron_id, "central").await);
+    }
+    assert_eq!(
+        api.post(loan_path(&loans[1], "return"), json!({}))
+            .await
+            .status,
+        200
+    );
+    let mut seen = Vec::new();
+    let mut path = format!("/patrons/{patron_id}/checkouts?limit=2");
+    loop {
+        let page = api.get(&path).await;
+        assert_eq!(page.status, 200, "{page:?}");
+        seen.extend(ids(&page.body));
+        match page.body["nextCursor"].as_str() {
+            Some(cursor) => {
+                path = format!("/patrons/{patron_id}/checkouts?limit=2&cursor={cursor}")
+            }
+            None => break,
+        }
+    }
+    let mut expected: Vec<String> = [0, 2, 3]
+        .iter()
+        .map(|i| loans[*i]["checkoutId"].as_str().unwrap().to_owned())
+        .collect();
+    expected.sort();
+    seen.sort();
+    assert_eq!(
+        seen, expected,
+        "returned loans are not listed, active ones once each"
+    );
+    api.get("/patrons/nobody/checkouts")
+        .await
+        .assert_problem(404, &[]);
+    let foreign = api
+        .get(format!("/patrons/{patron_id}/checkouts?limit=1"))
+        .await
+        .body["nextCursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other = patron(&api, "central", "card-2", "standard").await;
+    api.get(format!("/patrons/{other}/checkouts?cursor={foreign}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+}
+
+async fn return_reverses_the_checkout(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let copy_id = copy(&api, "east").await;
+    let loan = checkout(&api, &patron_id, "east", &copy_id).await.body;
+    let reply = api.post(loan_path(&loan, "return"), json!({})).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.body["status"], "returned");
+    assert!(clock::parse_iso(reply.body["returnedDate"].as_str().unwrap()).is_some());
+    assert_eq!(reply.body["dueDate"], loan["dueDate"]);
+
+    assert!(
+        loan_item(&api, &loan).await.is_none(),
+        "no longer an active loan"
+    );
+    let returned = api
+        .item(
+            &format!("PATRON#{patron_id}"),
+            &format!("RETURNED#{}", loan["checkoutId"].as_str().unwrap()),
+        )
+        .await
+        .unwrap();
+    for index_key in ["GSI1PK", "GSI1SK", "GSI3PK", "GSI3SK"] {
+        assert!(
+            !returned.contains_key(index_key),
+            "a returned loan is in no index: {index_key}"
+        );
+    }
+    let copy = copy_item(&api, "east", &copy_id).await;
+    assert_eq!(s(&copy, "status"), "available");
+    assert!(s(&copy, "GSI2SK").starts_with("available#east#"));
+    assert_eq!(
+        n(
+            &patron_item(&api, "central", &patron_id).await,
+            "activeLoans"
+        ),
+        0
+    );
+
+    api.post(loan_path(&loan, "return"), json!({}))
+        .await
+        .assert_problem(409, &[("checkoutId", "returned")]);
+    api.post(
+        format!("/patrons/{patron_id}/checkouts/nope/return"),
+        json!({}),
+    )
+    .await
+    .assert_problem(404, &[]);
+    assert_eq!(
+        checkout(&api, &patron_id, "east", &copy_id).await.status,
+        201,
+        "the copy lends again"
+    );
+}
+
+async fn renew_moves_the_due_date_under_the_rules(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let loan = lend(&api, &patron_id, "central").await;
+    let due = clock::parse_iso(loan["dueDate"].as_str().unwrap()).unwrap();
+    let renewed = api.post(loan_path(&loan, "renew"), json!({})).await;
+    assert_eq!(renewed.status, 200, "{renewed:?}");
+    assert_eq!(renewed.body["renewalCount"], 1);
+    let new_due = renewed.body["dueDate"].as_str().unwrap();
+    assert_eq!(clock::parse_iso(new_due).unwrap(), due + clock::days(21));
+    let item = loan_item(&api, &loan).await.unwrap();
+    assert_eq!(
+        s(&item, "GSI1SK"),
+        format!("{new_due}#{}", loan["checkoutId"].as_str().unwrap()),
+        "the open index moves too"
+    );
+    assert_eq!(
+        api.post(loan_path(&loan, "renew"), json!({})).await.body["renewalCount"],
+        2
+    );
+    api.post(loan_path(&loan, "renew"), json!({}))
+        .await
+        .assert_problem(409, &[("checkoutId", "renewal_limit")]);
+
+    let late = lend(&api, &patron_id, "central").await;
+    run_marker(&api, days_from_now(22)).await;
+    api.post(loan_path(&late, "renew"), json!({}))
+        .await
+        .assert_problem(409, &[("checkoutId", "overdue")]);
+    api.post(loan_path(&late, "return"), json!({})).await;
+    api.post(loan_path(&late, "renew"), json!({}))
+        .await
+        .assert_problem(409, &[("checkoutId", "returned")]);
+    api.post(
+        format!("/patrons/{patron_id}/checkouts/nope/renew"),
+        json!({}),
+    )
+    .await
+    .assert_problem(404, &[]);
+}
+
+async fn overdue_loans_are_listed_oldest_due_first(api: Api) {
+    library(&api).await;
+    let standard = patron(&api, "central", "card-1", "standard").await;
+    let premium = patron(&api, "central", "card-2", "premium").await;
+    let first = lend(&api, &standard, "central").await; // due in 21 days
+    let renewed = lend(&api, &standard, "central").await;
+    api.post(loan_path(&renewed, "renew"), json!({})).await; // due in 42 days
+    let second = lend(&api, &premium, "central").await; // due in 28 days
+    let returned = lend(&api, &standard, "central").await;
+    api.post(loan_path(&returned, "return"), json!({})).await;
+    let elsewhere = lend(&api, &premium, "east").await;
+    let not_due = lend(&api, &premium, "central").await;
+    api.post(loan_path(&not_due, "renew"), json!({})).await; // due in 56 days
+
+    assert_eq!(
+        api.get("/branches/central/overdue").await.body,
+        json!({"items": [], "nextCursor": null})
+    );
+    let report = run_marker(&api, days_from_now(45)).await;
+    assert_eq!(report.marked, 4, "{report:?}");
+    assert!(report.complete);
+    let mut seen = Vec::new();
+    let mut path = "/branches/central/overdue?limit=1".to_owned();
+    loop {
+        let page = api.get(&path).await;
+        assert_eq!(page.status, 200, "{page:?}");
+        for loan in page.body["items"].as_array().unwrap() {
+            assert_eq!(loan["status"], "overdue");
+        }
+        seen.extend(ids(&page.body));
+        match page.body["nextCursor"].as_str() {
+            Some(cursor) => path = format!("/branches/central/overdue?limit=1&cursor={cursor}"),
+            None => break,
+        }
+    }
+    let id = |loan: &Value| loan["checkoutId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        seen,
+        vec![id(&first), id(&second), id(&renewed)],
+        "oldest due first; the returned and the not-yet-due loan are absent"
+    );
+    assert_eq!(
+        ids(&api.get("/branches/east/overdue").await.body),
+        vec![id(&elsewhere)]
+    );
+    api.get("/branches/nowhere/overdue")
+        .await
+        .assert_problem(404, &[]);
+    // A return takes a loan out of the overdue index.
+    assert_eq!(
+        api.post(loan_path(&first, "return"), json!({}))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        ids(&api.get("/branches/central/overdue").await.body),
+        vec![id(&second), id(&renewed)]
+    );
+}
+
+/// Every active loan is where the clock says: due before `now` means in the overdue index (and
+/// out of the open one), otherwise in the open index only. Returned loans are in neither.
+async fn assert_marked_as_of(api: &Api, now: OffsetDateTime) -> (usize, usize) {
+    let cutoff = clock::iso(now);
+    let (mut overdue, mut open) = (0, 0);
+    for item in api.items().await {
+        let sk = s(&item, "SK");
+        if sk.starts_with("RETURNED#") {
+            assert!(!item.contains_key("GSI1PK") && !item.contains_key("GSI3PK"));
+        }
+        if !sk.starts_with("CHECKOUT#") {
+            continue;
+        }
+        if s(&item, "dueDate") < cutoff.as_str() {
+            assert!(!item.contains_key("GSI1PK"), "{item:?}");
+            assert!(s(&item, "GSI3PK").starts_with("OVERDUE#"));
+            assert_eq!(s(&item, "status"), "overdue");
+            overdue += 1;
+        } else {
+            assert!(s(&item, "GSI1PK").starts_with("OPEN#"));
+            assert!(!item.contains_key("GSI3PK"));
+            open += 1;
+        }
+    }
+    (overdue, open)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_marker_is_idempotent_and_resumable() {
+    let api = Api::start(Mode::Direct).await;
+    library(&api).await;
+    let standard: Vec<String> = futures::future::join_all((0..3).map(|i| {
+        let api = api.clone();
+        async move { patron(&api, "central", &format!("std-{i}"), "standard").await }
+    }))
+    .await;
+    let premium = patron(&api, "central", "prem", "premium").await;
+    for patron_id in &standard {
+        for _ in 0..4 {
+            lend(&api, patron_id, "central").await;
+        }
+    }
+    for _ in 0..5 {
+        lend(&api, &premium, "east").await;
+    }
+    let returned = lend(&api, &standard[0], "central").await;
+    api.post(loan_path(&returned, "return"), json!({})).await;
+    let now = days_from_now(22);
+
+    // Killed midway: a page of one loan at a time, stopped after five pages.
+    let mut pages = 0;
+    let partial = mark_overdue(&api.ctx, now, 1, || {
+        pages += 1;
+        pages <= 5
+    })
+    .await
+    .unwrap();
+    assert!(!partial.complete);
+    assert!(partial.marked < 12, "{partial:?}");
+    // Run again to the end, then once more: the same state as one run.
+    let rest = run_marker(&api, now).await;
+    assert!(rest.complete);
+    assert_eq!(
+        partial.marked + rest.marked,
+        12,
+        "every due loan is marked exactly once"
+    );
+    let after_one = api.items().await;
+    let again = run_marker(&api, now).await;
+    assert_eq!(again.marked, 0, "{again:?}");
+    assert_eq!(api.items().await.len(), after_one.len());
+    assert_eq!(assert_marked_as_of(&api, now).await, (12, 5));
+    // Overlapping runs end the same too.
+    let later = days_from_now(30);
+    let (a, b) = tokio::join!(run_marker(&api, later), run_marker(&api, later));
+    assert_eq!(a.marked + b.marked, 5, "{a:?} {b:?}");
+    assert_eq!(assert_marked_as_of(&api, later).await, (17, 0));
+}
+
+/// 32 concurrent checkouts of one copy: one loan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_copy_raced_by_32_checkouts_is_lent_once() {
+    let api = Api::start(Mode::Http).await;
+    library(&api).await;
+    let copy_id = copy(&api, "central").await;
+    let patrons: Vec<String> = futures::future::join_all((0..32).map(|i| {
+        let api = api.clone();
+        async move { patron(&api, "central", &format!("card-{i}"), "standard").await }
+    }))
+    .await;
+    let replies = futures::future::join_all(patrons.iter().map(|p| {
+        let (api, copy_id) = (api.clone(), copy_id.clone());
+        async move { checkout(&api, p, "central", &copy_id).await }
+    }))
+    .await;
+    assert_eq!(
+        replies.iter().filter(|r| r.status == 201).count(),
+        1,
+        "{replies:?}"
+    );
+    for reply in replies.iter().filter(|r| r.status != 201) {
+        reply.assert_problem(409, &[("copyId", "unavailable")]);
+    }
+    let items = api.items().await;
+    assert_eq!(
+        items
+            .iter()
+            .filter(|i| s(i, "SK").starts_with("CHECKOUT#"))
+            .count(),
+        1
+    );
+    let counted: i64 = items
+        .iter()
+        .filter(|i| s(i, "SK").starts_with("PATRON#"))
+        .map(|i| n(i, "activeLoans"))
+        .sum();
+    assert_eq!(counted, 1, "one patron counts the loan");
+}
+
+/// A standard patron one loan below the limit races six checkouts: one wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patron_at_the_limit_never_goes_over_it() {
+    let api = Api::start(Mode::Http).await;
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    for _ in 0..4 {
+        lend(&api, &patron_id, "central").await;
+    }
+    let mut copies = Vec::new();
+    for _ in 0..6 {
+        copies.push(copy(&api, "central").await);
+    }
+    let replies = futures::future::join_all(copies.iter().map(|c| {
+        let (api, patron_id) = (api.clone(), patron_id.clone());
+        async move { checkout(&api, &patron_id, "central", c).await }
+    }))
+    .await;
+    assert_eq!(
+        replies.iter().filter(|r| r.status == 201).count(),
+        1,
+        "{replies:?}"
+    );
+    for reply in replies.iter().filter(|r| r.status != 201) {
+        reply.assert_problem(409, &[("patronId", "limit_reached")]);
+    }
+    assert_eq!(
+        n(
+            &patron_item(&api, "central", &patron_id).await,
+            "activeLoans"
+        ),
+        5
+    );
+    assert_eq!(
+        api.items_with_pk_prefix(&format!("PATRON#{patron_id}"))
+            .await
+            .len(),
+        5
+    );
+    let lent =
+        futures::future::join_all(copies.iter().map(|c| copy_item(&api, "central", c))).await;
+    assert_eq!(
+        lent.iter()
+            .filter(|c| s(c, "status") == "checked_out")
+            .count(),
+        1
+    );
+}
+
+/// The marker's cost grows with the loans that fell due, not with the open loans: the same five
+/// due loans among 20 or among 200 open ones cost the same, by `ReturnConsumedCapacity`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_markers_cost_grows_with_newly_due_loans_only() {
+    let mut costs = Vec::new();
+    for open_loans in [20, 200] {
+        let api = Api::start(Mode::Direct).await;
+        library(&api).await;
+        let standard = patron(&api, "central", "due", "standard").await;
+        for _ in 0..5 {
+            lend(&api, &standard, "central").await;
+        }
+        for p in 0..open_loans / 10 {
+            let premium = patron(&api, "central", &format!("p{p}"), "premium").await;
+            for _ in 0..10 {
+                lend(&api, &premium, "central").await;
+            }
+        }
+        let report = run_marker(&api, days_from_now(22)).await;
+        assert_eq!(report.marked, 5, "{report:?}");
+        println!(
+            "mark-overdue with {open_loans} open loans not due and 5 due: {:.1} capacity units, {} pages",
+            report.capacity_units, report.pages_read
+        );
+        costs.push(report.capacity_units);
+    }
+    assert!(costs[0] > 0.0);
+    assert!(
+        (costs[1] - costs[0]).abs() < 1.0,
+        "ten times the open loans, the same cost: {costs:?}"
+    );
+}
