@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 use singlet::{engine, front_door, invoke};
 use singlet_functions::paging::CursorKey;
-use singlet_functions::{Ctx, lambda::init_tracing, table::ensure_table};
+use singlet_functions::{Ctx, lambda::init_tracing_to, table::ensure_table};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -64,7 +64,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    init_tracing();
+    init_tracing_to(std::io::stderr);
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,

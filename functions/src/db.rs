@@ -22,6 +22,12 @@ use tracing::{error, info, warn};
 
 pub type Item = HashMap<String, AttributeValue>;
 
+/// The condition of a put that claims a key: a lock, an id, a sequence number. Two writers of
+/// one key can never both succeed.
+pub const ABSENT: &str = "attribute_not_exists(PK)";
+/// The condition that an item exists: a `ConditionCheck` on a branch or a book.
+pub const PRESENT: &str = "attribute_exists(PK)";
+
 /// Everything a handler needs, built once per cold start and shared by every request.
 #[derive(Clone)]
 pub struct Ctx {

@@ -10,7 +10,7 @@
 //! the TTL attribute): after that a key is spent and reusing it is `422` too. Only a request that
 //! succeeded is recorded, so a retry of a `400` or `409` runs again.
 
-use crate::db::{Ctx, Item, from_item, item};
+use crate::db::{ABSENT, Ctx, Item, from_item, item};
 use crate::error::{ApiError, Code};
 use crate::http::header_str;
 use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem};
@@ -130,9 +130,7 @@ impl Idempotency {
             ));
         }
         if record.expires_at <= now_seconds() {
-            return Err(ApiError::Unprocessable(
-                "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
-            ));
+            return Err(spent_key());
         }
         tracing::info!(route = self.route, key = %self.key, "replayed an idempotent request");
         let mut response = Response::new(Body::Text(record.body));
@@ -155,6 +153,13 @@ impl Idempotency {
     }
 }
 
+/// `422` for a key used more than 10 minutes ago: it is spent.
+pub fn spent_key() -> ApiError {
+    ApiError::Unprocessable(
+        "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
+    )
+}
+
 /// The id of a new entity: derived from the `Idempotency-Key` when there is one.
 pub fn new_id(idempotency: Option<&Idempotency>) -> Id {
     match idempotency {
@@ -166,7 +171,7 @@ pub fn new_id(idempotency: Option<&Idempotency>) -> Id {
 pub(crate) fn record_put(ctx: &Ctx, record: Item) -> TransactWriteItem {
     let put = ctx
         .put(record)
-        .condition_expression("attribute_not_exists(PK)")
+        .condition_expression(ABSENT)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .build()
         .expect("the record put is complete");

@@ -5,10 +5,21 @@ use crate::routes::{Handler, respond};
 use lambda_http::{Request, service_fn};
 use tracing_subscriber::EnvFilter;
 
-/// JSON logs, filtered by `RUST_LOG` (default `info`).
+/// JSON logs on standard output (where Lambda collects them), filtered by `RUST_LOG` (default
+/// `info`).
 pub fn init_tracing() {
+    init_tracing_to(std::io::stdout);
+}
+
+/// JSON logs to `writer`: the local runner logs to standard error, so that what `invoke` prints
+/// on standard output is the function's response alone.
+pub fn init_tracing_to<W>(writer: W)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
+        .with_writer(writer)
         .json()
         .with_env_filter(filter)
         .with_current_span(true)

@@ -13,4 +13,5 @@ mod fleet;
 mod idempotency;
 mod library;
 mod loans;
+mod runner;
 mod template;

@@ -5,12 +5,12 @@
 //! are), read from the cancellation by part, never by index. Safe to retry with
 //! `Idempotency-Key`.
 
-use super::{Account, MAX_DISPLAY_NAME_LEN, Part, UNCLAIMED, Unique};
+use super::{Account, MAX_DISPLAY_NAME_LEN, Part, Unique};
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, new_id};
 use lambda_http::Request;
 use singlet_shared::keys;
 
@@ -39,13 +39,13 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let mut transaction = Transaction::new().put(
         Part::Account,
         ctx.put(item(&keys::account(&account_id), &account))
-            .condition_expression(UNCLAIMED),
+            .condition_expression(ABSENT),
     );
     for value in [&email, &username] {
         transaction = transaction.put(
             Part::Lock(value.kind()),
             ctx.put(item(&value.lock_key(), &value.lock(&account_id)))
-                .condition_expression(UNCLAIMED),
+                .condition_expression(ABSENT),
         );
     }
     match transaction
@@ -60,9 +60,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         Commit::Replayed(previous) => Ok(previous),
         // Only an id derived from a spent Idempotency-Key can already exist.
         Commit::Cancelled(cancelled) if cancelled.failed(Part::Account) => {
-            Err(ApiError::Unprocessable(
-                "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
-            ))
+            Err(idempotency::spent_key())
         }
         Commit::Cancelled(cancelled) => Err(ApiError::conflict(
             Unique::ALL

@@ -12,7 +12,7 @@ pub mod create_account;
 pub mod delete_account;
 pub mod get_account;
 
-use crate::db::{Commit, Ctx, Transaction, from_item, item, s};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, from_item, item, s};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
@@ -113,8 +113,6 @@ pub enum Part {
     OldLock(Unique),
 }
 
-/// A lock may be put only where none is.
-pub const UNCLAIMED: &str = "attribute_not_exists(PK)";
 /// A lock may be deleted only by the account it names.
 pub const HELD_BY_ACCOUNT: &str = "accountId = :accountId";
 
@@ -156,7 +154,7 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
             .put(
                 Part::Lock(unique),
                 ctx.put(item(&value.lock_key(), &value.lock(&account_id)))
-                    .condition_expression(UNCLAIMED)
+                    .condition_expression(ABSENT)
                     .return_values_on_condition_check_failure(
                         ReturnValuesOnConditionCheckFailure::AllOld,
                     ),

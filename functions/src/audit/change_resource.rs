@@ -25,7 +25,7 @@
 
 use super::{Event, MAX_TEXT_LEN, Resource, load, parse_status, state};
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, from_item, item, n, s};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, from_item, item, n, s};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
@@ -101,7 +101,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .put(
             Part::Event,
             ctx.put(item(&keys::resource_event(&resource_id, next), &event))
-                .condition_expression(super::ABSENT),
+                .condition_expression(ABSENT),
         )
         .commit(ctx)
         .await?;

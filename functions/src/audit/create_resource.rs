@@ -7,9 +7,9 @@
 //! `Idempotency-Key`: the id is the client's, so a retry names the same resource and gets the
 //! first response back.
 
-use super::{ABSENT, CREATE_ACTION, Event, MAX_TEXT_LEN, Resource, parse_status, with_etag};
+use super::{CREATE_ACTION, Event, MAX_TEXT_LEN, Resource, parse_status, with_etag};
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::Idempotency;

@@ -55,8 +55,6 @@ pub struct Event {
 pub const CREATE_ACTION: &str = "create";
 /// The longest `action` and `actor`, in characters.
 pub const MAX_TEXT_LEN: usize = 200;
-/// An item may be put only where none is: `CURRENT` on create, every `EVENT#`.
-pub const ABSENT: &str = "attribute_not_exists(PK)";
 
 /// A status is a short token of the id alphabet, `^[A-Za-z0-9_-]{1,64}$` (`open`, `in_review`):
 /// statuses are compared and shown, not prose, so free text has no place in them.

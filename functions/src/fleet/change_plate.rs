@@ -6,8 +6,8 @@
 //! retired between the read and the write fails its condition and is read again; a new plate
 //! held by another vehicle is `409`.
 
-use super::{HELD_BY_VEHICLE, MAX_ATTEMPTS, PlateLock, UNCLAIMED, load};
-use crate::db::{Commit, Ctx, Transaction, from_item, item, s};
+use super::{HELD_BY_VEHICLE, MAX_ATTEMPTS, PlateLock, load};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, from_item, item, s};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
@@ -44,7 +44,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .put(
                 Part::NewPlate,
                 ctx.put(item(&keys::plate_lock(&plate), &lock))
-                    .condition_expression(UNCLAIMED)
+                    .condition_expression(ABSENT)
                     .return_values_on_condition_check_failure(
                         ReturnValuesOnConditionCheckFailure::AllOld,
                     ),

@@ -44,8 +44,6 @@ pub struct ChassisLock {
     pub vehicle_id: String,
 }
 
-/// A lock may be put only where none is.
-pub const UNCLAIMED: &str = "attribute_not_exists(PK)";
 /// A lock may be released only by the vehicle it names.
 pub const HELD_BY_VEHICLE: &str = "vehicleId = :vehicleId";
 

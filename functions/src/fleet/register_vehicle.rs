@@ -5,12 +5,12 @@
 //! says whether the plate, the chassis or both were taken, and the `409` names each of them.
 //! Safe to retry with `Idempotency-Key`.
 
-use super::{ChassisLock, MAX_DEPOT_LEN, PlateLock, UNCLAIMED, Vehicle};
+use super::{ChassisLock, MAX_DEPOT_LEN, PlateLock, Vehicle};
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, new_id};
 use lambda_http::Request;
 use singlet_shared::{Chassis, Plate, keys};
 
@@ -56,17 +56,17 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .put(
             Part::Vehicle,
             ctx.put(item(&keys::vehicle(&vehicle_id), &vehicle))
-                .condition_expression(UNCLAIMED),
+                .condition_expression(ABSENT),
         )
         .put(
             Part::Plate,
             ctx.put(item(&keys::plate_lock(&plate), &plate_lock))
-                .condition_expression(UNCLAIMED),
+                .condition_expression(ABSENT),
         )
         .put(
             Part::Chassis,
             ctx.put(item(&keys::chassis_lock(&chassis), &chassis_lock))
-                .condition_expression(UNCLAIMED),
+                .condition_expression(ABSENT),
         )
         .idempotent(idempotency, &response)
         .commit(ctx)
@@ -80,9 +80,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         Commit::Replayed(previous) => Ok(previous),
         // Only an id derived from a spent Idempotency-Key can already exist.
         Commit::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {
-            Err(ApiError::Unprocessable(
-                "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
-            ))
+            Err(idempotency::spent_key())
         }
         Commit::Cancelled(cancelled) => Err(ApiError::conflict(
             [(Part::Plate, "plate"), (Part::Chassis, "chassis")]

@@ -10,12 +10,12 @@
 //! id is generated here, derived from the `Idempotency-Key` when there is one. There is no
 //! route for one copy, so the `201` has no `location`.
 
-use super::{Book, Condition, Copy, EXISTS, UNCLAIMED};
+use super::{Book, Condition, Copy};
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, item, with_index};
+use crate::db::{ABSENT, Commit, Ctx, PRESENT, Transaction, item, with_index};
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
-use crate::idempotency::{Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, new_id};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
 use singlet_shared::Isbn13;
@@ -65,7 +65,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .check(
             Part::Branch,
             ctx.check(&keys::branch(&branch_id))
-                .condition_expression(EXISTS),
+                .condition_expression(PRESENT),
         )
         .put(
             Part::Copy,
@@ -74,7 +74,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 GSI2,
                 &keys::copy_by_book(&isbn, copy.status, &branch_id, &copy_id),
             ))
-            .condition_expression(UNCLAIMED),
+            .condition_expression(ABSENT),
         )
         .idempotent(idempotency, &response)
         .commit(ctx)
@@ -90,8 +90,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Err(ApiError::not_found("branch"))
         }
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Commit::Cancelled(_) => Err(ApiError::Unprocessable(
-            "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
-        )),
+        Commit::Cancelled(_) => Err(idempotency::spent_key()),
     }
 }

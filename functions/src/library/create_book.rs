@@ -9,10 +9,9 @@
 
 use super::{
     Book, FIRST_PUBLISH_YEAR, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_TITLE_LEN, PAGE_COUNT,
-    UNCLAIMED,
 };
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::Idempotency;
@@ -58,7 +57,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .put(
             Part::Book,
             ctx.put(item(&keys::book(&isbn), &book))
-                .condition_expression(UNCLAIMED),
+                .condition_expression(ABSENT),
         )
         .idempotent(idempotency, &response)
         .commit(ctx)

@@ -6,10 +6,8 @@
 //! conditional `PutItem`) so that an `Idempotency-Key`'s record is written with the branch: a
 //! retry gets the first response back instead of a `409` for its own branch.
 
-use super::{
-    Branch, MAX_ADDRESS_LEN, MAX_NAME_LEN, MAX_OPENING_HOURS_LEN, MAX_PHONE_LEN, UNCLAIMED,
-};
-use crate::db::{Commit, Ctx, Transaction, item};
+use super::{Branch, MAX_ADDRESS_LEN, MAX_NAME_LEN, MAX_OPENING_HOURS_LEN, MAX_PHONE_LEN};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::Idempotency;
@@ -50,7 +48,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .put(
             Part::Branch,
             ctx.put(item(&keys::branch(&branch_id), &branch))
-                .condition_expression(UNCLAIMED),
+                .condition_expression(ABSENT),
         )
         .idempotent(idempotency, &response)
         .commit(ctx)

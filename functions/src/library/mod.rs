@@ -187,11 +187,6 @@ mod copy_status {
     }
 }
 
-/// An item may be put only where none is.
-pub const UNCLAIMED: &str = "attribute_not_exists(PK)";
-/// A `ConditionCheck` that the item exists: a branch, a book.
-pub const EXISTS: &str = "attribute_exists(PK)";
-
 pub const MAX_NAME_LEN: usize = 100;
 pub const MAX_ADDRESS_LEN: usize = 200;
 pub const MAX_PHONE_LEN: usize = 40;

@@ -11,12 +11,12 @@
 //! The tier's limits are copied onto the row with `activeLoans` at 0, so a checkout guards its
 //! increment with `activeLoans < loanLimit` on this one item.
 
-use super::{EXISTS, MAX_NAME_LEN, Patron, PatronCard, Tier, UNCLAIMED};
+use super::{MAX_NAME_LEN, Patron, PatronCard, Tier};
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, item, with_index};
+use crate::db::{ABSENT, Commit, Ctx, PRESENT, Transaction, item, with_index};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
-use crate::idempotency::{Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, new_id};
 use lambda_http::Request;
 use singlet_shared::schema::GSI1;
 use singlet_shared::{Email, Id, keys};
@@ -68,7 +68,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .check(
             Part::Branch,
             ctx.check(&keys::branch(&branch_id))
-                .condition_expression(EXISTS),
+                .condition_expression(PRESENT),
         )
         .put(
             Part::Patron,
@@ -77,12 +77,12 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 GSI1,
                 &keys::patron_by_id(&patron_id),
             ))
-            .condition_expression(UNCLAIMED),
+            .condition_expression(ABSENT),
         )
         .put(
             Part::Card,
             ctx.put(item(&keys::card_lock(&card_number), &card))
-                .condition_expression(UNCLAIMED),
+                .condition_expression(ABSENT),
         )
         .idempotent(idempotency, &response)
         .commit(ctx)
@@ -102,8 +102,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             vec![FieldError::new("cardNumber", Code::Taken)],
         )),
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Commit::Cancelled(_) => Err(ApiError::Unprocessable(
-            "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
-        )),
+        Commit::Cancelled(_) => Err(idempotency::spent_key()),
     }
 }

@@ -10,10 +10,10 @@
 
 use super::{Checkout, LoanStatus};
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, item, n, s, with_index};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, item, n, s, with_index};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
-use crate::idempotency::{Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, new_id};
 use crate::library::{find_patron, load_copy};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
@@ -73,11 +73,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let checked_out = keys::copy_by_book(&isbn, CopyStatus::CheckedOut, &branch_id, &copy_id);
 
     let commit = Transaction::new()
-        .put(
-            Part::Loan,
-            ctx.put(loan_item)
-                .condition_expression("attribute_not_exists(PK)"),
-        )
+        .put(Part::Loan, ctx.put(loan_item).condition_expression(ABSENT))
         .update(
             Part::Copy,
             ctx.update(&keys::copy(&branch_id, &copy_id))
@@ -108,9 +104,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         Commit::Replayed(previous) => Ok(previous),
         // Only an id derived from a spent Idempotency-Key can already exist.
         Commit::Cancelled(cancelled) if cancelled.failed(Part::Loan) => {
-            Err(ApiError::Unprocessable(
-                "this Idempotency-Key was used more than 10 minutes ago; use a new key".into(),
-            ))
+            Err(idempotency::spent_key())
         }
         Commit::Cancelled(cancelled) => Err(ApiError::conflict(
             [

@@ -8,7 +8,7 @@
 
 use super::{Checkout, LoanStatus, MAX_ATTEMPTS, load_active};
 use crate::clock;
-use crate::db::{Commit, Ctx, Transaction, item, n, s};
+use crate::db::{ABSENT, Commit, Ctx, Transaction, item, n, s};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use lambda_http::Request;
@@ -58,7 +58,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     &keys::returned_checkout(&patron_id, &checkout_id),
                     &returned,
                 ))
-                .condition_expression("attribute_not_exists(PK)"),
+                .condition_expression(ABSENT),
             )
             .update(
                 Part::Copy,
