@@ -1,7 +1,7 @@
 //! `template.yaml`, `functions/src/bin/`, `events/` and the README against the code's route
 //! table and table schema, so that none of them can drift.
 
-use serde_yaml::Value;
+use serde_norway::Value;
 use singlet_functions::routes::{ROUTES, SCHEDULED};
 use singlet_shared::schema::{self, INDEXES, Projection};
 use std::collections::BTreeSet;
@@ -10,7 +10,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn template() -> Value {
     let text = std::fs::read_to_string(format!("{ROOT}/template.yaml")).unwrap();
-    serde_yaml::from_str(&text).unwrap()
+    serde_norway::from_str(&text).unwrap()
 }
 
 fn resources(template: &Value, kind: &str) -> Vec<(String, Value)> {

@@ -4,8 +4,8 @@
 //! One `Query` on GSI2: `GSI2PK = BOOK#<isbn13>` and `begins_with(GSI2SK, "available#")`, each
 //! DynamoDB page read in turn until the last, counting the keys per branch (the sort key names
 //! the branch; the index projects keys only, so an entry is about a hundred bytes and one page
-//! holds thousands of copies). A copy is only ever added in a transaction that checks its book,
-//! so any available copy proves the book exists; only an empty answer adds a `GetItem` to tell
+//! holds thousands of copies). A copy is only ever added after its book was read, and books are
+//! never deleted, so any available copy proves the book exists; only an empty answer adds a `GetItem` to tell
 //! "none on the shelves" (`200`, `branches: []`) from "no such book" (`404`). Index reads are
 //! eventually consistent: on AWS a copy added or lent a moment ago can briefly count as before.
 

@@ -3,12 +3,12 @@
 //!
 //! A branch's partition `BRANCH#<branchId>` holds the branch itself (`SK` = `PK`), its patrons
 //! (`PATRON#<patronId>`) and its copies (`COPY#<copyId>`), so a branch's patrons or inventory is
-//! one `Query` on one partition. Three rules are key collisions or conditions, never a read and
-//! then a write:
+//! one `Query` on one partition. These rules are key collisions or conditions:
 //! - a card number is unique: the lock `CARD#<cardNumber>` is put with the patron in one
 //!   transaction, each guarded by `attribute_not_exists`, so neither exists without the other;
-//! - a patron or a copy can only be written at a branch that exists, and a copy only of a book
-//!   that exists: a `ConditionCheck` (`attribute_exists`) on each, in the same transaction;
+//! - a patron or a copy can only be written at a branch that exists: a `ConditionCheck`
+//!   (`attribute_exists`) on the branch, in the same transaction. A copy is added only of a book
+//!   that was read first (its title travels with the copy); books are never deleted;
 //! - a book is keyed by its ISBN-13 (`BOOK#<isbn13>`), whatever form it was given in, so an
 //!   ISBN-10 and its ISBN-13 can only ever be one book.
 //!
