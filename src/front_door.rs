@@ -88,6 +88,16 @@ pub fn gateway_event(
             .collect();
         header_map.insert(name.as_str().to_owned(), values.join(",").into());
     }
+    // API Gateway sets these itself: no client value reaches the function (nor `lambda_http`'s
+    // URL parser, which refuses a malformed host by panicking).
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| is_host(h))
+        .unwrap_or("localhost")
+        .to_owned();
+    header_map.insert("host".into(), host.clone().into());
+    header_map.insert("x-forwarded-proto".into(), "http".into());
     let raw_query = uri.query().unwrap_or_default();
     let mut query: Map<String, Value> = Map::new();
     for (name, value) in form_pairs(raw_query) {
@@ -126,7 +136,7 @@ pub fn gateway_event(
         "requestContext": {
             "accountId": "000000000000",
             "apiId": "local",
-            "domainName": headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost"),
+            "domainName": host,
             "domainPrefix": "local",
             "http": {
                 "method": method.as_str(),
@@ -144,6 +154,16 @@ pub fn gateway_event(
         "body": body,
         "isBase64Encoded": base64,
     })
+}
+
+/// `name` or `name:port`: letters, digits, dots and hyphens, and a port that fits 16 bits.
+fn is_host(value: &str) -> bool {
+    let (name, port) = value.split_once(':').unwrap_or((value, "0"));
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        && port.parse::<u16>().is_ok()
 }
 
 fn form_pairs(raw: &str) -> Vec<(String, String)> {

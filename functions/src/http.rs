@@ -14,32 +14,43 @@ pub type HandlerResult = Result<Response<Body>, ApiError>;
 /// The largest body any route accepts.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-/// A request's JSON object body, parsed and size-checked.
+/// The contract's rules for any body, on every route (run by `routes::respond` before a handler
+/// sees the request): a body is JSON (`415` otherwise; a missing `content-type` is taken as
+/// JSON) of at most 64 KiB (`413`).
+pub fn check_body(req: &Request) -> Result<(), ApiError> {
+    let bytes: &[u8] = req.body().as_ref();
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    if let Some(content_type) = req.headers().get(header::CONTENT_TYPE) {
+        let essence = content_type
+            .to_str()
+            .unwrap_or_default()
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        let json = essence == "application/json"
+            || (essence.starts_with("application/") && essence.ends_with("+json"));
+        if !json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+    }
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(ApiError::PayloadTooLarge);
+    }
+    Ok(())
+}
+
+/// A request's JSON object body.
 pub struct JsonBody(Map<String, Value>);
 
 impl JsonBody {
-    /// `415` unless the body is JSON (a missing `content-type` is taken as JSON), `413` over
-    /// 64 KiB, `400` unless it parses as one JSON object.
+    /// `400` unless the body parses as one JSON object ([`check_body`] has already refused what
+    /// is not JSON or is too large).
     pub fn from_request(req: &Request) -> Result<Self, ApiError> {
-        if let Some(content_type) = req.headers().get(header::CONTENT_TYPE) {
-            let essence = content_type
-                .to_str()
-                .unwrap_or_default()
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase();
-            let json = essence == "application/json"
-                || (essence.starts_with("application/") && essence.ends_with("+json"));
-            if !json {
-                return Err(ApiError::UnsupportedMediaType);
-            }
-        }
         let bytes: &[u8] = req.body().as_ref();
-        if bytes.len() > MAX_BODY_BYTES {
-            return Err(ApiError::PayloadTooLarge);
-        }
         match serde_json::from_slice::<Value>(bytes) {
             Ok(Value::Object(map)) => Ok(Self(map)),
             Ok(_) => Err(ApiError::malformed("the body must be a JSON object")),
@@ -226,7 +237,7 @@ pub fn etag(version: u64) -> HeaderValue {
 }
 
 /// The version an `if-match` header names (`"7"`, `W/"7"` or `7`); `None` when absent.
-pub fn if_match(req: &Request, max: u64) -> Result<Option<u64>, ApiError> {
+pub fn if_match(req: &Request, max: u64) -> Result<Option<u64>, FieldError> {
     let Some(value) = req.headers().get(header::IF_MATCH) else {
         return Ok(None);
     };
@@ -238,7 +249,7 @@ pub fn if_match(req: &Request, max: u64) -> Result<Option<u64>, ApiError> {
         .unwrap_or(raw);
     match raw.parse::<u64>() {
         Ok(version) if (1..=max).contains(&version) => Ok(Some(version)),
-        _ => Err(ApiError::field("if-match", Code::Invalid)),
+        _ => Err(FieldError::new("if-match", Code::Invalid)),
     }
 }
 

@@ -68,7 +68,7 @@ impl Idempotency {
         hash.update([0]);
         hash.update(req.uri().path());
         hash.update([0]);
-        hash.update(body.to_string());
+        canonical(body, &mut hash);
         let fingerprint = format!("{:x}", hash.finalize());
         Ok(Some(Self {
             route,
@@ -150,6 +150,35 @@ impl Idempotency {
             }
         }
         Ok(response)
+    }
+}
+
+/// Hashes a JSON value with object keys in sorted order at every depth, so that neither white
+/// space nor field order (nor serde_json's `preserve_order` feature) changes a fingerprint.
+fn canonical(value: &serde_json::Value, hash: &mut Sha256) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut fields: Vec<_> = map.iter().collect();
+            fields.sort_by(|a, b| a.0.cmp(b.0));
+            hash.update(b"{");
+            for (name, field) in fields {
+                hash.update(serde_json::to_string(name).expect("strings serialise"));
+                hash.update(b":");
+                canonical(field, hash);
+                hash.update(b",");
+            }
+            hash.update(b"}");
+        }
+        Value::Array(items) => {
+            hash.update(b"[");
+            for item in items {
+                canonical(item, hash);
+                hash.update(b",");
+            }
+            hash.update(b"]");
+        }
+        scalar => hash.update(scalar.to_string()),
     }
 }
 

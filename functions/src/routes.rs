@@ -2,9 +2,8 @@
 //! and the tests that compare `template.yaml`, `events/` and the README all read it.
 
 use crate::db::Ctx;
-use crate::http::HandlerResult;
+use crate::http::{HandlerResult, check_body};
 use crate::{accounts, audit, fleet, library, loans};
-use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use std::collections::HashMap;
@@ -86,7 +85,7 @@ pub static ROUTES: &[Route] = &[
     route!("list-copies", "GET", "/branches/{branchId}/copies", library::list_copies::handle, ["Query", "GetItem"]),
     route!("book-availability", "GET", "/books/{isbn}/availability", library::book_availability::handle, ["Query", "GetItem"]),
     // Library loans
-    route!("checkout-book", "POST", "/checkouts", loans::checkout_book::handle, ["Query", "GetItem", "PutItem", "UpdateItem"]),
+    route!("checkout-book", "POST", "/checkouts", loans::checkout_book::handle, ["Query", "GetItem", "PutItem", "UpdateItem", "ConditionCheckItem"]),
     route!("active-checkouts", "GET", "/patrons/{patronId}/checkouts", loans::active_checkouts::handle, ["Query"]),
     route!("return-book", "POST", "/patrons/{patronId}/checkouts/{checkoutId}/return", loans::return_book::handle, ["GetItem", "DeleteItem", "PutItem", "UpdateItem"]),
     route!("renew-checkout", "POST", "/patrons/{patronId}/checkouts/{checkoutId}/renew", loans::renew_checkout::handle, ["GetItem", "UpdateItem"]),
@@ -150,7 +149,11 @@ pub async fn respond(ctx: &Ctx, handler: Handler, req: Request) -> Response<Body
     let span = info_span!("request", %route, %request_id);
     async move {
         let started = Instant::now();
-        let response = match handler(ctx, req).await {
+        let outcome = match check_body(&req) {
+            Ok(()) => handler(ctx, req).await,
+            Err(refused) => Err(refused),
+        };
+        let response = match outcome {
             Ok(response) => response,
             Err(error) => {
                 info!(status = error.status().as_u16(), error = ?error, "request refused");
@@ -166,13 +169,4 @@ pub async fn respond(ctx: &Ctx, handler: Handler, req: Request) -> Response<Body
     }
     .instrument(span)
     .await
-}
-
-/// Path parameters as a request extension, for tests that call a handler directly.
-pub fn with_path(req: Request, params: &[(&str, &str)]) -> Request {
-    let map: HashMap<String, String> = params
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    req.with_path_parameters(QueryMap::from(map))
 }

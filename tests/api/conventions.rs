@@ -8,7 +8,8 @@ use singlet_functions::paging::CursorKey;
 
 both!(
     bodies_must_be_json_objects_under_64_kib,
-    undeclared_methods_are_404
+    every_route_refuses_bodies_that_are_not_json_or_too_large,
+    undeclared_methods_are_404,
 );
 
 async fn bodies_must_be_json_objects_under_64_kib(api: Api) {
@@ -48,6 +49,32 @@ async fn bodies_must_be_json_objects_under_64_kib(api: Api) {
     .await;
     assert_eq!(ok.status, 201, "{ok:?}");
     assert_eq!(api.items().await.len(), 3);
+}
+
+async fn every_route_refuses_bodies_that_are_not_json_or_too_large(api: Api) {
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(65 * 1024));
+    for (method, path) in [
+        ("PUT", "/vehicles/v1/plate"),
+        ("PUT", "/accounts/a1/email"),
+        ("PATCH", "/resources/r1"),
+        ("POST", "/patrons/p1/checkouts/c1/return"),
+        ("POST", "/patrons/p1/checkouts/c1/renew"),
+        ("DELETE", "/vehicles/v1"),
+        ("GET", "/vehicles/v1"),
+    ] {
+        let reply = api
+            .call(method, path)
+            .raw("text/plain", "hello")
+            .send()
+            .await;
+        reply.assert_problem(415, &[]);
+        let reply = api
+            .call(method, path)
+            .raw("application/json", big.clone())
+            .send()
+            .await;
+        reply.assert_problem(413, &[]);
+    }
 }
 
 async fn undeclared_methods_are_404(api: Api) {
@@ -133,4 +160,57 @@ async fn a_cancellation_for_another_reason_is_not_a_conflict() {
         .await;
     reply.assert_problem(503, &[]);
     assert_eq!(reply.header("retry-after"), Some("1"));
+}
+
+/// A read throttled past the SDK's retries (only real DynamoDB throttles, so the SDK's own test
+/// HTTP client stands in for it) is a `503` with `retry-after`.
+#[tokio::test]
+async fn a_throttled_read_is_503_with_retry_after() {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    use aws_smithy_http_client::test_util::infallible_client_fn;
+    let throttled = json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+        "message": "Rate of requests exceeds the allowed throughput."
+    });
+    let http = infallible_client_fn(move |_| {
+        lambda_http::http::Response::builder()
+            .status(400)
+            .header("content-type", "application/x-amz-json-1.0")
+            .body(throttled.to_string())
+            .unwrap()
+    });
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+        .endpoint_url("http://127.0.0.1:1")
+        .http_client(http)
+        .build();
+    let mut api = crate::harness::Api::start(crate::harness::Mode::Direct).await;
+    api.ctx = Ctx::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        "singlet",
+        CursorKey::random(),
+    );
+    let reply = api.get("/vehicles/v1").await;
+    reply.assert_problem(503, &[]);
+    assert_eq!(reply.header("retry-after"), Some("1"));
+}
+
+/// A client's `Host` header never reaches the function: a malformed one is still answered.
+#[tokio::test]
+async fn a_malformed_host_header_is_answered() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let api = crate::harness::Api::start(crate::harness::Mode::Http).await;
+    let address = api.base.trim_start_matches("http://").to_owned();
+    for host in ["a b", "x:99999", "[::1"] {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let request = format!(
+            "GET /vehicles/v1 HTTP/1.1\r\nHost: {host}\r\nx-forwarded-proto: 1\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 404"), "{host}: {response}");
+    }
 }

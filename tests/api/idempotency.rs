@@ -37,10 +37,21 @@ async fn a_retry_returns_the_same_response_and_writes_nothing(api: Api) {
         let first = post(&api, path, "retry-1", body.clone()).await;
         assert_eq!(first.status, 201, "{first:?}");
         let before = api.items().await.len();
-        // The same body with other white space and field order is the same request.
-        let reordered: Value =
-            serde_json::from_str(&serde_json::to_string_pretty(&body).unwrap()).unwrap();
-        let again = post(&api, path, "retry-1", reordered).await;
+        // The same body with other white space and the fields in reverse order.
+        let fields = body.as_object().unwrap().iter().rev();
+        let reordered: Vec<String> = fields.map(|(k, v)| format!("\n  {k:?} :  {v}")).collect();
+        let reordered = format!("{{{}\n}}", reordered.join(" ,"));
+        assert_ne!(
+            reordered.replace([' ', '\n'], ""),
+            body.to_string(),
+            "not byte-identical"
+        );
+        let again = api
+            .call("POST", path)
+            .header("idempotency-key", "retry-1")
+            .raw("application/json", reordered)
+            .send()
+            .await;
         assert_eq!(again.status, 201);
         assert_eq!(again.body, first.body, "the identical body");
         assert_eq!(again.header("location"), first.header("location"));
@@ -148,4 +159,95 @@ async fn twenty_concurrent_retries_create_one_entity() {
         assert_eq!(api.items_with_pk_prefix(prefix).await.len(), 1);
     }
     assert_eq!(api.items().await.len(), 8);
+}
+
+/// Every creating `POST` takes the key: a retry replays, another body is `422`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_creating_post_takes_an_idempotency_key() {
+    let api = Api::start(Mode::Direct).await;
+    let branch = json!({"branchId": "central", "name": "Central", "address": "1 Square", "city": "Springfield",
+        "phone": "+44 20 7946 0000", "openingHours": "Mon-Sat 09:00-20:00"});
+    let book = json!({"isbn": "0-306-40615-2", "title": "Fundamentals of Data Structures", "author": "Ellis Horowitz",
+        "publisher": "Computer Science Press", "publishYear": 1976, "genre": "Computer science",
+        "description": "Arrays, stacks, queues, lists, trees and graphs.", "pageCount": 564});
+    let patron = json!({"cardNumber": "card-1", "firstName": "Ada", "lastName": "Lovelace",
+        "email": "ada@example.com", "membershipTier": "standard"});
+    let mut creating: Vec<(String, Value, Value)> = vec![
+        (VEHICLE.into(), vehicle("KA-9"), vehicle("KA-10")),
+        (ACCOUNT.into(), account("ada"), account("grace")),
+        (
+            "/resources".into(),
+            json!({"resourceId": "r1", "status": "open", "actor": "a"}),
+            json!({"resourceId": "r2", "status": "open", "actor": "a"}),
+        ),
+        (
+            "/branches".into(),
+            branch.clone(),
+            json!({"branchId": "east", "name": "East", "address": "2 Road", "city": "Springfield", "phone": "1", "openingHours": "-"}),
+        ),
+        (
+            "/books".into(),
+            book.clone(),
+            json!({"isbn": "080442957X", "title": "T", "author": "A", "publisher": "P", "publishYear": 2000, "genre": "G", "description": "D", "pageCount": 10}),
+        ),
+        (
+            "/branches/central/patrons".into(),
+            patron.clone(),
+            json!({"cardNumber": "card-2", "firstName": "Grace", "lastName": "Hopper", "email": "grace@example.com", "membershipTier": "premium"}),
+        ),
+        (
+            "/branches/central/copies".into(),
+            json!({"isbn": "9780306406157", "condition": "good"}),
+            json!({"isbn": "9780306406157", "condition": "fair"}),
+        ),
+    ];
+    let mut ids = Vec::new();
+    for (path, body, other) in &creating {
+        let first = post(&api, path, "same-key", body.clone()).await;
+        assert_eq!(first.status, 201, "{path}: {first:?}");
+        let before = api.items().await.len();
+        let again = post(&api, path, "same-key", body.clone()).await;
+        assert_eq!((again.status, &again.body), (201, &first.body), "{path}");
+        post(&api, path, "same-key", other.clone())
+            .await
+            .assert_problem(422, &[]);
+        assert_eq!(
+            api.items().await.len(),
+            before,
+            "{path}: nothing new is written"
+        );
+        ids.push(first.body);
+    }
+    // The checkout, with the patron and the copy made above.
+    let loan =
+        json!({"patronId": ids[5]["patronId"], "branchId": "central", "copyId": ids[6]["copyId"]});
+    creating.push(("/checkouts".into(), loan.clone(), json!({})));
+    let first = post(&api, "/checkouts", "same-key", loan.clone()).await;
+    assert_eq!(first.status, 201, "{first:?}");
+    let again = post(&api, "/checkouts", "same-key", loan).await;
+    assert_eq!((again.status, &again.body), (201, &first.body));
+    let spare = api
+        .post(
+            "/branches/central/copies",
+            json!({"isbn": "9780306406157", "condition": "new"}),
+        )
+        .await;
+    let other = json!({"patronId": ids[5]["patronId"], "branchId": "central", "copyId": spare.body["copyId"]});
+    post(&api, "/checkouts", "same-key", other)
+        .await
+        .assert_problem(422, &[]);
+
+    // Every creating POST of the route table is covered here.
+    let covered: std::collections::BTreeSet<String> = creating
+        .iter()
+        .map(|(path, _, _)| path.replace("central", "{branchId}"))
+        .collect();
+    let declared: std::collections::BTreeSet<String> = singlet_functions::routes::ROUTES
+        .iter()
+        .filter(|r| {
+            r.method == "POST" && !r.path.ends_with("/return") && !r.path.ends_with("/renew")
+        })
+        .map(|r| r.path.to_owned())
+        .collect();
+    assert_eq!(covered, declared);
 }

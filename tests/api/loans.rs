@@ -108,6 +108,9 @@ fn ids(page: &Value) -> Vec<String> {
 }
 
 both!(
+    a_premium_patron_holds_ten_loans_renewed_by_28_days,
+    a_loan_past_due_is_not_renewed_before_the_marker_runs,
+    overdue_cursors_stay_in_their_branch,
     checkout_writes_the_loan_moves_the_copy_and_counts_the_loan,
     checkout_refusals_name_what_is_at_fault,
     active_checkouts_list_active_loans_only,
@@ -657,4 +660,111 @@ async fn the_markers_cost_grows_with_newly_due_loans_only() {
         (costs[1] - costs[0]).abs() < 1.0,
         "ten times the open loans, the same cost: {costs:?}"
     );
+}
+
+async fn a_premium_patron_holds_ten_loans_renewed_by_28_days(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "premium").await;
+    let mut loans = Vec::new();
+    for _ in 0..10 {
+        loans.push(lend(&api, &patron_id, "central").await);
+    }
+    let spare = copy(&api, "central").await;
+    checkout(&api, &patron_id, "central", &spare)
+        .await
+        .assert_problem(409, &[("patronId", "limit_reached")]);
+    assert_eq!(
+        n(
+            &patron_item(&api, "central", &patron_id).await,
+            "activeLoans"
+        ),
+        10
+    );
+    let due = clock::parse_iso(loans[0]["dueDate"].as_str().unwrap()).unwrap();
+    let renewed = api.post(loan_path(&loans[0], "renew"), json!({})).await;
+    assert_eq!(
+        clock::parse_iso(renewed.body["dueDate"].as_str().unwrap()).unwrap(),
+        due + clock::days(28)
+    );
+}
+
+async fn a_loan_past_due_is_not_renewed_before_the_marker_runs(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let loan = lend(&api, &patron_id, "central").await;
+    // The loan fell due an hour ago, and mark-overdue has not run since.
+    let past = clock::iso(clock::now() - time::Duration::hours(1));
+    let checkout_id = loan["checkoutId"].as_str().unwrap();
+    api.ctx
+        .db
+        .update_item()
+        .table_name(&*api.ctx.table)
+        .key(
+            "PK",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("PATRON#{patron_id}")),
+        )
+        .key(
+            "SK",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("CHECKOUT#{checkout_id}")),
+        )
+        .update_expression("SET dueDate = :past, GSI1SK = :sk")
+        .expression_attribute_values(
+            ":past",
+            aws_sdk_dynamodb::types::AttributeValue::S(past.clone()),
+        )
+        .expression_attribute_values(
+            ":sk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("{past}#{checkout_id}")),
+        )
+        .send()
+        .await
+        .unwrap();
+    api.post(loan_path(&loan, "renew"), json!({}))
+        .await
+        .assert_problem(409, &[("checkoutId", "overdue")]);
+    assert_eq!(
+        s(&loan_item(&api, &loan).await.unwrap(), "dueDate"),
+        past,
+        "nothing changed"
+    );
+    // The marker then lists it with "now" as its time.
+    assert_eq!(run_marker(&api, clock::now()).await.marked, 1);
+    assert_eq!(
+        ids(&api.get("/branches/central/overdue").await.body),
+        vec![checkout_id.to_owned()]
+    );
+}
+
+async fn overdue_cursors_stay_in_their_branch(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "premium").await;
+    for branch in ["central", "central", "east"] {
+        lend(&api, &patron_id, branch).await;
+    }
+    run_marker(&api, days_from_now(30)).await;
+    let page = api.get("/branches/central/overdue?limit=1").await;
+    let cursor = page.body["nextCursor"].as_str().unwrap().to_owned();
+    api.get(format!("/branches/east/overdue?cursor={cursor}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+    api.get(format!("/patrons/{patron_id}/checkouts?cursor={cursor}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+    let edited = format!("{}A", &cursor[..cursor.len() - 1]);
+    let edited = if edited == cursor {
+        format!("{}B", &cursor[..cursor.len() - 1])
+    } else {
+        edited
+    };
+    api.get(format!("/branches/central/overdue?cursor={edited}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+    api.get("/branches/central/overdue?limit=0")
+        .await
+        .assert_problem(400, &[("limit", "invalid")]);
+    let next = api
+        .get(format!("/branches/central/overdue?limit=1&cursor={cursor}"))
+        .await;
+    assert_eq!(next.status, 200);
+    assert_eq!(ids(&next.body).len(), 1);
 }

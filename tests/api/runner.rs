@@ -26,39 +26,38 @@ impl Drop for Running {
     }
 }
 
-#[tokio::test]
-async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
-    let (port, engine_port) = (free_port(), free_port());
-    let _runner = Running(
+/// Starts the runner with `args` on a free API port; returns it and the API's base URL once it
+/// answers.
+async fn start(args: &[&str]) -> (Running, String) {
+    let port = free_port();
+    let runner = Running(
         Command::new(env!("CARGO_BIN_EXE_singlet"))
-            .args(["--in-memory", "--mark-overdue-every", "0"])
-            .args([
-                "--port",
-                &port.to_string(),
-                "--engine-port",
-                &engine_port.to_string(),
-            ])
+            .args(["--mark-overdue-every", "0", "--port", &port.to_string()])
+            .args(args)
+            // Any credentials do for a local engine, as for DynamoDB Local.
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            .env("AWS_REGION", "us-east-1")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
     );
-    let http = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{port}");
-    let mut up = false;
     for _ in 0..100 {
-        if http
-            .get(format!("{base}/vehicles/none"))
-            .send()
-            .await
-            .is_ok()
-        {
-            up = true;
-            break;
+        if reqwest::get(format!("{base}/vehicles/none")).await.is_ok() {
+            return (runner, base);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(up, "the runner did not start");
+    panic!("the runner did not start with {args:?}");
+}
+
+#[tokio::test]
+async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
+    let engine_port = free_port();
+    let (_runner, base) = start(&["--in-memory", "--engine-port", &engine_port.to_string()]).await;
+    let http = reqwest::Client::new();
 
     let created = http
         .post(format!("{base}/vehicles"))
@@ -139,4 +138,57 @@ fn invoke_prints_the_functions_response() {
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["complete"], true);
     assert_eq!(report["now"], "2026-11-29T18:15:00Z");
+}
+
+/// `--data` keeps the engine's data across restarts; `--endpoint` and `--table` run the API on
+/// another engine's table, created when missing.
+#[tokio::test]
+async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
+    let dir = std::env::temp_dir().join(format!("singlet-runner-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("nested").join("singlet.db");
+    let data = data.to_str().unwrap();
+    let body = json!({"plate": "KEEP-1", "chassis": "KEEP-1", "depot": "north"});
+
+    let vehicle_id = {
+        let (_runner, base) =
+            start(&["--data", data, "--engine-port", &free_port().to_string()]).await;
+        let created = reqwest::Client::new()
+            .post(format!("{base}/vehicles"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 201);
+        created.json::<Value>().await.unwrap()["vehicleId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let engine_port = free_port();
+    let (_first, base) = start(&["--data", data, "--engine-port", &engine_port.to_string()]).await;
+    let kept = reqwest::get(format!("{base}/vehicles/{vehicle_id}"))
+        .await
+        .unwrap();
+    assert_eq!(kept.status(), 200, "the data outlives the runner");
+
+    let endpoint = format!("http://127.0.0.1:{engine_port}");
+    let (_second, other) = start(&["--endpoint", &endpoint, "--table", "other"]).await;
+    let created = reqwest::Client::new()
+        .post(format!("{other}/vehicles"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        created.status(),
+        201,
+        "another table: the plate is free there"
+    );
+    let engine = singlet::engine::local_client(&endpoint);
+    let tables = engine.list_tables().send().await.unwrap();
+    let mut names = tables.table_names().to_vec();
+    names.sort();
+    assert_eq!(names, vec!["other".to_owned(), "singlet".to_owned()]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -46,7 +46,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.required("status", parse_status),
         body.text("action", MAX_TEXT_LEN),
         body.text("actor", MAX_TEXT_LEN),
-        if_match(&req, MAX_VERSION).map_err(|_| FieldError::new("if-match", Code::Invalid)),
+        if_match(&req, MAX_VERSION),
     )
         .all_valid()?;
     let expected = expected.ok_or(ApiError::PreconditionRequired)?;

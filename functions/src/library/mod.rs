@@ -31,7 +31,7 @@ pub mod register_patron;
 
 use crate::db::{Ctx, from_item, log_capacity, s};
 use crate::error::ApiError;
-use crate::http::{HandlerResult, ok};
+use crate::http::HandlerResult;
 use crate::paging::Page;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use lambda_http::Request;
@@ -218,16 +218,10 @@ pub async fn load_copy(ctx: &Ctx, branch_id: &Id, copy_id: &Id) -> Result<Copy, 
         .ok_or_else(|| ApiError::not_found("copy"))
 }
 
-/// One strongly consistent read of a patron whose branch is known, or `404`.
-pub async fn load_patron(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> Result<Patron, ApiError> {
-    ctx.get(&keys::patron(branch_id, patron_id))
-        .await?
-        .ok_or_else(|| ApiError::not_found("patron"))
-}
-
 /// A patron by id alone: one `Query` on GSI1 (`PATRON#<patronId>`), or `404`. Index reads are
 /// eventually consistent: the row read here tells where the patron lives (its `branchId` never
-/// changes); read it again with [`load_patron`] where a counter must be current.
+/// changes) and its tier's numbers; a counter that must be current, such as `activeLoans`, is
+/// guarded by a condition on the row itself, never read from here.
 pub async fn find_patron(ctx: &Ctx, patron_id: &Id) -> Result<Patron, ApiError> {
     let key = keys::patron_by_id(patron_id);
     let output = ctx
@@ -267,27 +261,16 @@ pub async fn branch_page<T: DeserializeOwned + Serialize>(
 ) -> HandlerResult {
     let partition = keys::branch_partition(branch_id);
     let page = Page::from_request(ctx, req, route, &partition)?;
-    let output = ctx
+    let query = ctx
         .db
         .query()
         .table_name(&*ctx.table)
         .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
         .expression_attribute_values(":pk", s(&partition))
         .expression_attribute_values(":prefix", s(prefix))
-        .limit(page.limit)
-        .set_exclusive_start_key(page.start.clone())
-        .consistent_read(true)
-        .return_consumed_capacity(ReturnConsumedCapacity::Total)
-        .send()
-        .await?;
-    log_capacity("Query", output.consumed_capacity());
-    if output.items().is_empty() && page.start.is_none() {
-        load_branch(ctx, branch_id).await?;
-    }
-    let items = output
-        .items()
-        .iter()
-        .map(from_item::<T>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(ok(&page.reply(ctx, items, output.last_evaluated_key())))
+        .consistent_read(true);
+    page.query::<T, _>(ctx, query, async {
+        load_branch(ctx, branch_id).await.map(drop)
+    })
+    .await
 }

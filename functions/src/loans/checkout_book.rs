@@ -26,6 +26,8 @@ pub const ROUTE: &str = "checkout-book";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Loan,
+    /// No returned loan has this id: an id derived from a spent key must not come back.
+    Unused,
     Copy,
     Patron,
 }
@@ -74,6 +76,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     let commit = Transaction::new()
         .put(Part::Loan, ctx.put(loan_item).condition_expression(ABSENT))
+        .check(
+            Part::Unused,
+            ctx.check(&keys::returned_checkout(&patron_id, &checkout_id))
+                .condition_expression(ABSENT),
+        )
         .update(
             Part::Copy,
             ctx.update(&keys::copy(&branch_id, &copy_id))
@@ -103,7 +110,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         }
         Commit::Replayed(previous) => Ok(previous),
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Commit::Cancelled(cancelled) if cancelled.failed(Part::Loan) => {
+        Commit::Cancelled(cancelled)
+            if cancelled.failed(Part::Loan) || cancelled.failed(Part::Unused) =>
+        {
             Err(idempotency::spent_key())
         }
         Commit::Cancelled(cancelled) => Err(ApiError::conflict(

@@ -7,11 +7,10 @@
 //! by one `GetItem` only when the first page is empty.
 
 use super::Checkout;
-use crate::db::{Ctx, from_item, log_capacity, s};
-use crate::http::{AllValid, HandlerResult, ok, path_id};
+use crate::db::{Ctx, s};
+use crate::http::{AllValid, HandlerResult, path_id};
 use crate::library::load_branch;
 use crate::paging::Page;
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use lambda_http::Request;
 use singlet_shared::keys;
 use singlet_shared::schema::GSI3;
@@ -22,7 +21,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (branch_id,) = (path_id(&req, "branchId"),).all_valid()?;
     let partition = keys::overdue_partition(&branch_id);
     let page = Page::from_request(ctx, &req, ROUTE, &partition)?;
-    let output = ctx
+    let query = ctx
         .db
         .query()
         .table_name(&*ctx.table)
@@ -30,20 +29,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .key_condition_expression("#pk = :pk")
         .expression_attribute_names("#pk", GSI3.pk)
         .expression_attribute_values(":pk", s(&partition))
-        .scan_index_forward(true)
-        .limit(page.limit)
-        .set_exclusive_start_key(page.start.clone())
-        .return_consumed_capacity(ReturnConsumedCapacity::Total)
-        .send()
-        .await?;
-    log_capacity("Query", output.consumed_capacity());
-    if output.items().is_empty() && page.start.is_none() {
-        load_branch(ctx, &branch_id).await?;
-    }
-    let loans = output
-        .items()
-        .iter()
-        .map(from_item::<Checkout>)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(ok(&page.reply(ctx, loans, output.last_evaluated_key())))
+        .scan_index_forward(true);
+    page.query::<Checkout, _>(ctx, query, async {
+        load_branch(ctx, &branch_id).await.map(drop)
+    })
+    .await
 }
