@@ -32,8 +32,13 @@ async fn start(args: &[&str]) -> (Running, String) {
     let port = free_port();
     let runner = Running(
         Command::new(env!("CARGO_BIN_EXE_singlet"))
-            .args(["--mark-overdue-every", "0", "--port", &port.to_string()])
+            .args(["--port", &port.to_string()])
             .args(args)
+            .args(if args.contains(&"--mark-overdue-every") {
+                &[][..]
+            } else {
+                &["--mark-overdue-every", "0"][..]
+            })
             // Any credentials do for a local engine, as for DynamoDB Local.
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
@@ -191,4 +196,89 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
     names.sort();
     assert_eq!(names, vec!["other".to_owned(), "singlet".to_owned()]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The runner runs `mark-overdue` on its schedule: a loan that has fallen due shows up in its
+/// branch's overdue list within a tick.
+#[tokio::test]
+async fn the_runner_runs_mark_overdue_on_its_schedule() {
+    let engine_port = free_port();
+    let args = [
+        "--in-memory",
+        "--engine-port",
+        &engine_port.to_string(),
+        "--mark-overdue-every",
+        "1",
+    ];
+    let (_runner, base) = start(&args).await;
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: Value| http.post(format!("{base}{path}")).json(&body).send();
+    let branch = json!({"branchId": "central", "name": "Central", "address": "1 Square", "city": "Springfield",
+        "phone": "1", "openingHours": "always"});
+    assert_eq!(post("/branches", branch).await.unwrap().status(), 201);
+    let book = json!({"isbn": "0-306-40615-2", "title": "T", "author": "A", "publisher": "P", "publishYear": 1976,
+        "genre": "G", "description": "D", "pageCount": 1});
+    assert_eq!(post("/books", book).await.unwrap().status(), 201);
+    let patron = json!({"cardNumber": "c1", "firstName": "Ada", "lastName": "L", "email": "ada@example.com", "membershipTier": "standard"});
+    let patron: Value = post("/branches/central/patrons", patron)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let copy: Value = post(
+        "/branches/central/copies",
+        json!({"isbn": "9780306406157", "condition": "good"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let loan: Value = post(
+        "/checkouts",
+        json!({"patronId": patron["patronId"], "branchId": "central", "copyId": copy["copyId"]}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let (patron_id, checkout_id) = (
+        loan["patronId"].as_str().unwrap(),
+        loan["checkoutId"].as_str().unwrap(),
+    );
+
+    // The loan falls due: move its due date an hour back, straight on the engine's endpoint.
+    let past =
+        singlet_functions::clock::iso(singlet_functions::clock::now() - time::Duration::hours(1));
+    singlet::engine::local_client(&format!("http://127.0.0.1:{engine_port}"))
+        .update_item()
+        .table_name("singlet")
+        .key("PK", AttributeValue::S(format!("PATRON#{patron_id}")))
+        .key("SK", AttributeValue::S(format!("CHECKOUT#{checkout_id}")))
+        .update_expression("SET dueDate = :past, GSI1SK = :sk")
+        .expression_attribute_values(":past", AttributeValue::S(past.clone()))
+        .expression_attribute_values(":sk", AttributeValue::S(format!("{past}#{checkout_id}")))
+        .send()
+        .await
+        .unwrap();
+    for _ in 0..50 {
+        let overdue: Value = reqwest::get(format!("{base}/branches/central/overdue"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if overdue["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty())
+        {
+            assert_eq!(overdue["items"][0]["checkoutId"], checkout_id);
+            assert_eq!(overdue["items"][0]["status"], "overdue");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the scheduled mark-overdue did not mark the loan");
 }
