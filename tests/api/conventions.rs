@@ -116,27 +116,16 @@ async fn an_unreachable_engine_is_503_with_retry_after() {
     }
 }
 
-/// A transaction cancelled for a reason other than a condition (here `TransactionConflict`, which
-/// only real DynamoDB produces, so the SDK's own test HTTP client stands in for it) is a `503`,
-/// never a `409`.
-#[tokio::test]
-async fn a_cancellation_for_another_reason_is_not_a_conflict() {
+/// An API whose engine answers every request with one canned DynamoDB error, through the SDK's
+/// own test HTTP client: for failures only real DynamoDB produces.
+async fn api_answered_by(error: serde_json::Value) -> Api {
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     use aws_smithy_http_client::test_util::infallible_client_fn;
-    let cancelled = json!({
-        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
-        "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict, None]",
-        "CancellationReasons": [
-            {"Code": "None"},
-            {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
-            {"Code": "None"}
-        ]
-    });
     let http = infallible_client_fn(move |_| {
         lambda_http::http::Response::builder()
             .status(400)
             .header("content-type", "application/x-amz-json-1.0")
-            .body(cancelled.to_string())
+            .body(error.to_string())
             .unwrap()
     });
     let config = aws_sdk_dynamodb::Config::builder()
@@ -146,12 +135,29 @@ async fn a_cancellation_for_another_reason_is_not_a_conflict() {
         .endpoint_url("http://127.0.0.1:1")
         .http_client(http)
         .build();
-    let mut api = crate::harness::Api::start(crate::harness::Mode::Direct).await;
+    let mut api = Api::start(crate::harness::Mode::Direct).await;
     api.ctx = Ctx::new(
         aws_sdk_dynamodb::Client::from_conf(config),
         "singlet",
         CursorKey::random(),
     );
+    api
+}
+
+/// A transaction cancelled for a reason other than a condition (`TransactionConflict`) is a
+/// `503`, never a `409`.
+#[tokio::test]
+async fn a_cancellation_for_another_reason_is_not_a_conflict() {
+    let api = api_answered_by(json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict, None]",
+        "CancellationReasons": [
+            {"Code": "None"},
+            {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
+            {"Code": "None"}
+        ]
+    }))
+    .await;
     let reply = api
         .post(
             "/vehicles",
@@ -162,36 +168,14 @@ async fn a_cancellation_for_another_reason_is_not_a_conflict() {
     assert_eq!(reply.header("retry-after"), Some("1"));
 }
 
-/// A read throttled past the SDK's retries (only real DynamoDB throttles, so the SDK's own test
-/// HTTP client stands in for it) is a `503` with `retry-after`.
+/// A read throttled past the SDK's retries is a `503` with `retry-after`.
 #[tokio::test]
 async fn a_throttled_read_is_503_with_retry_after() {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    use aws_smithy_http_client::test_util::infallible_client_fn;
-    let throttled = json!({
+    let api = api_answered_by(json!({
         "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
         "message": "Rate of requests exceeds the allowed throughput."
-    });
-    let http = infallible_client_fn(move |_| {
-        lambda_http::http::Response::builder()
-            .status(400)
-            .header("content-type", "application/x-amz-json-1.0")
-            .body(throttled.to_string())
-            .unwrap()
-    });
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
-        .endpoint_url("http://127.0.0.1:1")
-        .http_client(http)
-        .build();
-    let mut api = crate::harness::Api::start(crate::harness::Mode::Direct).await;
-    api.ctx = Ctx::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
-        "singlet",
-        CursorKey::random(),
-    );
+    }))
+    .await;
     let reply = api.get("/vehicles/v1").await;
     reply.assert_problem(503, &[]);
     assert_eq!(reply.header("retry-after"), Some("1"));
