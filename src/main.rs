@@ -64,7 +64,9 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    init_tracing_to(std::io::stderr);
+    // The embedded engine logs every error answer it gives (each 409's failed condition) as a
+    // warning: only its errors are news here.
+    init_tracing_to(std::io::stderr, "info,dynoxide=error");
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,

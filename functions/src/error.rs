@@ -46,6 +46,22 @@ impl FieldError {
     }
 }
 
+/// An RFC 9457 problem document, its members in the RFC's order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'a str,
+    status: u16,
+    detail: String,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    errors: &'a [FieldError],
+    /// On a `412`: the version the client should read again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    current_version: Option<u64>,
+}
+
 #[derive(Debug)]
 pub enum ApiError {
     /// 400: fields at fault, or a malformed body.
@@ -174,24 +190,26 @@ impl ApiError {
     /// Renders the problem document: the only place an error becomes a response.
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
-        let mut problem = serde_json::json!({
-            "type": format!("/problems/{}", self.slug()),
-            "title": status.canonical_reason().unwrap_or("Error"),
-            "status": status.as_u16(),
-            "detail": self.detail(),
-        });
-        match &self {
-            ApiError::BadRequest { errors, .. } | ApiError::Conflict { errors, .. }
-                if !errors.is_empty() =>
-            {
-                problem["errors"] = serde_json::json!(errors);
+        let errors = match &self {
+            ApiError::BadRequest { errors, .. } | ApiError::Conflict { errors, .. } => {
+                errors.as_slice()
             }
-            ApiError::PreconditionFailed { current_version } => {
-                problem["currentVersion"] = (*current_version).into();
-            }
-            _ => {}
-        }
-        let mut response = Response::new(Body::Text(problem.to_string()));
+            _ => &[],
+        };
+        let current_version = match &self {
+            ApiError::PreconditionFailed { current_version } => Some(*current_version),
+            _ => None,
+        };
+        let problem = Problem {
+            kind: format!("/problems/{}", self.slug()),
+            title: status.canonical_reason().unwrap_or("Error"),
+            status: status.as_u16(),
+            detail: self.detail(),
+            errors,
+            current_version,
+        };
+        let body = serde_json::to_string(&problem).expect("problems serialise");
+        let mut response = Response::new(Body::Text(body));
         *response.status_mut() = status;
         let headers = response.headers_mut();
         headers.insert(

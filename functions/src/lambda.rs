@@ -8,16 +8,17 @@ use tracing_subscriber::EnvFilter;
 /// JSON logs on standard output (where Lambda collects them), filtered by `RUST_LOG` (default
 /// `info`).
 pub fn init_tracing() {
-    init_tracing_to(std::io::stdout);
+    init_tracing_to(std::io::stdout, "info");
 }
 
-/// JSON logs to `writer`: the local runner logs to standard error, so that what `invoke` prints
-/// on standard output is the function's response alone.
-pub fn init_tracing_to<W>(writer: W)
+/// JSON logs to `writer`, filtered by `RUST_LOG` or else `default_filter`: the local runner logs
+/// to standard error, so that what `invoke` prints on standard output is the response alone.
+pub fn init_tracing_to<W>(writer: W, default_filter: &str)
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let _ = tracing_subscriber::fmt()
         .with_writer(writer)
         .json()

@@ -53,7 +53,8 @@ impl CursorKey {
             Ok(secret) if secret.len() >= MIN_KEY_LEN => Self::new(secret),
             _ => {
                 tracing::warn!(
-                    "CURSOR_KEY is unset or shorter than 16 bytes; cursors are signed with a per-process key"
+                    min_len = MIN_KEY_LEN,
+                    "CURSOR_KEY is unset or too short; cursors are signed with a per-process key"
                 );
                 Self::random()
             }
