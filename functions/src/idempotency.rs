@@ -6,9 +6,13 @@
 //! that creates the entity also puts a record `IDEMPOTENCY#<route>#<key>` holding a fingerprint
 //! of the request and the response it got, guarded by `attribute_not_exists`. A retry therefore
 //! fails that guard (or DynamoDB's token check) and gets the recorded response back, byte for
-//! byte; the same key with another request is `422`. Records live 10 minutes (`expiresAt`, also
-//! the TTL attribute): after that a key is spent and reusing it is `422` too. Only a request that
-//! succeeded is recorded, so a retry of a `400` or `409` runs again.
+//! byte; the same key with another request is `422`. A record replays for 10 minutes
+//! (`replayUntil`); after that the key is spent and reusing it is `422`, for as long as the
+//! record stays. It stays at least [`KEEP_SECONDS`] (`expiresAt`, the table's TTL attribute;
+//! DynamoDB's TTL deletes it some time after that). Once it is gone the key is forgotten: a reuse
+//! is a new request (for a server-generated id, the id it derives is still taken while its entity
+//! exists, which is `422` again). Only a request that succeeded is recorded, so a retry of a `400`
+//! or `409` runs again.
 
 use crate::db::{ABSENT, Ctx, Item, from_item, item};
 use crate::error::{ApiError, Code};
@@ -26,6 +30,8 @@ pub const HEADER: &str = "idempotency-key";
 pub const MAX_KEY_LEN: usize = 36;
 /// How long a key is remembered: DynamoDB's own window for `ClientRequestToken`.
 pub const WINDOW_SECONDS: u64 = 10 * 60;
+/// How long a record is kept at least, so that a spent key stays refused: a day.
+pub const KEEP_SECONDS: u64 = 24 * 60 * 60;
 
 const NAMESPACE: Uuid = Uuid::from_u128(0x5a1e_7e1d_0000_4000_8000_516e_676c_6574);
 
@@ -44,6 +50,7 @@ struct Record {
     body: String,
     location: Option<String>,
     etag: Option<String>,
+    replay_until: u64,
     expires_at: u64,
 }
 
@@ -116,7 +123,8 @@ impl Idempotency {
             body,
             location: text(header::LOCATION),
             etag: text(header::ETAG),
-            expires_at: now_seconds() + WINDOW_SECONDS,
+            replay_until: now_seconds() + WINDOW_SECONDS,
+            expires_at: now_seconds() + KEEP_SECONDS,
         };
         item(&self.record_key(), &record)
     }
@@ -129,7 +137,7 @@ impl Idempotency {
                 "this Idempotency-Key was already used with a different request".into(),
             ));
         }
-        if record.expires_at <= now_seconds() {
+        if record.replay_until <= now_seconds() {
             return Err(spent_key());
         }
         tracing::info!(route = self.route, key = %self.key, "replayed an idempotent request");

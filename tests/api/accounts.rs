@@ -1,4 +1,4 @@
-//! Accounts unique on email and username: ../shared/API.md, "Accounts".
+//! Accounts unique on email and username: docs/API.md, "Accounts".
 
 use crate::both;
 use crate::harness::{Api, Mode, Reply, s};
@@ -368,4 +368,36 @@ async fn cross_claims_never_leave_two_holders_or_an_orphan() {
     }
     assert!(created >= 32, "every pair has a winner: {created}");
     assert_eq!(assert_consistent(&api).await, created);
+}
+
+/// A change of email races eight sign-ups with that email: one holder, no orphan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_of_email_racing_sign_ups_has_one_holder() {
+    let api = Api::start(Mode::Http).await;
+    let account_id = id(&sign_up(&api, "old@example.com", "changer").await);
+    let change = {
+        let api = api.clone();
+        let path = format!("/accounts/{account_id}/email");
+        async move { api.put(path, json!({"email": "Wanted@Example.com"})).await }
+    };
+    let sign_ups = futures::future::join_all((0..8).map(|i| {
+        let api = api.clone();
+        async move { sign_up(&api, "wanted@example.com", &format!("racer{i}")).await }
+    }));
+    let (changed, signed) = tokio::join!(change, sign_ups);
+    let winners =
+        signed.iter().filter(|r| r.status == 201).count() + usize::from(changed.status == 200);
+    assert_eq!(winners, 1, "{changed:?} {signed:?}");
+    for reply in signed
+        .iter()
+        .filter(|r| r.status != 201)
+        .chain((changed.status != 200).then_some(&changed))
+    {
+        reply.assert_problem(409, &[("email", "taken")]);
+    }
+    assert_consistent(&api).await;
+    assert_eq!(
+        api.items_with_pk_prefix("UNIQ#EMAIL#wanted@").await.len(),
+        1
+    );
 }

@@ -1,4 +1,4 @@
-//! The change & audit log: ../shared/API.md, "Change & audit log".
+//! The change & audit log: docs/API.md, "Change & audit log".
 
 use crate::both;
 use crate::harness::{Api, Item, Mode, Reply, s};
@@ -800,4 +800,43 @@ async fn ten_writers_retrying_on_412_leave_a_gapless_history() {
     assert_eq!(statuses, expected, "every change applied exactly once");
     assert_eq!(partition(&api, "r1").await.len(), last as usize + 1);
     assert!(retries.iter().sum::<usize>() > 0, "the writers did race");
+}
+
+/// The narrowest race: the read sees version 1 and the `if-match` agrees, then another change
+/// commits before this transaction. The guard's cancellation carries `CURRENT` as it stood
+/// (`ALL_OLD`), and the `412` names that version without another read. The engine is canned,
+/// since a real one cannot be paused between the read and the write.
+#[tokio::test]
+async fn a_change_that_loses_between_its_read_and_its_write_is_412_naming_the_winner() {
+    let current = |version: u64| {
+        json!({
+            "PK": {"S": "RESOURCE#r1"}, "SK": {"S": "CURRENT"}, "resourceId": {"S": "r1"},
+            "status": {"S": "open"}, "version": {"N": version.to_string()}, "updatedAt": {"N": "1"}
+        })
+    };
+    let api = crate::harness::Api::on_canned_engine(move |operation| match operation {
+        "GetItem" => (200, json!({"Item": current(1)})),
+        "TransactWriteItems" => (
+            400,
+            json!({
+                "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons [ConditionalCheckFailed, None]",
+                "CancellationReasons": [
+                    {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed", "Item": current(5)},
+                    {"Code": "None"}
+                ]
+            }),
+        ),
+        other => panic!("unexpected {other}"),
+    })
+    .await;
+    let reply = api
+        .call("PATCH", "/resources/r1")
+        .header("if-match", "\"1\"")
+        .json(json!({"status": "closed", "action": "close", "actor": "ada"}))
+        .send()
+        .await;
+    reply.assert_problem(412, &[]);
+    assert_eq!(reply.body["currentVersion"], 5);
+    assert_eq!(reply.header("etag"), Some("\"5\""));
 }

@@ -1,4 +1,4 @@
-//! The contract's conventions that every route shares: ../shared/API.md, "Conventions".
+//! The contract's conventions that every route shares: docs/API.md, "Conventions".
 
 use crate::both;
 use crate::harness::Api;
@@ -9,7 +9,6 @@ use singlet_functions::paging::CursorKey;
 both!(
     bodies_must_be_json_objects_under_64_kib,
     every_route_refuses_bodies_that_are_not_json_or_too_large,
-    undeclared_methods_are_404,
 );
 
 async fn bodies_must_be_json_objects_under_64_kib(api: Api) {
@@ -77,7 +76,10 @@ async fn every_route_refuses_bodies_that_are_not_json_or_too_large(api: Api) {
     }
 }
 
-async fn undeclared_methods_are_404(api: Api) {
+/// Over HTTP only: the direct mode has no front door to answer an undeclared route.
+#[tokio::test]
+async fn undeclared_methods_are_404() {
+    let api = Api::start(crate::harness::Mode::Http).await;
     for (method, path) in [
         ("PATCH", "/vehicles"),
         ("GET", "/vehicles"),
@@ -116,39 +118,11 @@ async fn an_unreachable_engine_is_503_with_retry_after() {
     }
 }
 
-/// An API whose engine answers every request with one canned DynamoDB error, through the SDK's
-/// own test HTTP client: for failures only real DynamoDB produces.
-async fn api_answered_by(error: serde_json::Value) -> Api {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    use aws_smithy_http_client::test_util::infallible_client_fn;
-    let http = infallible_client_fn(move |_| {
-        lambda_http::http::Response::builder()
-            .status(400)
-            .header("content-type", "application/x-amz-json-1.0")
-            .body(error.to_string())
-            .unwrap()
-    });
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
-        .endpoint_url("http://127.0.0.1:1")
-        .http_client(http)
-        .build();
-    let mut api = Api::start(crate::harness::Mode::Direct).await;
-    api.ctx = Ctx::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
-        "singlet",
-        CursorKey::random(),
-    );
-    api
-}
-
 /// A transaction cancelled for a reason other than a condition (`TransactionConflict`) is a
 /// `503`, never a `409`.
 #[tokio::test]
 async fn a_cancellation_for_another_reason_is_not_a_conflict() {
-    let api = api_answered_by(json!({
+    let api = Api::on_canned_engine(|_| (400, json!({
         "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
         "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict, None]",
         "CancellationReasons": [
@@ -156,7 +130,7 @@ async fn a_cancellation_for_another_reason_is_not_a_conflict() {
             {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
             {"Code": "None"}
         ]
-    }))
+    })))
     .await;
     let reply = api
         .post(
@@ -171,10 +145,15 @@ async fn a_cancellation_for_another_reason_is_not_a_conflict() {
 /// A read throttled past the SDK's retries is a `503` with `retry-after`.
 #[tokio::test]
 async fn a_throttled_read_is_503_with_retry_after() {
-    let api = api_answered_by(json!({
-        "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
-        "message": "Rate of requests exceeds the allowed throughput."
-    }))
+    let api = Api::on_canned_engine(|_| {
+        (
+            400,
+            json!({
+                "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+                "message": "Rate of requests exceeds the allowed throughput."
+            }),
+        )
+    })
     .await;
     let reply = api.get("/vehicles/v1").await;
     reply.assert_problem(503, &[]);

@@ -1,4 +1,4 @@
-//! The fleet registry: ../shared/API.md, "Fleet registry".
+//! The fleet registry: docs/API.md, "Fleet registry".
 
 use crate::both;
 use crate::harness::{Api, Mode, Reply, s};
@@ -270,4 +270,53 @@ async fn one_plate_raced_by_64_registrations_has_one_holder() {
                 .is_some()
         );
     }
+}
+
+/// Sixteen vehicles change to one plate at once: one gets it, the others keep theirs, and every
+/// lock still names the vehicle that has its plate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_plate_raced_by_16_changes_has_one_holder() {
+    let api = Api::start(Mode::Http).await;
+    let mut ids = Vec::new();
+    for i in 0..16 {
+        let reply = register(&api, &format!("OLD-{i}"), &format!("C-{i}")).await;
+        ids.push(reply.body["vehicleId"].as_str().unwrap().to_owned());
+    }
+    let replies = futures::future::join_all(ids.iter().map(|id| {
+        let api = api.clone();
+        let path = format!("/vehicles/{id}/plate");
+        async move { api.put(path, json!({"plate": " Wanted-1 "})).await }
+    }))
+    .await;
+    let winners: Vec<&Reply> = replies.iter().filter(|r| r.status == 200).collect();
+    assert_eq!(winners.len(), 1, "{replies:?}");
+    for reply in replies.iter().filter(|r| r.status != 200) {
+        reply.assert_problem(409, &[("plate", "taken")]);
+    }
+    let winner = winners[0].body["vehicleId"].as_str().unwrap();
+    let items = api.items().await;
+    let plates: Vec<_> = items
+        .iter()
+        .filter(|i| s(i, "PK").starts_with("PLATE#"))
+        .collect();
+    assert_eq!(plates.len(), 16, "one lock per vehicle, none left behind");
+    for lock in plates {
+        let id = s(lock, "vehicleId");
+        let vehicle = api
+            .item(&format!("VEHICLE#{id}"), &format!("VEHICLE#{id}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            format!("PLATE#{}", s(&vehicle, "plate")),
+            s(lock, "PK"),
+            "the lock names its holder"
+        );
+    }
+    assert_eq!(
+        s(
+            &api.item("PLATE#wanted-1", "PLATE#wanted-1").await.unwrap(),
+            "vehicleId"
+        ),
+        winner
+    );
 }

@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on every creating `POST`: ../shared/API.md, "Conventions".
+//! `Idempotency-Key` on every creating `POST`: docs/API.md, "Conventions".
 
 use crate::both;
 use crate::harness::{Api, Mode, Reply};
@@ -25,6 +25,7 @@ async fn post(api: &Api, path: &str, key: &str, body: Value) -> Reply {
 }
 
 both!(
+    a_forgotten_key_is_a_new_request,
     a_retry_returns_the_same_response_and_writes_nothing,
     the_same_key_with_another_body_is_422,
     keys_are_validated_and_scoped_to_their_route,
@@ -129,7 +130,7 @@ async fn a_spent_key_is_422(api: Api) {
         .table_name(&*api.ctx.table)
         .key("PK", record["PK"].clone())
         .key("SK", record["SK"].clone())
-        .update_expression("SET expiresAt = :past")
+        .update_expression("SET replayUntil = :past")
         .expression_attribute_values(":past", AttributeValue::N("1".into()))
         .send()
         .await
@@ -250,4 +251,45 @@ async fn every_creating_post_takes_an_idempotency_key() {
         .map(|r| r.path.to_owned())
         .collect();
     assert_eq!(covered, declared);
+}
+
+/// Once DynamoDB's TTL has deleted a record, its key is forgotten: a reuse is a new request.
+async fn a_forgotten_key_is_a_new_request(api: Api) {
+    let branch = json!({"branchId": "central", "name": "Central", "address": "1 Square", "city": "Springfield",
+        "phone": "1", "openingHours": "always"});
+    assert_eq!(
+        post(&api, VEHICLE, "old-key", vehicle("KA-11"))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        post(&api, "/branches", "old-key", branch.clone())
+            .await
+            .status,
+        201
+    );
+    for record in api.items_with_pk_prefix("IDEMPOTENCY#").await {
+        api.ctx
+            .db
+            .delete_item()
+            .table_name(&*api.ctx.table)
+            .key("PK", record["PK"].clone())
+            .key("SK", record["SK"].clone())
+            .send()
+            .await
+            .unwrap();
+    }
+    // The id derived from the key is still taken by the vehicle it made: the key is spent.
+    post(&api, VEHICLE, "old-key", vehicle("KA-11"))
+        .await
+        .assert_problem(422, &[]);
+    // A branch's transaction is the same request byte for byte (no timestamp in it), and
+    // DynamoDB still remembers its ClientRequestToken for 10 minutes: the token alone makes the
+    // retry a no-op that succeeds. (After those 10 minutes, with the record gone, it is `409`.)
+    let before = api.items().await.len();
+    let again = post(&api, "/branches", "old-key", branch).await;
+    assert_eq!(again.status, 201, "{again:?}");
+    assert_eq!(api.items().await.len(), before, "nothing new is written");
+    assert_eq!(api.items_with_pk_prefix("VEHICLE#").await.len(), 1);
 }

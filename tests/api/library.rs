@@ -1,4 +1,4 @@
-//! The library catalogue: ../shared/API.md, "Library" (branches, patrons, cards, books, copies,
+//! The library catalogue: docs/API.md, "Library" (branches, patrons, cards, books, copies,
 //! availability).
 
 use crate::both;

@@ -39,6 +39,10 @@ async fn start(args: &[&str]) -> (Running, String) {
             } else {
                 &["--mark-overdue-every", "0"][..]
             })
+            // What the shell running the tests has set must not steer the runner.
+            .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
+            .env_remove("TABLE_NAME")
+            .env_remove("CURSOR_KEY")
             // Any credentials do for a local engine, as for DynamoDB Local.
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
@@ -105,6 +109,8 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
 fn invoke_prints_the_functions_response() {
     let output = Command::new(env!("CARGO_BIN_EXE_singlet"))
         .current_dir(ROOT)
+        .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
+        .env_remove("TABLE_NAME")
         .args([
             "--in-memory",
             "invoke",
@@ -131,6 +137,8 @@ fn invoke_prints_the_functions_response() {
 
     let output = Command::new(env!("CARGO_BIN_EXE_singlet"))
         .current_dir(ROOT)
+        .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
+        .env_remove("TABLE_NAME")
         .args([
             "--in-memory",
             "invoke",
