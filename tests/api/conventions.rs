@@ -47,7 +47,36 @@ async fn bodies_must_be_json_objects_under_64_kib(api: Api) {
     )
     .await;
     assert_eq!(ok.status, 201, "{ok:?}");
-    assert_eq!(api.items().await.len(), 3);
+    // So is a `+json` type, and so is no content-type at all.
+    let vendor = post(
+        "application/vnd.singlet+json",
+        br#"{"plate":"P2","chassis":"C2","depot":"d"}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(vendor.status, 201, "{vendor:?}");
+    let bare = api
+        .call("POST", "/vehicles")
+        .raw_untyped(br#"{"plate":"P3","chassis":"C3","depot":"d"}"#.to_vec())
+        .send()
+        .await;
+    assert_eq!(bare.status, 201, "{bare:?}");
+    // Exactly 64 KiB is accepted; one byte more is not.
+    let padded = |len: usize| {
+        let head = r#"{"plate":"P4","chassis":"C4","depot":"d","pad":""#;
+        let mut body = head.to_owned();
+        body.push_str(&"x".repeat(len - head.len() - 2));
+        body.push_str(r#""}"#);
+        assert_eq!(body.len(), len);
+        body.into_bytes()
+    };
+    post("application/json", padded(64 * 1024 + 1))
+        .await
+        .assert_problem(413, &[]);
+    assert_eq!(
+        post("application/json", padded(64 * 1024)).await.status,
+        201
+    );
+    assert_eq!(api.items().await.len(), 12);
 }
 
 async fn every_route_refuses_bodies_that_are_not_json_or_too_large(api: Api) {

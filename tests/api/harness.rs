@@ -106,6 +106,12 @@ impl Call<'_> {
         self.header("content-type", content_type)
     }
 
+    /// A body sent with no `content-type` at all.
+    pub fn raw_untyped(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = Some(body.into());
+        self
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.retain(|(n, _)| n != name);
         self.headers.push((name.to_owned(), value.to_owned()));

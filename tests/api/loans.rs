@@ -448,7 +448,19 @@ async fn overdue_loans_are_listed_oldest_due_first(api: Api) {
     api.get("/branches/nowhere/overdue")
         .await
         .assert_problem(404, &[]);
-    // A return takes a loan out of the overdue index.
+    // An overdue loan is still an active loan of its patron.
+    let active = api.get(format!("/patrons/{standard}/checkouts")).await.body;
+    let first_active = active["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["checkoutId"] == first["checkoutId"]);
+    assert_eq!(first_active.unwrap()["status"], "overdue");
+    // A return takes a loan out of the overdue index and frees the patron's slot.
+    let before = n(
+        &patron_item(&api, "central", &standard).await,
+        "activeLoans",
+    );
     assert_eq!(
         api.post(loan_path(&first, "return"), json!({}))
             .await
@@ -459,6 +471,21 @@ async fn overdue_loans_are_listed_oldest_due_first(api: Api) {
         ids(&api.get("/branches/central/overdue").await.body),
         vec![id(&second), id(&renewed)]
     );
+    assert_eq!(
+        n(
+            &patron_item(&api, "central", &standard).await,
+            "activeLoans"
+        ),
+        before - 1
+    );
+    let returned = api
+        .item(
+            &format!("PATRON#{standard}"),
+            &format!("RETURNED#{}", id(&first)),
+        )
+        .await
+        .unwrap();
+    assert!(!returned.contains_key("GSI3PK"));
 }
 
 /// Every active loan is where the clock says: due before `now` means in the overdue index (and
