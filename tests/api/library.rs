@@ -943,3 +943,80 @@ async fn one_card_raced_by_32_registrations_has_one_holder() {
     );
     assert_eq!(s(patrons[0], "cardNumber"), "C-RACE");
 }
+
+/// Availability reads every page of its index query: with more available copies than one
+/// DynamoDB page holds (1 MB), each is still counted once. The copies' index entries are seeded
+/// straight into the table (the handler would take minutes to add 12,000 copies one by one);
+/// with long ids each key-only entry is about 300 bytes, so 12,000 span several pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn availability_counts_past_one_page_of_the_index() {
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    let api = Api::start(Mode::Direct).await;
+    branch(&api, "central").await;
+    book(&api, ISBN10).await;
+    let branches: Vec<String> = (0..3).map(|b| format!("b{b}-{}", "x".repeat(60))).collect();
+    let per_branch = 4_000;
+    let mut requests = Vec::new();
+    for (b, branch_id) in branches.iter().enumerate() {
+        for c in 0..per_branch {
+            let copy_id = format!("copy-{b}-{c}-{}", "y".repeat(40));
+            let item = std::collections::HashMap::from([
+                (
+                    "PK".to_owned(),
+                    AttributeValue::S(format!("BRANCH#{branch_id}")),
+                ),
+                (
+                    "SK".to_owned(),
+                    AttributeValue::S(format!("COPY#{copy_id}")),
+                ),
+                (
+                    "GSI2PK".to_owned(),
+                    AttributeValue::S(format!("BOOK#{ISBN13}")),
+                ),
+                (
+                    "GSI2SK".to_owned(),
+                    AttributeValue::S(format!("available#{branch_id}#{copy_id}")),
+                ),
+            ]);
+            requests.push(
+                WriteRequest::builder()
+                    .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
+                    .build(),
+            );
+        }
+    }
+    for batch in requests.chunks(25) {
+        api.ctx
+            .db
+            .batch_write_item()
+            .request_items(&*api.ctx.table, batch.to_vec())
+            .send()
+            .await
+            .unwrap();
+    }
+    // The index query itself spans several pages.
+    let first_page = api
+        .ctx
+        .db
+        .query()
+        .table_name(&*api.ctx.table)
+        .index_name("GSI2")
+        .key_condition_expression("GSI2PK = :pk")
+        .expression_attribute_values(":pk", AttributeValue::S(format!("BOOK#{ISBN13}")))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        first_page.last_evaluated_key.is_some(),
+        "the seed must span more than one page"
+    );
+    assert!(first_page.count < 3 * per_branch);
+
+    let reply = api.get(format!("/books/{ISBN13}/availability")).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let expected: Vec<Value> = branches
+        .iter()
+        .map(|b| json!({"branchId": b, "availableCopies": per_branch}))
+        .collect();
+    assert_eq!(reply.body["branches"], json!(expected));
+}
