@@ -215,9 +215,23 @@ pub struct Transaction<P> {
 /// How a transaction ended.
 pub enum Commit<P> {
     Done,
-    /// A retry of a request that already succeeded: its recorded response.
-    Replayed(Response<Body>),
     /// Conditions failed: the parts whose condition failed, with the item as it stood.
+    Cancelled(Cancelled<P>),
+}
+
+/// How a creating transaction ([`Transaction::commit_creating`]) ended.
+pub enum Creation<P> {
+    /// The response to send: this request's, or the one recorded for the first request with
+    /// its `Idempotency-Key`, byte for byte.
+    Created(Response<Body>),
+    /// Conditions failed: the parts whose condition failed, with the item as it stood.
+    Cancelled(Cancelled<P>),
+}
+
+/// What running a transaction found; only a transaction with an `Idempotency-Key` can replay.
+enum Outcome<P> {
+    Done,
+    Replayed(Response<Body>),
     Cancelled(Cancelled<P>),
 }
 
@@ -299,21 +313,36 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
         self
     }
 
-    /// Records `response` under the request's `Idempotency-Key` in the same transaction, and
-    /// uses the key's token as the `ClientRequestToken`.
-    pub fn idempotent(
-        mut self,
-        idempotency: Option<Idempotency>,
-        response: &Response<Body>,
-    ) -> Self {
-        if let Some(idempotency) = idempotency {
-            let record = idempotency.record(response);
-            self.idempotency = Some((idempotency, record));
+    pub async fn commit(self, ctx: &Ctx) -> Result<Commit<P>, ApiError> {
+        match self.run(ctx).await? {
+            Outcome::Done => Ok(Commit::Done),
+            Outcome::Cancelled(cancelled) => Ok(Commit::Cancelled(cancelled)),
+            // No record was put, so there is nothing to replay.
+            Outcome::Replayed(_) => Err(ApiError::Internal),
         }
-        self
     }
 
-    pub async fn commit(self, ctx: &Ctx) -> Result<Commit<P>, ApiError> {
+    /// Commits a creating `POST`: with an `Idempotency-Key`, `response` is recorded under it in
+    /// the same transaction and the key's token is the `ClientRequestToken`, so a retry gets the
+    /// first request's response back instead of a conflict.
+    pub async fn commit_creating(
+        mut self,
+        ctx: &Ctx,
+        idempotency: Option<Idempotency>,
+        response: Response<Body>,
+    ) -> Result<Creation<P>, ApiError> {
+        if let Some(idempotency) = idempotency {
+            let record = idempotency.record(&response);
+            self.idempotency = Some((idempotency, record));
+        }
+        Ok(match self.run(ctx).await? {
+            Outcome::Done => Creation::Created(response),
+            Outcome::Replayed(previous) => Creation::Created(previous),
+            Outcome::Cancelled(cancelled) => Creation::Cancelled(cancelled),
+        })
+    }
+
+    async fn run(self, ctx: &Ctx) -> Result<Outcome<P>, ApiError> {
         let mut items: Vec<TransactWriteItem> = self.parts.iter().map(|(_, i)| i.clone()).collect();
         let mut token = None;
         if let Some((idempotency, record)) = &self.idempotency {
@@ -336,7 +365,7 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
                         operation = "TransactWriteItems",
                         capacity, "consumed capacity"
                     );
-                    return Ok(Commit::Done);
+                    return Ok(Outcome::Done);
                 }
                 Err(err) => err,
             };
@@ -350,7 +379,7 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
                     // own condition is guard enough to run again without the token.
                     let (idempotency, _) = self.idempotency.as_ref().ok_or(ApiError::Internal)?;
                     if let Some(record) = ctx.get_item(&idempotency.record_key()).await? {
-                        return idempotency.replay(&record).map(Commit::Replayed);
+                        return idempotency.replay(&record).map(Outcome::Replayed);
                     }
                     token = None;
                 }
@@ -368,7 +397,7 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
         self,
         ctx: &Ctx,
         reasons: &[aws_sdk_dynamodb::types::CancellationReason],
-    ) -> Result<Commit<P>, ApiError> {
+    ) -> Result<Outcome<P>, ApiError> {
         let code = |i: usize| reasons.get(i).and_then(|r| r.code()).unwrap_or("None");
         if let Some((idempotency, _)) = &self.idempotency {
             let position = self.parts.len();
@@ -380,7 +409,7 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
                         .await?
                         .ok_or(ApiError::Unavailable)?,
                 };
-                return idempotency.replay(&record).map(Commit::Replayed);
+                return idempotency.replay(&record).map(Outcome::Replayed);
             }
         }
         let mut failed = Vec::new();
@@ -405,6 +434,6 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
             warn!(?reasons, "transaction cancelled without a reason");
             return Err(ApiError::Unavailable);
         }
-        Ok(Commit::Cancelled(Cancelled { failed }))
+        Ok(Outcome::Cancelled(Cancelled { failed }))
     }
 }

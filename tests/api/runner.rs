@@ -105,8 +105,8 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
     );
 }
 
-#[test]
-fn invoke_prints_the_functions_response() {
+/// `singlet --in-memory invoke <function> --event events/<function>.json`: what it printed.
+fn invoke(function: &str) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_singlet"))
         .current_dir(ROOT)
         .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
@@ -114,9 +114,9 @@ fn invoke_prints_the_functions_response() {
         .args([
             "--in-memory",
             "invoke",
-            "get-vehicle",
+            function,
             "--event",
-            "events/get-vehicle.json",
+            &format!("events/{function}.json"),
         ])
         .output()
         .unwrap();
@@ -125,7 +125,12 @@ fn invoke_prints_the_functions_response() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let response: Value = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn invoke_prints_the_functions_response() {
+    let response = invoke("get-vehicle");
     assert_eq!(
         response["statusCode"], 404,
         "an empty engine has no such vehicle"
@@ -135,20 +140,7 @@ fn invoke_prints_the_functions_response() {
         "application/problem+json"
     );
 
-    let output = Command::new(env!("CARGO_BIN_EXE_singlet"))
-        .current_dir(ROOT)
-        .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
-        .env_remove("TABLE_NAME")
-        .args([
-            "--in-memory",
-            "invoke",
-            "mark-overdue",
-            "--event",
-            "events/mark-overdue.json",
-        ])
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = invoke("mark-overdue");
     assert_eq!(report["complete"], true);
     assert_eq!(report["now"], "2026-11-29T18:15:00Z");
 }

@@ -7,7 +7,7 @@
 
 use super::{Account, MAX_DISPLAY_NAME_LEN, Part, Unique};
 use crate::clock;
-use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, new_id};
@@ -49,20 +49,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         );
     }
     match transaction
-        .idempotent(idempotency, &response)
-        .commit(ctx)
+        .commit_creating(ctx, idempotency, response)
         .await?
     {
-        Commit::Done => {
+        Creation::Created(response) => {
             tracing::info!(%account_id, "account created");
             Ok(response)
         }
-        Commit::Replayed(previous) => Ok(previous),
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Commit::Cancelled(cancelled) if cancelled.failed(Part::Account) => {
+        Creation::Cancelled(cancelled) if cancelled.failed(Part::Account) => {
             Err(idempotency::spent_key())
         }
-        Commit::Cancelled(cancelled) => Err(ApiError::conflict(
+        Creation::Cancelled(cancelled) => Err(ApiError::conflict(
             Unique::ALL
                 .into_iter()
                 .filter(|unique| cancelled.failed(Part::Lock(*unique)))

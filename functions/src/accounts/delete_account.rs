@@ -41,7 +41,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 tracing::info!(%account_id, "account deleted");
                 return Ok(no_content());
             }
-            Commit::Replayed(previous) => return Ok(previous),
             // Changed or deleted since we read it: read again (a deleted account is then 404).
             Commit::Cancelled(cancelled) if cancelled.failed(Part::Account) => {}
             Commit::Cancelled(_) => {

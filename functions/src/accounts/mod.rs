@@ -186,7 +186,6 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
                 }
                 return Ok(ok(&account));
             }
-            Commit::Replayed(previous) => return Ok(previous),
             Commit::Cancelled(cancelled) => {
                 let holder = cancelled
                     .old(Part::Lock(unique))

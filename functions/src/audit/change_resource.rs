@@ -117,7 +117,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             );
             Ok(state(&after))
         }
-        Commit::Replayed(previous) => Ok(previous),
         // Another change committed between our read and our write: its version, from ALL_OLD.
         Commit::Cancelled(cancelled) if cancelled.failed(Part::Current) => {
             match cancelled.old(Part::Current) {

@@ -9,7 +9,7 @@
 
 use super::{CREATE_ACTION, Event, MAX_TEXT_LEN, Resource, parse_status, with_etag};
 use crate::clock;
-use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::Idempotency;
@@ -66,21 +66,19 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ctx.put(item(&keys::resource_event(&resource_id, 1), &event))
                 .condition_expression(ABSENT),
         )
-        .idempotent(idempotency, &response)
-        .commit(ctx)
+        .commit_creating(ctx, idempotency, response)
         .await?;
 
     match commit {
-        Commit::Done => {
+        Creation::Created(response) => {
             tracing::info!(%resource_id, status = %resource.status, "resource created");
             Ok(response)
         }
-        Commit::Replayed(previous) => Ok(previous),
-        Commit::Cancelled(cancelled) if cancelled.failed(Part::Current) => Err(ApiError::conflict(
-            vec![FieldError::new("resourceId", Code::Taken)],
-        )),
+        Creation::Cancelled(cancelled) if cancelled.failed(Part::Current) => Err(
+            ApiError::conflict(vec![FieldError::new("resourceId", Code::Taken)]),
+        ),
         // An event without its `CURRENT`: nothing we write can leave one behind.
-        Commit::Cancelled(_) => {
+        Creation::Cancelled(_) => {
             tracing::error!(%resource_id, "a resource has events but no current state");
             Err(ApiError::Internal)
         }

@@ -72,7 +72,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 vehicle.plate = plate.to_string();
                 return Ok(ok(&vehicle));
             }
-            Commit::Replayed(previous) => return Ok(previous),
             Commit::Cancelled(cancelled) => {
                 let holder = cancelled
                     .old(Part::NewPlate)

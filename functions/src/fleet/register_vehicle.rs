@@ -7,7 +7,7 @@
 
 use super::{ChassisLock, MAX_DEPOT_LEN, PlateLock, Vehicle};
 use crate::clock;
-use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, new_id};
@@ -68,21 +68,19 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ctx.put(item(&keys::chassis_lock(&chassis), &chassis_lock))
                 .condition_expression(ABSENT),
         )
-        .idempotent(idempotency, &response)
-        .commit(ctx)
+        .commit_creating(ctx, idempotency, response)
         .await?;
 
     match commit {
-        Commit::Done => {
+        Creation::Created(response) => {
             tracing::info!(%vehicle_id, %plate, %chassis, "vehicle registered");
             Ok(response)
         }
-        Commit::Replayed(previous) => Ok(previous),
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Commit::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {
+        Creation::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {
             Err(idempotency::spent_key())
         }
-        Commit::Cancelled(cancelled) => Err(ApiError::conflict(
+        Creation::Cancelled(cancelled) => Err(ApiError::conflict(
             [(Part::Plate, "plate"), (Part::Chassis, "chassis")]
                 .into_iter()
                 .filter(|(part, _)| cancelled.failed(*part))

@@ -49,7 +49,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 tracing::info!(%vehicle_id, %plate, %chassis, "vehicle retired");
                 return Ok(no_content());
             }
-            Commit::Replayed(previous) => return Ok(previous),
             // Changed or retired since we read it: read again (a retired vehicle is then 404).
             Commit::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {}
             Commit::Cancelled(_) => {

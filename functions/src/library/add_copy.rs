@@ -12,7 +12,7 @@
 
 use super::{Book, Condition, Copy};
 use crate::clock;
-use crate::db::{ABSENT, Commit, Ctx, PRESENT, Transaction, item, with_index};
+use crate::db::{ABSENT, Creation, Ctx, PRESENT, Transaction, item, with_index};
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
 use crate::idempotency::{self, Idempotency, new_id};
@@ -76,20 +76,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ))
             .condition_expression(ABSENT),
         )
-        .idempotent(idempotency, &response)
-        .commit(ctx)
+        .commit_creating(ctx, idempotency, response)
         .await?;
 
     match commit {
-        Commit::Done => {
+        Creation::Created(response) => {
             tracing::info!(%copy_id, %branch_id, %isbn, "copy added");
             Ok(response)
         }
-        Commit::Replayed(previous) => Ok(previous),
-        Commit::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
+        Creation::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
             Err(ApiError::not_found("branch"))
         }
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Commit::Cancelled(_) => Err(idempotency::spent_key()),
+        Creation::Cancelled(_) => Err(idempotency::spent_key()),
     }
 }

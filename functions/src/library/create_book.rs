@@ -11,7 +11,7 @@ use super::{
     Book, FIRST_PUBLISH_YEAR, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_TITLE_LEN, PAGE_COUNT,
 };
 use crate::clock;
-use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::Idempotency;
@@ -59,17 +59,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ctx.put(item(&keys::book(&isbn), &book))
                 .condition_expression(ABSENT),
         )
-        .idempotent(idempotency, &response)
-        .commit(ctx)
+        .commit_creating(ctx, idempotency, response)
         .await?;
 
     match commit {
-        Commit::Done => {
+        Creation::Created(response) => {
             tracing::info!(%isbn, "book created");
             Ok(response)
         }
-        Commit::Replayed(previous) => Ok(previous),
-        Commit::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
+        Creation::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
             "isbn",
             Code::Taken,
         )])),

@@ -7,7 +7,7 @@
 //! retry gets the first response back instead of a `409` for its own branch.
 
 use super::{Branch, MAX_ADDRESS_LEN, MAX_NAME_LEN, MAX_OPENING_HOURS_LEN, MAX_PHONE_LEN};
-use crate::db::{ABSENT, Commit, Ctx, Transaction, item};
+use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::Idempotency;
@@ -50,17 +50,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ctx.put(item(&keys::branch(&branch_id), &branch))
                 .condition_expression(ABSENT),
         )
-        .idempotent(idempotency, &response)
-        .commit(ctx)
+        .commit_creating(ctx, idempotency, response)
         .await?;
 
     match commit {
-        Commit::Done => {
+        Creation::Created(response) => {
             tracing::info!(%branch_id, "branch created");
             Ok(response)
         }
-        Commit::Replayed(previous) => Ok(previous),
-        Commit::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
+        Creation::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
             "branchId",
             Code::Taken,
         )])),

@@ -13,7 +13,7 @@
 
 use super::{MAX_NAME_LEN, Patron, PatronCard, Tier};
 use crate::clock;
-use crate::db::{ABSENT, Commit, Ctx, PRESENT, Transaction, item, with_index};
+use crate::db::{ABSENT, Creation, Ctx, PRESENT, Transaction, item, with_index};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
 use crate::idempotency::{self, Idempotency, new_id};
@@ -84,24 +84,22 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ctx.put(item(&keys::card_lock(&card_number), &card))
                 .condition_expression(ABSENT),
         )
-        .idempotent(idempotency, &response)
-        .commit(ctx)
+        .commit_creating(ctx, idempotency, response)
         .await?;
 
     match commit {
-        Commit::Done => {
+        Creation::Created(response) => {
             tracing::info!(%patron_id, %branch_id, %card_number, "patron registered");
             Ok(response)
         }
-        Commit::Replayed(previous) => Ok(previous),
         // The branch first: a request at a branch that does not exist is a 404, whatever else.
-        Commit::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
+        Creation::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
             Err(ApiError::not_found("branch"))
         }
-        Commit::Cancelled(cancelled) if cancelled.failed(Part::Card) => Err(ApiError::conflict(
+        Creation::Cancelled(cancelled) if cancelled.failed(Part::Card) => Err(ApiError::conflict(
             vec![FieldError::new("cardNumber", Code::Taken)],
         )),
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Commit::Cancelled(_) => Err(idempotency::spent_key()),
+        Creation::Cancelled(_) => Err(idempotency::spent_key()),
     }
 }

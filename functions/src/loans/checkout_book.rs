@@ -10,7 +10,7 @@
 
 use super::{Checkout, LoanStatus};
 use crate::clock;
-use crate::db::{ABSENT, Commit, Ctx, Transaction, item, n, s, with_index};
+use crate::db::{ABSENT, Creation, Ctx, Transaction, item, n, s, with_index};
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
 use crate::idempotency::{self, Idempotency, new_id};
@@ -99,23 +99,21 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 .condition_expression("activeLoans < loanLimit")
                 .expression_attribute_values(":one", n(1)),
         )
-        .idempotent(idempotency, &response)
-        .commit(ctx)
+        .commit_creating(ctx, idempotency, response)
         .await?;
 
     match commit {
-        Commit::Done => {
+        Creation::Created(response) => {
             tracing::info!(%checkout_id, %patron_id, %copy_id, %due_date, "book checked out");
             Ok(response)
         }
-        Commit::Replayed(previous) => Ok(previous),
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Commit::Cancelled(cancelled)
+        Creation::Cancelled(cancelled)
             if cancelled.failed(Part::Loan) || cancelled.failed(Part::Unused) =>
         {
             Err(idempotency::spent_key())
         }
-        Commit::Cancelled(cancelled) => Err(ApiError::conflict(
+        Creation::Cancelled(cancelled) => Err(ApiError::conflict(
             [
                 (Part::Copy, "copyId", Code::Unavailable),
                 (Part::Patron, "patronId", Code::LimitReached),

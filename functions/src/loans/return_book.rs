@@ -87,7 +87,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 tracing::info!(%checkout_id, %patron_id, %copy_id, "book returned");
                 return Ok(ok(&returned));
             }
-            Commit::Replayed(previous) => return Ok(previous),
             // Returned or renewed since we read it: read again.
             Commit::Cancelled(cancelled) if cancelled.failed(Part::ActiveLoan) => {}
             Commit::Cancelled(cancelled) if cancelled.failed(Part::ReturnedLoan) => {
