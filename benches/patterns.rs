@@ -6,6 +6,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
+use singlet::auth::Authorizer;
 use singlet::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
@@ -14,6 +15,23 @@ use singlet_functions::routes::Route;
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 300;
+
+/// The runner's authorizer, and a token with every scope it grants.
+fn tokens() -> &'static (Authorizer, String) {
+    static TOKENS: std::sync::OnceLock<(Authorizer, String)> = std::sync::OnceLock::new();
+    TOKENS.get_or_init(|| {
+        let dir = std::env::temp_dir().join("singlet-bench-keys");
+        let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
+        let mut scopes: Vec<&str> = singlet_functions::routes::ROUTES
+            .iter()
+            .flat_map(|r| r.scopes.iter().copied())
+            .collect();
+        scopes.sort();
+        scopes.dedup();
+        let token = issuer.mint("bench", &scopes.join(" "), &Default::default(), 3600);
+        (authorizer, token)
+    })
+}
 
 /// The request API Gateway would hand the function, through the runner's own route matcher.
 fn request(
@@ -24,11 +42,16 @@ fn request(
 ) -> (&'static Route, lambda_http::Request) {
     let mut headers = axum::http::HeaderMap::new();
     headers.insert("content-type", "application/json".parse().unwrap());
+    headers.insert(
+        "authorization",
+        format!("Bearer {}", tokens().1).parse().unwrap(),
+    );
     for (name, value) in extra {
         headers.insert(*name, value.parse().unwrap());
     }
     let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
     front_door::lambda_request(
+        &tokens().0,
         &method.parse().unwrap(),
         &path.parse().unwrap(),
         &headers,

@@ -4,6 +4,7 @@
 //! handler the Lambda runs. A method or path the route table does not declare is API Gateway's
 //! own `404 {"message":"Not Found"}`.
 
+use crate::auth::{Authorizer, authorizer_context};
 use axum::body::{Body as AxumBody, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -15,17 +16,25 @@ use singlet_functions::Ctx;
 use singlet_functions::request::answer;
 use singlet_functions::routes::{self, Route};
 use std::collections::HashMap;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 
 /// API Gateway's own limit on an HTTP API request body.
 const GATEWAY_MAX_BODY: usize = 10 * 1024 * 1024;
 
-pub fn app(ctx: Ctx) -> axum::Router {
-    axum::Router::new().fallback(dispatch).with_state(ctx)
+/// What the front door serves with: the functions' context, and the authorizer it stands in for.
+#[derive(Clone)]
+pub struct Gateway {
+    pub ctx: Ctx,
+    pub authorizer: Arc<Authorizer>,
 }
 
-pub async fn serve(listener: TcpListener, ctx: Ctx) -> std::io::Result<()> {
-    axum::serve(listener, app(ctx)).await
+pub fn app(gateway: Gateway) -> axum::Router {
+    axum::Router::new().fallback(dispatch).with_state(gateway)
+}
+
+pub async fn serve(listener: TcpListener, gateway: Gateway) -> std::io::Result<()> {
+    axum::serve(listener, app(gateway)).await
 }
 
 fn gateway_message(status: StatusCode, message: &str) -> Response {
@@ -37,17 +46,22 @@ fn gateway_message(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
+async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let Ok(body) = to_bytes(body, GATEWAY_MAX_BODY).await else {
         return gateway_message(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large");
     };
-    let (route, lambda_request) =
-        match lambda_request(&parts.method, &parts.uri, &parts.headers, &body) {
-            Ok(found) => found,
-            Err(refused) => return refused.into_response(),
-        };
-    let answer = answer(&ctx, route, lambda_request).await;
+    let (route, lambda_request) = match lambda_request(
+        &gateway.authorizer,
+        &parts.method,
+        &parts.uri,
+        &parts.headers,
+        &body,
+    ) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
+    };
+    let answer = answer(&gateway.ctx, route, lambda_request).await;
     let mut response = into_axum(answer.response);
     // The local runner only: what the request cost, for a person with curl.
     if let Ok(value) = axum::http::HeaderValue::from_str(&format!(
@@ -60,9 +74,11 @@ async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
 }
 
 /// The route serving an HTTP request, and the request API Gateway would hand its function; or
-/// API Gateway's own answer when no route declares the method and path. The one route matcher
-/// of the runner, the tests and the benches.
+/// API Gateway's own answer when no route declares the method and path (`404`) or the token does
+/// not pass its authorizer (`401`, `403`). The one route matcher of the runner, the tests and
+/// the benches.
 pub fn lambda_request(
+    authorizer: &Authorizer,
     method: &axum::http::Method,
     uri: &axum::http::Uri,
     headers: &HeaderMap,
@@ -71,7 +87,9 @@ pub fn lambda_request(
     let Some((route, params)) = routes::find(method.as_str(), &segments(uri.path())) else {
         return Err(GatewayRefusal(StatusCode::NOT_FOUND, "Not Found"));
     };
-    let event = gateway_event(route, params, method, uri, headers, body);
+    let claims = authorizer.authorize(headers, route)?;
+    let mut event = gateway_event(route, params, method, uri, headers, body);
+    event["requestContext"]["authorizer"] = authorizer_context(&claims);
     match lambda_http::request::from_str(&event.to_string()) {
         Ok(request) => Ok((route, request)),
         Err(_) => Err(GatewayRefusal(StatusCode::BAD_REQUEST, "Bad Request")),

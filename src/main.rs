@@ -2,6 +2,7 @@
 //! lives under `.singlet/` and whose own endpoint is 127.0.0.1:8000.
 
 use clap::{Parser, Subcommand};
+use singlet::auth::Authorizer;
 use singlet::{engine, front_door, invoke};
 use singlet_functions::cursor::{CursorKeys, MIN_KEY_LEN};
 use singlet_functions::{Ctx, lambda::init_tracing_to, table::ensure_table};
@@ -26,6 +27,26 @@ struct Cli {
     /// How often `mark-overdue` runs, in seconds (0: never), as its EventBridge schedule does.
     #[arg(long, default_value_t = 900, global = true)]
     mark_overdue_every: u64,
+    #[command(flatten)]
+    tokens: TokenArgs,
+}
+
+/// Whose tokens the runner accepts: its own (signed with a key under `--key-dir`), or another
+/// issuer's (`--jwks`, `--issuer`, `--audience`, all three).
+#[derive(clap::Args)]
+struct TokenArgs {
+    /// Where the runner's own token-signing key is made on first use.
+    #[arg(long, default_value = ".singlet", global = true)]
+    key_dir: PathBuf,
+    /// Trust this issuer's JWKS file instead of the runner's own key.
+    #[arg(long, requires_all = ["issuer", "audience"], global = true)]
+    jwks: Option<PathBuf>,
+    /// The trusted issuer's `iss`.
+    #[arg(long, requires = "jwks", global = true)]
+    issuer: Option<String>,
+    /// The `aud` its tokens must carry.
+    #[arg(long, requires = "jwks", global = true)]
+    audience: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -66,6 +87,27 @@ enum Command {
         #[arg(long)]
         event: PathBuf,
     },
+    /// Print a bearer token that a runner started in this directory accepts.
+    Token {
+        /// The token's subject (`sub`).
+        #[arg(long, default_value = "local-user")]
+        sub: String,
+        /// Space-separated scopes, such as "fleet:write library:staff".
+        #[arg(long, default_value = "")]
+        scope: String,
+        /// Another claim, `name=value` (such as `patron_id=<id>`); repeatable.
+        #[arg(long, value_parser = parse_claim)]
+        claim: Vec<(String, String)>,
+        /// Seconds the token stays valid.
+        #[arg(long, default_value_t = 3600)]
+        ttl: i64,
+    },
+}
+
+fn parse_claim(raw: &str) -> Result<(String, String), String> {
+    raw.split_once('=')
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("{raw:?} is not name=value"))
 }
 
 #[tokio::main]
@@ -84,10 +126,23 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), String> {
-    let serve_engine = cli.command.is_none();
-    let ctx = connect(&cli.engine, serve_engine).await?;
     match cli.command {
+        Some(Command::Token {
+            sub,
+            scope,
+            claim,
+            ttl,
+        }) => {
+            let (_, issuer) = Authorizer::local(&cli.tokens.key_dir)?;
+            let extra = claim
+                .into_iter()
+                .map(|(name, value)| (name, value.into()))
+                .collect();
+            println!("{}", issuer.mint(&sub, &scope, &extra, ttl));
+            Ok(())
+        }
         Some(Command::Invoke { function, event }) => {
+            let ctx = connect(&cli.engine, false).await?;
             let event = std::fs::read_to_string(&event)
                 .map_err(|e| format!("cannot read {}: {e}", event.display()))?;
             let response = invoke::invoke(&ctx, &function, &event).await?;
@@ -95,6 +150,13 @@ async fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         None => {
+            let authorizer = match (&cli.tokens.jwks, &cli.tokens.issuer, &cli.tokens.audience) {
+                (Some(jwks), Some(issuer), Some(audience)) => {
+                    Authorizer::from_jwks(jwks, issuer, audience)?
+                }
+                _ => Authorizer::local(&cli.tokens.key_dir)?.0,
+            };
+            let ctx = connect(&cli.engine, true).await?;
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port));
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
@@ -104,8 +166,12 @@ async fn run(cli: Cli) -> Result<(), String> {
                 let every = std::time::Duration::from_secs(cli.mark_overdue_every);
                 tokio::spawn(invoke::schedule(ctx.clone(), every));
             }
+            let gateway = front_door::Gateway {
+                ctx,
+                authorizer: std::sync::Arc::new(authorizer),
+            };
             tokio::select! {
-                served = front_door::serve(listener, ctx) => served.map_err(|e| e.to_string()),
+                served = front_door::serve(listener, gateway) => served.map_err(|e| e.to_string()),
                 _ = tokio::signal::ctrl_c() => Ok(()),
             }
         }

@@ -91,6 +91,10 @@ pub enum ApiError {
     Unavailable,
     /// 500: a bug. The cause is logged where it happened, never sent.
     Internal,
+    /// 401: no verified caller. Rendered as API Gateway's own `{"message":"Unauthorized"}`.
+    Unauthorized,
+    /// 403: the caller's token lacks the route's scopes. API Gateway's `{"message":"Forbidden"}`.
+    Forbidden,
 }
 
 impl ApiError {
@@ -147,6 +151,8 @@ impl ApiError {
             ApiError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
         }
     }
 
@@ -162,6 +168,8 @@ impl ApiError {
             ApiError::PreconditionRequired => "precondition-required",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden => "forbidden",
         }
     }
 
@@ -182,12 +190,25 @@ impl ApiError {
             }
             ApiError::Unavailable => "the database is unavailable; retry shortly".into(),
             ApiError::Internal => "an unexpected error occurred".into(),
+            ApiError::Unauthorized => "Unauthorized".into(),
+            ApiError::Forbidden => "Forbidden".into(),
         }
     }
 
     /// Renders the problem document: the only place an error becomes a response.
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
+        if let ApiError::Unauthorized | ApiError::Forbidden = self {
+            // Exactly what API Gateway's authorizer answers, so a client sees one shape.
+            let body = serde_json::json!({ "message": self.detail() }).to_string();
+            let mut response = Response::new(Body::Text(body));
+            *response.status_mut() = status;
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return response;
+        }
         let errors = match &self {
             ApiError::BadRequest { errors, .. } | ApiError::Conflict { errors, .. } => {
                 errors.as_slice()

@@ -4,6 +4,7 @@
 //! shares is here once:
 //! - [`routes`]: the route table, every function declared once;
 //! - [`request`]: what happens to every request (body rules, metering, logging, errors);
+//! - [`claims`]: who is asking, and what they may reach;
 //! - [`error`]: the one error type and its problem documents;
 //! - [`http`]: bodies, fields, path parameters and responses;
 //! - [`store`]: the data layer, every DynamoDB request (reads, writes, transactions, locks,
@@ -13,6 +14,7 @@
 //! - [`context`]: the clients and configuration, read from the environment once;
 //! - [`lambda`]: what every Lambda binary runs.
 
+pub mod claims;
 pub mod clock;
 pub mod context;
 pub mod cursor;

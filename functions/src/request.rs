@@ -3,7 +3,9 @@
 //! the capacity it consumes, an error becomes its problem document, and one log line says how it
 //! went.
 
+use crate::claims::Principal;
 use crate::context::Ctx;
+use crate::error::ApiError;
 use crate::http::{ServedRoute, check_body};
 use crate::routes::Route;
 use crate::store::capacity::{Consumed, metered};
@@ -33,10 +35,22 @@ pub async fn answer(ctx: &Ctx, route: &'static Route, mut req: Request) -> Answe
         function: route.function,
         idempotent: route.idempotent,
     });
-    let span = info_span!("request", route = %route.key(), %request_id);
+    let principal = Principal::from_request(&req);
+    let subject = principal
+        .as_ref()
+        .map(|p| p.subject.clone())
+        .unwrap_or_default();
+    let span = info_span!("request", route = %route.key(), %request_id, %subject);
     async move {
         let started = Instant::now();
-        let (outcome, consumed) = metered(async {
+        let (outcome, consumed) = metered(async move {
+            // The authorizer has already checked both; a function deployed without it, or
+            // reached around it, still serves no one it should not.
+            match &principal {
+                None => return Err(ApiError::Unauthorized),
+                Some(p) if !p.has_any_scope(route.scopes) => return Err(ApiError::Forbidden),
+                Some(p) => req.extensions_mut().insert(p.clone()),
+            };
             check_body(&req)?;
             (route.handler)(ctx, req).await
         })

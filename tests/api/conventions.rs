@@ -198,7 +198,8 @@ async fn a_malformed_host_header_is_answered() {
     for host in ["a b", "x:99999", "[::1"] {
         let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
         let request = format!(
-            "GET /vehicles/v1 HTTP/1.1\r\nHost: {host}\r\nx-forwarded-proto: 1\r\nConnection: close\r\n\r\n"
+            "GET /vehicles/v1 HTTP/1.1\r\nHost: {host}\r\nx-forwarded-proto: 1\r\nauthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            api.token
         );
         stream.write_all(request.as_bytes()).await.unwrap();
         let mut response = String::new();

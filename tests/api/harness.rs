@@ -8,12 +8,14 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::Body;
 use serde_json::Value;
+use singlet::auth::{Authorizer, LocalIssuer};
 use singlet::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::request::respond;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::{Arc, OnceLock};
 
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -26,6 +28,9 @@ pub enum Mode {
 #[derive(Clone)]
 pub struct Api {
     pub ctx: Ctx,
+    /// The bearer token every call carries unless it says otherwise: every scope, subject
+    /// `tester`.
+    pub token: String,
     pub mode: Mode,
     pub base: String,
     http: reqwest::Client,
@@ -112,6 +117,12 @@ impl Call<'_> {
         self
     }
 
+    /// No `authorization` header at all.
+    pub fn anonymous(mut self) -> Self {
+        self.headers.retain(|(n, _)| n != "authorization");
+        self
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.retain(|(n, _)| n != name);
         self.headers.push((name.to_owned(), value.to_owned()));
@@ -134,6 +145,36 @@ impl Call<'_> {
     }
 }
 
+/// Every scope of the route table.
+pub fn all_scopes() -> String {
+    let mut scopes: Vec<&str> = singlet_functions::routes::ROUTES
+        .iter()
+        .flat_map(|r| r.scopes.iter().copied())
+        .collect();
+    scopes.sort();
+    scopes.dedup();
+    scopes.join(" ")
+}
+
+/// The runner's authorizer and issuer, their key made once for every test process.
+pub fn tokens() -> &'static (Arc<Authorizer>, LocalIssuer) {
+    static TOKENS: OnceLock<(Arc<Authorizer>, LocalIssuer)> = OnceLock::new();
+    TOKENS.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys");
+        let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
+        (Arc::new(authorizer), issuer)
+    })
+}
+
+/// A token from the runner's issuer.
+pub fn token(subject: &str, scopes: &str, claims: &[(&str, &str)]) -> String {
+    let extra = claims
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), Value::from(*value)))
+        .collect();
+    tokens().1.mint(subject, scopes, &extra, 600)
+}
+
 impl Api {
     pub async fn start(mode: Mode) -> Api {
         let (client, _) = engine::start_in_memory("singlet").await;
@@ -142,9 +183,14 @@ impl Api {
             .await
             .unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(front_door::serve(listener, ctx.clone()));
+        let gateway = front_door::Gateway {
+            ctx: ctx.clone(),
+            authorizer: tokens().0.clone(),
+        };
+        tokio::spawn(front_door::serve(listener, gateway));
         Api {
             ctx,
+            token: token("tester", &all_scopes(), &[]),
             mode,
             base,
             http: reqwest::Client::new(),
@@ -193,8 +239,16 @@ impl Api {
             api: self,
             method,
             path: path.into(),
-            headers: Vec::new(),
+            headers: vec![("authorization".into(), format!("Bearer {}", self.token))],
             body: None,
+        }
+    }
+
+    /// The same API, calling with another token.
+    pub fn as_token(&self, token: String) -> Api {
+        Api {
+            token,
+            ..self.clone()
         }
     }
 
@@ -230,17 +284,21 @@ impl Api {
             );
         }
         let (route, request) = match front_door::lambda_request(
+            &tokens().0,
             &method.parse().unwrap(),
             &path.parse().unwrap(),
             &header_map,
             &body.unwrap_or_default(),
         ) {
             Ok(found) => found,
-            Err(_) => {
+            Err(refused) => {
                 return Reply {
-                    status: 404,
-                    headers: HashMap::new(),
-                    body: serde_json::json!({"message": "Not Found"}),
+                    status: refused.0.as_u16(),
+                    headers: HashMap::from([(
+                        "content-type".to_owned(),
+                        "application/json".to_owned(),
+                    )]),
+                    body: serde_json::json!({"message": refused.1}),
                 };
             }
         };

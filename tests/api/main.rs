@@ -3,10 +3,12 @@
 //! the handler and end to end through the local runner's HTTP front door; races with real
 //! concurrent requests; the events in `events/` replayed; `template.yaml` kept equal to the code.
 
+mod fixtures;
 mod harness;
 
 mod accounts;
 mod audit;
+mod auth;
 mod conventions;
 mod events;
 mod fleet;

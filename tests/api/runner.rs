@@ -3,6 +3,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -26,6 +27,18 @@ impl Drop for Running {
     }
 }
 
+/// A client carrying a token (every scope) that the runner, started with the tests' key
+/// directory, accepts.
+fn client() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let token = crate::harness::token("tester", &crate::harness::all_scopes(), &[]);
+    headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}
+
 /// Starts the runner with `args` on a free API port; returns it and the API's base URL once it
 /// answers.
 async fn start(args: &[&str]) -> (Running, String) {
@@ -33,6 +46,8 @@ async fn start(args: &[&str]) -> (Running, String) {
     let runner = Running(
         Command::new(env!("CARGO_BIN_EXE_singlet"))
             .args(["--port", &port.to_string()])
+            .arg("--key-dir")
+            .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"))
             .args(args)
             .args(if args.contains(&"--mark-overdue-every") {
                 &[][..]
@@ -54,7 +69,12 @@ async fn start(args: &[&str]) -> (Running, String) {
     );
     let base = format!("http://127.0.0.1:{port}");
     for _ in 0..100 {
-        if reqwest::get(format!("{base}/vehicles/none")).await.is_ok() {
+        if client()
+            .get(format!("{base}/vehicles/none"))
+            .send()
+            .await
+            .is_ok()
+        {
             return (runner, base);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -66,7 +86,7 @@ async fn start(args: &[&str]) -> (Running, String) {
 async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
     let engine_port = free_port();
     let (_runner, base) = start(&["--in-memory", "--engine-port", &engine_port.to_string()]).await;
-    let http = reqwest::Client::new();
+    let http = client();
 
     let created = http
         .post(format!("{base}/vehicles"))
@@ -158,7 +178,7 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
     let vehicle_id = {
         let (_runner, base) =
             start(&["--data", data, "--engine-port", &free_port().to_string()]).await;
-        let created = reqwest::Client::new()
+        let created = client()
             .post(format!("{base}/vehicles"))
             .json(&body)
             .send()
@@ -172,14 +192,16 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
     };
     let engine_port = free_port();
     let (_first, base) = start(&["--data", data, "--engine-port", &engine_port.to_string()]).await;
-    let kept = reqwest::get(format!("{base}/vehicles/{vehicle_id}"))
+    let kept = client()
+        .get(format!("{base}/vehicles/{vehicle_id}"))
+        .send()
         .await
         .unwrap();
     assert_eq!(kept.status(), 200, "the data outlives the runner");
 
     let endpoint = format!("http://127.0.0.1:{engine_port}");
     let (_second, other) = start(&["--endpoint", &endpoint, "--table", "other"]).await;
-    let created = reqwest::Client::new()
+    let created = client()
         .post(format!("{other}/vehicles"))
         .json(&body)
         .send()
@@ -211,7 +233,7 @@ async fn the_runner_runs_mark_overdue_on_its_schedule() {
         "1",
     ];
     let (_runner, base) = start(&args).await;
-    let http = reqwest::Client::new();
+    let http = client();
     let post = |path: &str, body: Value| http.post(format!("{base}{path}")).json(&body).send();
     let branch = json!({"branchId": "central", "name": "Central", "address": "1 Square", "city": "Springfield",
         "phone": "1", "openingHours": "always"});
@@ -264,7 +286,9 @@ async fn the_runner_runs_mark_overdue_on_its_schedule() {
         .await
         .unwrap();
     for _ in 0..50 {
-        let overdue: Value = reqwest::get(format!("{base}/branches/central/overdue"))
+        let overdue: Value = client()
+            .get(format!("{base}/branches/central/overdue"))
+            .send()
             .await
             .unwrap()
             .json()

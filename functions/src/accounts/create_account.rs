@@ -5,7 +5,8 @@
 //! are), read from the cancellation by part, never by index. Safe to retry with
 //! `Idempotency-Key`.
 
-use super::{Account, MAX_DISPLAY_NAME_LEN, Part, Unique, UniqueValue};
+use super::{Account, AccountRow, MAX_DISPLAY_NAME_LEN, Part, Unique, UniqueValue};
+use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
@@ -37,8 +38,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     let mut transaction = Transaction::new().put(
         Part::Account,
-        ctx.put(item(&keys::account(&account_id), &account))
-            .condition_expression(ABSENT),
+        ctx.put(item(
+            &keys::account(&account_id),
+            &AccountRow {
+                account: account.clone(),
+                owner: principal(&req).subject.clone(),
+            },
+        ))
+        .condition_expression(ABSENT),
     );
     for value in [UniqueValue::Email(email), UniqueValue::Username(username)] {
         transaction = transaction.put(

@@ -17,7 +17,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (account_id,) = (path_id(&req, "accountId"),).all_valid()?;
 
     for _ in 0..MAX_ATTEMPTS {
-        let account = load(ctx, &account_id).await?;
+        let account = load(ctx, &req, &account_id).await?;
         let mut transaction = Transaction::new().delete(
             Part::Account,
             ctx.delete(&keys::account(&account_id))

@@ -6,5 +6,5 @@ use lambda_http::Request;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (account_id,) = (path_id(&req, "accountId"),).all_valid()?;
-    Ok(ok(&super::load(ctx, &account_id).await?))
+    Ok(ok(&super::load(ctx, &req, &account_id).await?))
 }

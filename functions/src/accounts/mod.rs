@@ -12,6 +12,7 @@ pub mod create_account;
 pub mod delete_account;
 pub mod get_account;
 
+use crate::claims::principal;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
@@ -29,6 +30,19 @@ pub struct Account {
     pub username: Username,
     pub display_name: Option<String>,
     pub created_at: i64,
+}
+
+/// The stored account: the account, and the subject (the token's `sub`) that created and owns
+/// it. The owner is never part of an answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountRow {
+    #[serde(flatten)]
+    pub account: Account,
+    /// Empty for an account no subject owns (made before accounts had owners): only
+    /// `accounts:admin` reaches it.
+    #[serde(default)]
+    pub owner: String,
 }
 
 /// A lock item: which account holds a unique value.
@@ -135,10 +149,13 @@ pub const HOLDER: &str = "accountId";
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 pub const MAX_ATTEMPTS: usize = 3;
 
-/// One strongly consistent read of an account, or `404`.
-pub async fn load(ctx: &Ctx, account_id: &Id) -> Result<Account, ApiError> {
-    ctx.get(&keys::account(account_id))
+/// One strongly consistent read of an account the caller may reach, or `404`: another subject's
+/// account is answered as if it did not exist.
+pub async fn load(ctx: &Ctx, req: &Request, account_id: &Id) -> Result<Account, ApiError> {
+    ctx.get::<AccountRow>(&keys::account(account_id))
         .await?
+        .filter(|row| principal(req).may_reach_account(&row.owner))
+        .map(|row| row.account)
         .ok_or_else(|| ApiError::not_found("account"))
 }
 
@@ -156,7 +173,7 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
         .all_valid()?;
 
     for _ in 0..MAX_ATTEMPTS {
-        let mut account = load(ctx, &account_id).await?;
+        let mut account = load(ctx, &req, &account_id).await?;
         let old = value.current(&account);
         if old == value {
             return Ok(ok(&account));

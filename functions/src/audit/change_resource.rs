@@ -1,4 +1,4 @@
-//! `PATCH /resources/{resourceId}` `{status, action, actor}` with `if-match: "<version>"` →
+//! `PATCH /resources/{resourceId}` `{status, action}` with `if-match: "<version>"` →
 //! `200` the new state with its `etag`; `404`; `428` without `if-match`; `412` when the version
 //! is not the current one, the body naming the current version (`currentVersion`, and its
 //! `etag`).
@@ -24,6 +24,7 @@
 //! naming the version it produced).
 
 use super::{Event, MAX_TEXT_LEN, Resource, load, parse_status, state};
+use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
@@ -42,11 +43,10 @@ enum Part {
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
-    let (resource_id, status, action, actor, expected) = (
+    let (resource_id, status, action, expected) = (
         path_id(&req, "resourceId"),
         body.required("status", parse_status),
         body.text("action", MAX_TEXT_LEN),
-        body.text("actor", MAX_TEXT_LEN),
         if_match(&req, MAX_VERSION),
     )
         .all_valid()?;
@@ -77,7 +77,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let event = Event {
         sequence: next,
         action,
-        actor,
+        actor: principal(&req).subject.clone(),
         at: now,
         from_status: Some(before.status.clone()),
         to_status: status,

@@ -1,4 +1,4 @@
-//! `POST /resources` `{resourceId, status, actor}` → `201` state, `etag: "1"`,
+//! `POST /resources` `{resourceId, status}` → `201` state, `etag: "1"`,
 //! `location: /resources/{resourceId}`.
 //!
 //! One `TransactWriteItems`: `CURRENT` at version 1 and `EVENT#…1` (action `create`,
@@ -7,7 +7,8 @@
 //! `Idempotency-Key`: the id is the client's, so a retry names the same resource and gets the
 //! first response back.
 
-use super::{CREATE_ACTION, Event, MAX_TEXT_LEN, Resource, parse_status, with_etag};
+use super::{CREATE_ACTION, Event, Resource, parse_status, with_etag};
+use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
@@ -26,10 +27,9 @@ enum Part {
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
-    let (resource_id, status, actor) = (
+    let (resource_id, status) = (
         body.required("resourceId", Id::parse),
         body.required("status", parse_status),
-        body.text("actor", MAX_TEXT_LEN),
     )
         .all_valid()?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
@@ -44,7 +44,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let event = Event {
         sequence: 1,
         action: CREATE_ACTION.into(),
-        actor,
+        actor: principal(&req).subject.clone(),
         at: now,
         from_status: None,
         to_status: status,

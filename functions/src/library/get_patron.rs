@@ -4,11 +4,16 @@
 //! GSI1 (`PATRON#<patronId>`, projecting the whole row) finds it. Index reads are eventually
 //! consistent: on AWS a patron registered a moment ago can briefly be `404` here.
 
+use crate::claims::principal;
 use crate::context::Ctx;
+use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use lambda_http::Request;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (patron_id,) = (path_id(&req, "patronId"),).all_valid()?;
+    if !principal(&req).may_reach_patron(&patron_id) {
+        return Err(ApiError::not_found("patron"));
+    }
     Ok(ok(&super::find_patron(ctx, &patron_id).await?))
 }

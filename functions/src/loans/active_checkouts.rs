@@ -8,7 +8,9 @@
 //! one GSI1 read only when the first page is empty.
 
 use super::Checkout;
+use crate::claims::principal;
 use crate::context::Ctx;
+use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, path_id};
 use crate::library::find_patron;
 use crate::paging::Page;
@@ -18,6 +20,9 @@ use singlet_shared::keys;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (patron_id,) = (path_id(&req, "patronId"),).all_valid()?;
+    if !principal(&req).may_reach_patron(&patron_id) {
+        return Err(ApiError::not_found("patron"));
+    }
     let partition = keys::patron_loans_partition(&patron_id);
     let page = Page::from_request(ctx, &req, &partition)?;
     let query = Query::table(partition).sort_begins_with(keys::CHECKOUT_PREFIX);

@@ -12,6 +12,7 @@
 //! after a lost response gets the first answer instead of a second renewal.
 
 use super::{Checkout, LoanStatus, MAX_ATTEMPTS, MAX_RENEWALS, load_active, renew};
+use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
@@ -27,6 +28,9 @@ struct Renewal;
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (patron_id, checkout_id) =
         (path_id(&req, "patronId"), path_id(&req, "checkoutId")).all_valid()?;
+    if !principal(&req).may_reach_patron(&patron_id) {
+        return Err(ApiError::not_found("checkout"));
+    }
     let idempotency = Idempotency::from_request(ctx, &req, &serde_json::Value::Null)?;
     if let Some(first) = idempotency::recorded(ctx, idempotency.as_ref()).await? {
         return Ok(first);

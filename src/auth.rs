@@ -1,0 +1,230 @@
+//! The local runner's stand-in for API Gateway's JWT authorizer: it checks a bearer token exactly
+//! as the authorizer does (signature, `alg`, `iss`, `aud`, `exp`, `nbf`, then the route's scopes)
+//! and answers what API Gateway answers (`401 {"message":"Unauthorized"}`,
+//! `403 {"message":"Forbidden"}`); a valid token's claims go to the function in
+//! `requestContext.authorizer.jwt`, as on AWS.
+//!
+//! By default the runner is its own issuer: an RSA key made under `.singlet/` on first use signs
+//! the tokens `cargo run -- token` prints. It can trust another issuer instead (its JWKS file,
+//! issuer and audience), so a team's own identity provider's tokens work locally too. The Lambda
+//! binaries link none of this: on AWS the authorizer has checked the token before they run.
+
+use crate::front_door::GatewayRefusal;
+use axum::http::{HeaderMap, StatusCode, header};
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey, LineEnding};
+use serde_json::{Map, Value};
+use singlet_functions::routes::Route;
+use std::path::Path;
+
+/// The local issuer's `iss` and `aud`.
+pub const LOCAL_ISSUER: &str = "https://singlet.local";
+pub const LOCAL_AUDIENCE: &str = "singlet";
+/// The local signing key's file under the key directory.
+const KEY_FILE: &str = "token-signing-key.pem";
+/// API Gateway's JWT authorizers take RSA-signed tokens.
+const ALGORITHM: Algorithm = Algorithm::RS256;
+
+/// A verified token's claims, as the authorizer hands them to the function.
+pub type Claims = Map<String, Value>;
+
+enum Keys {
+    /// The runner's own key.
+    Local { kid: String, key: DecodingKey },
+    /// Another issuer's published keys.
+    Jwks(JwkSet),
+}
+
+/// Checks tokens for one issuer and audience.
+pub struct Authorizer {
+    issuer: String,
+    audience: String,
+    keys: Keys,
+}
+
+/// Signs tokens as the local issuer.
+pub struct LocalIssuer {
+    kid: String,
+    key: EncodingKey,
+}
+
+fn unauthorized() -> GatewayRefusal {
+    GatewayRefusal(StatusCode::UNAUTHORIZED, "Unauthorized")
+}
+
+impl Authorizer {
+    /// The runner as its own issuer, its key under `dir` (made on first use).
+    pub fn local(dir: &Path) -> Result<(Self, LocalIssuer), String> {
+        let path = dir.join(KEY_FILE);
+        let private = match std::fs::read_to_string(&path) {
+            Ok(pem) => rsa::RsaPrivateKey::from_pkcs8_pem(&pem)
+                .map_err(|e| format!("{} is not an RSA key: {e}", path.display()))?,
+            Err(_) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                let key = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 2048)
+                    .map_err(|e| format!("cannot make a signing key: {e}"))?;
+                let pem = key
+                    .to_pkcs8_pem(LineEnding::LF)
+                    .map_err(|e| format!("cannot encode the signing key: {e}"))?;
+                write_private(&path, pem.as_bytes())?;
+                key
+            }
+        };
+        let private_pem = private
+            .to_pkcs8_pem(LineEnding::LF)
+            .map_err(|e| e.to_string())?;
+        let public_pem = private
+            .to_public_key()
+            .to_public_key_pem(LineEnding::LF)
+            .map_err(|e| e.to_string())?;
+        let kid = {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(public_pem.as_bytes());
+            digest[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let authorizer = Self {
+            issuer: LOCAL_ISSUER.into(),
+            audience: LOCAL_AUDIENCE.into(),
+            keys: Keys::Local {
+                kid: kid.clone(),
+                key: DecodingKey::from_rsa_pem(public_pem.as_bytes()).map_err(|e| e.to_string())?,
+            },
+        };
+        let issuer = LocalIssuer {
+            kid,
+            key: EncodingKey::from_rsa_pem(private_pem.as_bytes()).map_err(|e| e.to_string())?,
+        };
+        Ok((authorizer, issuer))
+    }
+
+    /// Another issuer: its JWKS (a file of its published keys), `iss` and `aud`.
+    pub fn from_jwks(jwks: &Path, issuer: &str, audience: &str) -> Result<Self, String> {
+        let text = std::fs::read_to_string(jwks)
+            .map_err(|e| format!("cannot read {}: {e}", jwks.display()))?;
+        let keys: JwkSet = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a JWKS: {e}", jwks.display()))?;
+        Ok(Self {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            keys: Keys::Jwks(keys),
+        })
+    }
+
+    /// The claims of the request's bearer token if it is valid and holds one of `route`'s
+    /// scopes; API Gateway's `401` or `403` otherwise.
+    pub fn authorize(&self, headers: &HeaderMap, route: &Route) -> Result<Claims, GatewayRefusal> {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, token) = v.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            })
+            .ok_or_else(unauthorized)?;
+        let claims = self.verify(token).ok_or_else(unauthorized)?;
+        let scopes = scopes(&claims);
+        if !route.scopes.iter().any(|s| scopes.iter().any(|t| t == s)) {
+            return Err(GatewayRefusal(StatusCode::FORBIDDEN, "Forbidden"));
+        }
+        Ok(claims)
+    }
+
+    fn verify(&self, token: &str) -> Option<Claims> {
+        // `alg: none`, or any algorithm but the issuer's, never verifies.
+        let header = jsonwebtoken::decode_header(token).ok()?;
+        if header.alg != ALGORITHM {
+            return None;
+        }
+        let key = match &self.keys {
+            Keys::Local { kid, key } => {
+                if header.kid.as_deref().is_some_and(|k| k != kid) {
+                    return None;
+                }
+                key.clone()
+            }
+            Keys::Jwks(set) => DecodingKey::from_jwk(set.find(header.kid.as_deref()?)?).ok()?,
+        };
+        let mut validation = Validation::new(ALGORITHM);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.leeway = 0;
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).ok()?;
+        Some(data.claims)
+    }
+}
+
+/// The token's scopes: its `scope` claim (OAuth 2.0, space-separated) or `scp` list.
+pub fn scopes(claims: &Claims) -> Vec<String> {
+    match (claims.get("scope"), claims.get("scp")) {
+        (Some(Value::String(scope)), _) => scope.split_whitespace().map(str::to_owned).collect(),
+        (_, Some(Value::Array(list))) => list
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `requestContext.authorizer` as API Gateway builds it: every claim as a string, and the scopes.
+pub fn authorizer_context(claims: &Claims) -> Value {
+    let strings: Map<String, Value> = claims
+        .iter()
+        .map(|(name, value)| {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (name.clone(), Value::String(text))
+        })
+        .collect();
+    serde_json::json!({ "jwt": { "claims": strings, "scopes": scopes(claims) } })
+}
+
+impl LocalIssuer {
+    /// A token for `subject` with `scopes`, `extra` claims, valid for `ttl_seconds` from now.
+    pub fn mint(&self, subject: &str, scopes: &str, extra: &Claims, ttl_seconds: i64) -> String {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let mut claims = extra.clone();
+        claims.insert("iss".into(), LOCAL_ISSUER.into());
+        claims.insert("aud".into(), LOCAL_AUDIENCE.into());
+        claims.insert("sub".into(), subject.into());
+        claims.insert("scope".into(), scopes.into());
+        claims.insert("iat".into(), now.into());
+        claims.insert("nbf".into(), now.into());
+        claims.insert("exp".into(), (now + ttl_seconds).into());
+        self.sign(&claims)
+    }
+
+    /// Signs `claims` as they are (tests make expired, future and foreign tokens with it).
+    pub fn sign(&self, claims: &Claims) -> String {
+        let mut header = Header::new(ALGORITHM);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.key).expect("RSA signing does not fail")
+    }
+}
+
+/// Writes a private key readable by its owner only, whole or not at all (a temporary file
+/// renamed into place, so a second process never reads half a key).
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let mut file = options.open(&temporary).map_err(failed)?;
+    file.write_all(bytes).map_err(failed)?;
+    std::fs::rename(&temporary, path).map_err(failed)
+}

@@ -1,0 +1,254 @@
+//! Authentication and authorization (docs/API.md, "Authentication and authorization"): every
+//! route refuses a missing or invalid token with API Gateway's `401`, a token without the
+//! route's scope with its `403`, and the handlers keep accounts to their owners and patron tokens
+//! to their own patron.
+
+use crate::both;
+use crate::fixtures::{lend, library, patron};
+use crate::harness::{Api, Reply, token, tokens};
+use serde_json::{Map, Value, json};
+use singlet::auth::{LOCAL_AUDIENCE, LOCAL_ISSUER};
+use singlet_functions::routes::ROUTES;
+
+both!(
+    every_route_refuses_every_bad_token,
+    every_route_checks_its_scopes,
+    an_account_is_its_owners,
+    a_patron_token_reaches_its_own_patron_only,
+    the_audit_actor_is_the_tokens_subject,
+);
+
+/// A path that fits `template`, with a plausible value for each parameter.
+fn sample_path(template: &str) -> String {
+    template
+        .split('/')
+        .map(|part| match part {
+            "{isbn}" => "9780306406157",
+            "{plate}" | "{chassis}" | "{cardNumber}" => "ka19",
+            "{email}" => "ada@example.com",
+            "{username}" => "ada",
+            p if p.starts_with('{') => "x1",
+            p => p,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+async fn call(api: &Api, method: &'static str, path: &str, bearer: Option<&str>) -> Reply {
+    let mut call = api.call(method, path).anonymous();
+    if let Some(bearer) = bearer {
+        call = call.header("authorization", &format!("Bearer {bearer}"));
+    }
+    if method != "GET" && method != "DELETE" {
+        call = call.json(json!({}));
+    }
+    call.send().await
+}
+
+fn claims(overrides: &[(&str, Value)]) -> Map<String, Value> {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let mut claims = Map::new();
+    claims.insert("iss".into(), LOCAL_ISSUER.into());
+    claims.insert("aud".into(), LOCAL_AUDIENCE.into());
+    claims.insert("sub".into(), "mallory".into());
+    claims.insert("scope".into(), crate::harness::all_scopes().into());
+    claims.insert("nbf".into(), (now - 5).into());
+    claims.insert("exp".into(), (now + 600).into());
+    for (name, value) in overrides {
+        claims.insert((*name).into(), value.clone());
+    }
+    claims
+}
+
+fn signed(overrides: &[(&str, Value)]) -> String {
+    tokens().1.sign(&claims(overrides))
+}
+
+async fn every_route_refuses_every_bad_token(api: Api) {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let good = signed(&[]);
+    let (header, rest) = good.split_once('.').unwrap();
+    let (payload, signature) = rest.split_once('.').unwrap();
+    let mut tampered = signature.to_owned();
+    tampered.replace_range(
+        ..4,
+        if &signature[..4] == "AAAA" {
+            "BBBB"
+        } else {
+            "AAAA"
+        },
+    );
+    use base64::Engine;
+    let none_header =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#);
+    let bad: Vec<(&str, Option<String>)> = vec![
+        ("no token", None),
+        ("not a JWT", Some("not-a-token".into())),
+        ("expired", Some(signed(&[("exp", (now - 1).into())]))),
+        (
+            "not yet valid",
+            Some(signed(&[("nbf", (now + 600).into())])),
+        ),
+        (
+            "wrong issuer",
+            Some(signed(&[("iss", "https://evil.example".into())])),
+        ),
+        (
+            "wrong audience",
+            Some(signed(&[("aud", "another-api".into())])),
+        ),
+        (
+            "bad signature",
+            Some(format!("{header}.{payload}.{tampered}")),
+        ),
+        ("alg none", Some(format!("{none_header}.{payload}."))),
+        (
+            "alg none, no signature part",
+            Some(format!("{none_header}.{payload}")),
+        ),
+    ];
+    for route in ROUTES {
+        let path = sample_path(route.path);
+        for (why, bearer) in &bad {
+            let reply = call(&api, route.method, &path, bearer.as_deref()).await;
+            assert_eq!(
+                reply.status, 401,
+                "{} {path} with {why}: {reply:?}",
+                route.method
+            );
+            assert_eq!(reply.body, json!({"message": "Unauthorized"}), "{why}");
+        }
+    }
+    assert!(
+        api.items().await.is_empty(),
+        "no refused request wrote anything"
+    );
+}
+
+async fn every_route_checks_its_scopes(api: Api) {
+    let every_scope: Vec<&str> = crate::harness::all_scopes().leak().split(' ').collect();
+    for route in ROUTES {
+        let path = sample_path(route.path);
+        let others: Vec<&str> = every_scope
+            .iter()
+            .copied()
+            .filter(|s| !route.scopes.contains(s))
+            .collect();
+        let without = token("tester", &others.join(" "), &[]);
+        let reply = call(&api, route.method, &path, Some(&without)).await;
+        assert_eq!(
+            reply.status, 403,
+            "{} {path} without its scope: {reply:?}",
+            route.method
+        );
+        assert_eq!(reply.body, json!({"message": "Forbidden"}));
+        for scope in route.scopes {
+            let with = token("tester", scope, &[("patron_id", "x1")]);
+            let reply = call(&api, route.method, &path, Some(&with)).await;
+            assert!(
+                reply.status != 401 && reply.status != 403,
+                "{} {path} with {scope}: {reply:?}",
+                route.method
+            );
+        }
+    }
+}
+
+async fn an_account_is_its_owners(api: Api) {
+    let alice = api.as_token(token("alice", "accounts:self", &[]));
+    let bob = api.as_token(token("bob", "accounts:self", &[]));
+    let admin = api.as_token(token("root", "accounts:admin", &[]));
+    let created = alice
+        .post(
+            "/accounts",
+            json!({"email": "alice@example.com", "username": "alice"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    let id = created.body["accountId"].as_str().unwrap().to_owned();
+    let path = format!("/accounts/{id}");
+    assert_eq!(alice.get(&path).await.status, 200);
+    let before = api.items().await;
+
+    bob.get(&path).await.assert_problem(404, &[]);
+    bob.put(format!("{path}/email"), json!({"email": "bob@example.com"}))
+        .await
+        .assert_problem(404, &[]);
+    bob.put(format!("{path}/username"), json!({"username": "bob"}))
+        .await
+        .assert_problem(404, &[]);
+    bob.delete(&path).await.assert_problem(404, &[]);
+    assert_eq!(api.items().await.len(), before.len(), "nothing changed");
+    assert_eq!(alice.get(&path).await.body, created.body);
+
+    let changed = admin
+        .put(format!("{path}/username"), json!({"username": "alice2"}))
+        .await;
+    assert_eq!(changed.status, 200, "{changed:?}");
+    assert_eq!(admin.delete(&path).await.status, 204);
+    alice.get(&path).await.assert_problem(404, &[]);
+}
+
+async fn a_patron_token_reaches_its_own_patron_only(api: Api) {
+    library(&api).await;
+    let p1 = patron(&api, "central", "card-1", "standard").await;
+    let p2 = patron(&api, "central", "card-2", "standard").await;
+    let loan = lend(&api, &p2, "central").await;
+    let checkout_id = loan["checkoutId"].as_str().unwrap();
+    let as_p1 = api.as_token(token("p1", "library:patron", &[("patron_id", &p1)]));
+    assert_eq!(as_p1.get(format!("/patrons/{p1}")).await.status, 200);
+    assert_eq!(
+        as_p1.get(format!("/patrons/{p1}/checkouts")).await.status,
+        200
+    );
+    as_p1
+        .get(format!("/patrons/{p2}"))
+        .await
+        .assert_problem(404, &[]);
+    as_p1
+        .get(format!("/patrons/{p2}/checkouts"))
+        .await
+        .assert_problem(404, &[]);
+    let before = api.items().await;
+    as_p1
+        .call(
+            "POST",
+            format!("/patrons/{p2}/checkouts/{checkout_id}/renew"),
+        )
+        .send()
+        .await
+        .assert_problem(404, &[]);
+    assert_eq!(api.items().await, before, "nothing renewed");
+    // A patron token without a patron_id reaches no patron.
+    let nobody = api.as_token(token("p0", "library:patron", &[]));
+    nobody
+        .get(format!("/patrons/{p1}"))
+        .await
+        .assert_problem(404, &[]);
+}
+
+async fn the_audit_actor_is_the_tokens_subject(api: Api) {
+    let grace = api.as_token(token("grace", "audit:write", &[]));
+    let created = grace
+        .post(
+            "/resources",
+            json!({"resourceId": "door-1", "status": "closed", "actor": "mallory"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    let changed = grace
+        .call("PATCH", "/resources/door-1")
+        .header("if-match", "\"1\"")
+        .json(json!({"status": "open", "action": "unlock", "actor": "mallory"}))
+        .send()
+        .await;
+    assert_eq!(changed.status, 200, "{changed:?}");
+    let history = grace.get("/resources/door-1/history").await;
+    let actors: Vec<&str> = history.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["actor"].as_str().unwrap())
+        .collect();
+    assert_eq!(actors, ["grace", "grace"]);
+}
