@@ -20,7 +20,10 @@ use tokio::net::TcpListener;
 const GATEWAY_MAX_BODY: usize = 10 * 1024 * 1024;
 
 pub fn app(ctx: Ctx) -> axum::Router {
-    axum::Router::new().fallback(dispatch).with_state(ctx)
+    // The console at `/_console` (the runner only) sees every DynamoDB call of its requests.
+    let ctx = crate::console::instrument(ctx);
+    let api = axum::Router::new().fallback(dispatch).with_state(ctx.clone());
+    crate::console::mount(api, ctx)
 }
 
 pub async fn serve(listener: TcpListener, ctx: Ctx) -> std::io::Result<()> {

@@ -60,6 +60,8 @@ enum Command {
         #[arg(long)]
         event: PathBuf,
     },
+    /// Fill every domain that has no data with a realistic data set, through the real handlers.
+    Seed,
 }
 
 #[tokio::main]
@@ -88,6 +90,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             println!("{}", serde_json::to_string_pretty(&response).expect("JSON"));
             Ok(())
         }
+        Some(Command::Seed) => singlet::console::seed_cli(ctx).await,
         None => {
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port));
             let listener = tokio::net::TcpListener::bind(addr)
