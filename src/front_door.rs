@@ -22,7 +22,9 @@ const GATEWAY_MAX_BODY: usize = 10 * 1024 * 1024;
 pub fn app(ctx: Ctx) -> axum::Router {
     // The console at `/_console` (the runner only) sees every DynamoDB call of its requests.
     let ctx = crate::console::instrument(ctx);
-    let api = axum::Router::new().fallback(dispatch).with_state(ctx.clone());
+    let api = axum::Router::new()
+        .fallback(dispatch)
+        .with_state(ctx.clone());
     crate::console::mount(api, ctx)
 }
 

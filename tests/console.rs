@@ -109,7 +109,10 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
         .find(|o| o["operation"] == "TransactWriteItems")
         .expect("the registration's transaction");
     let parts = transaction["parts"].as_array().unwrap();
-    let keys: Vec<&str> = parts.iter().map(|p| p["key"]["PK"].as_str().unwrap()).collect();
+    let keys: Vec<&str> = parts
+        .iter()
+        .map(|p| p["key"]["PK"].as_str().unwrap())
+        .collect();
     assert_eq!(
         keys,
         [
@@ -119,7 +122,10 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
         ]
     );
     assert!(parts.iter().all(|p| p["action"] == "Put"));
-    assert_eq!(parts[1]["expressions"][0]["resolved"], "attribute_not_exists(PK)");
+    assert_eq!(
+        parts[1]["expressions"][0]["resolved"],
+        "attribute_not_exists(PK)"
+    );
     assert!(
         !transaction["capacity"].as_array().unwrap().is_empty(),
         "the capacity the transaction consumed: {transaction}"
@@ -180,7 +186,10 @@ async fn a_cancelled_transaction_shows_its_reasons_next_to_the_field_errors() {
         .unwrap();
     assert_eq!(transaction["error"], "TransactionCanceledException");
     let parts = transaction["parts"].as_array().unwrap();
-    assert!(parts[0]["reason"].is_null(), "the vehicle part was not at fault");
+    assert!(
+        parts[0]["reason"].is_null(),
+        "the vehicle part was not at fault"
+    );
     for (part, field) in [(1, "plate"), (2, "chassis")] {
         assert_eq!(parts[part]["reason"], "ConditionalCheckFailed");
         assert_eq!(parts[part]["became"], format!("409 {field}: taken"));
@@ -188,7 +197,13 @@ async fn a_cancelled_transaction_shows_its_reasons_next_to_the_field_errors() {
     assert_eq!(second["changes"]["added"], 0);
 
     // A stale version: the guarded update's reason became the 412.
-    run(&base, "POST", "/resources", Some(json!({"resourceId": "door-7", "status": "closed", "actor": "ada"}))).await;
+    run(
+        &base,
+        "POST",
+        "/resources",
+        Some(json!({"resourceId": "door-7", "status": "closed", "actor": "ada"})),
+    )
+    .await;
     let change = |status: &str| {
         json!({"method": "PATCH", "path": "/resources/door-7",
                "headers": [["content-type", "application/json"], ["if-match", "\"1\""]],
@@ -216,7 +231,10 @@ async fn every_race_has_exactly_one_winner() {
         assert_eq!(outcome["winners"], 1, "{race}: {outcome}");
         assert_eq!(outcome["racers"].as_array().unwrap().len(), racers);
         let tally = outcome["tally"].as_array().unwrap();
-        let losers = tally.iter().find(|t| t[0] == loser).unwrap_or_else(|| panic!("{race}: {tally:?}"));
+        let losers = tally
+            .iter()
+            .find(|t| t[0] == loser)
+            .unwrap_or_else(|| panic!("{race}: {tally:?}"));
         assert_eq!(losers[1], racers - 1, "{race}: {tally:?}");
         // The losers wrote nothing: only the winner's items are new.
         let added = marked(&json!({"partitions": outcome["table"]}), "added");
@@ -254,7 +272,11 @@ async fn the_seed_fills_every_domain_and_mark_overdue_moves_its_loans_already_du
 
     let now = singlet_functions::clock::iso(singlet_functions::clock::now());
     let marked_now = console(&base, "mark-overdue", json!({"time": now})).await;
-    assert_eq!(marked_now["report"]["marked"], 6, "{}", marked_now["report"]);
+    assert_eq!(
+        marked_now["report"]["marked"], 6,
+        "{}",
+        marked_now["report"]
+    );
     let moved = marked_now["moved"].as_array().unwrap();
     assert_eq!(moved.len(), 6);
     for loan in moved {
@@ -275,11 +297,25 @@ async fn the_seed_fills_every_domain_and_mark_overdue_moves_its_loans_already_du
     }
     // Sixteen shard queries at least, one update per loan moved.
     let operations = marked_now["operations"].as_array().unwrap();
-    assert!(operations.iter().filter(|o| o["operation"] == "Query" && o["index"] == "GSI1").count() >= 16);
-    assert_eq!(operations.iter().filter(|o| o["operation"] == "UpdateItem").count(), 6);
+    assert!(
+        operations
+            .iter()
+            .filter(|o| o["operation"] == "Query" && o["index"] == "GSI1")
+            .count()
+            >= 16
+    );
+    assert_eq!(
+        operations
+            .iter()
+            .filter(|o| o["operation"] == "UpdateItem")
+            .count(),
+        6
+    );
 
     // A week on, the two loans due in the coming days move too.
-    let week = singlet_functions::clock::iso(singlet_functions::clock::now() + singlet_functions::clock::days(7));
+    let week = singlet_functions::clock::iso(
+        singlet_functions::clock::now() + singlet_functions::clock::days(7),
+    );
     let later = console(&base, "mark-overdue", json!({"time": week})).await;
     assert_eq!(later["moved"].as_array().unwrap().len(), 2);
 
@@ -287,19 +323,38 @@ async fn the_seed_fills_every_domain_and_mark_overdue_moves_its_loans_already_du
     let loan = &moved[0];
     let patron = loan["pk"].as_str().unwrap().trim_start_matches("PATRON#");
     let checkout = loan["sk"].as_str().unwrap().trim_start_matches("CHECKOUT#");
-    let returned = run(&base, "POST", &format!("/patrons/{patron}/checkouts/{checkout}/return"), None).await;
+    let returned = run(
+        &base,
+        "POST",
+        &format!("/patrons/{patron}/checkouts/{checkout}/return"),
+        None,
+    )
+    .await;
     assert_eq!(returned["answer"]["status"], 200, "{}", returned["answer"]);
     assert_eq!(entities(&marked(&returned, "removed")), ["OverdueLoan"]);
     let added = marked(&returned, "added");
     assert_eq!(entities(&added), ["ReturnedLoan"]);
-    let item = returned["partitions"].as_array().unwrap().iter().flat_map(|p| p["items"].as_array().unwrap())
-        .find(|i| i["change"] == "added").unwrap();
+    let item = returned["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["items"].as_array().unwrap())
+        .find(|i| i["change"] == "added")
+        .unwrap();
     assert_eq!(item["indexes"], json!([]));
 
     // Every pattern's example works against the seeded data, or fails only as the data says.
-    let state: Value = reqwest::get(format!("{base}/_console/api/state")).await.unwrap().json().await.unwrap();
+    let state: Value = reqwest::get(format!("{base}/_console/api/state"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let patterns = state["patterns"].as_array().unwrap();
-    assert!(patterns.iter().all(|p| p["live"] == true), "every example points at data");
+    assert!(
+        patterns.iter().all(|p| p["live"] == true),
+        "every example points at data"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,7 +372,10 @@ async fn the_console_answers_only_its_own_page() {
         request.send()
     };
     let status = |r: reqwest::Response| r.status().as_u16();
-    assert_eq!(status(post(&[("x-singlet-console", "1")]).await.unwrap()), 200);
+    assert_eq!(
+        status(post(&[("x-singlet-console", "1")]).await.unwrap()),
+        200
+    );
     // A form or a simple fetch from another site cannot send the console's header.
     assert_eq!(status(post(&[]).await.unwrap()), 403);
     for (name, value) in [
@@ -325,17 +383,36 @@ async fn the_console_answers_only_its_own_page() {
         ("host", "evil.example:3000"),
         ("sec-fetch-site", "cross-site"),
     ] {
-        let refused = post(&[("x-singlet-console", "1"), (name, value)]).await.unwrap();
+        let refused = post(&[("x-singlet-console", "1"), (name, value)])
+            .await
+            .unwrap();
         assert_eq!(status(refused), 403, "{name}: {value}");
     }
     // The console never runs its own endpoints as API routes.
-    let inner = console(&base, "run", json!({"request": {"method": "POST", "path": "/_console/api/reset"}})).await;
-    assert!(inner["error"].is_string() && inner["answer"].is_null(), "{inner}");
+    let inner = console(
+        &base,
+        "run",
+        json!({"request": {"method": "POST", "path": "/_console/api/reset"}}),
+    )
+    .await;
+    assert!(
+        inner["error"].is_string() && inner["answer"].is_null(),
+        "{inner}"
+    );
     // The page and its assets.
-    for (path, kind) in [("/_console", "text/html"), ("/_console/console.js", "text/javascript"), ("/_console/console.css", "text/css")] {
+    for (path, kind) in [
+        ("/_console", "text/html"),
+        ("/_console/console.js", "text/javascript"),
+        ("/_console/console.css", "text/css"),
+    ] {
         let response = reqwest::get(format!("{base}{path}")).await.unwrap();
         assert_eq!(response.status(), 200);
-        assert!(response.headers()["content-type"].to_str().unwrap().starts_with(kind));
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(kind)
+        );
     }
     // The API is as it was.
     let missing = reqwest::get(format!("{base}/vehicles/none")).await.unwrap();
@@ -392,13 +469,29 @@ impl Driver {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        let profile = TempDir(std::env::temp_dir().join(format!("singlet-console-chromium-{port}")));
+        let profile =
+            TempDir(std::env::temp_dir().join(format!("singlet-console-chromium-{port}")));
         let http = reqwest::Client::new();
         let url = format!("http://127.0.0.1:{port}");
-        let mut driver = Driver { http, url, session: String::new(), child, _profile: profile };
+        let mut driver = Driver {
+            http,
+            url,
+            session: String::new(),
+            child,
+            _profile: profile,
+        };
         let started = Instant::now();
-        while driver.http.get(format!("{}/status", driver.url)).send().await.is_err() {
-            assert!(started.elapsed() < Duration::from_secs(20), "chromedriver did not start");
+        while driver
+            .http
+            .get(format!("{}/status", driver.url))
+            .send()
+            .await
+            .is_err()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "chromedriver did not start"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let capabilities = json!({"capabilities": {"alwaysMatch": {
@@ -430,27 +523,43 @@ impl Driver {
         }
         let answer: Value = request.send().await.unwrap().json().await.unwrap();
         let value = answer["value"].clone();
-        assert!(value.get("error").is_none(), "WebDriver {method} {path}: {value}");
+        assert!(
+            value.get("error").is_none(),
+            "WebDriver {method} {path}: {value}"
+        );
         value
     }
 
     async fn goto(&self, url: &str) {
-        self.command("POST", "/url", Some(json!({"url": url}))).await;
+        self.command("POST", "/url", Some(json!({"url": url})))
+            .await;
     }
 
     /// Runs `script` (a function body; `arguments` holds `args`) in the page.
     async fn js(&self, script: &str, args: Value) -> Value {
-        self.command("POST", "/execute/sync", Some(json!({"script": script, "args": args}))).await
+        self.command(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": args})),
+        )
+        .await
     }
 
     /// Waits until the page has finished what it was asked to do.
     async fn idle(&self) {
         let started = Instant::now();
         loop {
-            if self.js("return document.body.dataset.busy === '0'", json!([])).await == true {
+            if self
+                .js("return document.body.dataset.busy === '0'", json!([]))
+                .await
+                == true
+            {
                 return;
             }
-            assert!(started.elapsed() < Duration::from_secs(120), "the page stayed busy");
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "the page stayed busy"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -468,7 +577,8 @@ impl Driver {
     }
 
     async fn tab(&self, domain: &str) {
-        self.click(&format!("#tabs button[data-domain='{domain}']")).await;
+        self.click(&format!("#tabs button[data-domain='{domain}']"))
+            .await;
     }
 
     async fn screenshot(&self, path: &Path) {
@@ -536,7 +646,9 @@ async fn assert_page_matches_table(driver: &Driver, ctx: &Ctx, domain: Domain) {
 
 fn screenshot_path(domain: &str) -> PathBuf {
     match std::env::var("CONSOLE_SCREENSHOTS").as_deref() {
-        Ok("docs") => Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("docs/console-{domain}.png")),
+        Ok("docs") => {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("docs/console-{domain}.png"))
+        }
         Ok(dir) if !dir.is_empty() => Path::new(dir).join(format!("console-{domain}.png")),
         _ => Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("console-{domain}.png")),
     }
@@ -564,55 +676,153 @@ async fn the_page_in_a_real_browser() {
 
     // Fleet: register a vehicle; its two locks appear with it.
     driver.click("[data-run='register-vehicle']").await;
-    assert_eq!(driver.js("return document.querySelector('.answer').dataset.status", json!([])).await, "201");
-    let added: BTreeSet<String> = driver.shown_items().await.into_iter().filter(|i| i.3 == "added").map(|i| i.2).collect();
-    assert_eq!(added, ["ChassisLock", "PlateLock", "Vehicle"].map(String::from).into());
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.answer').dataset.status",
+                json!([])
+            )
+            .await,
+        "201"
+    );
+    let added: BTreeSet<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "added")
+        .map(|i| i.2)
+        .collect();
+    assert_eq!(
+        added,
+        ["ChassisLock", "PlateLock", "Vehicle"]
+            .map(String::from)
+            .into()
+    );
     let calls = driver.text(".operations").await;
-    assert!(calls.contains("TransactWriteItems") && calls.contains("attribute_not_exists(PK)"), "{calls}");
+    assert!(
+        calls.contains("TransactWriteItems") && calls.contains("attribute_not_exists(PK)"),
+        "{calls}"
+    );
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
     driver.screenshot(&screenshot_path("fleet")).await;
 
     // A race: sixteen clients, one plate, one winner; the table holds one lock for it.
     driver.click("[data-race='plate']").await;
-    let winners = driver.js("return document.querySelector('.race-result').dataset.winners", json!([])).await;
+    let winners = driver
+        .js(
+            "return document.querySelector('.race-result').dataset.winners",
+            json!([]),
+        )
+        .await;
     assert_eq!(winners, "1");
     let tally = driver.text(".tally").await;
     assert!(tally.contains("15 × 409 plate: taken"), "{tally}");
-    let new_locks: Vec<_> = driver.shown_items().await.into_iter().filter(|i| i.3 == "added" && i.2 == "PlateLock").collect();
+    let new_locks: Vec<_> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "added" && i.2 == "PlateLock")
+        .collect();
     assert_eq!(new_locks.len(), 1);
-    assert!(table::scan(&ctx).await.unwrap().contains_key(&(new_locks[0].0.clone(), new_locks[0].1.clone())));
+    assert!(
+        table::scan(&ctx)
+            .await
+            .unwrap()
+            .contains_key(&(new_locks[0].0.clone(), new_locks[0].1.clone()))
+    );
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
     driver.screenshot(&screenshot_path("race")).await;
 
     // Accounts: sign up; the account and its two locks.
     driver.tab("accounts").await;
     driver.click("[data-run='create-account']").await;
-    let added: BTreeSet<String> = driver.shown_items().await.into_iter().filter(|i| i.3 == "added").map(|i| i.2).collect();
-    assert_eq!(added, ["Account", "EmailLock", "UsernameLock"].map(String::from).into());
+    let added: BTreeSet<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "added")
+        .map(|i| i.2)
+        .collect();
+    assert_eq!(
+        added,
+        ["Account", "EmailLock", "UsernameLock"]
+            .map(String::from)
+            .into()
+    );
     assert_page_matches_table(&driver, &ctx, Domain::Accounts).await;
     driver.screenshot(&screenshot_path("accounts")).await;
 
     // Audit: a change under if-match: CURRENT changes, the next event appears.
     driver.tab("audit").await;
     driver.click("[data-run='change-resource']").await;
-    assert_eq!(driver.js("return document.querySelector('.answer').dataset.status", json!([])).await, "200");
-    let touched: BTreeSet<(String, String)> = driver.shown_items().await.into_iter().filter(|i| !i.3.is_empty()).map(|i| (i.2, i.3)).collect();
-    assert_eq!(touched, [("ChangeEvent".to_owned(), "added".to_owned()), ("CurrentState".to_owned(), "changed".to_owned())].into());
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.answer').dataset.status",
+                json!([])
+            )
+            .await,
+        "200"
+    );
+    let touched: BTreeSet<(String, String)> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| !i.3.is_empty())
+        .map(|i| (i.2, i.3))
+        .collect();
+    assert_eq!(
+        touched,
+        [
+            ("ChangeEvent".to_owned(), "added".to_owned()),
+            ("CurrentState".to_owned(), "changed".to_owned())
+        ]
+        .into()
+    );
     assert_page_matches_table(&driver, &ctx, Domain::Audit).await;
     driver.screenshot(&screenshot_path("audit")).await;
 
     // Library: a checkout, then mark-overdue now: the loans already due move to GSI3.
     driver.tab("library").await;
     driver.click("[data-run='checkout-book']").await;
-    assert_eq!(driver.js("return document.querySelector('.answer').dataset.status", json!([])).await, "201");
-    let added: Vec<String> = driver.shown_items().await.into_iter().filter(|i| i.3 == "added").map(|i| i.2).collect();
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.answer').dataset.status",
+                json!([])
+            )
+            .await,
+        "201"
+    );
+    let added: Vec<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "added")
+        .map(|i| i.2)
+        .collect();
     assert_eq!(added, ["Loan"]);
     driver.click("[data-run='mark-overdue']").await;
-    let moved = driver.js("return document.querySelector('.mark-result').dataset.moved", json!([])).await;
+    let moved = driver
+        .js(
+            "return document.querySelector('.mark-result').dataset.moved",
+            json!([]),
+        )
+        .await;
     assert_eq!(moved, "6");
-    let now_overdue = driver.shown_items().await.into_iter().filter(|i| i.3 == "changed" && i.2 == "OverdueLoan").count();
+    let now_overdue = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "changed" && i.2 == "OverdueLoan")
+        .count();
     assert_eq!(now_overdue, 6);
-    let in_gsi3 = table::scan(&ctx).await.unwrap().values().filter(|i| i.contains_key("GSI3PK")).count();
+    let in_gsi3 = table::scan(&ctx)
+        .await
+        .unwrap()
+        .values()
+        .filter(|i| i.contains_key("GSI3PK"))
+        .count();
     assert_eq!(in_gsi3, 6);
     assert_page_matches_table(&driver, &ctx, Domain::Library).await;
     driver.screenshot(&screenshot_path("library")).await;

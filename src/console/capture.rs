@@ -126,7 +126,11 @@ impl Intercept for Recorder {
         _components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let Some(slot) = cfg.load::<Slot>().copied().filter(|s| s.recorder == self.id) else {
+        let Some(slot) = cfg
+            .load::<Slot>()
+            .copied()
+            .filter(|s| s.recorder == self.id)
+        else {
             return Ok(());
         };
         let _outside_the_console = CALLS.try_with(|calls| {

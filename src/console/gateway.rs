@@ -60,14 +60,15 @@ impl Sent {
     }
 
     pub fn header(mut self, name: &str, value: &str) -> Self {
-        self.headers
-            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         self.headers.push((name.to_owned(), value.to_owned()));
         self
     }
 
     fn has(&self, name: &str) -> bool {
-        self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+        self.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
     }
 }
 

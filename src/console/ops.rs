@@ -145,7 +145,7 @@ pub fn read(call: &Call, with_raw: bool) -> Operation {
         key: request
             .get("Key")
             .map(plain_wire_item)
-            .or_else(|| request.get("Item").map(|item| key_of(item))),
+            .or_else(|| request.get("Item").map(key_of)),
         expressions: expressions(request),
         parts,
         consistent: request["ConsistentRead"].as_bool(),
@@ -322,7 +322,12 @@ pub fn link_reasons(operations: &mut [Operation], status: u16, body: &Value) {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|e| Some((e["field"].as_str()?.to_owned(), e["code"].as_str()?.to_owned())))
+        .filter_map(|e| {
+            Some((
+                e["field"].as_str()?.to_owned(),
+                e["code"].as_str()?.to_owned(),
+            ))
+        })
         .collect();
     for part in operations.iter_mut().flat_map(|o| o.parts.iter_mut()) {
         if part.reason.is_none() {

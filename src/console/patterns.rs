@@ -13,13 +13,19 @@ use std::collections::HashSet;
 /// TODO(routes): once the route table carries `summary`, use `route.summary` and drop this.
 fn summary(function: &str) -> &'static str {
     match function {
-        "register-vehicle" => "Register a vehicle: the vehicle and its plate and chassis locks in one transaction",
+        "register-vehicle" => {
+            "Register a vehicle: the vehicle and its plate and chassis locks in one transaction"
+        }
         "get-vehicle" => "Read one vehicle by id",
         "find-by-plate" => "Who holds a plate: one read of its lock item",
         "find-by-chassis" => "Who holds a chassis number: one read of its lock item",
-        "change-plate" => "Move a vehicle to a new plate: claim the new lock, release the old one, together",
+        "change-plate" => {
+            "Move a vehicle to a new plate: claim the new lock, release the old one, together"
+        }
         "retire-vehicle" => "Retire a vehicle: the vehicle and both its locks go together",
-        "create-account" => "Sign up: the account and its email and username locks in one transaction",
+        "create-account" => {
+            "Sign up: the account and its email and username locks in one transaction"
+        }
         "get-account" => "Read one account by id",
         "change-email" => "Change an email: claim the new lock, release the old one, together",
         "change-username" => "Change a username: claim the new lock, release the old one, together",
@@ -28,12 +34,18 @@ fn summary(function: &str) -> &'static str {
         "check-username" => "Is a username free? One read of its lock",
         "create-resource" => "Create a resource: its current state and event 1 in one transaction",
         "get-resource" => "Read the current state; its version is the etag",
-        "resource-history" => "The current state and its events, oldest first: one Query on one partition",
-        "change-resource" => "Change under if-match: a guarded update of CURRENT plus the next event",
+        "resource-history" => {
+            "The current state and its events, oldest first: one Query on one partition"
+        }
+        "change-resource" => {
+            "Change under if-match: a guarded update of CURRENT plus the next event"
+        }
         "create-branch" => "Open a branch: its own partition, claimed with attribute_not_exists",
         "list-branches" => "Every branch",
         "get-branch" => "Read one branch",
-        "register-patron" => "Register a patron at a branch, claiming their card number in the same transaction",
+        "register-patron" => {
+            "Register a patron at a branch, claiming their card number in the same transaction"
+        }
         "list-patrons" => "A branch's patrons: one Query, begins_with(SK, PATRON#)",
         "get-patron" => "A patron by id alone, through GSI1",
         "reissue-card" => "Give a patron a new card: claim it and release the old one together",
@@ -46,13 +58,21 @@ fn summary(function: &str) -> &'static str {
         "add-copy" => "Add a copy of a book to a branch, in the availability index GSI2",
         "list-copies" => "A branch's inventory: one Query, begins_with(SK, COPY#)",
         "available-copies" => "A book's available copies at one branch: one Query on GSI2",
-        "book-availability" => "Where a book is available: one Query on GSI2 keys, counted per branch",
-        "checkout-book" => "Lend a copy: the loan, the copy and the patron's count in one transaction",
+        "book-availability" => {
+            "Where a book is available: one Query on GSI2 keys, counted per branch"
+        }
+        "checkout-book" => {
+            "Lend a copy: the loan, the copy and the patron's count in one transaction"
+        }
         "active-checkouts" => "A patron's active loans: one Query, begins_with(SK, CHECKOUT#)",
         "get-checkout" => "One loan, active or returned",
         "loan-history" => "A patron's returned loans",
-        "return-book" => "Return a loan: it leaves the open and overdue indexes, the copy is available again",
-        "renew-checkout" => "Renew a loan: a later due date and open-index sort key, in one UpdateItem",
+        "return-book" => {
+            "Return a loan: it leaves the open and overdue indexes, the copy is available again"
+        }
+        "renew-checkout" => {
+            "Renew a loan: a later due date and open-index sort key, in one UpdateItem"
+        }
         "find-overdue" => "A branch's overdue loans: one Query on the sparse index GSI3",
         "find-all-overdue" => "Every branch's overdue loans",
         _ => "",
@@ -123,7 +143,9 @@ impl Data {
             };
             let (entity, _) = super::table::entity(pk, sk, item);
             match entity {
-                "Vehicle" => data.vehicles.push((s("vehicleId"), s("plate"), s("chassis"))),
+                "Vehicle" => data
+                    .vehicles
+                    .push((s("vehicleId"), s("plate"), s("chassis"))),
                 "Account" => data.accounts.push(s("accountId")),
                 "CurrentState" => data
                     .resources
@@ -134,11 +156,10 @@ impl Data {
                     s("cardNumber"),
                     n("activeLoans") < n("loanLimit"),
                 )),
-                "Copy" => data.copies.push((
-                    s("copyId"),
-                    s("branchId"),
-                    s("status") == "available",
-                )),
+                "Copy" => {
+                    data.copies
+                        .push((s("copyId"), s("branchId"), s("status") == "available"))
+                }
                 "Book" => data.books.push(s("isbn")),
                 "Loan" => data.loans.push((
                     s("patronId"),
@@ -184,6 +205,23 @@ impl Data {
                 (chassis.clone(), chassis.to_lowercase())
             }),
         )
+    }
+
+    /// An email and a username of one person, both free, and the person's name.
+    pub(super) fn fresh_person(&self) -> (String, String, String) {
+        names()
+            .map(|(first, last)| {
+                (
+                    format!("{first}.{last}@example.com").to_lowercase(),
+                    format!("{first}_{last}").to_lowercase(),
+                    format!("{first} {last}"),
+                )
+            })
+            .find(|(email, username, _)| {
+                !self.taken.contains(&format!("UNIQ#EMAIL#{email}"))
+                    && !self.taken.contains(&format!("UNIQ#HANDLE#{username}"))
+            })
+            .unwrap_or_default()
     }
 
     pub(super) fn fresh_email(&self) -> String {
@@ -247,7 +285,9 @@ pub fn names() -> impl Iterator<Item = (String, String)> {
         ("Hedy", "Lamarr"),
         ("Leslie", "Lamport"),
     ];
-    let named = NAMES.iter().map(|(f, l)| ((*f).to_owned(), (*l).to_owned()));
+    let named = NAMES
+        .iter()
+        .map(|(f, l)| ((*f).to_owned(), (*l).to_owned()));
     let numbered = (2..).flat_map(|n: u32| {
         NAMES
             .iter()
@@ -279,7 +319,13 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
     // Reads point at the first entity, destructive patterns at the last, so that running them
     // in turn keeps the readers' examples working.
     let destructive = matches!(route.method, "DELETE") || function == "return-book";
-    let pick = |len: usize| if destructive { len.saturating_sub(1) } else { 0 };
+    let pick = |len: usize| {
+        if destructive {
+            len.saturating_sub(1)
+        } else {
+            0
+        }
+    };
     let vehicle = data.vehicles.get(pick(data.vehicles.len()));
     let account = data.accounts.get(pick(data.accounts.len()));
     let resource = data.resources.first();
@@ -330,9 +376,8 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
         .map(|name| (name.to_owned(), param(name)))
         .collect();
     let query = match function {
-        "list-patrons" | "list-copies" | "active-checkouts" | "resource-history" | "find-overdue" => {
-            "limit=10".to_owned()
-        }
+        "list-patrons" | "list-copies" | "active-checkouts" | "resource-history"
+        | "find-overdue" => "limit=10".to_owned(),
         _ => String::new(),
     };
     let mut headers = Vec::new();
@@ -343,11 +388,10 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
             "depot": "north",
         })),
         "change-plate" => Some(json!({"plate": data.fresh_plate()})),
-        "create-account" => Some(json!({
-            "email": data.fresh_email(),
-            "username": data.fresh_username(),
-            "displayName": "A new member",
-        })),
+        "create-account" => {
+            let (email, username, name) = data.fresh_person();
+            Some(json!({"email": email, "username": username, "displayName": name}))
+        }
         "change-email" => Some(json!({"email": data.fresh_email()})),
         "change-username" => Some(json!({"username": data.fresh_username()})),
         "create-resource" => Some(json!({
@@ -360,7 +404,11 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
                 .map(|r| (r.1.as_str(), r.2))
                 .unwrap_or(("closed", 1));
             headers.push(("if-match".to_owned(), format!("\"{version}\"")));
-            let next = if status == "in_review" { "approved" } else { "in_review" };
+            let next = if status == "in_review" {
+                "approved"
+            } else {
+                "in_review"
+            };
             Some(json!({"status": next, "action": "review", "actor": "grace"}))
         }
         "create-branch" => Some(json!({
@@ -397,7 +445,10 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
                 Some(c) => (c.0.clone(), c.1.clone()),
                 None => {
                     live = false;
-                    (fallback("copyId").to_owned(), fallback("branchId").to_owned())
+                    (
+                        fallback("copyId").to_owned(),
+                        fallback("branchId").to_owned(),
+                    )
                 }
             };
             let patron_id = patron.map(|p| p.0.clone()).unwrap_or_else(|| {
@@ -409,7 +460,10 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
         _ => None,
     };
     if body.is_some() {
-        headers.insert(0, ("content-type".to_owned(), "application/json".to_owned()));
+        headers.insert(
+            0,
+            ("content-type".to_owned(), "application/json".to_owned()),
+        );
     }
     Pattern {
         function,

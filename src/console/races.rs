@@ -45,7 +45,11 @@ const DEPOTS: [&str; 4] = ["north", "south", "east", "west"];
 /// Every race the console offers: id, title, the domain whose page shows it.
 pub const RACES: &[(&str, &str, &str)] = &[
     ("plate", "16 clients register one plate at once", "fleet"),
-    ("email", "16 clients sign up with one email at once", "accounts"),
+    (
+        "email",
+        "16 clients sign up with one email at once",
+        "accounts",
+    ),
     ("version", "Two reviewers change one version", "audit"),
     ("copy", "32 checkouts of one copy at once", "library"),
 ];
@@ -77,7 +81,10 @@ async fn setup_call(
     let answer = gateway.call(person, sent).await?;
     log.push(format!("{line} → {}", answer.status));
     if answer.status >= 300 {
-        return Err(format!("setting up the race: {line} answered {}", answer.status));
+        return Err(format!(
+            "setting up the race: {line} answered {}",
+            answer.status
+        ));
     }
     Ok(answer)
 }
@@ -95,7 +102,12 @@ async fn prepare(
             let plate = data.fresh_plate();
             let chassis = data.fresh_chassis();
             let lower = plate.to_lowercase();
-            let forms = [plate.clone(), lower.clone(), format!(" {}  {} ", &plate[..4], &lower[5..]), plate.replace(' ', "  ")];
+            let forms = [
+                plate.clone(),
+                lower.clone(),
+                format!(" {}  {} ", &plate[..4], &lower[5..]),
+                plate.replace(' ', "  "),
+            ];
             let requests = (0..16)
                 .map(|i| {
                     Sent::new("POST", "/vehicles").json(json!({
@@ -113,11 +125,14 @@ async fn prepare(
             ))
         }
         "email" => {
-            let email = data.fresh_email();
-            let username = data.fresh_username();
+            let (email, username, _) = data.fresh_person();
             let requests = (0..16)
                 .map(|i| {
-                    let written = if i % 2 == 0 { email.clone() } else { email.to_uppercase() };
+                    let written = if i % 2 == 0 {
+                        email.clone()
+                    } else {
+                        email.to_uppercase()
+                    };
                     Sent::new("POST", "/accounts").json(json!({
                         "email": written,
                         "username": format!("{username}{i:02}"),
@@ -126,7 +141,9 @@ async fn prepare(
                 })
                 .collect();
             Ok((
-                format!("Sixteen sign-ups with the email {email} (some in capitals) and sixteen different usernames: the email lock UNIQ#EMAIL#{email} admits one account."),
+                format!(
+                    "Sixteen sign-ups with the email {email} (some in capitals) and sixteen different usernames: the email lock UNIQ#EMAIL#{email} admits one account."
+                ),
                 requests,
             ))
         }
@@ -152,7 +169,10 @@ async fn prepare(
                     .header("if-match", &format!("\"{version}\""))
             };
             Ok((
-                format!("Two reviewers read {resource_id} at version {version} and both send if-match: \"{version}\". Each change is one transaction: update CURRENT only if version = {version}, and put EVENT #{} only if it does not exist. One commits; the other's condition fails and its 412 names the version that won.", version + 1),
+                format!(
+                    "Two reviewers read {resource_id} at version {version} and both send if-match: \"{version}\". Each change is one transaction: update CURRENT only if version = {version}, and put EVENT #{} only if it does not exist. One commits; the other's condition fails and its 412 names the version that won.",
+                    version + 1
+                ),
                 vec![
                     change("approved", "approve", "reviewer-a"),
                     change("rejected", "reject", "reviewer-b"),
@@ -187,20 +207,44 @@ async fn prepare(
                             isbn
                         }
                     };
-                    let copy = setup_call(gateway, person, log, Sent::new("POST", format!("/branches/{branch}/copies"))
-                        .json(json!({"isbn": isbn, "condition": "new"}))).await?;
-                    (copy.body["copyId"].as_str().unwrap_or_default().to_owned(), branch)
+                    let copy = setup_call(
+                        gateway,
+                        person,
+                        log,
+                        Sent::new("POST", format!("/branches/{branch}/copies"))
+                            .json(json!({"isbn": isbn, "condition": "new"})),
+                    )
+                    .await?;
+                    (
+                        copy.body["copyId"].as_str().unwrap_or_default().to_owned(),
+                        branch,
+                    )
                 }
             };
-            let mut patrons: Vec<String> =
-                data.patrons.iter().filter(|p| p.2).map(|p| p.0.clone()).collect();
+            let mut patrons: Vec<String> = data
+                .patrons
+                .iter()
+                .filter(|p| p.2)
+                .map(|p| p.0.clone())
+                .collect();
             if patrons.is_empty() {
                 let card = data.fresh_id("CARD#", "C");
-                let patron = setup_call(gateway, person, log, Sent::new("POST", format!("/branches/{branch_id}/patrons")).json(json!({
-                    "cardNumber": card, "firstName": "Leslie", "lastName": "Lamport",
-                    "email": "leslie.lamport@example.com", "membershipTier": "premium",
-                }))).await?;
-                patrons.push(patron.body["patronId"].as_str().unwrap_or_default().to_owned());
+                let patron = setup_call(
+                    gateway,
+                    person,
+                    log,
+                    Sent::new("POST", format!("/branches/{branch_id}/patrons")).json(json!({
+                        "cardNumber": card, "firstName": "Leslie", "lastName": "Lamport",
+                        "email": "leslie.lamport@example.com", "membershipTier": "premium",
+                    })),
+                )
+                .await?;
+                patrons.push(
+                    patron.body["patronId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                );
             }
             patrons.truncate(32);
             let requests = (0..32)
@@ -213,7 +257,10 @@ async fn prepare(
                 })
                 .collect();
             Ok((
-                format!("{} patrons ask for copy {copy_id} at {branch_id} at once. Each checkout is one transaction whose copy part requires status = \"available\": the first to commit makes it checked_out, and every other one is cancelled on that part, a 409 copyId: unavailable.", patrons.len()),
+                format!(
+                    "{} patrons ask for copy {copy_id} at {branch_id} at once. Each checkout is one transaction whose copy part requires status = \"available\": the first to commit makes it checked_out, and every other one is cancelled on that part, a 409 copyId: unavailable.",
+                    patrons.len()
+                ),
                 requests,
             ))
         }
@@ -259,7 +306,10 @@ pub async fn run(race: &str, gateway: &Gateway, person: &str) -> Result<RaceOutc
         }
         racers.push(Racer {
             n: n + 1,
-            outcome: answer.as_ref().map(outcome).unwrap_or_else(|| "no answer".into()),
+            outcome: answer
+                .as_ref()
+                .map(outcome)
+                .unwrap_or_else(|| "no answer".into()),
             request,
             answer,
             error,

@@ -37,9 +37,24 @@ const VEHICLES: &[(&str, &str, &str)] = &[
 type Change = (&'static str, &'static str, &'static str);
 
 const RESOURCES: &[(&str, &str, &[Change])] = &[
-    ("door-7", "closed", &[("open", "unlock", "grace"), ("closed", "lock", "alan")]),
-    ("invoice-2041", "draft", &[("in_review", "submit", "ada"), ("approved", "approve", "barbara")]),
-    ("deploy-prod-118", "pending", &[("running", "start", "ci"), ("succeeded", "finish", "ci")]),
+    (
+        "door-7",
+        "closed",
+        &[("open", "unlock", "grace"), ("closed", "lock", "alan")],
+    ),
+    (
+        "invoice-2041",
+        "draft",
+        &[
+            ("in_review", "submit", "ada"),
+            ("approved", "approve", "barbara"),
+        ],
+    ),
+    (
+        "deploy-prod-118",
+        "pending",
+        &[("running", "start", "ci"), ("succeeded", "finish", "ci")],
+    ),
     (
         "contract-17",
         "draft",
@@ -50,29 +65,132 @@ const RESOURCES: &[(&str, &str, &[Change])] = &[
             ("signed", "sign", "margaret"),
         ],
     ),
-    ("incident-311", "open", &[("investigating", "acknowledge", "radia")]),
+    (
+        "incident-311",
+        "open",
+        &[("investigating", "acknowledge", "radia")],
+    ),
     ("policy-retention", "active", &[]),
 ];
 
 const BRANCHES: &[(&str, &str, &str, &str)] = &[
-    ("central", "Central Library", "1 Library Square", "+44 20 7946 0000"),
-    ("riverside", "Riverside Branch", "22 Mill Lane", "+44 20 7946 0100"),
-    ("hillcrest", "Hillcrest Branch", "9 Observatory Road", "+44 20 7946 0200"),
+    (
+        "central",
+        "Central Library",
+        "1 Library Square",
+        "+44 20 7946 0000",
+    ),
+    (
+        "riverside",
+        "Riverside Branch",
+        "22 Mill Lane",
+        "+44 20 7946 0100",
+    ),
+    (
+        "hillcrest",
+        "Hillcrest Branch",
+        "9 Observatory Road",
+        "+44 20 7946 0200",
+    ),
 ];
 
 const BOOKS: &[(&str, &str, &str, i64, &str, i64)] = &[
-    ("Designing Data-Intensive Applications", "Martin Kleppmann", "O'Reilly Media", 2017, "Computer science", 616),
-    ("The Pragmatic Programmer", "Andrew Hunt and David Thomas", "Addison-Wesley", 1999, "Computer science", 352),
-    ("Structure and Interpretation of Computer Programs", "Harold Abelson and Gerald Jay Sussman", "MIT Press", 1985, "Computer science", 657),
-    ("The Left Hand of Darkness", "Ursula K. Le Guin", "Ace Books", 1969, "Science fiction", 304),
-    ("Middlemarch", "George Eliot", "William Blackwood and Sons", 1871, "Fiction", 880),
-    ("A Brief History of Time", "Stephen Hawking", "Bantam Books", 1988, "Science", 256),
-    ("The Name of the Rose", "Umberto Eco", "Harcourt", 1983, "Mystery", 536),
-    ("Things Fall Apart", "Chinua Achebe", "Heinemann", 1958, "Fiction", 209),
-    ("Gödel, Escher, Bach", "Douglas Hofstadter", "Basic Books", 1979, "Philosophy", 777),
-    ("The Hobbit", "J. R. R. Tolkien", "George Allen & Unwin", 1937, "Fantasy", 310),
-    ("Silent Spring", "Rachel Carson", "Houghton Mifflin", 1962, "Science", 368),
-    ("Invisible Cities", "Italo Calvino", "Einaudi", 1972, "Fiction", 165),
+    (
+        "Designing Data-Intensive Applications",
+        "Martin Kleppmann",
+        "O'Reilly Media",
+        2017,
+        "Computer science",
+        616,
+    ),
+    (
+        "The Pragmatic Programmer",
+        "Andrew Hunt and David Thomas",
+        "Addison-Wesley",
+        1999,
+        "Computer science",
+        352,
+    ),
+    (
+        "Structure and Interpretation of Computer Programs",
+        "Harold Abelson and Gerald Jay Sussman",
+        "MIT Press",
+        1985,
+        "Computer science",
+        657,
+    ),
+    (
+        "The Left Hand of Darkness",
+        "Ursula K. Le Guin",
+        "Ace Books",
+        1969,
+        "Science fiction",
+        304,
+    ),
+    (
+        "Middlemarch",
+        "George Eliot",
+        "William Blackwood and Sons",
+        1871,
+        "Fiction",
+        880,
+    ),
+    (
+        "A Brief History of Time",
+        "Stephen Hawking",
+        "Bantam Books",
+        1988,
+        "Science",
+        256,
+    ),
+    (
+        "The Name of the Rose",
+        "Umberto Eco",
+        "Harcourt",
+        1983,
+        "Mystery",
+        536,
+    ),
+    (
+        "Things Fall Apart",
+        "Chinua Achebe",
+        "Heinemann",
+        1958,
+        "Fiction",
+        209,
+    ),
+    (
+        "Gödel, Escher, Bach",
+        "Douglas Hofstadter",
+        "Basic Books",
+        1979,
+        "Philosophy",
+        777,
+    ),
+    (
+        "The Hobbit",
+        "J. R. R. Tolkien",
+        "George Allen & Unwin",
+        1937,
+        "Fantasy",
+        310,
+    ),
+    (
+        "Silent Spring",
+        "Rachel Carson",
+        "Houghton Mifflin",
+        1962,
+        "Science",
+        368,
+    ),
+    (
+        "Invisible Cities",
+        "Italo Calvino",
+        "Einaudi",
+        1972,
+        "Fiction",
+        165,
+    ),
 ];
 
 const ACCOUNTS: usize = 10;
@@ -81,7 +199,16 @@ const LOANS: usize = 18;
 const RETURNED: &[usize] = &[0, 7, 13];
 const RENEWED: &[usize] = &[2, 9];
 /// Loans whose due date moves: (loan, days from now; negative is already due).
-const DUE: &[(usize, i64)] = &[(1, -1), (4, -2), (6, -4), (10, -7), (12, -12), (15, -20), (3, 2), (5, 5)];
+const DUE: &[(usize, i64)] = &[
+    (1, -1),
+    (4, -2),
+    (6, -4),
+    (10, -7),
+    (12, -12),
+    (15, -20),
+    (3, 2),
+    (5, 5),
+];
 
 /// The branches a book's copies are at: every book at central, some at the others too.
 fn copies_of(book: usize) -> Vec<usize> {
@@ -89,10 +216,10 @@ fn copies_of(book: usize) -> Vec<usize> {
     if book < 4 {
         at.push(0);
     }
-    if book % 2 == 0 {
+    if book.is_multiple_of(2) {
         at.push(1);
     }
-    if book % 3 == 0 {
+    if book.is_multiple_of(3) {
         at.push(2);
     }
     at
@@ -175,13 +302,24 @@ fn steps(fleet: bool, accounts: bool, audit: bool, library: bool) -> u64 {
     }
     if library {
         let copies: usize = (0..BOOKS.len()).map(|b| copies_of(b).len()).sum();
-        total += BRANCHES.len() + BOOKS.len() + copies + PATRONS + LOANS + RETURNED.len() + RENEWED.len() + DUE.len();
+        total += BRANCHES.len()
+            + BOOKS.len()
+            + copies
+            + PATRONS
+            + LOANS
+            + RETURNED.len()
+            + RENEWED.len()
+            + DUE.len();
     }
     total as u64
 }
 
 /// Fills every domain that has no data yet.
-pub async fn seed(gateway: &Gateway, person: &str, progress: Progress<'_>) -> Result<SeedReport, String> {
+pub async fn seed(
+    gateway: &Gateway,
+    person: &str,
+    progress: Progress<'_>,
+) -> Result<SeedReport, String> {
     let data = Data::read(&table::scan(&gateway.ctx).await?);
     let fleet = data.vehicles.is_empty();
     let accounts = data.accounts.is_empty();
@@ -195,7 +333,12 @@ pub async fn seed(gateway: &Gateway, person: &str, progress: Progress<'_>) -> Re
         total: steps(fleet, accounts, audit, library),
         report: SeedReport::default(),
     };
-    for (has_data, name) in [(!fleet, "fleet"), (!accounts, "accounts"), (!audit, "audit"), (!library, "library")] {
+    for (has_data, name) in [
+        (!fleet, "fleet"),
+        (!accounts, "accounts"),
+        (!audit, "audit"),
+        (!library, "library"),
+    ] {
         if has_data {
             seeder.report.skipped.push(name.to_owned());
         }
@@ -219,16 +362,25 @@ async fn seed_fleet(seeder: &mut Seeder<'_>) {
     let mut ids = Vec::new();
     for (plate, chassis, depot) in VEHICLES {
         let body = json!({"plate": plate, "chassis": chassis, "depot": depot});
-        if let Some(vehicle) = seeder.send("register-vehicle", post("/vehicles", body)).await {
+        if let Some(vehicle) = seeder
+            .send("register-vehicle", post("/vehicles", body))
+            .await
+        {
             ids.push(vehicle["vehicleId"].as_str().unwrap_or_default().to_owned());
         }
     }
     if let Some(id) = ids.get(3) {
-        let sent = Sent::new("PUT", format!("/vehicles/{id}/plate")).json(json!({"plate": "TN09 BZ2299"}));
+        let sent =
+            Sent::new("PUT", format!("/vehicles/{id}/plate")).json(json!({"plate": "TN09 BZ2299"}));
         seeder.send("change-plate", sent).await;
     }
     if let Some(id) = ids.last() {
-        seeder.send("retire-vehicle", Sent::new("DELETE", format!("/vehicles/{id}"))).await;
+        seeder
+            .send(
+                "retire-vehicle",
+                Sent::new("DELETE", format!("/vehicles/{id}")),
+            )
+            .await;
     }
 }
 
@@ -245,7 +397,8 @@ async fn seed_accounts(seeder: &mut Seeder<'_>) {
         }
     }
     if let Some(id) = ids.first() {
-        let sent = Sent::new("PUT", format!("/accounts/{id}/email")).json(json!({"email": "ada@analytical.engine"}));
+        let sent = Sent::new("PUT", format!("/accounts/{id}/email"))
+            .json(json!({"email": "ada@analytical.engine"}));
         seeder.send("change-email", sent).await;
     }
 }
@@ -253,7 +406,11 @@ async fn seed_accounts(seeder: &mut Seeder<'_>) {
 async fn seed_audit(seeder: &mut Seeder<'_>) {
     for (id, status, changes) in RESOURCES {
         let body = json!({"resourceId": id, "status": status, "actor": "ada"});
-        if seeder.send("create-resource", post("/resources", body)).await.is_none() {
+        if seeder
+            .send("create-resource", post("/resources", body))
+            .await
+            .is_none()
+        {
             continue;
         }
         for (version, (status, action, actor)) in (1..).zip(changes.iter()) {
@@ -286,9 +443,19 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
     for book in 0..BOOKS.len() {
         for (k, branch) in copies_of(book).into_iter().enumerate() {
             let branch_id = BRANCHES[branch].0;
-            let body = json!({"isbn": isbn(book), "condition": conditions[(book + k) % conditions.len()]});
-            if let Some(copy) = seeder.send("add-copy", post(format!("/branches/{branch_id}/copies"), body)).await {
-                copies.push((branch_id, copy["copyId"].as_str().unwrap_or_default().to_owned()));
+            let body =
+                json!({"isbn": isbn(book), "condition": conditions[(book + k) % conditions.len()]});
+            if let Some(copy) = seeder
+                .send(
+                    "add-copy",
+                    post(format!("/branches/{branch_id}/copies"), body),
+                )
+                .await
+            {
+                copies.push((
+                    branch_id,
+                    copy["copyId"].as_str().unwrap_or_default().to_owned(),
+                ));
             }
         }
     }
@@ -301,7 +468,13 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
             "email": format!("{first}.{last}@example.org"),
             "membershipTier": if i % 3 == 0 { "premium" } else { "standard" },
         });
-        if let Some(patron) = seeder.send("register-patron", post(format!("/branches/{branch_id}/patrons"), body)).await {
+        if let Some(patron) = seeder
+            .send(
+                "register-patron",
+                post(format!("/branches/{branch_id}/patrons"), body),
+            )
+            .await
+        {
             patrons.push(patron["patronId"].as_str().unwrap_or_default().to_owned());
         }
     }
@@ -309,7 +482,10 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
         return Err("no patron could be registered".into());
     }
     // Spread the loans over the copies: every other copy, then the rest.
-    let order: Vec<usize> = (0..copies.len()).step_by(2).chain((1..copies.len()).step_by(2)).collect();
+    let order: Vec<usize> = (0..copies.len())
+        .step_by(2)
+        .chain((1..copies.len()).step_by(2))
+        .collect();
     let mut loans: Vec<Option<(String, String, u32)>> = Vec::new();
     for (k, &c) in order.iter().take(LOANS).enumerate() {
         let (branch_id, copy_id) = &copies[c];
@@ -352,7 +528,13 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
 /// Moves an open loan's due date to `days` from now, its checkout date by its loan period before
 /// that, and its open-loans index sort key with them (`keys::open_loan`): a loan made in the
 /// past, as the handlers would have written it then.
-async fn set_due(gateway: &Gateway, patron: &str, checkout: &str, days: i64, period: u32) -> Result<(), String> {
+async fn set_due(
+    gateway: &Gateway,
+    patron: &str,
+    checkout: &str,
+    days: i64,
+    period: u32,
+) -> Result<(), String> {
     let ids = (Id::parse(patron), Id::parse(checkout));
     let (Ok(patron_id), Ok(checkout_id)) = ids else {
         return Err(format!("loan {checkout} has malformed ids"));
@@ -373,20 +555,30 @@ async fn set_due(gateway: &Gateway, patron: &str, checkout: &str, days: i64, per
         .expression_attribute_names("#g1sk", GSI1.sk)
         .expression_attribute_values(":due", AttributeValue::S(due_date.clone()))
         .expression_attribute_values(":out", AttributeValue::S(checked_out_at))
-        .expression_attribute_values(":sk", AttributeValue::S(keys::open_loan(&checkout_id, &due_date).sk))
+        .expression_attribute_values(
+            ":sk",
+            AttributeValue::S(keys::open_loan(&checkout_id, &due_date).sk),
+        )
         .send()
         .await
         .map(drop)
-        .map_err(|e| format!("cannot move the due date of {checkout}: {}", aws_sdk_dynamodb::error::DisplayErrorContext(e)))
+        .map_err(|e| {
+            format!(
+                "cannot move the due date of {checkout}: {}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(e)
+            )
+        })
 }
 
 /// `cargo run -- seed`: the data set, with a progress bar.
 pub async fn run_cli(gateway: &Gateway) -> Result<(), String> {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} seeding [{bar:40}] {pos}/{len} {wide_msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} seeding [{bar:40}] {pos}/{len} {wide_msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
     );
     let progress = |done: u64, total: u64, what: &str| {
         bar.set_length(total);

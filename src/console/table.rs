@@ -29,7 +29,12 @@ pub async fn scan(ctx: &Ctx) -> Result<Snapshot, String> {
             .set_exclusive_start_key(start)
             .send()
             .await
-            .map_err(|e| format!("cannot scan the table: {}", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+            .map_err(|e| {
+                format!(
+                    "cannot scan the table: {}",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
+                )
+            })?;
         for item in page.items.unwrap_or_default() {
             snapshot.insert((string(&item, PK), string(&item, SK)), item);
         }

@@ -122,15 +122,15 @@ function patternCard(pattern) {
   const form = h('form', { class: 'try', onsubmit: (e) => { e.preventDefault(); runPattern(pattern, form); } },
     pattern.params.map(([name, value]) =>
       h('label', {}, name, h('input', { name: 'p-' + name, value, spellcheck: false }))),
-    h('label', {}, 'query', h('input', { name: 'query', value: pattern.query, placeholder: 'limit=10', spellcheck: false })),
+    h('label', {}, 'query', h('input', { name: 'query', value: pattern.query, spellcheck: false })),
     h('label', {}, 'headers', h('textarea', {
       name: 'headers', rows: Math.max(1, pattern.headers.length), spellcheck: false,
       value: pattern.headers.map(([n, v]) => n + ': ' + v).join('\n'),
     })),
     pattern.method === 'GET' || pattern.method === 'DELETE' ? null :
       h('label', {}, 'body', h('textarea', {
-        name: 'body', spellcheck: false,
-        rows: Math.min(10, (pattern.body || '').split('\n').length + 1), value: pattern.body || '',
+        name: 'body', spellcheck: false, wrap: 'off',
+        rows: Math.min(12, Math.max(3, (pattern.body || '').split('\n').length)), value: pattern.body || '',
       })),
     pattern.live ? null : h('div', { class: 'hint' }, 'Nothing in the table to point at yet: this is the example of events/. Seed data for a working one.'),
     h('div', { class: 'buttons' },
@@ -277,7 +277,7 @@ const fmt = (n) => (Math.round(n * 100) / 100).toString();
 
 function keyText(key) {
   if (!key || typeof key !== 'object') return '';
-  return Object.values(key).join('  ·  ');
+  return [key.PK, key.SK].filter((part) => part !== undefined).join('  ·  ');
 }
 
 function expressionRows(expressions) {
@@ -454,7 +454,7 @@ function render() {
 
 $('all-domains').addEventListener('change', (e) => { ui.allDomains = e.target.checked; renderTable(); });
 $('seed').addEventListener('click', () => busy(async () => {
-  toast('Seeding every empty domain through the handlers…');
+  setResult('seed', h('div', { class: 'box' }, h('header', {}, 'Seeding every empty domain through the handlers…')));
   const answer = await api('seed', { person: person() });
   absorb(answer);
   const s = answer.seed;
