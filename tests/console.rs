@@ -717,6 +717,12 @@ async fn the_page_in_a_real_browser() {
     assert_eq!(winners, "1");
     let tally = driver.text(".tally").await;
     assert!(tally.contains("15 × 409 plate: taken"), "{tally}");
+    // A loser's cancellation reason, next to the field error it became.
+    let result = driver.text("#result").await;
+    assert!(
+        result.contains("ConditionalCheckFailed") && result.contains("→ 409 plate: taken"),
+        "{result}"
+    );
     let new_locks: Vec<_> = driver
         .shown_items()
         .await

@@ -346,3 +346,80 @@ pub fn link_reasons(operations: &mut [Operation], status: u16, body: &Value) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn expressions_read_with_their_names_and_values() {
+        let names = json!({"#status": "status", "#gsi2sk": "GSI2SK"});
+        let values = json!({":out": {"S": "checked_out"}, ":one": {"N": "1"}});
+        assert_eq!(
+            resolve(
+                "SET #status = :out, #gsi2sk = :sk, n = n + :one",
+                names.as_object(),
+                values.as_object()
+            ),
+            "SET status = \"checked_out\", GSI2SK = :sk, n = n + 1"
+        );
+        assert_eq!(
+            resolve("attribute_not_exists(PK)", None, None),
+            "attribute_not_exists(PK)"
+        );
+    }
+
+    #[test]
+    fn capacity_is_read_per_table_and_per_index_when_the_response_has_it() {
+        let total = capacity(&json!({"TableName": "singlet", "CapacityUnits": 1.0}));
+        assert_eq!(total.len(), 1);
+        assert_eq!(total[0].units, Some(1.0));
+        assert!(total[0].indexes.is_empty());
+        let indexes = capacity(&json!([{
+            "TableName": "singlet", "CapacityUnits": 4.0,
+            "Table": {"CapacityUnits": 2.0},
+            "GlobalSecondaryIndexes": {"GSI1": {"CapacityUnits": 1.0}, "GSI3": {"CapacityUnits": 1.0}},
+        }]));
+        assert_eq!(indexes[0].table_units, Some(2.0));
+        assert_eq!(
+            indexes[0].indexes,
+            [("GSI1".to_owned(), 1.0), ("GSI3".to_owned(), 1.0)]
+        );
+    }
+
+    #[test]
+    fn a_cancelled_part_says_what_it_became() {
+        let call = Call {
+            operation: "TransactWriteItems".into(),
+            request: json!({"TransactItems": [
+                {"Put": {"TableName": "singlet", "Item": {"PK": {"S": "VEHICLE#v"}, "SK": {"S": "VEHICLE#v"}}}},
+                {"Put": {"TableName": "singlet", "Item": {"PK": {"S": "PLATE#ka19 xtr"}, "SK": {"S": "PLATE#ka19 xtr"}},
+                         "ConditionExpression": "attribute_not_exists(PK)"}},
+            ]}),
+            response: Some((
+                400,
+                json!({
+                    "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                    "CancellationReasons": [{"Code": "None"}, {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}],
+                }),
+            )),
+            attempts: 1,
+        };
+        let mut operations = vec![read(&call, false)];
+        assert_eq!(
+            operations[0].error.as_deref(),
+            Some("TransactionCanceledException")
+        );
+        assert_eq!(operations[0].table.as_deref(), Some("singlet"));
+        link_reasons(
+            &mut operations,
+            409,
+            &json!({"errors": [{"field": "plate", "code": "taken"}]}),
+        );
+        let parts = &operations[0].parts;
+        assert_eq!(parts[0].reason, None);
+        assert_eq!(parts[1].reason.as_deref(), Some("ConditionalCheckFailed"));
+        assert_eq!(parts[1].became.as_deref(), Some("409 plate: taken"));
+    }
+}

@@ -18,6 +18,7 @@ use singlet_functions::clock;
 use singlet_shared::schema::GSI1;
 use singlet_shared::{Id, keys};
 use std::collections::BTreeMap;
+use tracing::instrument::WithSubscriber;
 
 const VEHICLES: &[(&str, &str, &str)] = &[
     ("KA19 XTR", "WVWZZZ1JZXW000001", "north"),
@@ -585,7 +586,10 @@ pub async fn run_cli(gateway: &Gateway) -> Result<(), String> {
         bar.set_position(done);
         bar.set_message(what.to_owned());
     };
-    let report = seed(gateway, "seed", &progress).await?;
+    // The handlers' request logs would scroll the bar away: the report below says what happened.
+    let report = seed(gateway, "seed", &progress)
+        .with_subscriber(tracing::subscriber::NoSubscriber::default())
+        .await?;
     bar.finish_and_clear();
     for domain in &report.skipped {
         eprintln!("{domain}: already has data, left alone");

@@ -329,7 +329,9 @@ function totalCapacity(operations) {
 function operationsBox(operations, title) {
   return h('div', { class: 'box operations' },
     h('header', {}, title || 'DynamoDB calls', h('span', { class: 'sub' }, operations.length),
-      h('span', { class: 'total' }, fmt(totalCapacity(operations)) + ' capacity units in all')),
+      h('span', { class: 'total' }, operations.some((o) => o.capacity.length)
+        ? fmt(totalCapacity(operations)) + ' capacity units in all'
+        : 'no capacity in the answers')),
     operations.length ? operations.map(operationCard) : h('div', { class: 'inner sub' }, 'None: the front door answered on its own.'));
 }
 
@@ -372,11 +374,18 @@ function showRace(race) {
         }, '#' + r.n, h('small', {}, r.answer ? r.answer.status : '—')))),
         h('p', { class: 'sub' }, 'Press a client to see its request, its answer and its DynamoDB calls.'))),
     detail);
-  showRacer(winners[0] || race.racers[0]);
-  // A loser too, for its cancellation reasons.
+  // First a loser, whose calls carry the cancellation reasons, then the winner.
   const loser = race.racers.find((r) => r.answer && r.answer.status >= 400);
-  if (loser) detail.append(h('div', { class: 'box' }, h('header', {}, 'And a loser: client #' + loser.n, h('span', { class: 'sub' }, loser.outcome))),
-    answerBox(loser.answer), operationsBox(loser.operations, 'Its DynamoDB calls'));
+  const winner = winners[0] || race.racers[0];
+  detail.replaceChildren(...[
+    loser ? [
+      h('div', { class: 'box' }, h('header', {}, 'A loser: client #' + loser.n, h('span', { class: 'sub' }, loser.outcome))),
+      operationsBox(loser.operations, 'Its DynamoDB calls'),
+      answerBox(loser.answer)] : null,
+    h('div', { class: 'box' }, h('header', {}, 'The winner: client #' + winner.n, h('span', { class: 'sub' }, winner.outcome))),
+    requestBox(winner.request),
+    winner.answer ? answerBox(winner.answer) : null,
+    operationsBox(winner.operations, 'Its DynamoDB calls')].flat().filter(Boolean));
 }
 
 function showMarkOverdue(answer) {
