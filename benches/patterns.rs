@@ -5,46 +5,42 @@
 //! costs. It prints figures and asserts nothing: `cargo bench --bench patterns`.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_http::{Body, Request, RequestExt};
 use serde_json::{Value, json};
-use singlet::engine;
-use singlet_functions::paging::CursorKey;
-use singlet_functions::routes::{ROUTES, respond};
-use singlet_functions::{Ctx, table::ensure_table};
-use std::net::{Ipv4Addr, SocketAddr};
+use singlet::{engine, front_door};
+use singlet_functions::Ctx;
+use singlet_functions::cursor::CursorKeys;
+use singlet_functions::request::respond;
+use singlet_functions::routes::Route;
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 300;
 
+/// The request API Gateway would hand the function, through the runner's own route matcher.
 fn request(
     method: &str,
     path: &str,
     body: Option<Value>,
-) -> (Request, &'static singlet_functions::routes::Route) {
-    let segments: Vec<String> = path
-        .trim_start_matches('/')
-        .split('/')
-        .map(str::to_owned)
-        .collect();
-    let (route, params) = ROUTES
-        .iter()
-        .find_map(|r| r.matches(method, &segments).map(|p| (r, p)))
-        .expect("a declared route");
-    let body = body.map_or(Body::Empty, |b| Body::Text(b.to_string()));
-    let req = lambda_http::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(body)
-        .unwrap()
-        .with_path_parameters(params);
-    (req, route)
+    extra: &[(&'static str, String)],
+) -> (&'static Route, lambda_http::Request) {
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert("content-type", "application/json".parse().unwrap());
+    for (name, value) in extra {
+        headers.insert(*name, value.parse().unwrap());
+    }
+    let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    front_door::lambda_request(
+        &method.parse().unwrap(),
+        &path.parse().unwrap(),
+        &headers,
+        &body,
+    )
+    .unwrap_or_else(|_| panic!("{method} {path} is a declared route"))
 }
 
 async fn call(ctx: &Ctx, method: &str, path: impl Into<String>, body: Option<Value>) -> Value {
     let path = path.into();
-    let (req, route) = request(method, &path, body);
-    let response = respond(ctx, route.handler, req).await;
+    let (route, req) = request(method, &path, body, &[]);
+    let response = respond(ctx, route, req).await;
     assert!(
         response.status().is_success(),
         "{method} {path}: {:?}",
@@ -71,13 +67,8 @@ where
 
 #[tokio::main]
 async fn main() {
-    let db = engine::open(None).unwrap();
-    let endpoint = engine::serve(db, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .await
-        .unwrap();
-    let client = engine::local_client(&endpoint);
-    ensure_table(&client, "singlet").await.unwrap();
-    let ctx = Ctx::new(client, "singlet", CursorKey::random());
+    let (client, _) = engine::start_in_memory("singlet").await;
+    let ctx = Ctx::new(client, "singlet", CursorKeys::random());
 
     let vehicle = call(
         &ctx,
@@ -156,18 +147,16 @@ async fn main() {
     rows.push((
         "change-resource (read + guarded transaction)",
         measure(|i| {
-            let (req, route) = request(
+            let (route, req) = request(
                 "PATCH",
                 "/resources/bench",
                 Some(json!({"status": format!("s{i}"), "action": "a", "actor": "a"})),
+                &[("if-match", format!("\"{version}\""))],
             );
-            let (mut req, version_now) = (req, version);
             version += 1;
-            req.headers_mut()
-                .insert("if-match", format!("\"{version_now}\"").parse().unwrap());
             let ctx = &ctx;
             async move {
-                let response = respond(ctx, route.handler, req).await;
+                let response = respond(ctx, route, req).await;
                 assert_eq!(response.status(), 200);
             }
         })

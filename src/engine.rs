@@ -33,6 +33,26 @@ pub async fn serve(db: Database, addr: SocketAddr) -> Result<String, String> {
     Ok(format!("http://{addr}"))
 }
 
+/// The one way the runner, the tests and the benches start an engine: dynoxide with its data in
+/// `data` (or memory), served on `addr`, and a client for it. Returns the client and the
+/// engine's endpoint URL.
+pub async fn start(data: Option<&Path>, addr: SocketAddr) -> Result<(Client, String), String> {
+    let db = open(data)?;
+    let endpoint = serve(db, addr).await?;
+    Ok((local_client(&endpoint), endpoint))
+}
+
+/// An in-memory engine on a free loopback port, its table created: for tests and benches.
+pub async fn start_in_memory(table: &str) -> (Client, String) {
+    let (client, endpoint) = start(None, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("an in-memory engine starts");
+    singlet_functions::table::ensure_table(&client, table)
+        .await
+        .expect("the table is created");
+    (client, endpoint)
+}
+
 /// A client for a local engine at `endpoint`: fixed local credentials and region, the SDK's
 /// real HTTP stack and default retries.
 pub fn local_client(endpoint: &str) -> Client {
@@ -47,7 +67,7 @@ pub fn local_client(endpoint: &str) -> Client {
             None,
             "singlet-local",
         ))
-        .http_client(singlet_functions::db::https_client())
+        .http_client(singlet_functions::context::https_client())
         .build();
     Client::from_conf(config)
 }

@@ -12,7 +12,8 @@ use lambda_http::Body;
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value, json};
 use singlet_functions::Ctx;
-use singlet_functions::routes::{ROUTES, Route, respond};
+use singlet_functions::request::answer;
+use singlet_functions::routes::{self, Route};
 use std::collections::HashMap;
 use tokio::net::TcpListener;
 
@@ -42,37 +43,65 @@ fn gateway_message(status: StatusCode, message: &str) -> Response {
 }
 
 async fn dispatch(State(ctx): State<Ctx>, req: Request) -> Response {
-    let segments: Vec<String> = req
-        .uri()
-        .path()
-        .trim_start_matches('/')
-        .split('/')
-        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
-        .collect();
-    let method = req.method().as_str().to_owned();
-    let Some((route, params)) = ROUTES
-        .iter()
-        .find_map(|r| r.matches(&method, &segments).map(|p| (r, p)))
-    else {
-        return gateway_message(StatusCode::NOT_FOUND, "Not Found");
-    };
     let (parts, body) = req.into_parts();
     let Ok(body) = to_bytes(body, GATEWAY_MAX_BODY).await else {
         return gateway_message(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large");
     };
-    let event = gateway_event(
-        route,
-        params,
-        &parts.method,
-        &parts.uri,
-        &parts.headers,
-        &body,
-    );
-    let lambda_request = match lambda_http::request::from_str(&event.to_string()) {
-        Ok(request) => request,
-        Err(_) => return gateway_message(StatusCode::BAD_REQUEST, "Bad Request"),
+    let (route, lambda_request) =
+        match lambda_request(&parts.method, &parts.uri, &parts.headers, &body) {
+            Ok(found) => found,
+            Err(refused) => return refused.into_response(),
+        };
+    let answer = answer(&ctx, route, lambda_request).await;
+    let mut response = into_axum(answer.response);
+    // The local runner only: what the request cost, for a person with curl.
+    if let Ok(value) = axum::http::HeaderValue::from_str(&format!(
+        "rcu={}; wcu={}",
+        answer.consumed.read_units, answer.consumed.write_units
+    )) {
+        response.headers_mut().insert(CONSUMED_CAPACITY, value);
+    }
+    response
+}
+
+/// The route serving an HTTP request, and the request API Gateway would hand its function; or
+/// API Gateway's own answer when no route declares the method and path. The one route matcher
+/// of the runner, the tests and the benches.
+pub fn lambda_request(
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(&'static Route, lambda_http::Request), GatewayRefusal> {
+    let Some((route, params)) = routes::find(method.as_str(), &segments(uri.path())) else {
+        return Err(GatewayRefusal(StatusCode::NOT_FOUND, "Not Found"));
     };
-    into_axum(respond(&ctx, route.handler, lambda_request).await)
+    let event = gateway_event(route, params, method, uri, headers, body);
+    match lambda_http::request::from_str(&event.to_string()) {
+        Ok(request) => Ok((route, request)),
+        Err(_) => Err(GatewayRefusal(StatusCode::BAD_REQUEST, "Bad Request")),
+    }
+}
+
+/// An answer API Gateway gives itself, before any function runs: its status and message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GatewayRefusal(pub StatusCode, pub &'static str);
+
+impl IntoResponse for GatewayRefusal {
+    fn into_response(self) -> Response {
+        gateway_message(self.0, self.1)
+    }
+}
+
+/// The header in which the local runner reports the capacity units a request consumed.
+pub const CONSUMED_CAPACITY: &str = "x-consumed-capacity";
+
+/// The percent-decoded segments of a path, as the route matcher takes them.
+pub fn segments(path: &str) -> Vec<String> {
+    path.trim_start_matches('/')
+        .split('/')
+        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect()
 }
 
 /// The payload-2.0 event API Gateway would build for this request.

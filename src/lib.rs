@@ -5,3 +5,8 @@ pub mod console;
 pub mod engine;
 pub mod front_door;
 pub mod invoke;
+
+/// The server secret the runner uses when `CURSOR_KEY` is not set: public, so that ids derived
+/// from `Idempotency-Key`s, cursors and the sample events in `events/` agree across runs and
+/// machines. Only the local runner falls back to it; a Lambda without `CURSOR_KEY` does not start.
+pub const LOCAL_SECRET: &str = "singlet-local-development-secret-do-not-deploy";

@@ -3,12 +3,13 @@
 
 use clap::{Parser, Subcommand};
 use singlet::{engine, front_door, invoke};
-use singlet_functions::paging::CursorKey;
+use singlet_functions::cursor::{CursorKeys, MIN_KEY_LEN};
 use singlet_functions::{Ctx, lambda::init_tracing_to, table::ensure_table};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Every option is accepted before or after a subcommand (`global`).
 #[derive(Parser)]
 #[command(
     version,
@@ -20,13 +21,10 @@ struct Cli {
     #[command(flatten)]
     engine: EngineArgs,
     /// The API's port on 127.0.0.1.
-    #[arg(long, default_value_t = 3000)]
+    #[arg(long, default_value_t = 3000, global = true)]
     port: u16,
-    /// The embedded engine's DynamoDB endpoint port on 127.0.0.1.
-    #[arg(long, default_value_t = 8000)]
-    engine_port: u16,
     /// How often `mark-overdue` runs, in seconds (0: never), as its EventBridge schedule does.
-    #[arg(long, default_value_t = 900)]
+    #[arg(long, default_value_t = 900, global = true)]
     mark_overdue_every: u64,
 }
 
@@ -36,18 +34,26 @@ struct EngineArgs {
     #[arg(
         long,
         default_value = ".singlet/singlet.db",
-        conflicts_with = "in_memory"
+        conflicts_with = "in_memory",
+        global = true
     )]
     data: PathBuf,
     /// Keep the embedded engine's data in memory only.
-    #[arg(long)]
+    #[arg(long, global = true)]
     in_memory: bool,
     /// An external DynamoDB endpoint instead of the embedded engine.
-    #[arg(long, env = "AWS_ENDPOINT_URL_DYNAMODB")]
+    #[arg(long, env = "AWS_ENDPOINT_URL_DYNAMODB", global = true)]
     endpoint: Option<String>,
     /// The table's name.
-    #[arg(long, env = "TABLE_NAME", default_value = singlet_shared::schema::DEFAULT_TABLE_NAME)]
+    #[arg(long, env = "TABLE_NAME", default_value = singlet_shared::schema::DEFAULT_TABLE_NAME, global = true)]
     table: String,
+    /// The embedded engine's DynamoDB endpoint port.
+    #[arg(long, default_value_t = 8000, global = true)]
+    engine_port: u16,
+    /// The address the engine's endpoint binds: 0.0.0.0 lets a container started by
+    /// `sam local invoke` reach it.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST), global = true)]
+    engine_host: IpAddr,
 }
 
 #[derive(Subcommand)]
@@ -81,7 +87,7 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), String> {
     let serve_engine = cli.command.is_none();
-    let ctx = connect(&cli.engine, serve_engine.then_some(cli.engine_port)).await?;
+    let ctx = connect(&cli.engine, serve_engine).await?;
     match cli.command {
         Some(Command::Invoke { function, event }) => {
             let event = std::fs::read_to_string(&event)
@@ -99,7 +105,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             tracing::info!(api = %format!("http://{addr}"), "singlet is serving");
             if cli.mark_overdue_every > 0 {
                 let every = std::time::Duration::from_secs(cli.mark_overdue_every);
-                tokio::spawn(invoke::schedule_mark_overdue(ctx.clone(), every));
+                tokio::spawn(invoke::schedule(ctx.clone(), every));
             }
             tokio::select! {
                 served = front_door::serve(listener, ctx) => served.map_err(|e| e.to_string()),
@@ -109,18 +115,20 @@ async fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-/// The engine (embedded, or external with `--endpoint`), the table created when missing.
-async fn connect(args: &EngineArgs, engine_port: Option<u16>) -> Result<Ctx, String> {
+/// The engine (embedded, or external with `--endpoint`), the table created when missing. The
+/// embedded engine's endpoint is served on its fixed port only when the runner serves the API.
+async fn connect(args: &EngineArgs, serve_engine: bool) -> Result<Ctx, String> {
     let client = match &args.endpoint {
-        Some(endpoint) => singlet_functions::db::client_from_env(Some(endpoint)).await,
+        Some(endpoint) => singlet_functions::context::client_from_env(Some(endpoint)).await,
         None => {
-            let db = engine::open((!args.in_memory).then_some(args.data.as_path()))?;
-            let port = engine_port.unwrap_or(0);
-            let endpoint = engine::serve(db, SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await?;
-            if engine_port.is_some() {
+            let port = if serve_engine { args.engine_port } else { 0 };
+            let data = (!args.in_memory).then_some(args.data.as_path());
+            let (client, endpoint) =
+                engine::start(data, SocketAddr::from((args.engine_host, port))).await?;
+            if serve_engine {
                 tracing::info!(%endpoint, "the embedded engine's DynamoDB endpoint");
             }
-            engine::local_client(&endpoint)
+            client
         }
     };
     if ensure_table(&client, &args.table)
@@ -129,5 +137,13 @@ async fn connect(args: &EngineArgs, engine_port: Option<u16>) -> Result<Ctx, Str
     {
         tracing::info!(table = %args.table, "created the table");
     }
-    Ok(Ctx::new(client, args.table.clone(), CursorKey::from_env()))
+    Ok(Ctx::new(client, args.table.clone(), cursor_keys()?))
+}
+
+/// `CURSOR_KEY` (and its rotation) when set, else the published local secret.
+fn cursor_keys() -> Result<CursorKeys, String> {
+    if std::env::var_os("CURSOR_KEY").is_none() {
+        return Ok(CursorKeys::new(singlet::LOCAL_SECRET));
+    }
+    CursorKeys::from_env().map_err(|reason| format!("{reason} (at least {MIN_KEY_LEN} bytes)"))
 }

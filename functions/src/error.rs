@@ -1,6 +1,7 @@
 //! The one HTTP error type. Each variant only chooses a status and a problem `type`; the problem
 //! document (RFC 9457, `application/problem+json`) is rendered in one place, [`ApiError::into_response`].
 
+use crate::headers::{RETRY_AFTER_SECONDS, etag};
 use lambda_http::http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Response};
 use serde::Serialize;
@@ -91,9 +92,6 @@ pub enum ApiError {
     /// 500: a bug. The cause is logged where it happened, never sent.
     Internal,
 }
-
-/// Seconds a client should wait after a `503`.
-pub const RETRY_AFTER_SECONDS: &str = "1";
 
 impl ApiError {
     pub fn invalid(errors: Vec<FieldError>) -> Self {
@@ -223,7 +221,7 @@ impl ApiError {
             );
         }
         if let ApiError::PreconditionFailed { current_version } = self {
-            headers.insert(header::ETAG, crate::http::etag(current_version));
+            headers.insert(header::ETAG, etag(current_version));
         }
         response
     }

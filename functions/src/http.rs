@@ -131,21 +131,47 @@ impl JsonBody {
     }
 }
 
-/// Free text: trimmed, non-empty, at most `max` characters.
+/// Free text: trimmed, non-empty, at most `max` characters, and nothing that makes it display
+/// as something else: control characters (Unicode Cc, save tab, line feed and carriage return)
+/// and bidirectional controls are refused. Zero-width joiners and non-joiners are text (emoji
+/// sequences, Persian, Indic scripts) and are kept.
 pub fn text(raw: &str, max: usize) -> Result<String, Invalid> {
     let value = raw.trim();
     if value.is_empty() {
         Err(Invalid::Required)
     } else if value.chars().count() > max {
         Err(Invalid::TooLong)
-    } else if value
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+    } else if value.chars().any(disguises_text) {
         Err(Invalid::Invalid)
     } else {
         Ok(value.to_owned())
     }
+}
+
+/// A control character other than tab, line feed and carriage return, or a bidirectional
+/// control (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069).
+pub fn disguises_text(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The route being served, as `request::respond` puts it in the request's extensions: the
+/// scope of its `Idempotency-Key`s and its cursors.
+#[derive(Debug, Clone, Copy)]
+pub struct ServedRoute {
+    /// The function's name: `register-vehicle`.
+    pub function: &'static str,
+    /// Whether the route takes an `Idempotency-Key`.
+    pub idempotent: bool,
+}
+
+/// The route a request is served by. Every request reaches a handler through
+/// `request::respond`, which sets it.
+pub fn served_route(req: &Request) -> ServedRoute {
+    req.extensions()
+        .get::<ServedRoute>()
+        .copied()
+        .expect("request::respond names the route being served")
 }
 
 /// A path parameter parsed by one of `singlet_shared`'s parsers.
@@ -229,11 +255,6 @@ pub fn no_content() -> Response<Body> {
     let mut response = Response::new(Body::Empty);
     *response.status_mut() = StatusCode::NO_CONTENT;
     response
-}
-
-/// A strong ETag carrying a version: `"7"`.
-pub fn etag(version: u64) -> HeaderValue {
-    HeaderValue::from_str(&format!("\"{version}\"")).expect("digits are a valid header")
 }
 
 /// The version an `if-match` header names (`"7"`, `W/"7"` or `7`); `None` when absent.

@@ -1,23 +1,29 @@
-//! `Idempotency-Key` on every creating `POST`, written once.
+//! `Idempotency-Key` on the routes that take one (every creating `POST`, return and renew),
+//! written once.
 //!
-//! The key does three things. It becomes the transaction's `ClientRequestToken` (scoped to the
-//! route), so DynamoDB itself refuses to apply one request twice within its 10-minute window.
-//! It derives the server-generated id, so a retry names the same entity. And the transaction
-//! that creates the entity also puts a record `IDEMPOTENCY#<route>#<key>` holding a fingerprint
-//! of the request and the response it got, guarded by `attribute_not_exists`. A retry therefore
-//! fails that guard (or DynamoDB's token check) and gets the recorded response back, byte for
-//! byte; the same key with another request is `422`. A record replays for 10 minutes
-//! (`replayUntil`); after that the key is spent and reusing it is `422`, for as long as the
-//! record stays. It stays at least [`KEEP_SECONDS`] (`expiresAt`, the table's TTL attribute;
-//! DynamoDB's TTL deletes it some time after that). Once it is gone the key is forgotten: a reuse
-//! is a new request (for a server-generated id, the id it derives is still taken while its entity
-//! exists, which is `422` again). Only a request that succeeded is recorded, so a retry of a `400`
-//! or `409` runs again.
+//! The key (scoped to the route being served) does three things:
+//! - it becomes the transaction's `ClientRequestToken`, so DynamoDB itself refuses to apply one
+//!   request twice within its 10-minute window;
+//! - it derives the new entity's id, under the server's secret (`crate::ids::IdKey`), so every retry
+//!   names the same entity and no client can compute another's id from a key it guessed; the
+//!   id's lock `ID#<id>` is put with the entity and never deleted, so a derived id is never held
+//!   by two entities, nor comes back after its entity is deleted, whatever becomes of the key's
+//!   record;
+//! - the transaction also puts a record `IDEMPOTENCY#<route>#<key>` holding a fingerprint of the
+//!   request and the response it got, guarded by `attribute_not_exists`. A retry fails that
+//!   guard (or DynamoDB's token check) and gets the recorded response back, byte for byte; the
+//!   same key with another request is `422`.
+//!
+//! A record replays for 10 minutes (`replayUntil`); after that the key is spent and reusing it is
+//! `422` for as long as the record stays: at least [`KEEP_SECONDS`] (`expiresAt`, the table's TTL
+//! attribute). Only a request that succeeded is recorded, so a retry of a `400` or `409` runs
+//! again.
 
-use crate::db::{ABSENT, Ctx, Item, from_item, item};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code};
-use crate::http::header_str;
-use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem};
+use crate::http::{header_str, served_route};
+use crate::store::{ABSENT, Cancelled, Commit, Item, TokenCommit, Transaction, decode, item};
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use lambda_http::http::{HeaderName, HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
@@ -33,12 +39,11 @@ pub const WINDOW_SECONDS: u64 = 10 * 60;
 /// How long a record is kept at least, so that a spent key stays refused: a day.
 pub const KEEP_SECONDS: u64 = 24 * 60 * 60;
 
-const NAMESPACE: Uuid = Uuid::from_u128(0x5a1e_7e1d_0000_4000_8000_516e_676c_6574);
-
 pub struct Idempotency {
     route: &'static str,
     key: Id,
     fingerprint: String,
+    derived: Uuid,
 }
 
 /// What a record keeps of the first response.
@@ -55,15 +60,16 @@ struct Record {
 }
 
 impl Idempotency {
-    /// `None` without the header; `400` for a key that is not 1..36 of `[A-Za-z0-9_-]`.
-    /// The fingerprint covers the method, the path and the body as parsed JSON, so neither
-    /// white space nor field order makes two requests different.
+    /// `None` without the header (or on a route that takes none); `400` for a key that is not
+    /// 1..36 of `[A-Za-z0-9_-]`. The fingerprint covers the method, the path and the body as
+    /// parsed JSON, so neither white space nor field order makes two requests different.
     pub fn from_request(
+        ctx: &Ctx,
         req: &Request,
-        route: &'static str,
         body: &serde_json::Value,
     ) -> Result<Option<Self>, ApiError> {
-        let Some(raw) = header_str(req, HEADER) else {
+        let route = served_route(req);
+        let Some(raw) = header_str(req, HEADER).filter(|_| route.idempotent) else {
             return Ok(None);
         };
         let key = Id::parse(raw)
@@ -77,35 +83,30 @@ impl Idempotency {
         hash.update([0]);
         canonical(body, &mut hash);
         let fingerprint = format!("{:x}", hash.finalize());
+        let derived = ctx.ids.uuid(route.function, &key);
         Ok(Some(Self {
-            route,
+            route: route.function,
             key,
             fingerprint,
+            derived,
         }))
-    }
-
-    fn uuid(&self) -> Uuid {
-        Uuid::new_v5(
-            &NAMESPACE,
-            format!("{}\0{}", self.route, self.key).as_bytes(),
-        )
     }
 
     /// The id of the entity this request creates: the same for every retry.
     pub fn derived_id(&self) -> Id {
-        Id::parse(&self.uuid().simple().to_string()).expect("hex is a valid id")
+        Id::parse(&self.derived.simple().to_string()).expect("hex is a valid id")
     }
 
     /// The `ClientRequestToken`: 36 characters, scoped to the route.
-    pub fn token(&self) -> String {
-        self.uuid().hyphenated().to_string()
+    fn token(&self) -> String {
+        self.derived.hyphenated().to_string()
     }
 
-    pub fn record_key(&self) -> Key {
+    fn record_key(&self) -> Key {
         keys::idempotency_record(self.route, &self.key)
     }
 
-    pub(crate) fn record(&self, response: &Response<Body>) -> Item {
+    fn record(&self, response: &Response<Body>) -> Item {
         let text = |name: HeaderName| {
             response
                 .headers()
@@ -130,8 +131,8 @@ impl Idempotency {
     }
 
     /// The recorded response, or `422` if the key was used for another request or is spent.
-    pub(crate) fn replay(&self, stored: &Item) -> Result<Response<Body>, ApiError> {
-        let record: Record = from_item(stored)?;
+    fn replay(&self, stored: &Item) -> Result<Response<Body>, ApiError> {
+        let record: Record = decode(stored)?;
         if record.fingerprint != self.fingerprint {
             return Err(ApiError::Unprocessable(
                 "this Idempotency-Key was already used with a different request".into(),
@@ -159,6 +160,115 @@ impl Idempotency {
         }
         Ok(response)
     }
+}
+
+/// The response recorded for this key, if a first request with it committed: for a change (a
+/// return, a renewal) that a retry could not repeat, since the first one changed what it reads.
+pub async fn recorded(
+    ctx: &Ctx,
+    idempotency: Option<&Idempotency>,
+) -> Result<Option<Response<Body>>, ApiError> {
+    let Some(idempotency) = idempotency else {
+        return Ok(None);
+    };
+    match ctx.get_item(&idempotency.record_key()).await? {
+        Some(stored) => idempotency.replay(&stored).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A transaction's parts, and the two this module adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tagged<P> {
+    Part(P),
+    Record,
+    IdLock,
+}
+
+/// How an idempotent write ([`commit`]) ended.
+pub enum Outcome<P> {
+    /// The response to send: this request's, or the one recorded for the first request with
+    /// its `Idempotency-Key`, byte for byte.
+    Done(Response<Body>),
+    /// Conditions of the pattern's own parts failed.
+    Cancelled(Cancelled<P>),
+}
+
+/// Commits a write that may carry an `Idempotency-Key`: with one, `response` is recorded under
+/// the key in the same transaction, the key's token is the `ClientRequestToken`, and (when the
+/// entity's id was derived from the key, `derived_id`) the id's lock is put with it; a retry
+/// gets the first request's response back instead of a conflict.
+pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
+    ctx: &Ctx,
+    transaction: Transaction<P>,
+    idempotency: Option<&Idempotency>,
+    derived_id: bool,
+    response: Response<Body>,
+) -> Result<Outcome<P>, ApiError> {
+    let Some(idempotency) = idempotency else {
+        return Ok(match transaction.commit(ctx).await? {
+            Commit::Done => Outcome::Done(response),
+            Commit::Cancelled(cancelled) => Outcome::Cancelled(cancelled),
+        });
+    };
+    let record = ctx
+        .put(idempotency.record(&response))
+        .condition_expression(ABSENT)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    let mut tagged = transaction.map(Tagged::Part).put(Tagged::Record, record);
+    if derived_id {
+        tagged = tagged.put(
+            Tagged::IdLock,
+            ctx.put(item(
+                &keys::id_lock(&idempotency.derived_id()),
+                &IdLock {
+                    route: idempotency.route,
+                },
+            ))
+            .condition_expression(ABSENT),
+        );
+    }
+    let commit = match tagged
+        .clone()
+        .commit_with_token(ctx, Some(idempotency.token()))
+        .await?
+    {
+        TokenCommit::Committed(commit) => commit,
+        // Another request used this token within DynamoDB's 10 minutes: what it did is in the
+        // record; if there is none, it wrote nothing, and the record's own guard is enough to run
+        // once more without the token.
+        TokenCommit::TokenReused => {
+            if let Some(stored) = ctx.get_item(&idempotency.record_key()).await? {
+                return idempotency.replay(&stored).map(Outcome::Done);
+            }
+            tagged.commit(ctx).await?
+        }
+    };
+    match commit {
+        Commit::Done => Ok(Outcome::Done(response)),
+        Commit::Cancelled(cancelled) if cancelled.failed(Tagged::Record) => {
+            let stored = match cancelled.old(Tagged::Record) {
+                Some(stored) => stored.clone(),
+                None => ctx
+                    .get_item(&idempotency.record_key())
+                    .await?
+                    .ok_or(ApiError::Unavailable)?,
+            };
+            idempotency.replay(&stored).map(Outcome::Done)
+        }
+        // The key's record is gone, but the id it derives was used: the key is spent.
+        Commit::Cancelled(cancelled) if cancelled.failed(Tagged::IdLock) => Err(spent_key()),
+        Commit::Cancelled(cancelled) => Ok(Outcome::Cancelled(cancelled.map(|t| match t {
+            Tagged::Part(part) => Some(part),
+            _ => None,
+        }))),
+    }
+}
+
+/// The lock of a derived id: which route derived it.
+#[derive(Serialize)]
+struct IdLock {
+    route: &'static str,
 }
 
 /// Hashes a JSON value with object keys in sorted order at every depth, so that neither white
@@ -203,16 +313,6 @@ pub fn new_id(idempotency: Option<&Idempotency>) -> Id {
         Some(idempotency) => idempotency.derived_id(),
         None => Id::parse(&Uuid::new_v4().simple().to_string()).expect("hex is a valid id"),
     }
-}
-
-pub(crate) fn record_put(ctx: &Ctx, record: Item) -> TransactWriteItem {
-    let put = ctx
-        .put(record)
-        .condition_expression(ABSENT)
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        .build()
-        .expect("the record put is complete");
-    TransactWriteItem::builder().put(put).build()
 }
 
 fn now_seconds() -> u64 {

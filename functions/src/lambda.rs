@@ -1,7 +1,9 @@
-//! What every Lambda binary runs: tracing, the context once per cold start, then the runtime.
+//! What every Lambda binary runs: logging, the context once per cold start, then the runtime
+//! serving the function named like the binary (an HTTP route or a scheduled function).
 
-use crate::db::Ctx;
-use crate::routes::{Handler, respond};
+use crate::context::Ctx;
+use crate::request::respond;
+use crate::routes::{Route, Scheduled, by_function, scheduled};
 use lambda_http::{Request, service_fn};
 use tracing_subscriber::EnvFilter;
 
@@ -29,12 +31,44 @@ where
         .try_init();
 }
 
-/// Serves one HTTP access pattern on the Lambda runtime.
-pub async fn serve_http(handler: Handler) -> Result<(), lambda_http::Error> {
+/// Serves `function` (the binary's own name) on the Lambda runtime. A context that cannot be
+/// built (no table, no cursor key) stops the cold start with one log line saying why.
+pub async fn run(function: &str) -> Result<(), lambda_runtime::Error> {
     init_tracing();
-    let ctx: &'static Ctx = Box::leak(Box::new(Ctx::from_env().await));
+    let ctx = match Ctx::from_lambda_env().await {
+        Ok(ctx) => &*Box::leak(Box::new(ctx)),
+        Err(reason) => {
+            tracing::error!(function, reason, "the function cannot start");
+            return Err(reason.into());
+        }
+    };
+    if let Some(route) = by_function(function) {
+        return serve_http(ctx, route).await;
+    }
+    if let Some(scheduled) = scheduled(function) {
+        return serve_scheduled(ctx, scheduled).await;
+    }
+    Err(format!("no route or scheduled function is named {function}").into())
+}
+
+async fn serve_http(ctx: &'static Ctx, route: &'static Route) -> Result<(), lambda_runtime::Error> {
     lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(respond(ctx, handler, req).await)
+        Ok::<_, std::convert::Infallible>(respond(ctx, route, req).await)
     }))
+    .await
+}
+
+async fn serve_scheduled(
+    ctx: &'static Ctx,
+    scheduled: &'static Scheduled,
+) -> Result<(), lambda_runtime::Error> {
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: lambda_runtime::LambdaEvent<serde_json::Value>| async move {
+            let deadline = event.context.deadline();
+            (scheduled.handler)(ctx, event.payload, Some(deadline))
+                .await
+                .map_err(lambda_runtime::Error::from)
+        },
+    ))
     .await
 }

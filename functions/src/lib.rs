@@ -1,17 +1,31 @@
 //! singlet's access patterns. Each lives in one file (`fleet/register_vehicle.rs`, ...) that
 //! reads as one story: the contract, the one DynamoDB request, and how each failure becomes a
-//! response. What every route shares is here once: [`error`] (problem documents), [`http`]
-//! (bodies, fields, responses), [`paging`] (cursors), [`idempotency`], [`db`] (the context,
-//! transactions and SDK failures) and [`routes`] (the route table).
+//! response. Each domain's `mod.rs` owns its entities and their lifecycles. What every route
+//! shares is here once:
+//! - [`routes`]: the route table, every function declared once;
+//! - [`request`]: what happens to every request (body rules, metering, logging, errors);
+//! - [`error`]: the one error type and its problem documents;
+//! - [`http`]: bodies, fields, path parameters and responses;
+//! - [`store`]: the data layer, every DynamoDB request (reads, writes, transactions, locks,
+//!   capacity, SDK failures);
+//! - [`paging`] and [`cursor`]: lists and their signed cursors;
+//! - [`idempotency`] and [`ids`]: `Idempotency-Key` and the ids it derives;
+//! - [`context`]: the clients and configuration, read from the environment once;
+//! - [`lambda`]: what every Lambda binary runs.
 
 pub mod clock;
-pub mod db;
+pub mod context;
+pub mod cursor;
 pub mod error;
+pub mod headers;
 pub mod http;
 pub mod idempotency;
+pub mod ids;
 pub mod lambda;
 pub mod paging;
+pub mod request;
 pub mod routes;
+pub mod store;
 pub mod table;
 
 pub mod accounts;
@@ -20,5 +34,5 @@ pub mod fleet;
 pub mod library;
 pub mod loans;
 
-pub use db::Ctx;
+pub use context::Ctx;
 pub use error::ApiError;

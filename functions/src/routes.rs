@@ -1,31 +1,32 @@
-//! The route table: method, path and function name, once. The Lambda binaries, the local runner
-//! and the tests that compare `template.yaml`, `events/` and the README all read it.
+//! The route table: every function, declared once. The Lambda binaries (each serves the entry
+//! named like itself), the local runner, `invoke`, the tests and the template, event, README and
+//! OpenAPI parity checks all read it.
 
-use crate::db::Ctx;
-use crate::http::{HandlerResult, check_body};
+use crate::context::Ctx;
+use crate::http::HandlerResult;
 use crate::{accounts, audit, fleet, library, loans};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::Request;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Instant;
-use tracing::{Instrument, info, info_span};
+use std::time::SystemTime;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub type Handler = for<'a> fn(&'a Ctx, Request) -> BoxFuture<'a, HandlerResult>;
+/// A scheduled function: its context, the event, and the deadline to stop before (none locally).
+pub type ScheduledHandler = for<'a> fn(
+    &'a Ctx,
+    serde_json::Value,
+    Option<SystemTime>,
+) -> BoxFuture<'a, Result<serde_json::Value, String>>;
 
 /// Turns an access pattern's `async fn handle(&Ctx, Request)` into a [`Handler`].
-#[macro_export]
 macro_rules! handler {
     ($handle:path) => {{
-        fn handler<'a>(
-            ctx: &'a $crate::db::Ctx,
-            req: ::lambda_http::Request,
-        ) -> $crate::routes::BoxFuture<'a, $crate::http::HandlerResult> {
+        fn handler<'a>(ctx: &'a Ctx, req: Request) -> BoxFuture<'a, HandlerResult> {
             Box::pin($handle(ctx, req))
         }
-        handler as $crate::routes::Handler
+        handler as Handler
     }};
 }
 
@@ -35,19 +36,30 @@ pub struct Route {
     pub method: &'static str,
     /// API Gateway's path template: `/vehicles/{vehicleId}`.
     pub path: &'static str,
-    pub handler: Handler,
+    /// What the access pattern is for, in one line.
+    pub summary: &'static str,
+    /// A token needs one of these scopes (API Gateway's `AuthorizationScopes`).
+    pub scopes: &'static [&'static str],
+    /// Whether the route takes an `Idempotency-Key`.
+    pub idempotent: bool,
     /// The DynamoDB actions the function calls: its least-privilege policy in `template.yaml`.
     pub permissions: &'static [&'static str],
+    pub handler: Handler,
 }
 
 macro_rules! route {
-    ($function:literal, $method:literal, $path:literal, $handle:path, [$($action:literal),*]) => {
+    ($function:literal, $method:literal $path:literal, $handle:path,
+     $summary:literal, scopes [$($scope:literal),+], idempotent: $idempotent:literal,
+     [$($action:literal),*]) => {
         Route {
             function: $function,
             method: $method,
             path: $path,
-            handler: handler!($handle),
+            summary: $summary,
+            scopes: &[$($scope),+],
+            idempotent: $idempotent,
             permissions: &[$(concat!("dynamodb:", $action)),*],
+            handler: handler!($handle),
         }
     };
 }
@@ -55,52 +67,87 @@ macro_rules! route {
 #[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
     // Fleet registry
-    route!("register-vehicle", "POST", "/vehicles", fleet::register_vehicle::handle, ["GetItem", "PutItem"]),
-    route!("get-vehicle", "GET", "/vehicles/{vehicleId}", fleet::get_vehicle::handle, ["GetItem"]),
-    route!("find-by-plate", "GET", "/plates/{plate}", fleet::find_by_plate::handle, ["GetItem"]),
-    route!("find-by-chassis", "GET", "/chassis/{chassis}", fleet::find_by_chassis::handle, ["GetItem"]),
-    route!("change-plate", "PUT", "/vehicles/{vehicleId}/plate", fleet::change_plate::handle, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
-    route!("retire-vehicle", "DELETE", "/vehicles/{vehicleId}", fleet::retire_vehicle::handle, ["GetItem", "DeleteItem"]),
+    route!("register-vehicle", "POST" "/vehicles", fleet::register_vehicle::handle,
+        "Register a vehicle, claiming its plate and chassis number", scopes ["fleet:write"], idempotent: true, ["PutItem", "GetItem"]),
+    route!("get-vehicle", "GET" "/vehicles/{vehicleId}", fleet::get_vehicle::handle,
+        "Read a vehicle by id", scopes ["fleet:read", "fleet:write"], idempotent: false, ["GetItem"]),
+    route!("find-by-plate", "GET" "/plates/{plate}", fleet::find_by_plate::handle,
+        "Find the vehicle holding a plate", scopes ["fleet:read", "fleet:write"], idempotent: false, ["GetItem"]),
+    route!("find-by-chassis", "GET" "/chassis/{chassis}", fleet::find_by_chassis::handle,
+        "Find the vehicle holding a chassis number", scopes ["fleet:read", "fleet:write"], idempotent: false, ["GetItem"]),
+    route!("change-plate", "PUT" "/vehicles/{vehicleId}/plate", fleet::change_plate::handle,
+        "Move a vehicle to a new plate, freeing the old one", scopes ["fleet:write"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+    route!("retire-vehicle", "DELETE" "/vehicles/{vehicleId}", fleet::retire_vehicle::handle,
+        "Retire a vehicle and free its plate and chassis number", scopes ["fleet:write"], idempotent: false, ["GetItem", "DeleteItem"]),
     // Accounts
-    route!("create-account", "POST", "/accounts", accounts::create_account::handle, ["GetItem", "PutItem"]),
-    route!("get-account", "GET", "/accounts/{accountId}", accounts::get_account::handle, ["GetItem"]),
-    route!("change-email", "PUT", "/accounts/{accountId}/email", accounts::change_email::handle, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
-    route!("change-username", "PUT", "/accounts/{accountId}/username", accounts::change_username::handle, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
-    route!("delete-account", "DELETE", "/accounts/{accountId}", accounts::delete_account::handle, ["GetItem", "DeleteItem"]),
+    route!("create-account", "POST" "/accounts", accounts::create_account::handle,
+        "Create an account, claiming its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: true, ["PutItem", "GetItem"]),
+    route!("get-account", "GET" "/accounts/{accountId}", accounts::get_account::handle,
+        "Read an account", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem"]),
+    route!("change-email", "PUT" "/accounts/{accountId}/email", accounts::change_email::handle,
+        "Change an account's email, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+    route!("change-username", "PUT" "/accounts/{accountId}/username", accounts::change_username::handle,
+        "Change an account's username, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+    route!("delete-account", "DELETE" "/accounts/{accountId}", accounts::delete_account::handle,
+        "Delete an account and free its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "DeleteItem"]),
     // Change & audit log
-    route!("create-resource", "POST", "/resources", audit::create_resource::handle, ["GetItem", "PutItem"]),
-    route!("get-resource", "GET", "/resources/{resourceId}", audit::get_resource::handle, ["GetItem"]),
-    route!("resource-history", "GET", "/resources/{resourceId}/history", audit::resource_history::handle, ["Query", "GetItem"]),
-    route!("change-resource", "PATCH", "/resources/{resourceId}", audit::change_resource::handle, ["GetItem", "UpdateItem", "PutItem"]),
+    route!("create-resource", "POST" "/resources", audit::create_resource::handle,
+        "Create a resource with its first history event", scopes ["audit:write"], idempotent: true, ["PutItem", "GetItem"]),
+    route!("get-resource", "GET" "/resources/{resourceId}", audit::get_resource::handle,
+        "Read a resource's current state and version", scopes ["audit:read", "audit:write"], idempotent: false, ["GetItem"]),
+    route!("resource-history", "GET" "/resources/{resourceId}/history", audit::resource_history::handle,
+        "Read a resource's state and a page of its history", scopes ["audit:read", "audit:write"], idempotent: false, ["Query", "GetItem"]),
+    route!("change-resource", "PATCH" "/resources/{resourceId}", audit::change_resource::handle,
+        "Change a resource if it is still at the version read", scopes ["audit:write"], idempotent: false, ["GetItem", "UpdateItem", "PutItem"]),
     // Library catalogue
-    route!("create-branch", "POST", "/branches", library::create_branch::handle, ["GetItem", "PutItem"]),
-    route!("get-branch", "GET", "/branches/{branchId}", library::get_branch::handle, ["GetItem"]),
-    route!("register-patron", "POST", "/branches/{branchId}/patrons", library::register_patron::handle, ["ConditionCheckItem", "GetItem", "PutItem"]),
-    route!("list-patrons", "GET", "/branches/{branchId}/patrons", library::list_patrons::handle, ["Query", "GetItem"]),
-    route!("get-patron", "GET", "/patrons/{patronId}", library::get_patron::handle, ["Query"]),
-    route!("find-by-card", "GET", "/cards/{cardNumber}", library::find_by_card::handle, ["GetItem"]),
-    route!("create-book", "POST", "/books", library::create_book::handle, ["GetItem", "PutItem"]),
-    route!("get-book", "GET", "/books/{isbn}", library::get_book::handle, ["GetItem"]),
-    route!("add-copy", "POST", "/branches/{branchId}/copies", library::add_copy::handle, ["ConditionCheckItem", "GetItem", "PutItem"]),
-    route!("list-copies", "GET", "/branches/{branchId}/copies", library::list_copies::handle, ["Query", "GetItem"]),
-    route!("book-availability", "GET", "/books/{isbn}/availability", library::book_availability::handle, ["Query", "GetItem"]),
+    route!("create-branch", "POST" "/branches", library::create_branch::handle,
+        "Open a branch", scopes ["library:staff"], idempotent: true, ["PutItem", "GetItem"]),
+    route!("get-branch", "GET" "/branches/{branchId}", library::get_branch::handle,
+        "Read a branch", scopes ["library:read", "library:staff"], idempotent: false, ["GetItem"]),
+    route!("register-patron", "POST" "/branches/{branchId}/patrons", library::register_patron::handle,
+        "Register a patron at a branch, claiming the card number", scopes ["library:staff"], idempotent: true, ["ConditionCheckItem", "PutItem", "GetItem"]),
+    route!("list-patrons", "GET" "/branches/{branchId}/patrons", library::list_patrons::handle,
+        "List a branch's patrons", scopes ["library:staff"], idempotent: false, ["Query", "GetItem"]),
+    route!("get-patron", "GET" "/patrons/{patronId}", library::get_patron::handle,
+        "Read a patron by id", scopes ["library:staff", "library:patron"], idempotent: false, ["Query"]),
+    route!("find-by-card", "GET" "/cards/{cardNumber}", library::find_by_card::handle,
+        "Find the patron holding a library card", scopes ["library:staff"], idempotent: false, ["GetItem"]),
+    route!("create-book", "POST" "/books", library::create_book::handle,
+        "Add a book to the catalogue by ISBN", scopes ["library:staff"], idempotent: true, ["PutItem", "GetItem"]),
+    route!("get-book", "GET" "/books/{isbn}", library::get_book::handle,
+        "Read a book by ISBN", scopes ["library:read", "library:staff"], idempotent: false, ["GetItem"]),
+    route!("add-copy", "POST" "/branches/{branchId}/copies", library::add_copy::handle,
+        "Add a copy of a book to a branch", scopes ["library:staff"], idempotent: true, ["ConditionCheckItem", "PutItem", "GetItem"]),
+    route!("list-copies", "GET" "/branches/{branchId}/copies", library::list_copies::handle,
+        "List a branch's copies", scopes ["library:read", "library:staff"], idempotent: false, ["Query", "GetItem"]),
+    route!("book-availability", "GET" "/books/{isbn}/availability", library::book_availability::handle,
+        "Count a book's available copies per branch", scopes ["library:read", "library:staff"], idempotent: false, ["Query", "GetItem"]),
     // Library loans
-    route!("checkout-book", "POST", "/checkouts", loans::checkout_book::handle, ["Query", "GetItem", "PutItem", "UpdateItem", "ConditionCheckItem"]),
-    route!("active-checkouts", "GET", "/patrons/{patronId}/checkouts", loans::active_checkouts::handle, ["Query"]),
-    route!("return-book", "POST", "/patrons/{patronId}/checkouts/{checkoutId}/return", loans::return_book::handle, ["GetItem", "DeleteItem", "PutItem", "UpdateItem"]),
-    route!("renew-checkout", "POST", "/patrons/{patronId}/checkouts/{checkoutId}/renew", loans::renew_checkout::handle, ["GetItem", "UpdateItem"]),
-    route!("find-overdue", "GET", "/branches/{branchId}/overdue", loans::find_overdue::handle, ["Query", "GetItem"]),
+    route!("checkout-book", "POST" "/checkouts", loans::checkout_book::handle,
+        "Lend a copy to a patron", scopes ["library:staff"], idempotent: true, ["Query", "GetItem", "PutItem", "UpdateItem"]),
+    route!("active-checkouts", "GET" "/patrons/{patronId}/checkouts", loans::active_checkouts::handle,
+        "List a patron's active loans", scopes ["library:staff", "library:patron"], idempotent: false, ["Query"]),
+    route!("return-book", "POST" "/patrons/{patronId}/checkouts/{checkoutId}/return", loans::return_book::handle,
+        "Return a loan, freeing the copy and the patron's slot", scopes ["library:staff"], idempotent: true, ["GetItem", "DeleteItem", "PutItem", "UpdateItem"]),
+    route!("renew-checkout", "POST" "/patrons/{patronId}/checkouts/{checkoutId}/renew", loans::renew_checkout::handle,
+        "Renew a loan that is not yet due", scopes ["library:staff", "library:patron"], idempotent: true, ["GetItem", "UpdateItem", "PutItem"]),
+    route!("find-overdue", "GET" "/branches/{branchId}/overdue", loans::find_overdue::handle,
+        "List a branch's overdue loans, oldest due first", scopes ["library:staff"], idempotent: false, ["Query", "GetItem"]),
 ];
 
 /// A function that no HTTP route serves: it runs on a schedule.
 pub struct Scheduled {
     pub function: &'static str,
+    pub summary: &'static str,
     pub permissions: &'static [&'static str],
+    pub handler: ScheduledHandler,
 }
 
 pub static SCHEDULED: &[Scheduled] = &[Scheduled {
-    function: crate::loans::mark_overdue::FUNCTION,
+    function: "mark-overdue",
+    summary: "Move every open loan that fell due into the overdue index",
     permissions: &["dynamodb:Query", "dynamodb:UpdateItem"],
+    handler: |ctx, event, deadline| Box::pin(loans::mark_overdue::run(ctx, event, deadline)),
 }];
 
 impl Route {
@@ -109,8 +156,8 @@ impl Route {
         format!("{} {}", self.method, self.path)
     }
 
-    /// The path parameters if `path` (percent-decoded segments) fits this route's template.
-    pub fn matches(&self, method: &str, segments: &[String]) -> Option<HashMap<String, String>> {
+    /// The path parameters if `segments` (percent-decoded) fit this route's template.
+    fn matches(&self, method: &str, segments: &[String]) -> Option<HashMap<String, String>> {
         if method != self.method {
             return None;
         }
@@ -133,40 +180,23 @@ impl Route {
     }
 }
 
+/// The route that serves `method` on `segments` (the path's percent-decoded segments), with its
+/// path parameters: the one route matcher of the runner, the tests and the benches.
+pub fn find(
+    method: &str,
+    segments: &[String],
+) -> Option<(&'static Route, HashMap<String, String>)> {
+    ROUTES.iter().find_map(|route| {
+        route
+            .matches(method, segments)
+            .map(|params| (route, params))
+    })
+}
+
 pub fn by_function(function: &str) -> Option<&'static Route> {
     ROUTES.iter().find(|r| r.function == function)
 }
 
-/// Runs a handler and renders its outcome: the one place every request is logged.
-pub async fn respond(ctx: &Ctx, handler: Handler, req: Request) -> Response<Body> {
-    let (route, request_id) = match req.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(c)) => (
-            c.route_key.clone().unwrap_or_default(),
-            c.request_id.clone().unwrap_or_default(),
-        ),
-        _ => (String::new(), String::new()),
-    };
-    let span = info_span!("request", %route, %request_id);
-    async move {
-        let started = Instant::now();
-        let outcome = match check_body(&req) {
-            Ok(()) => handler(ctx, req).await,
-            Err(refused) => Err(refused),
-        };
-        let response = match outcome {
-            Ok(response) => response,
-            Err(error) => {
-                info!(status = error.status().as_u16(), error = ?error, "request refused");
-                error.into_response()
-            }
-        };
-        info!(
-            status = response.status().as_u16(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "request handled"
-        );
-        response
-    }
-    .instrument(span)
-    .await
+pub fn scheduled(function: &str) -> Option<&'static Scheduled> {
+    SCHEDULED.iter().find(|s| s.function == function)
 }

@@ -257,6 +257,12 @@ pub fn idempotency_record(route: &str, key: &Id) -> Key {
     same(format!("IDEMPOTENCY#{route}#{key}"))
 }
 
+/// The lock of an id derived from an `Idempotency-Key`, put with the entity and never deleted:
+/// a derived id is held by one entity at most, once, whatever becomes of the key's record.
+pub fn id_lock(id: &Id) -> Key {
+    same(format!("ID#{id}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

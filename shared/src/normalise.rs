@@ -49,6 +49,27 @@ macro_rules! key_part {
                 value.0
             }
         }
+
+        /// Stored as its normalised text.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+                to.serialize_str(&self.0)
+            }
+        }
+
+        /// Read back through `parse`, so a stored value is validated once, when it is decoded:
+        /// an item that holds a value no request could have written fails to decode.
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
+                let raw = String::deserialize(from)?;
+                $name::parse(&raw).map_err(|invalid| {
+                    serde::de::Error::custom(format!(
+                        "not a valid {}: {invalid:?}",
+                        stringify!($name)
+                    ))
+                })
+            }
+        }
     };
 }
 

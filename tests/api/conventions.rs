@@ -4,7 +4,7 @@ use crate::both;
 use crate::harness::Api;
 use serde_json::json;
 use singlet_functions::Ctx;
-use singlet_functions::paging::CursorKey;
+use singlet_functions::cursor::CursorKeys;
 
 both!(
     bodies_must_be_json_objects_under_64_kib,
@@ -132,7 +132,7 @@ async fn an_unreachable_engine_is_503_with_retry_after() {
     api.ctx = Ctx::new(
         singlet::engine::local_client(&closed),
         "singlet",
-        CursorKey::random(),
+        CursorKeys::random(),
     );
     for reply in [
         api.get("/vehicles/v1").await,

@@ -55,7 +55,14 @@ const REPLAY: &[(&str, u16)] = &[
 
 #[tokio::test]
 async fn every_event_replays_through_its_handler() {
-    let api = Api::start(Mode::Direct).await;
+    let mut api = Api::start(Mode::Direct).await;
+    // The ids in the events are derived from their Idempotency-Keys under the runner's local
+    // secret, as `cargo run -- invoke` derives them.
+    api.ctx = singlet_functions::Ctx::new(
+        api.ctx.db.clone(),
+        "singlet",
+        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
+    );
     let mut first_bodies = std::collections::HashMap::new();
     for (function, status) in REPLAY {
         let text = std::fs::read_to_string(format!("{ROOT}/events/{function}.json")).unwrap();

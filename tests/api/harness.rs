@@ -6,14 +6,14 @@
 //! through the local runner's front door.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_http::{Body, RequestExt};
+use lambda_http::Body;
 use serde_json::Value;
 use singlet::{engine, front_door};
-use singlet_functions::paging::CursorKey;
-use singlet_functions::routes::{ROUTES, respond};
-use singlet_functions::{Ctx, table::ensure_table};
+use singlet_functions::Ctx;
+use singlet_functions::cursor::CursorKeys;
+use singlet_functions::request::respond;
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -136,13 +136,8 @@ impl Call<'_> {
 
 impl Api {
     pub async fn start(mode: Mode) -> Api {
-        let db = engine::open(None).unwrap();
-        let endpoint = engine::serve(db, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-            .await
-            .unwrap();
-        let client = engine::local_client(&endpoint);
-        ensure_table(&client, "singlet").await.unwrap();
-        let ctx = Ctx::new(client, "singlet", CursorKey::random());
+        let (client, _) = engine::start_in_memory("singlet").await;
+        let ctx = Ctx::new(client, "singlet", CursorKeys::random());
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .await
             .unwrap();
@@ -188,7 +183,7 @@ impl Api {
         api.ctx = Ctx::new(
             aws_sdk_dynamodb::Client::from_conf(config),
             "singlet",
-            CursorKey::random(),
+            CursorKeys::random(),
         );
         api
     }
@@ -227,55 +222,29 @@ impl Api {
         headers: &[(String, String)],
         body: Option<Vec<u8>>,
     ) -> Reply {
-        let (path_only, query) = path.split_once('?').unwrap_or((path, ""));
-        let segments: Vec<String> = path_only
-            .trim_start_matches('/')
-            .split('/')
-            .map(|s| {
-                percent_encoding::percent_decode_str(s)
-                    .decode_utf8_lossy()
-                    .into_owned()
-            })
-            .collect();
-        let Some((route, params)) = ROUTES
-            .iter()
-            .find_map(|r| r.matches(method, &segments).map(|p| (r, p)))
-        else {
-            return Reply {
-                status: 404,
-                headers: HashMap::new(),
-                body: serde_json::json!({"message": "Not Found"}),
-            };
-        };
-        let mut builder = lambda_http::http::Request::builder()
-            .method(method)
-            .uri(path);
+        let mut header_map = axum::http::HeaderMap::new();
         for (name, value) in headers {
-            builder = builder.header(name, value);
+            header_map.insert(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                axum::http::HeaderValue::from_str(value).unwrap(),
+            );
         }
-        let body = match body {
-            Some(bytes) => Body::Binary(bytes),
-            None => Body::Empty,
-        };
-        let query: HashMap<String, String> = query
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                let decode = |s: &str| {
-                    percent_encoding::percent_decode_str(s)
-                        .decode_utf8_lossy()
-                        .into_owned()
+        let (route, request) = match front_door::lambda_request(
+            &method.parse().unwrap(),
+            &path.parse().unwrap(),
+            &header_map,
+            &body.unwrap_or_default(),
+        ) {
+            Ok(found) => found,
+            Err(_) => {
+                return Reply {
+                    status: 404,
+                    headers: HashMap::new(),
+                    body: serde_json::json!({"message": "Not Found"}),
                 };
-                (decode(k), decode(v))
-            })
-            .collect();
-        let request = builder
-            .body(body)
-            .unwrap()
-            .with_path_parameters(params)
-            .with_query_string_parameters(query);
-        let response = respond(&self.ctx, route.handler, request).await;
+            }
+        };
+        let response = respond(&self.ctx, route, request).await;
         let status = response.status().as_u16();
         let headers = response
             .headers()

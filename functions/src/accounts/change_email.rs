@@ -5,7 +5,7 @@
 //! transaction.
 
 use super::{Unique, change_unique};
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::http::HandlerResult;
 use lambda_http::Request;
 

@@ -3,7 +3,7 @@
 //! [`super::change_unique`], exactly as for the email.
 
 use super::{Unique, change_unique};
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::http::HandlerResult;
 use lambda_http::Request;
 

@@ -5,32 +5,31 @@
 //! are), read from the cancellation by part, never by index. Safe to retry with
 //! `Idempotency-Key`.
 
-use super::{Account, MAX_DISPLAY_NAME_LEN, Part, Unique};
+use super::{Account, MAX_DISPLAY_NAME_LEN, Part, Unique, UniqueValue};
 use crate::clock;
-use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::store::{ABSENT, Transaction, item, lock};
 use lambda_http::Request;
-use singlet_shared::keys;
-
-pub const ROUTE: &str = "create-account";
+use singlet_shared::{Email, Username, keys};
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
     let (email, username, display_name) = (
-        body.required("email", |raw| Unique::Email.parse(raw)),
-        body.required("username", |raw| Unique::Username.parse(raw)),
+        body.required("email", Email::parse),
+        body.required("username", Username::parse),
         body.optional_text("displayName", MAX_DISPLAY_NAME_LEN),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let account_id = new_id(idempotency.as_ref());
 
     let account = Account {
-        account_id: account_id.to_string(),
-        email: email.as_str().to_owned(),
-        username: username.as_str().to_owned(),
+        account_id: account_id.clone(),
+        email: email.clone(),
+        username: username.clone(),
         display_name,
         created_at: clock::now_millis(),
     };
@@ -41,26 +40,22 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         ctx.put(item(&keys::account(&account_id), &account))
             .condition_expression(ABSENT),
     );
-    for value in [&email, &username] {
+    for value in [UniqueValue::Email(email), UniqueValue::Username(username)] {
         transaction = transaction.put(
             Part::Lock(value.kind()),
-            ctx.put(item(&value.lock_key(), &value.lock(&account_id)))
-                .condition_expression(ABSENT),
+            lock::claim(ctx, &value.lock_key(), &value.lock(&account_id)),
         );
     }
-    match transaction
-        .commit_creating(ctx, idempotency, response)
-        .await?
-    {
-        Creation::Created(response) => {
+    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+        Outcome::Done(response) => {
             tracing::info!(%account_id, "account created");
             Ok(response)
         }
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Creation::Cancelled(cancelled) if cancelled.failed(Part::Account) => {
+        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Account) => {
             Err(idempotency::spent_key())
         }
-        Creation::Cancelled(cancelled) => Err(ApiError::conflict(
+        Outcome::Cancelled(cancelled) => Err(ApiError::conflict(
             Unique::ALL
                 .into_iter()
                 .filter(|unique| cancelled.failed(Part::Lock(*unique)))

@@ -2,13 +2,14 @@
 //! the username can be claimed again at once.
 //!
 //! Read the account (to learn its email and username), then one `TransactWriteItems` deleting
-//! the account only if it still holds what we read, and each lock only if it still names this
-//! account.
+//! the account only if it still holds what we read, and releasing each lock only if it still
+//! names this account.
 
-use super::{HELD_BY_ACCOUNT, MAX_ATTEMPTS, Part, Unique, load};
-use crate::db::{Commit, Ctx, Transaction, s};
+use super::{HOLDER, MAX_ATTEMPTS, Part, UniqueValue, load};
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
 use singlet_shared::keys;
 
@@ -21,19 +22,16 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::Account,
             ctx.delete(&keys::account(&account_id))
                 .condition_expression("email = :email AND username = :username")
-                .expression_attribute_values(":email", s(&account.email))
-                .expression_attribute_values(":username", s(&account.username)),
+                .expression_attribute_values(":email", s(account.email.as_str()))
+                .expression_attribute_values(":username", s(account.username.as_str())),
         );
-        for (unique, value) in [
-            (Unique::Email, &account.email),
-            (Unique::Username, &account.username),
+        for value in [
+            UniqueValue::Email(account.email.clone()),
+            UniqueValue::Username(account.username.clone()),
         ] {
-            let value = unique.parse(value).map_err(|_| ApiError::Internal)?;
             transaction = transaction.delete(
-                Part::OldLock(unique),
-                ctx.delete(&value.lock_key())
-                    .condition_expression(HELD_BY_ACCOUNT)
-                    .expression_attribute_values(":accountId", s(account_id.as_str())),
+                Part::OldLock(value.kind()),
+                lock::release(ctx, &value.lock_key(), HOLDER, &account_id),
             );
         }
         match transaction.commit(ctx).await? {

@@ -1,6 +1,6 @@
 //! `GET /accounts/{accountId}` → `200` account, or `404`. One `GetItem`.
 
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use lambda_http::Request;
 

@@ -12,10 +12,10 @@ pub mod create_account;
 pub mod delete_account;
 pub mod get_account;
 
-use crate::db::{ABSENT, Commit, Ctx, Transaction, from_item, item, s};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Email, Id, Invalid, Key, Username, keys};
@@ -24,9 +24,9 @@ use singlet_shared::{Email, Id, Invalid, Key, Username, keys};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Account {
-    pub account_id: String,
-    pub email: String,
-    pub username: String,
+    pub account_id: Id,
+    pub email: Email,
+    pub username: Username,
     pub display_name: Option<String>,
     pub created_at: i64,
 }
@@ -35,7 +35,7 @@ pub struct Account {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UniqueLock {
-    pub account_id: String,
+    pub account_id: Id,
     pub value: String,
 }
 
@@ -97,8 +97,24 @@ impl UniqueValue {
 
     pub fn lock(&self, account_id: &Id) -> UniqueLock {
         UniqueLock {
-            account_id: account_id.to_string(),
+            account_id: account_id.clone(),
             value: self.as_str().to_owned(),
+        }
+    }
+
+    /// The account's current value of the same attribute.
+    pub fn current(&self, account: &Account) -> UniqueValue {
+        match self {
+            UniqueValue::Email(_) => UniqueValue::Email(account.email.clone()),
+            UniqueValue::Username(_) => UniqueValue::Username(account.username.clone()),
+        }
+    }
+
+    /// Sets this value on `account`.
+    pub fn set_on(&self, account: &mut Account) {
+        match self {
+            UniqueValue::Email(email) => account.email = email.clone(),
+            UniqueValue::Username(username) => account.username = username.clone(),
         }
     }
 }
@@ -113,8 +129,8 @@ pub enum Part {
     OldLock(Unique),
 }
 
-/// A lock may be deleted only by the account it names.
-pub const HELD_BY_ACCOUNT: &str = "accountId = :accountId";
+/// The attribute of a lock that names the account holding it.
+pub const HOLDER: &str = "accountId";
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 pub const MAX_ATTEMPTS: usize = 3;
@@ -141,29 +157,19 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
 
     for _ in 0..MAX_ATTEMPTS {
         let mut account = load(ctx, &account_id).await?;
-        let current = match unique {
-            Unique::Email => &account.email,
-            Unique::Username => &account.username,
-        };
-        if current == value.as_str() {
+        let old = value.current(&account);
+        if old == value {
             return Ok(ok(&account));
         }
-        let old = unique.parse(current).map_err(|_| ApiError::Internal)?;
 
         let commit = Transaction::new()
             .put(
                 Part::Lock(unique),
-                ctx.put(item(&value.lock_key(), &value.lock(&account_id)))
-                    .condition_expression(ABSENT)
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    ),
+                lock::claim(ctx, &value.lock_key(), &value.lock(&account_id)),
             )
             .delete(
                 Part::OldLock(unique),
-                ctx.delete(&old.lock_key())
-                    .condition_expression(HELD_BY_ACCOUNT)
-                    .expression_attribute_values(":accountId", s(account_id.as_str())),
+                lock::release(ctx, &old.lock_key(), HOLDER, &account_id),
             )
             .update(
                 Part::Account,
@@ -180,18 +186,12 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
         match commit {
             Commit::Done => {
                 tracing::info!(%account_id, field, "unique value changed");
-                match &value {
-                    UniqueValue::Email(email) => account.email = email.to_string(),
-                    UniqueValue::Username(username) => account.username = username.to_string(),
-                }
+                value.set_on(&mut account);
                 return Ok(ok(&account));
             }
             Commit::Cancelled(cancelled) => {
-                let holder = cancelled
-                    .old(Part::Lock(unique))
-                    .map(from_item::<UniqueLock>)
-                    .transpose()?;
-                if holder.is_some_and(|lock| lock.account_id != account_id.as_str()) {
+                let holder = lock::holder(cancelled.old(Part::Lock(unique)), HOLDER);
+                if holder.is_some_and(|holder| holder != account_id.as_str()) {
                     return Err(ApiError::conflict(vec![FieldError::new(
                         field,
                         Code::Taken,

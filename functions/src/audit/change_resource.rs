@@ -25,9 +25,10 @@
 
 use super::{Event, MAX_TEXT_LEN, Resource, load, parse_status, state};
 use crate::clock;
-use crate::db::{ABSENT, Commit, Ctx, Transaction, from_item, item, n, s};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
+use crate::store::{ABSENT, Commit, Transaction, decode, item, n, s};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use lambda_http::Request;
 use singlet_shared::keys::{self, MAX_VERSION};
@@ -68,7 +69,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let next = expected + 1;
     let now = clock::now_millis();
     let after = Resource {
-        resource_id: resource_id.to_string(),
+        resource_id: resource_id.clone(),
         status: status.clone(),
         version: next,
         updated_at: now,
@@ -121,7 +122,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         Commit::Cancelled(cancelled) if cancelled.failed(Part::Current) => {
             match cancelled.old(Part::Current) {
                 Some(old) => Err(ApiError::PreconditionFailed {
-                    current_version: from_item::<Resource>(old)?.version,
+                    current_version: decode::<Resource>(old)?.version,
                 }),
                 None => Err(ApiError::not_found("resource")),
             }

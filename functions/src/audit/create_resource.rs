@@ -9,14 +9,13 @@
 
 use super::{CREATE_ACTION, Event, MAX_TEXT_LEN, Resource, parse_status, with_etag};
 use crate::clock;
-use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::Idempotency;
+use crate::idempotency::{self, Idempotency, Outcome};
+use crate::store::{ABSENT, Transaction, item};
 use lambda_http::Request;
 use singlet_shared::{Id, keys};
-
-pub const ROUTE: &str = "create-resource";
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,11 +32,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.text("actor", MAX_TEXT_LEN),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
 
     let now = clock::now_millis();
     let resource = Resource {
-        resource_id: resource_id.to_string(),
+        resource_id: resource_id.clone(),
         status: status.clone(),
         version: 1,
         updated_at: now,
@@ -55,7 +54,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         &resource,
     );
 
-    let commit = Transaction::new()
+    let transaction = Transaction::new()
         .put(
             Part::Current,
             ctx.put(item(&keys::resource_current(&resource_id), &resource))
@@ -65,20 +64,19 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::FirstEvent,
             ctx.put(item(&keys::resource_event(&resource_id, 1), &event))
                 .condition_expression(ABSENT),
-        )
-        .commit_creating(ctx, idempotency, response)
-        .await?;
+        );
 
-    match commit {
-        Creation::Created(response) => {
+    // The id is the client's, not derived from the key: its own guard is its lock.
+    match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
+        Outcome::Done(response) => {
             tracing::info!(%resource_id, status = %resource.status, "resource created");
             Ok(response)
         }
-        Creation::Cancelled(cancelled) if cancelled.failed(Part::Current) => Err(
+        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Current) => Err(
             ApiError::conflict(vec![FieldError::new("resourceId", Code::Taken)]),
         ),
         // An event without its `CURRENT`: nothing we write can leave one behind.
-        Creation::Cancelled(_) => {
+        Outcome::Cancelled(_) => {
             tracing::error!(%resource_id, "a resource has events but no current state");
             Err(ApiError::Internal)
         }

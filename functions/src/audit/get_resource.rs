@@ -2,7 +2,7 @@
 //! `etag: "<version>"`, or `404`. One `GetItem` on `CURRENT`; the etag is what a change sends
 //! back as `if-match`.
 
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::http::{AllValid, HandlerResult, path_id};
 use lambda_http::Request;
 

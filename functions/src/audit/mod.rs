@@ -17,9 +17,10 @@ pub mod create_resource;
 pub mod get_resource;
 pub mod resource_history;
 
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::http::{etag, ok};
+use crate::headers::etag;
+use crate::http::ok;
 use lambda_http::http::header;
 use lambda_http::{Body, Response};
 use serde::{Deserialize, Serialize};
@@ -29,7 +30,7 @@ use singlet_shared::{Id, Invalid, keys};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
-    pub resource_id: String,
+    pub resource_id: Id,
     pub status: String,
     pub version: u64,
     /// Epoch milliseconds of the last change.

@@ -17,17 +17,14 @@
 //! names its key, and the cursor is signed for this route and this partition.
 
 use super::{Event, Resource, load};
-use crate::db::{Ctx, Item, from_item, key_item, log_capacity, s};
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::paging::{Page, Paged};
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use crate::store::{Item, Query, decode, key_item};
 use lambda_http::Request;
 use serde::Serialize;
 use singlet_shared::keys;
-use singlet_shared::schema::SK;
-
-pub const ROUTE: &str = "resource-history";
 
 /// The response body: the present state first, then a page of the history.
 #[derive(Debug, Serialize)]
@@ -40,7 +37,7 @@ struct History {
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (resource_id,) = (path_id(&req, "resourceId"),).all_valid()?;
     let partition = keys::resource_partition(&resource_id);
-    let page = Page::from_request(ctx, &req, ROUTE, &partition)?;
+    let page = Page::from_request(ctx, &req, &partition)?;
 
     let (current, mut events): (Resource, Vec<Event>) = match &page.start {
         // Page one: `CURRENT` (it sorts first), `limit` events, and one more that says whether
@@ -49,9 +46,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             let mut items = query(ctx, &partition, None, page.limit + 2)
                 .await?
                 .into_iter();
-            let current_key = key_item(&keys::resource_current(&resource_id));
             let current = match items.next() {
-                Some(first) if first.get(SK) == current_key.get(SK) => from_item(&first)?,
+                Some(first) if is_current(&first, &resource_id) => decode(&first)?,
                 _ => return Err(ApiError::not_found("resource")),
             };
             (current, decode_events(items)?)
@@ -84,22 +80,20 @@ async fn query(
     start: Option<Item>,
     limit: i32,
 ) -> Result<Vec<Item>, ApiError> {
-    let output = ctx
-        .db
-        .query()
-        .table_name(&*ctx.table)
-        .key_condition_expression("PK = :pk")
-        .expression_attribute_values(":pk", s(partition))
-        .set_exclusive_start_key(start)
-        .limit(limit)
-        .consistent_read(true)
-        .return_consumed_capacity(ReturnConsumedCapacity::Total)
-        .send()
+    let page = ctx
+        .query(Query::table(partition).start_after(start).limit(limit))
         .await?;
-    log_capacity("Query", output.consumed_capacity());
-    Ok(output.items.unwrap_or_default())
+    Ok(page.items)
+}
+
+/// Whether `item` is the resource's `CURRENT` (it sorts before every event).
+fn is_current(item: &Item, resource_id: &singlet_shared::Id) -> bool {
+    let current = key_item(&keys::resource_current(resource_id));
+    current
+        .iter()
+        .all(|(name, value)| item.get(name) == Some(value))
 }
 
 fn decode_events(items: impl Iterator<Item = Item>) -> Result<Vec<Event>, ApiError> {
-    items.map(|item| from_item(&item)).collect()
+    items.map(|item| decode(&item)).collect()
 }

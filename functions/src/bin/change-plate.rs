@@ -1,9 +1,6 @@
-//! The `change-plate` Lambda: see [`singlet_functions::fleet::change_plate`].
+//! The `change-plate` Lambda: the function of the route table named like this binary.
 
 #[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    singlet_functions::lambda::serve_http(singlet_functions::handler!(
-        singlet_functions::fleet::change_plate::handle
-    ))
-    .await
+async fn main() -> Result<(), lambda_runtime::Error> {
+    singlet_functions::lambda::run(env!("CARGO_BIN_NAME")).await
 }

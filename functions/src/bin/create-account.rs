@@ -1,9 +1,6 @@
-//! The `create-account` Lambda: see [`singlet_functions::accounts::create_account`].
+//! The `create-account` Lambda: the function of the route table named like this binary.
 
 #[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    singlet_functions::lambda::serve_http(singlet_functions::handler!(
-        singlet_functions::accounts::create_account::handle
-    ))
-    .await
+async fn main() -> Result<(), lambda_runtime::Error> {
+    singlet_functions::lambda::run(env!("CARGO_BIN_NAME")).await
 }

@@ -1,7 +1,6 @@
-//! The `mark-overdue` Lambda, on an EventBridge schedule: see
-//! [`singlet_functions::loans::mark_overdue`].
+//! The `mark-overdue` Lambda: the function of the route table named like this binary.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    singlet_functions::loans::mark_overdue::serve().await
+    singlet_functions::lambda::run(env!("CARGO_BIN_NAME")).await
 }

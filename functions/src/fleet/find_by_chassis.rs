@@ -2,7 +2,7 @@
 //! chassis lock, the chassis number normalised first.
 
 use super::ChassisLock;
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
 use lambda_http::Request;

@@ -2,7 +2,7 @@
 //! lock: the plate is normalised first, so every spelling of it finds the same lock.
 
 use super::PlateLock;
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
 use lambda_http::Request;

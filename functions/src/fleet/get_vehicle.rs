@@ -1,6 +1,6 @@
 //! `GET /vehicles/{vehicleId}` → `200` vehicle, or `404`. One `GetItem`.
 
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use lambda_http::Request;
 

@@ -12,18 +12,18 @@ pub mod get_vehicle;
 pub mod register_vehicle;
 pub mod retire_vehicle;
 
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::error::ApiError;
 use serde::{Deserialize, Serialize};
-use singlet_shared::{Id, keys};
+use singlet_shared::{Chassis, Id, Plate, keys};
 
 /// The vehicle row, and the response body of every vehicle route.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Vehicle {
-    pub vehicle_id: String,
-    pub plate: String,
-    pub chassis: String,
+    pub vehicle_id: Id,
+    pub plate: Plate,
+    pub chassis: Chassis,
     pub depot: String,
     pub added_at: i64,
 }
@@ -32,20 +32,20 @@ pub struct Vehicle {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlateLock {
-    pub plate: String,
-    pub vehicle_id: String,
+    pub plate: Plate,
+    pub vehicle_id: Id,
 }
 
 /// A `CHASSIS#` lock. Also the body of `GET /chassis/{chassis}`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChassisLock {
-    pub chassis: String,
-    pub vehicle_id: String,
+    pub chassis: Chassis,
+    pub vehicle_id: Id,
 }
 
-/// A lock may be released only by the vehicle it names.
-pub const HELD_BY_VEHICLE: &str = "vehicleId = :vehicleId";
+/// The attribute of a lock that names the vehicle holding it.
+pub const HOLDER: &str = "vehicleId";
 
 pub const MAX_DEPOT_LEN: usize = 100;
 

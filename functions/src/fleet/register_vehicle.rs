@@ -7,16 +7,15 @@
 
 use super::{ChassisLock, MAX_DEPOT_LEN, PlateLock, Vehicle};
 use crate::clock;
-use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::store::{ABSENT, Transaction, item, lock};
 use lambda_http::Request;
 use singlet_shared::{Chassis, Plate, keys};
 
-pub const ROUTE: &str = "register-vehicle";
-
-/// The transaction's parts, in order.
+/// The transaction's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Vehicle,
@@ -32,27 +31,27 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.text("depot", MAX_DEPOT_LEN),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let vehicle_id = new_id(idempotency.as_ref());
 
     let vehicle = Vehicle {
-        vehicle_id: vehicle_id.to_string(),
-        plate: plate.to_string(),
-        chassis: chassis.to_string(),
+        vehicle_id: vehicle_id.clone(),
+        plate: plate.clone(),
+        chassis: chassis.clone(),
         depot,
         added_at: clock::now_millis(),
     };
     let plate_lock = PlateLock {
-        plate: plate.to_string(),
-        vehicle_id: vehicle_id.to_string(),
+        plate: plate.clone(),
+        vehicle_id: vehicle_id.clone(),
     };
     let chassis_lock = ChassisLock {
-        chassis: chassis.to_string(),
-        vehicle_id: vehicle_id.to_string(),
+        chassis: chassis.clone(),
+        vehicle_id: vehicle_id.clone(),
     };
     let response = created(format!("/vehicles/{vehicle_id}"), &vehicle);
 
-    let commit = Transaction::new()
+    let transaction = Transaction::new()
         .put(
             Part::Vehicle,
             ctx.put(item(&keys::vehicle(&vehicle_id), &vehicle))
@@ -60,27 +59,23 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         )
         .put(
             Part::Plate,
-            ctx.put(item(&keys::plate_lock(&plate), &plate_lock))
-                .condition_expression(ABSENT),
+            lock::claim(ctx, &keys::plate_lock(&plate), &plate_lock),
         )
         .put(
             Part::Chassis,
-            ctx.put(item(&keys::chassis_lock(&chassis), &chassis_lock))
-                .condition_expression(ABSENT),
-        )
-        .commit_creating(ctx, idempotency, response)
-        .await?;
+            lock::claim(ctx, &keys::chassis_lock(&chassis), &chassis_lock),
+        );
 
-    match commit {
-        Creation::Created(response) => {
-            tracing::info!(%vehicle_id, %plate, %chassis, "vehicle registered");
+    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+        Outcome::Done(response) => {
+            tracing::info!(%vehicle_id, "vehicle registered");
             Ok(response)
         }
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Creation::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {
+        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {
             Err(idempotency::spent_key())
         }
-        Creation::Cancelled(cancelled) => Err(ApiError::conflict(
+        Outcome::Cancelled(cancelled) => Err(ApiError::conflict(
             [(Part::Plate, "plate"), (Part::Chassis, "chassis")]
                 .into_iter()
                 .filter(|(part, _)| cancelled.failed(*part))

@@ -2,14 +2,16 @@
 //! the chassis number can be registered again at once.
 //!
 //! Read the vehicle (to learn its plate and chassis), then one `TransactWriteItems` deleting the
-//! vehicle only if it still has what we read, and each lock only if it still names this vehicle.
+//! vehicle only if it still has what we read, and releasing each lock only if it still names this
+//! vehicle.
 
-use super::{HELD_BY_VEHICLE, MAX_ATTEMPTS, load};
-use crate::db::{Commit, Ctx, Transaction, s};
+use super::{HOLDER, MAX_ATTEMPTS, load};
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
-use singlet_shared::{Chassis, Plate, keys};
+use singlet_shared::keys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -23,30 +25,33 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     for _ in 0..MAX_ATTEMPTS {
         let vehicle = load(ctx, &vehicle_id).await?;
-        let plate = Plate::parse(&vehicle.plate).map_err(|_| ApiError::Internal)?;
-        let chassis = Chassis::parse(&vehicle.chassis).map_err(|_| ApiError::Internal)?;
-        let held = |key| {
-            ctx.delete(&key)
-                .condition_expression(HELD_BY_VEHICLE)
-                .expression_attribute_values(":vehicleId", s(vehicle_id.as_str()))
-        };
-
         let commit = Transaction::new()
             .delete(
                 Part::Vehicle,
                 ctx.delete(&keys::vehicle(&vehicle_id))
                     .condition_expression("plate = :plate AND chassis = :chassis")
-                    .expression_attribute_values(":plate", s(plate.as_str()))
-                    .expression_attribute_values(":chassis", s(chassis.as_str())),
+                    .expression_attribute_values(":plate", s(vehicle.plate.as_str()))
+                    .expression_attribute_values(":chassis", s(vehicle.chassis.as_str())),
             )
-            .delete(Part::PlateLock, held(keys::plate_lock(&plate)))
-            .delete(Part::ChassisLock, held(keys::chassis_lock(&chassis)))
+            .delete(
+                Part::PlateLock,
+                lock::release(ctx, &keys::plate_lock(&vehicle.plate), HOLDER, &vehicle_id),
+            )
+            .delete(
+                Part::ChassisLock,
+                lock::release(
+                    ctx,
+                    &keys::chassis_lock(&vehicle.chassis),
+                    HOLDER,
+                    &vehicle_id,
+                ),
+            )
             .commit(ctx)
             .await?;
 
         match commit {
             Commit::Done => {
-                tracing::info!(%vehicle_id, %plate, %chassis, "vehicle retired");
+                tracing::info!(%vehicle_id, "vehicle retired");
                 return Ok(no_content());
             }
             // Changed or retired since we read it: read again (a retired vehicle is then 404).

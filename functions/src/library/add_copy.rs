@@ -12,17 +12,16 @@
 
 use super::{Book, Condition, Copy};
 use crate::clock;
-use crate::db::{ABSENT, Creation, Ctx, PRESENT, Transaction, item, with_index};
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
-use crate::idempotency::{self, Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::store::{ABSENT, PRESENT, Transaction, item, with_index};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
 use singlet_shared::Isbn13;
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::GSI2;
-
-pub const ROUTE: &str = "add-copy";
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +38,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.required("condition", Condition::parse),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let Some(book) = ctx.get::<Book>(&keys::book(&isbn)).await? else {
         let branch = ctx.get_item(&keys::branch(&branch_id)).await?;
         return Err(ApiError::not_found(if branch.is_none() {
@@ -51,9 +50,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let copy_id = new_id(idempotency.as_ref());
 
     let copy = Copy {
-        copy_id: copy_id.to_string(),
-        branch_id: branch_id.to_string(),
-        isbn: isbn.to_string(),
+        copy_id: copy_id.clone(),
+        branch_id: branch_id.clone(),
+        isbn: isbn.clone(),
         title: book.title,
         condition,
         status: CopyStatus::Available,
@@ -61,7 +60,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = json(StatusCode::CREATED, &copy);
 
-    let commit = Transaction::new()
+    let transaction = Transaction::new()
         .check(
             Part::Branch,
             ctx.check(&keys::branch(&branch_id))
@@ -75,19 +74,17 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 &keys::copy_by_book(&isbn, copy.status, &branch_id, &copy_id),
             ))
             .condition_expression(ABSENT),
-        )
-        .commit_creating(ctx, idempotency, response)
-        .await?;
+        );
 
-    match commit {
-        Creation::Created(response) => {
+    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+        Outcome::Done(response) => {
             tracing::info!(%copy_id, %branch_id, %isbn, "copy added");
             Ok(response)
         }
-        Creation::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
+        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
             Err(ApiError::not_found("branch"))
         }
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Creation::Cancelled(_) => Err(idempotency::spent_key()),
+        Outcome::Cancelled(_) => Err(idempotency::spent_key()),
     }
 }

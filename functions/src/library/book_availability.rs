@@ -9,10 +9,10 @@
 //! "none on the shelves" (`200`, `branches: []`) from "no such book" (`404`). Index reads are
 //! eventually consistent: on AWS a copy added or lent a moment ago can briefly count as before.
 
-use crate::db::{Ctx, log_capacity, s};
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use crate::store::Query;
 use lambda_http::Request;
 use serde::Serialize;
 use singlet_shared::Isbn13;
@@ -57,24 +57,11 @@ async fn available_copies(ctx: &Ctx, isbn: &Isbn13) -> Result<BTreeMap<String, u
     let mut counts = BTreeMap::new();
     let mut start = None;
     loop {
-        let output = ctx
-            .db
-            .query()
-            .table_name(&*ctx.table)
-            .index_name(GSI2.name)
-            .key_condition_expression("GSI2PK = :pk AND begins_with(GSI2SK, :available)")
-            .expression_attribute_values(":pk", s(keys::copies_of_book(isbn)))
-            .expression_attribute_values(
-                ":available",
-                s(keys::copies_in_status(CopyStatus::Available)),
-            )
-            .projection_expression("GSI2SK")
-            .set_exclusive_start_key(start)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await?;
-        log_capacity("Query", output.consumed_capacity());
-        for item in output.items() {
+        let query = Query::index(GSI2, keys::copies_of_book(isbn))
+            .sort_begins_with(keys::copies_in_status(CopyStatus::Available))
+            .start_after(start);
+        let output = ctx.query(query).await?;
+        for item in &output.items {
             let branch = item
                 .get(GSI2.sk)
                 .and_then(|v| v.as_s().ok())
@@ -85,7 +72,7 @@ async fn available_copies(ctx: &Ctx, isbn: &Isbn13) -> Result<BTreeMap<String, u
                 })?;
             *counts.entry(branch.to_owned()).or_insert(0) += 1;
         }
-        start = output.last_evaluated_key;
+        start = output.last_key;
         if start.is_none() {
             return Ok(counts);
         }

@@ -11,14 +11,13 @@ use super::{
     Book, FIRST_PUBLISH_YEAR, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_TITLE_LEN, PAGE_COUNT,
 };
 use crate::clock;
-use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::Idempotency;
+use crate::idempotency::{self, Idempotency, Outcome};
+use crate::store::{ABSENT, Transaction, item};
 use lambda_http::Request;
 use singlet_shared::{Isbn13, keys};
-
-pub const ROUTE: &str = "create-book";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -39,10 +38,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.integer("pageCount", PAGE_COUNT),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
 
     let book = Book {
-        isbn: isbn.to_string(),
+        isbn: isbn.clone(),
         title,
         author,
         publisher,
@@ -53,21 +52,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/books/{isbn}"), &book);
 
-    let commit = Transaction::new()
-        .put(
-            Part::Book,
-            ctx.put(item(&keys::book(&isbn), &book))
-                .condition_expression(ABSENT),
-        )
-        .commit_creating(ctx, idempotency, response)
-        .await?;
+    let transaction = Transaction::new().put(
+        Part::Book,
+        ctx.put(item(&keys::book(&isbn), &book))
+            .condition_expression(ABSENT),
+    );
 
-    match commit {
-        Creation::Created(response) => {
+    match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
+        Outcome::Done(response) => {
             tracing::info!(%isbn, "book created");
             Ok(response)
         }
-        Creation::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
+        Outcome::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
             "isbn",
             Code::Taken,
         )])),

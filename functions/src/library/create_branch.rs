@@ -7,14 +7,13 @@
 //! retry gets the first response back instead of a `409` for its own branch.
 
 use super::{Branch, MAX_ADDRESS_LEN, MAX_NAME_LEN, MAX_OPENING_HOURS_LEN, MAX_PHONE_LEN};
-use crate::db::{ABSENT, Creation, Ctx, Transaction, item};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::Idempotency;
+use crate::idempotency::{self, Idempotency, Outcome};
+use crate::store::{ABSENT, Transaction, item};
 use lambda_http::Request;
 use singlet_shared::{Id, keys};
-
-pub const ROUTE: &str = "create-branch";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -32,10 +31,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.text("openingHours", MAX_OPENING_HOURS_LEN),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
 
     let branch = Branch {
-        branch_id: branch_id.to_string(),
+        branch_id: branch_id.clone(),
         name,
         address,
         city,
@@ -44,21 +43,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/branches/{branch_id}"), &branch);
 
-    let commit = Transaction::new()
-        .put(
-            Part::Branch,
-            ctx.put(item(&keys::branch(&branch_id), &branch))
-                .condition_expression(ABSENT),
-        )
-        .commit_creating(ctx, idempotency, response)
-        .await?;
+    let transaction = Transaction::new().put(
+        Part::Branch,
+        ctx.put(item(&keys::branch(&branch_id), &branch))
+            .condition_expression(ABSENT),
+    );
 
-    match commit {
-        Creation::Created(response) => {
+    match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
+        Outcome::Done(response) => {
             tracing::info!(%branch_id, "branch created");
             Ok(response)
         }
-        Creation::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
+        Outcome::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
             "branchId",
             Code::Taken,
         )])),

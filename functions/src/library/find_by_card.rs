@@ -2,7 +2,7 @@
 //! card's lock: a card is valid exactly when its lock exists.
 
 use super::PatronCard;
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use lambda_http::Request;

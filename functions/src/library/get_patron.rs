@@ -4,7 +4,7 @@
 //! GSI1 (`PATRON#<patronId>`, projecting the whole row) finds it. Index reads are eventually
 //! consistent: on AWS a patron registered a moment ago can briefly be `404` here.
 
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use lambda_http::Request;
 

@@ -6,14 +6,12 @@
 //! cursor is bound to this route and this branch: another branch's cursor is `400`.
 
 use super::{Copy, branch_page};
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::http::{AllValid, HandlerResult, path_id};
 use lambda_http::Request;
 use singlet_shared::keys::COPY_PREFIX;
 
-pub const ROUTE: &str = "list-copies";
-
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (branch_id,) = (path_id(&req, "branchId"),).all_valid()?;
-    branch_page::<Copy>(ctx, &req, ROUTE, &branch_id, COPY_PREFIX).await
+    branch_page::<Copy>(ctx, &req, &branch_id, COPY_PREFIX).await
 }

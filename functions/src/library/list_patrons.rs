@@ -7,14 +7,12 @@
 //! branch: another branch's cursor is `400`.
 
 use super::{Patron, branch_page};
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::http::{AllValid, HandlerResult, path_id};
 use lambda_http::Request;
 use singlet_shared::keys::PATRON_PREFIX;
 
-pub const ROUTE: &str = "list-patrons";
-
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (branch_id,) = (path_id(&req, "branchId"),).all_valid()?;
-    branch_page::<Patron>(ctx, &req, ROUTE, &branch_id, PATRON_PREFIX).await
+    branch_page::<Patron>(ctx, &req, &branch_id, PATRON_PREFIX).await
 }

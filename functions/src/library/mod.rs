@@ -29,23 +29,24 @@ pub mod list_copies;
 pub mod list_patrons;
 pub mod register_patron;
 
-use crate::db::{Ctx, from_item, log_capacity, s};
+use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::HandlerResult;
 use crate::paging::Page;
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use crate::store::{Query, decode, s};
+use aws_sdk_dynamodb::types::builders::UpdateBuilder;
 use lambda_http::Request;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use singlet_shared::keys::{self, CopyStatus};
-use singlet_shared::schema::GSI1;
-use singlet_shared::{Id, Invalid, Isbn13};
+use singlet_shared::schema::{GSI1, GSI2};
+use singlet_shared::{Email, Id, Invalid, Isbn13};
 
 /// The branch row (`BRANCH#<branchId>`), and the body of the branch routes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Branch {
-    pub branch_id: String,
+    pub branch_id: Id,
     pub name: String,
     pub address: String,
     pub city: String,
@@ -93,12 +94,12 @@ impl Tier {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Patron {
-    pub patron_id: String,
-    pub branch_id: String,
-    pub card_number: String,
+    pub patron_id: Id,
+    pub branch_id: Id,
+    pub card_number: Id,
     pub first_name: String,
     pub last_name: String,
-    pub email: String,
+    pub email: Email,
     pub membership_tier: Tier,
     pub loan_limit: u32,
     pub loan_period_days: u32,
@@ -113,16 +114,19 @@ pub struct Patron {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PatronCard {
-    pub card_number: String,
-    pub patron_id: String,
+    pub card_number: Id,
+    pub patron_id: Id,
 }
+
+/// The attribute of a card lock that names the patron holding it.
+pub const CARD_HOLDER: &str = "patronId";
 
 /// The book row (`BOOK#<isbn13>`), and the body of the book routes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Book {
     /// The 13 digits, whichever form the ISBN was given in.
-    pub isbn: String,
+    pub isbn: Isbn13,
     pub title: String,
     pub author: String,
     pub publisher: String,
@@ -161,9 +165,9 @@ impl Condition {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Copy {
-    pub copy_id: String,
-    pub branch_id: String,
-    pub isbn: String,
+    pub copy_id: Id,
+    pub branch_id: Id,
+    pub isbn: Isbn13,
     pub title: String,
     pub condition: Condition,
     #[serde(with = "copy_status")]
@@ -224,29 +228,19 @@ pub async fn load_copy(ctx: &Ctx, branch_id: &Id, copy_id: &Id) -> Result<Copy, 
 /// guarded by a condition on the row itself, never read from here.
 pub async fn find_patron(ctx: &Ctx, patron_id: &Id) -> Result<Patron, ApiError> {
     let key = keys::patron_by_id(patron_id);
-    let output = ctx
-        .db
-        .query()
-        .table_name(&*ctx.table)
-        .index_name(GSI1.name)
-        .key_condition_expression("GSI1PK = :pk AND GSI1SK = :sk")
-        .expression_attribute_values(":pk", s(key.pk))
-        .expression_attribute_values(":sk", s(key.sk))
-        .return_consumed_capacity(ReturnConsumedCapacity::Total)
-        .send()
+    let page = ctx
+        .query(Query::index(GSI1, key.pk).sort_equals(key.sk))
         .await?;
-    log_capacity("Query", output.consumed_capacity());
-    output
-        .items()
+    page.items
         .first()
-        .map(from_item)
+        .map(decode)
         .transpose()?
         .ok_or_else(|| ApiError::not_found("patron"))
 }
 
 /// One page of a branch's items whose sort key starts with `prefix` (its patrons, its copies):
 /// one strongly consistent `Query` on the branch's partition, paged by [`Page`] (a cursor is
-/// bound to `route` and this branch).
+/// bound to the route and this branch).
 ///
 /// `404` for a branch that does not exist, told cheaply: a non-empty page proves the branch
 /// (nothing is written into a branch's partition without a `ConditionCheck` that the branch
@@ -255,22 +249,34 @@ pub async fn find_patron(ctx: &Ctx, patron_id: &Id) -> Result<Patron, ApiError> 
 pub async fn branch_page<T: DeserializeOwned + Serialize>(
     ctx: &Ctx,
     req: &Request,
-    route: &str,
     branch_id: &Id,
     prefix: &str,
 ) -> HandlerResult {
     let partition = keys::branch_partition(branch_id);
-    let page = Page::from_request(ctx, req, route, &partition)?;
-    let query = ctx
-        .db
-        .query()
-        .table_name(&*ctx.table)
-        .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
-        .expression_attribute_values(":pk", s(&partition))
-        .expression_attribute_values(":prefix", s(prefix))
-        .consistent_read(true);
+    let page = Page::from_request(ctx, req, &partition)?;
+    let query = Query::table(partition).sort_begins_with(prefix);
     page.query::<T, _>(ctx, query, async {
         load_branch(ctx, branch_id).await.map(drop)
     })
     .await
+}
+
+/// A copy's move between `available` and `checked_out`, for a transaction: its status and its
+/// availability-index sort key change together, only if it is `from` now. The one place a copy
+/// changes status.
+pub fn move_copy(
+    ctx: &Ctx,
+    (isbn, branch_id, copy_id): (&Isbn13, &Id, &Id),
+    from: CopyStatus,
+    to: CopyStatus,
+) -> UpdateBuilder {
+    let index = keys::copy_by_book(isbn, to, branch_id, copy_id);
+    ctx.update(&keys::copy(branch_id, copy_id))
+        .update_expression("SET #status = :to, #gsi2sk = :sk")
+        .condition_expression("#status = :from")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_names("#gsi2sk", GSI2.sk)
+        .expression_attribute_values(":to", s(to.as_str()))
+        .expression_attribute_values(":from", s(from.as_str()))
+        .expression_attribute_values(":sk", s(index.sk))
 }

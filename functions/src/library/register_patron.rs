@@ -13,15 +13,14 @@
 
 use super::{MAX_NAME_LEN, Patron, PatronCard, Tier};
 use crate::clock;
-use crate::db::{ABSENT, Creation, Ctx, PRESENT, Transaction, item, with_index};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
-use crate::idempotency::{self, Idempotency, new_id};
+use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::store::{ABSENT, PRESENT, Transaction, item, lock, with_index};
 use lambda_http::Request;
 use singlet_shared::schema::GSI1;
 use singlet_shared::{Email, Id, keys};
-
-pub const ROUTE: &str = "register-patron";
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,16 +41,16 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.required("membershipTier", Tier::parse),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let patron_id = new_id(idempotency.as_ref());
 
     let patron = Patron {
-        patron_id: patron_id.to_string(),
-        branch_id: branch_id.to_string(),
-        card_number: card_number.to_string(),
+        patron_id: patron_id.clone(),
+        branch_id: branch_id.clone(),
+        card_number: card_number.clone(),
         first_name,
         last_name,
-        email: email.to_string(),
+        email,
         membership_tier: tier,
         loan_limit: tier.loan_limit(),
         loan_period_days: tier.loan_period_days(),
@@ -59,12 +58,12 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         created_at: clock::iso(clock::now()),
     };
     let card = PatronCard {
-        card_number: card_number.to_string(),
-        patron_id: patron_id.to_string(),
+        card_number: card_number.clone(),
+        patron_id: patron_id.clone(),
     };
     let response = created(format!("/patrons/{patron_id}"), &patron);
 
-    let commit = Transaction::new()
+    let transaction = Transaction::new()
         .check(
             Part::Branch,
             ctx.check(&keys::branch(&branch_id))
@@ -81,25 +80,22 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         )
         .put(
             Part::Card,
-            ctx.put(item(&keys::card_lock(&card_number), &card))
-                .condition_expression(ABSENT),
-        )
-        .commit_creating(ctx, idempotency, response)
-        .await?;
+            lock::claim(ctx, &keys::card_lock(&card_number), &card),
+        );
 
-    match commit {
-        Creation::Created(response) => {
-            tracing::info!(%patron_id, %branch_id, %card_number, "patron registered");
+    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+        Outcome::Done(response) => {
+            tracing::info!(%patron_id, %branch_id, "patron registered");
             Ok(response)
         }
         // The branch first: a request at a branch that does not exist is a 404, whatever else.
-        Creation::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
+        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
             Err(ApiError::not_found("branch"))
         }
-        Creation::Cancelled(cancelled) if cancelled.failed(Part::Card) => Err(ApiError::conflict(
+        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Card) => Err(ApiError::conflict(
             vec![FieldError::new("cardNumber", Code::Taken)],
         )),
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Creation::Cancelled(_) => Err(idempotency::spent_key()),
+        Outcome::Cancelled(_) => Err(idempotency::spent_key()),
     }
 }

@@ -8,27 +8,19 @@
 //! one GSI1 read only when the first page is empty.
 
 use super::Checkout;
-use crate::db::{Ctx, s};
+use crate::context::Ctx;
 use crate::http::{AllValid, HandlerResult, path_id};
 use crate::library::find_patron;
 use crate::paging::Page;
+use crate::store::Query;
 use lambda_http::Request;
 use singlet_shared::keys;
-
-pub const ROUTE: &str = "active-checkouts";
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (patron_id,) = (path_id(&req, "patronId"),).all_valid()?;
     let partition = keys::patron_loans_partition(&patron_id);
-    let page = Page::from_request(ctx, &req, ROUTE, &partition)?;
-    let query = ctx
-        .db
-        .query()
-        .table_name(&*ctx.table)
-        .key_condition_expression("PK = :pk AND begins_with(SK, :active)")
-        .expression_attribute_values(":pk", s(&partition))
-        .expression_attribute_values(":active", s(keys::CHECKOUT_PREFIX))
-        .consistent_read(true);
+    let page = Page::from_request(ctx, &req, &partition)?;
+    let query = Query::table(partition).sort_begins_with(keys::CHECKOUT_PREFIX);
     page.query::<Checkout, _>(ctx, query, async {
         find_patron(ctx, &patron_id).await.map(drop)
     })

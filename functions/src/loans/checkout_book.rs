@@ -8,26 +8,22 @@
 //! failed: `409` `copyId` `unavailable` and/or `patronId` `limit_reached`. Safe to retry with
 //! `Idempotency-Key`.
 
-use super::{Checkout, LoanStatus};
+use super::{Checkout, LoanStatus, open_item};
 use crate::clock;
-use crate::db::{ABSENT, Creation, Ctx, Transaction, item, n, s, with_index};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
-use crate::idempotency::{self, Idempotency, new_id};
-use crate::library::{find_patron, load_copy};
+use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::library::{find_patron, load_copy, move_copy};
+use crate::store::{ABSENT, Transaction, n};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
+use singlet_shared::Id;
 use singlet_shared::keys::{self, CopyStatus};
-use singlet_shared::schema::{GSI1, GSI2};
-use singlet_shared::{Id, Isbn13};
-
-pub const ROUTE: &str = "checkout-book";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Loan,
-    /// No returned loan has this id: an id derived from a spent key must not come back.
-    Unused,
     Copy,
     Patron,
 }
@@ -40,24 +36,23 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.required("copyId", Id::parse),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(&req, ROUTE, &body.value())?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let (patron, copy) = tokio::try_join!(
         find_patron(ctx, &patron_id),
         load_copy(ctx, &branch_id, &copy_id)
     )?;
-    let isbn = Isbn13::parse(&copy.isbn).map_err(|_| ApiError::Internal)?;
-    let home_branch = Id::parse(&patron.branch_id).map_err(|_| ApiError::Internal)?;
+    let home_branch = patron.branch_id.clone();
 
     let checkout_id = new_id(idempotency.as_ref());
     let now = clock::now();
     let due_date = clock::iso(now + clock::days(patron.loan_period_days.into()));
     let loan = Checkout {
-        checkout_id: checkout_id.to_string(),
-        patron_id: patron_id.to_string(),
-        patron_branch_id: home_branch.to_string(),
-        branch_id: branch_id.to_string(),
-        copy_id: copy_id.to_string(),
-        isbn: isbn.to_string(),
+        checkout_id: checkout_id.clone(),
+        patron_id: patron_id.clone(),
+        patron_branch_id: home_branch.clone(),
+        branch_id: branch_id.clone(),
+        copy_id: copy_id.clone(),
+        isbn: copy.isbn.clone(),
         title: copy.title.clone(),
         status: LoanStatus::Open,
         checked_out_at: clock::iso(now),
@@ -67,30 +62,20 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         returned_date: None,
     };
     let response = json(StatusCode::CREATED, &loan);
-    let loan_item = with_index(
-        item(&keys::checkout(&patron_id, &checkout_id), &loan),
-        GSI1,
-        &keys::open_loan(&checkout_id, &due_date),
-    );
-    let checked_out = keys::copy_by_book(&isbn, CopyStatus::CheckedOut, &branch_id, &copy_id);
 
-    let commit = Transaction::new()
-        .put(Part::Loan, ctx.put(loan_item).condition_expression(ABSENT))
-        .check(
-            Part::Unused,
-            ctx.check(&keys::returned_checkout(&patron_id, &checkout_id))
-                .condition_expression(ABSENT),
+    let transaction = Transaction::new()
+        .put(
+            Part::Loan,
+            ctx.put(open_item(&loan)).condition_expression(ABSENT),
         )
         .update(
             Part::Copy,
-            ctx.update(&keys::copy(&branch_id, &copy_id))
-                .update_expression("SET #status = :out, #gsi2sk = :sk")
-                .condition_expression("#status = :available")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_names("#gsi2sk", GSI2.sk)
-                .expression_attribute_values(":out", s(CopyStatus::CheckedOut.as_str()))
-                .expression_attribute_values(":available", s(CopyStatus::Available.as_str()))
-                .expression_attribute_values(":sk", s(checked_out.sk)),
+            move_copy(
+                ctx,
+                loan.copy(),
+                CopyStatus::Available,
+                CopyStatus::CheckedOut,
+            ),
         )
         .update(
             Part::Patron,
@@ -98,22 +83,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 .update_expression("SET activeLoans = activeLoans + :one")
                 .condition_expression("activeLoans < loanLimit")
                 .expression_attribute_values(":one", n(1)),
-        )
-        .commit_creating(ctx, idempotency, response)
-        .await?;
+        );
 
-    match commit {
-        Creation::Created(response) => {
+    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+        Outcome::Done(response) => {
             tracing::info!(%checkout_id, %patron_id, %copy_id, %due_date, "book checked out");
             Ok(response)
         }
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Creation::Cancelled(cancelled)
-            if cancelled.failed(Part::Loan) || cancelled.failed(Part::Unused) =>
-        {
+        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Loan) => {
             Err(idempotency::spent_key())
         }
-        Creation::Cancelled(cancelled) => Err(ApiError::conflict(
+        Outcome::Cancelled(cancelled) => Err(ApiError::conflict(
             [
                 (Part::Copy, "copyId", Code::Unavailable),
                 (Part::Patron, "patronId", Code::LimitReached),

@@ -7,29 +7,20 @@
 //! by one `GetItem` only when the first page is empty.
 
 use super::Checkout;
-use crate::db::{Ctx, s};
+use crate::context::Ctx;
 use crate::http::{AllValid, HandlerResult, path_id};
 use crate::library::load_branch;
 use crate::paging::Page;
+use crate::store::Query;
 use lambda_http::Request;
 use singlet_shared::keys;
 use singlet_shared::schema::GSI3;
 
-pub const ROUTE: &str = "find-overdue";
-
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (branch_id,) = (path_id(&req, "branchId"),).all_valid()?;
     let partition = keys::overdue_partition(&branch_id);
-    let page = Page::from_request(ctx, &req, ROUTE, &partition)?;
-    let query = ctx
-        .db
-        .query()
-        .table_name(&*ctx.table)
-        .index_name(GSI3.name)
-        .key_condition_expression("#pk = :pk")
-        .expression_attribute_names("#pk", GSI3.pk)
-        .expression_attribute_values(":pk", s(&partition))
-        .scan_index_forward(true);
+    let page = Page::from_request(ctx, &req, &partition)?;
+    let query = Query::index(GSI3, partition);
     page.query::<Checkout, _>(ctx, query, async {
         load_branch(ctx, &branch_id).await.map(drop)
     })

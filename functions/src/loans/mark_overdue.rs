@@ -14,20 +14,18 @@
 //!
 //! It stops starting new pages when its deadline nears, and logs what it did.
 
-use super::{Checkout, LoanStatus};
+use super::Checkout;
 use crate::clock;
-use crate::db::{Ctx, from_item, key_item, s};
+use crate::context::Ctx;
 use crate::error::ApiError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use crate::store::{Query, decode, item::text};
 use serde::{Deserialize, Serialize};
-use singlet_shared::schema::{GSI1, GSI3};
-use singlet_shared::{Id, keys};
+use singlet_shared::keys;
+use singlet_shared::schema::{GSI1, PK, SK};
 use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
-pub const FUNCTION: &str = "mark-overdue";
 /// Loans read per page of one shard.
 pub const PAGE_SIZE: i32 = 100;
 /// Stop starting pages when less than this is left before the deadline.
@@ -47,16 +45,42 @@ pub struct Report {
     pub marked: u64,
     /// Loans the index still showed but that had been returned, renewed or marked meanwhile.
     pub skipped: u64,
+    /// Items in the open-loans index that do not decode as a loan: logged by key and left
+    /// where they are, so that one bad item never blocks the others.
+    pub unreadable: u64,
     pub pages_read: u64,
     pub capacity_units: f64,
     /// False when the run stopped early for its deadline: the next run finishes the work.
     pub complete: bool,
 }
 
-/// The event's `time` as "now"; `400`-style error text for an event without a valid one.
+/// The event's `time` as "now"; an error naming the event's time when it has no valid one.
 pub fn event_time(event: &ScheduledEvent) -> Result<OffsetDateTime, String> {
     clock::parse_iso(&event.time)
         .ok_or_else(|| format!("the event's time {:?} is not ISO-8601", event.time))
+}
+
+/// The scheduled function: "now" from the event's `time`, stopping [`DEADLINE_MARGIN`] before
+/// the deadline when there is one. An error fails the invocation, which Lambda retries and then
+/// sends to the function's on-failure destination.
+pub async fn run(
+    ctx: &Ctx,
+    event: serde_json::Value,
+    deadline: Option<SystemTime>,
+) -> Result<serde_json::Value, String> {
+    let event: ScheduledEvent = serde_json::from_value(event)
+        .map_err(|e| format!("the event is not an EventBridge scheduled event: {e}"))?;
+    let now = event_time(&event)?;
+    let report = mark_overdue(ctx, now, PAGE_SIZE, || {
+        deadline.is_none_or(|deadline| {
+            deadline
+                .duration_since(SystemTime::now())
+                .is_ok_and(|left| left > DEADLINE_MARGIN)
+        })
+    })
+    .await
+    .map_err(|e| format!("mark-overdue failed: {e:?}"))?;
+    Ok(serde_json::to_value(report).expect("reports serialise"))
 }
 
 /// Marks every open loan due before `now`. `may_start_page` is asked before each page: the
@@ -82,43 +106,40 @@ pub async fn mark_overdue(
                 );
                 return Ok(report);
             }
-            let page = ctx
-                .db
-                .query()
-                .table_name(&*ctx.table)
-                .index_name(GSI1.name)
-                .key_condition_expression("#pk = :shard AND #sk < :now")
-                .expression_attribute_names("#pk", GSI1.pk)
-                .expression_attribute_names("#sk", GSI1.sk)
-                .expression_attribute_values(":shard", s(keys::open_loans_partition(shard)))
-                .expression_attribute_values(":now", s(&before))
+            let query = Query::index(GSI1, keys::open_loans_partition(shard))
+                .sort_before(before.clone())
                 .limit(page_size)
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
-                .await?;
+                .start_after(start);
+            let (page, consumed) = crate::store::capacity::metered(ctx.query(query)).await;
+            let page = page?;
             report.pages_read += 1;
-            report.capacity_units += page
-                .consumed_capacity()
-                .and_then(|c| c.capacity_units())
-                .unwrap_or(0.0);
-            let loans: Vec<Checkout> = page
-                .items()
-                .iter()
-                .map(from_item)
-                .collect::<Result<_, _>>()?;
-            let outcomes =
-                futures::future::join_all(loans.iter().map(|loan| mark(ctx, loan))).await;
-            for outcome in outcomes {
-                let (marked, capacity) = outcome?;
-                report.capacity_units += capacity;
-                if marked {
-                    report.marked += 1;
-                } else {
-                    report.skipped += 1;
+            report.capacity_units += consumed.read_units;
+            let mut loans = Vec::new();
+            for item in &page.items {
+                match decode::<Checkout>(item) {
+                    Ok(loan) => loans.push(loan),
+                    Err(_) => {
+                        error!(
+                            pk = text(item, PK),
+                            sk = text(item, SK),
+                            "mark-overdue skipped an item it cannot read"
+                        );
+                        report.unreadable += 1;
+                    }
                 }
             }
-            start = page.last_evaluated_key;
+            let marks = loans.iter().map(|loan| {
+                crate::store::capacity::metered(ctx.update_item(super::mark_overdue(ctx, loan)))
+            });
+            for (outcome, consumed) in futures::future::join_all(marks).await {
+                report.capacity_units += consumed.write_units;
+                match outcome? {
+                    Some(_) => report.marked += 1,
+                    // Returned, renewed or marked since the index showed it.
+                    None => report.skipped += 1,
+                }
+            }
+            start = page.last_key;
             if start.is_none() {
                 break;
             }
@@ -128,91 +149,12 @@ pub async fn mark_overdue(
     info!(
         marked = report.marked,
         skipped = report.skipped,
+        unreadable = report.unreadable,
         pages_read = report.pages_read,
         capacity = report.capacity_units,
         "mark-overdue finished"
     );
     Ok(report)
-}
-
-/// Moves one loan from the open index to the overdue index, if it is still open with the due date
-/// that was read. Returns whether it moved, and the capacity consumed.
-async fn mark(ctx: &Ctx, loan: &Checkout) -> Result<(bool, f64), ApiError> {
-    let ids = (
-        Id::parse(&loan.patron_id),
-        Id::parse(&loan.checkout_id),
-        Id::parse(&loan.branch_id),
-    );
-    let (Ok(patron_id), Ok(checkout_id), Ok(branch_id)) = ids else {
-        tracing::error!(checkout_id = %loan.checkout_id, "a loan in the open index has malformed ids");
-        return Ok((false, 0.0));
-    };
-    let overdue = keys::overdue_loan(&branch_id, &checkout_id, &loan.due_date);
-    let open = keys::open_loan(&checkout_id, &loan.due_date);
-    let result = ctx
-        .db
-        .update_item()
-        .table_name(&*ctx.table)
-        .set_key(Some(key_item(&keys::checkout(&patron_id, &checkout_id))))
-        .update_expression(
-            "SET #status = :overdue, #g3pk = :g3pk, #g3sk = :g3sk REMOVE #g1pk, #g1sk",
-        )
-        .condition_expression("#g1pk = :open AND dueDate = :due")
-        .expression_attribute_names("#status", "status")
-        .expression_attribute_names("#g1pk", GSI1.pk)
-        .expression_attribute_names("#g1sk", GSI1.sk)
-        .expression_attribute_names("#g3pk", GSI3.pk)
-        .expression_attribute_names("#g3sk", GSI3.sk)
-        .expression_attribute_values(
-            ":overdue",
-            serde_dynamo::to_attribute_value(LoanStatus::Overdue).expect("enum"),
-        )
-        .expression_attribute_values(":g3pk", s(overdue.pk))
-        .expression_attribute_values(":g3sk", s(overdue.sk))
-        .expression_attribute_values(":open", s(open.pk))
-        .expression_attribute_values(":due", s(&loan.due_date))
-        .return_consumed_capacity(ReturnConsumedCapacity::Total)
-        .send()
-        .await;
-    match result {
-        Ok(output) => Ok((
-            true,
-            output
-                .consumed_capacity()
-                .and_then(|c| c.capacity_units())
-                .unwrap_or(0.0),
-        )),
-        Err(err)
-            if matches!(
-                err.as_service_error(),
-                Some(UpdateItemError::ConditionalCheckFailedException(_))
-            ) =>
-        {
-            Ok((false, 0.0))
-        }
-        Err(err) => Err(err.into()),
-    }
-}
-
-/// The Lambda: "now" from the event's `time`, stopping `DEADLINE_MARGIN` before the deadline.
-pub async fn serve() -> Result<(), lambda_runtime::Error> {
-    crate::lambda::init_tracing();
-    let ctx: &'static Ctx = Box::leak(Box::new(Ctx::from_env().await));
-    lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: lambda_runtime::LambdaEvent<ScheduledEvent>| async move {
-            let now = event_time(&event.payload)?;
-            let deadline = event.context.deadline();
-            let report = mark_overdue(ctx, now, PAGE_SIZE, || {
-                deadline
-                    .duration_since(SystemTime::now())
-                    .is_ok_and(|left| left > DEADLINE_MARGIN)
-            })
-            .await
-            .map_err(|e| format!("mark-overdue failed: {e:?}"))?;
-            Ok::<_, lambda_runtime::Error>(report)
-        },
-    ))
-    .await
 }
 
 #[cfg(test)]

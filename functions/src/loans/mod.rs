@@ -15,10 +15,13 @@ pub mod mark_overdue;
 pub mod renew_checkout;
 pub mod return_book;
 
-use crate::db::Ctx;
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::store::{Item, item, n, s, value, with_index};
+use aws_sdk_dynamodb::types::builders::{DeleteBuilder, UpdateBuilder};
 use serde::{Deserialize, Serialize};
-use singlet_shared::{Id, keys};
+use singlet_shared::schema::{GSI1, GSI3};
+use singlet_shared::{Id, Isbn13, keys};
 
 /// Where a loan is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,14 +36,14 @@ pub enum LoanStatus {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Checkout {
-    pub checkout_id: String,
-    pub patron_id: String,
+    pub checkout_id: Id,
+    pub patron_id: Id,
     /// The patron's home branch: where the patron row (and its loan counter) lives.
-    pub patron_branch_id: String,
+    pub patron_branch_id: Id,
     /// The branch the copy was lent from.
-    pub branch_id: String,
-    pub copy_id: String,
-    pub isbn: String,
+    pub branch_id: Id,
+    pub copy_id: Id,
+    pub isbn: Isbn13,
     pub title: String,
     pub status: LoanStatus,
     pub checked_out_at: String,
@@ -76,4 +79,88 @@ pub async fn load_active(
         )]));
     }
     Err(ApiError::not_found("checkout"))
+}
+
+// ---- A loan's index lifecycle: open → overdue → returned ----------------------------------
+//
+// These are the only places a loan's index keys are written. An open loan sits in one of the
+// open-loans shards of GSI1, sorted by due date; `mark-overdue` moves it to its branch's
+// partition of the sparse GSI3; a return puts it back under `RETURNED#` with neither, so it
+// leaves both indexes in the return's transaction.
+
+impl Checkout {
+    /// The key of the loan while it is active.
+    pub fn active_key(&self) -> singlet_shared::Key {
+        keys::checkout(&self.patron_id, &self.checkout_id)
+    }
+
+    /// The copy lent: its book, its branch, its id.
+    pub fn copy(&self) -> (&Isbn13, &Id, &Id) {
+        (&self.isbn, &self.branch_id, &self.copy_id)
+    }
+}
+
+/// A new open loan as an item: in the open-loans index, by due date.
+pub fn open_item(loan: &Checkout) -> Item {
+    with_index(
+        item(&loan.active_key(), loan),
+        GSI1,
+        &keys::open_loan(&loan.checkout_id, &loan.due_date),
+    )
+}
+
+/// Open → overdue: out of the open-loans index, into the branch's overdue index, only if the
+/// loan is still open with the due date that was read.
+pub fn mark_overdue(ctx: &Ctx, loan: &Checkout) -> UpdateBuilder {
+    let overdue = keys::overdue_loan(&loan.branch_id, &loan.checkout_id, &loan.due_date);
+    let open = keys::open_loan(&loan.checkout_id, &loan.due_date);
+    ctx.update(&loan.active_key())
+        .update_expression(
+            "SET #status = :overdue, #g3pk = :g3pk, #g3sk = :g3sk REMOVE #g1pk, #g1sk",
+        )
+        .condition_expression("#g1pk = :open AND dueDate = :due")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_names("#g1pk", GSI1.pk)
+        .expression_attribute_names("#g1sk", GSI1.sk)
+        .expression_attribute_names("#g3pk", GSI3.pk)
+        .expression_attribute_names("#g3sk", GSI3.sk)
+        .expression_attribute_values(":overdue", value(LoanStatus::Overdue))
+        .expression_attribute_values(":g3pk", s(overdue.pk))
+        .expression_attribute_values(":g3sk", s(overdue.sk))
+        .expression_attribute_values(":open", s(open.pk))
+        .expression_attribute_values(":due", s(&loan.due_date))
+}
+
+/// Open, renewed: the due date and the open-index sort key move together, only if the loan is
+/// still as read and still open.
+pub fn renew(ctx: &Ctx, loan: &Checkout, new_due: &str) -> UpdateBuilder {
+    let open = keys::open_loan(&loan.checkout_id, new_due);
+    ctx.update(&loan.active_key())
+        .update_expression("SET dueDate = :new, renewalCount = renewalCount + :one, #g1sk = :sk")
+        .condition_expression(
+            "dueDate = :due AND renewalCount = :renewals AND attribute_exists(#g1pk)",
+        )
+        .expression_attribute_names("#g1pk", GSI1.pk)
+        .expression_attribute_names("#g1sk", GSI1.sk)
+        .expression_attribute_values(":new", s(new_due))
+        .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":sk", s(open.sk))
+        .expression_attribute_values(":due", s(&loan.due_date))
+        .expression_attribute_values(":renewals", n(loan.renewal_count))
+}
+
+/// Returned, part one: the active loan goes (from whichever index it is in), only if it is as read.
+pub fn remove_active(ctx: &Ctx, loan: &Checkout) -> DeleteBuilder {
+    ctx.delete(&loan.active_key())
+        .condition_expression("dueDate = :due AND renewalCount = :renewals")
+        .expression_attribute_values(":due", s(&loan.due_date))
+        .expression_attribute_values(":renewals", n(loan.renewal_count))
+}
+
+/// Returned, part two: the loan as history, `RETURNED#<checkoutId>`, with no index key.
+pub fn returned_item(returned: &Checkout) -> Item {
+    item(
+        &keys::returned_checkout(&returned.patron_id, &returned.checkout_id),
+        returned,
+    )
 }

@@ -6,21 +6,31 @@
 //! condition that the loan is still as read and still in the open index (not returned, not
 //! marked overdue). `409` `checkoutId` `returned`, `overdue` (due before now, whether or not
 //! `mark-overdue` has run yet) or `renewal_limit` (after 2 renewals); `404` for an unknown loan.
+//!
+//! Safe to retry with `Idempotency-Key`: the update then commits in one transaction with the
+//! key's record (twice the write units, paid only by a request that asks for it), and a retry
+//! after a lost response gets the first answer instead of a second renewal.
 
-use super::{Checkout, MAX_ATTEMPTS, MAX_RENEWALS, load_active};
+use super::{Checkout, LoanStatus, MAX_ATTEMPTS, MAX_RENEWALS, load_active, renew};
 use crate::clock;
-use crate::db::{Ctx, from_item, key_item, n, s};
+use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue};
+use crate::idempotency::{self, Idempotency, Outcome};
+use crate::store::{Transaction, decode};
 use lambda_http::Request;
-use singlet_shared::keys;
-use singlet_shared::schema::GSI1;
+
+/// The renewal, the one part of its transaction when it carries an `Idempotency-Key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Renewal;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (patron_id, checkout_id) =
         (path_id(&req, "patronId"), path_id(&req, "checkoutId")).all_valid()?;
+    let idempotency = Idempotency::from_request(ctx, &req, &serde_json::Value::Null)?;
+    if let Some(first) = idempotency::recorded(ctx, idempotency.as_ref()).await? {
+        return Ok(first);
+    }
     let refuse = |code| {
         Err(ApiError::conflict(vec![FieldError::new(
             "checkoutId",
@@ -32,51 +42,42 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         let loan = load_active(ctx, &patron_id, &checkout_id).await?;
         let now = clock::now();
         let due = clock::parse_iso(&loan.due_date).ok_or(ApiError::Internal)?;
-        if due < now || loan.status == super::LoanStatus::Overdue {
+        if due < now || loan.status == LoanStatus::Overdue {
             return refuse(Code::Overdue);
         }
         if loan.renewal_count >= MAX_RENEWALS {
             return refuse(Code::RenewalLimit);
         }
         let new_due = clock::iso(due + clock::days(loan.loan_period_days.into()));
-        let open = keys::open_loan(&checkout_id, &new_due);
+        let update = renew(ctx, &loan, &new_due);
 
-        let result = ctx
-            .db
-            .update_item()
-            .table_name(&*ctx.table)
-            .set_key(Some(key_item(&keys::checkout(&patron_id, &checkout_id))))
-            .update_expression(
-                "SET dueDate = :new, renewalCount = renewalCount + :one, #gsi1sk = :sk",
-            )
-            .condition_expression(
-                "dueDate = :due AND renewalCount = :renewals AND attribute_exists(#gsi1pk)",
-            )
-            .expression_attribute_names("#gsi1pk", GSI1.pk)
-            .expression_attribute_names("#gsi1sk", GSI1.sk)
-            .expression_attribute_values(":new", s(&new_due))
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":sk", s(open.sk))
-            .expression_attribute_values(":due", s(&loan.due_date))
-            .expression_attribute_values(":renewals", n(loan.renewal_count))
-            .return_values(ReturnValue::AllNew)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await;
-        match result {
-            Ok(output) => {
-                let renewed: Checkout = from_item(output.attributes().ok_or(ApiError::Internal)?)?;
-                tracing::info!(%checkout_id, due_date = %renewed.due_date, renewals = renewed.renewal_count, "loan renewed");
-                return Ok(ok(&renewed));
+        let renewed = match &idempotency {
+            None => match ctx.update_item(update).await? {
+                Some(item) => decode::<Checkout>(&item)?,
+                // Returned, renewed or marked overdue since we read it: read again.
+                None => continue,
+            },
+            Some(_) => {
+                let renewed = Checkout {
+                    due_date: new_due,
+                    renewal_count: loan.renewal_count + 1,
+                    ..loan
+                };
+                let transaction = Transaction::new().update(Renewal, update);
+                let response = ok(&renewed);
+                match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response)
+                    .await?
+                {
+                    Outcome::Done(response) => {
+                        tracing::info!(%checkout_id, renewals = renewed.renewal_count, "loan renewed");
+                        return Ok(response);
+                    }
+                    Outcome::Cancelled(_) => continue,
+                }
             }
-            // Returned, renewed or marked overdue since we read it: read again.
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(UpdateItemError::ConditionalCheckFailedException(_))
-                ) => {}
-            Err(err) => return Err(err.into()),
-        }
+        };
+        tracing::info!(%checkout_id, due_date = %renewed.due_date, renewals = renewed.renewal_count, "loan renewed");
+        return Ok(ok(&renewed));
     }
     Err(ApiError::Unavailable)
 }

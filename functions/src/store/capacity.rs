@@ -1,0 +1,83 @@
+//! Consumed capacity: every request to the engine asks for it per index
+//! (`ReturnConsumedCapacity=INDEXES`), and the data layer logs it here, per operation, table and
+//! index. A request's total is also added to the meter of the request being served, if any
+//! ([`metered`]): the request's log line, its metrics and the local runner's
+//! `x-consumed-capacity` header read it.
+
+use aws_sdk_dynamodb::types::{Capacity, ConsumedCapacity};
+use serde::Serialize;
+use std::cell::RefCell;
+use std::future::Future;
+
+/// Units consumed, split as DynamoDB bills them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Consumed {
+    pub read_units: f64,
+    pub write_units: f64,
+}
+
+/// Whether an operation is billed in read or write units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Billing {
+    Read,
+    Write,
+}
+
+tokio::task_local! {
+    static METER: RefCell<Consumed>;
+}
+
+/// Runs `work` with a fresh meter; returns its output and the units it consumed.
+pub async fn metered<F: Future>(work: F) -> (F::Output, Consumed) {
+    METER
+        .scope(RefCell::new(Consumed::default()), async {
+            let output = work.await;
+            (output, METER.with(|meter| *meter.borrow()))
+        })
+        .await
+}
+
+fn units(capacity: Option<&Capacity>) -> f64 {
+    capacity.and_then(|c| c.capacity_units()).unwrap_or(0.0)
+}
+
+/// Logs what one request to the engine consumed, per table and index, and meters it.
+pub fn record<'c>(
+    operation: &'static str,
+    billing: Billing,
+    capacities: impl IntoIterator<Item = &'c ConsumedCapacity>,
+) -> f64 {
+    let mut total = 0.0;
+    for capacity in capacities {
+        let all = capacity.capacity_units().unwrap_or(0.0);
+        total += all;
+        let table = units(capacity.table());
+        let indexes: Vec<String> = capacity
+            .global_secondary_indexes()
+            .map(|gsis| {
+                let mut list: Vec<String> = gsis
+                    .iter()
+                    .map(|(name, c)| format!("{name}={}", units(Some(c))))
+                    .collect();
+                list.sort();
+                list
+            })
+            .unwrap_or_default();
+        tracing::info!(
+            operation,
+            units = all,
+            table,
+            indexes = indexes.join(","),
+            "consumed capacity"
+        );
+    }
+    let _ = METER.try_with(|meter| {
+        let mut meter = meter.borrow_mut();
+        match billing {
+            Billing::Read => meter.read_units += total,
+            Billing::Write => meter.write_units += total,
+        }
+    });
+    total
+}

@@ -1,0 +1,64 @@
+//! Entities to items and back. An entity is a serde struct of validated types; it becomes an item
+//! under its key (and its index keys), and an item decodes into it here, in one place: a stored
+//! value that does not decode is logged with its key, and the request is a `500`.
+
+use crate::error::ApiError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Serialize, de::DeserializeOwned};
+use singlet_shared::schema::{Index, PK, SK};
+use singlet_shared::{IndexKey, Key};
+use std::collections::HashMap;
+
+pub type Item = HashMap<String, AttributeValue>;
+
+/// A key as the item attributes `PK` and `SK`.
+pub fn key_item(key: &Key) -> Item {
+    HashMap::from([
+        (PK.to_owned(), AttributeValue::S(key.pk.clone())),
+        (SK.to_owned(), AttributeValue::S(key.sk.clone())),
+    ])
+}
+
+/// An entity as a table item under `key`.
+pub fn item<T: Serialize>(key: &Key, entity: &T) -> Item {
+    let mut item: Item = serde_dynamo::to_item(entity).expect("entities serialise to items");
+    item.extend(key_item(key));
+    item
+}
+
+/// Adds one index's keys to an item.
+pub fn with_index(mut item: Item, index: Index, key: &IndexKey) -> Item {
+    item.insert(index.pk.to_owned(), AttributeValue::S(key.pk.clone()));
+    item.insert(index.sk.to_owned(), AttributeValue::S(key.sk.clone()));
+    item
+}
+
+/// An item as its entity. The only place a stored item is decoded.
+pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
+    serde_dynamo::from_item(item.clone()).map_err(|e| {
+        let (pk, sk) = (text(item, PK), text(item, SK));
+        tracing::error!(pk, sk, error = %e, "a stored item does not decode");
+        ApiError::Internal
+    })
+}
+
+/// A string attribute of an item, or `""`.
+pub fn text<'i>(item: &'i Item, name: &str) -> &'i str {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+pub fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+pub fn n(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// A value of an entity's field type as an attribute value (an enum as its string).
+pub fn value<T: Serialize>(value: T) -> AttributeValue {
+    serde_dynamo::to_attribute_value(value).expect("field values serialise")
+}

@@ -1,0 +1,284 @@
+//! The data layer: every request singlet makes to DynamoDB goes through here.
+//!
+//! It takes the schema's constants (`singlet_shared::schema`) and the keys of
+//! `singlet_shared::keys`, so no handler spells the table's name, an index's name or a key
+//! attribute. Every request asks for its consumed capacity per index and logs it
+//! ([`capacity`]); every SDK failure becomes a `503` or a `500` in one place ([`failure`]);
+//! every item is decoded in one place ([`item::decode`]).
+//!
+//! - reads: [`Ctx::get`] (one strongly consistent `GetItem`) and [`Ctx::query`] (one page of one
+//!   partition of the table or of an index, described by a [`Query`]);
+//! - single-item writes: [`Ctx::update_item`], [`Ctx::delete_item`];
+//! - several items at once: [`Transaction`], built from [`Ctx::put`], [`Ctx::update`],
+//!   [`Ctx::delete`] and [`Ctx::check`];
+//! - unique values: [`lock`].
+
+pub mod capacity;
+mod failure;
+pub mod item;
+pub mod lock;
+mod transaction;
+
+pub use failure::is_transient;
+pub use item::{Item, decode, item, key_item, n, s, value, with_index};
+pub use transaction::{CONFLICT_ATTEMPTS, Cancelled, Commit, TokenCommit, Transaction};
+
+use crate::context::Ctx;
+use crate::error::ApiError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    ReturnConsumedCapacity, ReturnValue,
+    builders::{ConditionCheckBuilder, DeleteBuilder, PutBuilder, UpdateBuilder},
+};
+use capacity::Billing;
+use serde::de::DeserializeOwned;
+use singlet_shared::Key;
+use singlet_shared::schema::{Index, PK, SK};
+
+/// The condition of a put that claims a key: a lock, an id, a sequence number. Two writers of
+/// one key can never both succeed.
+pub const ABSENT: &str = "attribute_not_exists(PK)";
+/// The condition that an item exists: a `ConditionCheck` on a branch or a book.
+pub const PRESENT: &str = "attribute_exists(PK)";
+
+/// One page of one partition: of the table (strongly consistent) or of an index (eventually
+/// consistent: DynamoDB cannot read a global index strongly).
+#[derive(Debug, Clone)]
+pub struct Query {
+    index: Option<Index>,
+    partition: String,
+    sort: Option<SortKey>,
+    descending: bool,
+    limit: Option<i32>,
+    start: Option<Item>,
+}
+
+#[derive(Debug, Clone)]
+enum SortKey {
+    Equals(String),
+    BeginsWith(String),
+    Before(String),
+}
+
+/// What a `Query` returned: its items, and the key to start the next page after, if any.
+#[derive(Debug, Default)]
+pub struct QueryPage {
+    pub items: Vec<Item>,
+    pub last_key: Option<Item>,
+}
+
+impl Query {
+    /// The table's partition `partition`.
+    pub fn table(partition: impl Into<String>) -> Self {
+        Self {
+            index: None,
+            partition: partition.into(),
+            sort: None,
+            descending: false,
+            limit: None,
+            start: None,
+        }
+    }
+
+    /// `index`'s partition `partition`.
+    pub fn index(index: Index, partition: impl Into<String>) -> Self {
+        Self {
+            index: Some(index),
+            ..Self::table(partition)
+        }
+    }
+
+    pub fn sort_equals(mut self, sort_key: impl Into<String>) -> Self {
+        self.sort = Some(SortKey::Equals(sort_key.into()));
+        self
+    }
+
+    pub fn sort_begins_with(mut self, prefix: impl Into<String>) -> Self {
+        self.sort = Some(SortKey::BeginsWith(prefix.into()));
+        self
+    }
+
+    /// Sort keys strictly before `bound`.
+    pub fn sort_before(mut self, bound: impl Into<String>) -> Self {
+        self.sort = Some(SortKey::Before(bound.into()));
+        self
+    }
+
+    /// Newest (highest sort key) first.
+    pub fn descending(mut self, descending: bool) -> Self {
+        self.descending = descending;
+        self
+    }
+
+    pub fn limit(mut self, limit: i32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Starts after `key` (a page's `last_key`, or a cursor's).
+    pub fn start_after(mut self, key: Option<Item>) -> Self {
+        self.start = key;
+        self
+    }
+}
+
+impl Ctx {
+    /// One strongly consistent `GetItem`, decoded.
+    pub async fn get<T: DeserializeOwned>(&self, key: &Key) -> Result<Option<T>, ApiError> {
+        self.get_item(key)
+            .await?
+            .map(|item| decode(&item))
+            .transpose()
+    }
+
+    /// One strongly consistent `GetItem`.
+    pub async fn get_item(&self, key: &Key) -> Result<Option<Item>, ApiError> {
+        let output = self
+            .db
+            .get_item()
+            .table_name(&*self.table)
+            .set_key(Some(key_item(key)))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await?;
+        capacity::record("GetItem", Billing::Read, output.consumed_capacity());
+        Ok(output.item)
+    }
+
+    /// One `Query` of one page.
+    pub async fn query(&self, query: Query) -> Result<QueryPage, ApiError> {
+        let (pk, sk) = match query.index {
+            Some(index) => (index.pk, index.sk),
+            None => (PK, SK),
+        };
+        let condition = match &query.sort {
+            None => "#pk = :pk",
+            Some(SortKey::Equals(_)) => "#pk = :pk AND #sk = :sk",
+            Some(SortKey::BeginsWith(_)) => "#pk = :pk AND begins_with(#sk, :sk)",
+            Some(SortKey::Before(_)) => "#pk = :pk AND #sk < :sk",
+        };
+        let mut request = self
+            .db
+            .query()
+            .table_name(&*self.table)
+            .set_index_name(query.index.map(|i| i.name.to_owned()))
+            .key_condition_expression(condition)
+            .expression_attribute_names("#pk", pk)
+            .expression_attribute_values(":pk", s(query.partition))
+            .consistent_read(query.index.is_none())
+            .scan_index_forward(!query.descending)
+            .set_limit(query.limit)
+            .set_exclusive_start_key(query.start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        if let Some(SortKey::Equals(value) | SortKey::BeginsWith(value) | SortKey::Before(value)) =
+            query.sort
+        {
+            request = request
+                .expression_attribute_names("#sk", sk)
+                .expression_attribute_values(":sk", s(value));
+        }
+        let output = request.send().await?;
+        capacity::record("Query", Billing::Read, output.consumed_capacity());
+        Ok(QueryPage {
+            items: output.items.unwrap_or_default(),
+            last_key: output.last_evaluated_key,
+        })
+    }
+
+    /// One conditional `UpdateItem` described as a transaction's update is: the item as it is
+    /// after the update, or `None` when its condition failed.
+    pub async fn update_item(&self, update: UpdateBuilder) -> Result<Option<Item>, ApiError> {
+        let update = update
+            .build()
+            .expect("an update names its key and expression");
+        let result = self
+            .db
+            .update_item()
+            .table_name(update.table_name)
+            .set_key(Some(update.key))
+            .update_expression(update.update_expression)
+            .set_condition_expression(update.condition_expression)
+            .set_expression_attribute_names(update.expression_attribute_names)
+            .set_expression_attribute_values(update.expression_attribute_values)
+            .return_values(ReturnValue::AllNew)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await;
+        match result {
+            Ok(output) => {
+                capacity::record("UpdateItem", Billing::Write, output.consumed_capacity());
+                Ok(Some(output.attributes.unwrap_or_default()))
+            }
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(UpdateItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// One conditional `DeleteItem`: whether it deleted (`false` when its condition failed).
+    pub async fn delete_item(&self, delete: DeleteBuilder) -> Result<bool, ApiError> {
+        let delete = delete.build().expect("a delete names its key");
+        let result = self
+            .db
+            .delete_item()
+            .table_name(delete.table_name)
+            .set_key(Some(delete.key))
+            .set_condition_expression(delete.condition_expression)
+            .set_expression_attribute_names(delete.expression_attribute_names)
+            .set_expression_attribute_values(delete.expression_attribute_values)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await;
+        match result {
+            Ok(output) => {
+                capacity::record("DeleteItem", Billing::Write, output.consumed_capacity());
+                Ok(true)
+            }
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(DeleteItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// A put of `item`, for a [`Transaction`].
+    pub fn put(&self, item: Item) -> PutBuilder {
+        aws_sdk_dynamodb::types::Put::builder()
+            .table_name(&*self.table)
+            .set_item(Some(item))
+    }
+
+    /// An update of the item at `key`, for a [`Transaction`] or [`Ctx::update_item`].
+    pub fn update(&self, key: &Key) -> UpdateBuilder {
+        aws_sdk_dynamodb::types::Update::builder()
+            .table_name(&*self.table)
+            .set_key(Some(key_item(key)))
+    }
+
+    /// A delete of the item at `key`, for a [`Transaction`] or [`Ctx::delete_item`].
+    pub fn delete(&self, key: &Key) -> DeleteBuilder {
+        aws_sdk_dynamodb::types::Delete::builder()
+            .table_name(&*self.table)
+            .set_key(Some(key_item(key)))
+    }
+
+    /// A condition on the item at `key`, for a [`Transaction`].
+    pub fn check(&self, key: &Key) -> ConditionCheckBuilder {
+        aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&*self.table)
+            .set_key(Some(key_item(key)))
+    }
+}

@@ -1,0 +1,259 @@
+//! [`Transaction`]: one `TransactWriteItems` whose parts are tagged with what they are (`P`, the
+//! pattern's own enum), so a cancellation is read by what failed, never by index.
+//!
+//! A conflict with another transaction on the same item (`TransactionConflict`, as an error or as
+//! a cancellation reason) says nothing about the data: the same transaction is sent again a few
+//! times, with jittered backoff, before the request is a `503`. Its conditions are evaluated
+//! anew each time, so a retry can never apply what the first attempt would have refused.
+
+use super::capacity::{self, Billing};
+use super::failure::is_transient;
+use super::item::Item;
+use crate::context::Ctx;
+use crate::error::ApiError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    CancellationReason, ReturnConsumedCapacity, TransactWriteItem,
+    builders::{ConditionCheckBuilder, DeleteBuilder, PutBuilder, UpdateBuilder},
+};
+use std::time::Duration;
+use tracing::warn;
+
+/// Attempts at one transaction that keeps conflicting with others before the request is a `503`.
+pub const CONFLICT_ATTEMPTS: u32 = 4;
+
+#[derive(Clone)]
+pub struct Transaction<P> {
+    parts: Vec<(P, TransactWriteItem)>,
+    token: Option<String>,
+}
+
+/// How a transaction ended.
+#[derive(Debug)]
+pub enum Commit<P> {
+    Done,
+    /// Conditions failed: the parts whose condition failed, with the item as it stood.
+    Cancelled(Cancelled<P>),
+}
+
+/// How a transaction with a `ClientRequestToken` ended.
+#[derive(Debug)]
+pub enum TokenCommit<P> {
+    Committed(Commit<P>),
+    /// The token was used by another request with other parts within DynamoDB's 10 minutes
+    /// (`IdempotentParameterMismatch`): nothing was written.
+    TokenReused,
+}
+
+#[derive(Debug)]
+pub struct Cancelled<P> {
+    pub failed: Vec<(P, Option<Item>)>,
+}
+
+impl<P: PartialEq> Cancelled<P> {
+    pub fn failed(&self, part: P) -> bool {
+        self.failed.iter().any(|(p, _)| *p == part)
+    }
+
+    /// The item as it stood when `part`'s condition failed (`ALL_OLD` on condition failure).
+    pub fn old(&self, part: P) -> Option<&Item> {
+        self.failed
+            .iter()
+            .find(|(p, _)| *p == part)
+            .and_then(|(_, item)| item.as_ref())
+    }
+
+    /// The same cancellation with each part renamed; parts `rename` drops are left out.
+    pub fn map<Q>(self, rename: impl Fn(P) -> Option<Q>) -> Cancelled<Q> {
+        Cancelled {
+            failed: self
+                .failed
+                .into_iter()
+                .filter_map(|(p, item)| rename(p).map(|q| (q, item)))
+                .collect(),
+        }
+    }
+}
+
+impl<P: Copy + PartialEq + std::fmt::Debug> Default for Transaction<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
+    pub fn new() -> Self {
+        Self {
+            parts: Vec::new(),
+            token: None,
+        }
+    }
+
+    pub fn put(self, part: P, put: PutBuilder) -> Self {
+        self.push(
+            part,
+            put.build()
+                .map(|p| TransactWriteItem::builder().put(p).build()),
+        )
+    }
+
+    pub fn update(self, part: P, update: UpdateBuilder) -> Self {
+        self.push(
+            part,
+            update
+                .build()
+                .map(|u| TransactWriteItem::builder().update(u).build()),
+        )
+    }
+
+    pub fn delete(self, part: P, delete: DeleteBuilder) -> Self {
+        self.push(
+            part,
+            delete
+                .build()
+                .map(|d| TransactWriteItem::builder().delete(d).build()),
+        )
+    }
+
+    pub fn check(self, part: P, check: ConditionCheckBuilder) -> Self {
+        self.push(
+            part,
+            check
+                .build()
+                .map(|c| TransactWriteItem::builder().condition_check(c).build()),
+        )
+    }
+
+    /// Commits the transaction.
+    pub async fn commit(self, ctx: &Ctx) -> Result<Commit<P>, ApiError> {
+        match self.send(ctx).await? {
+            TokenCommit::Committed(commit) => Ok(commit),
+            // Only a transaction with a token can meet its token again.
+            TokenCommit::TokenReused => Err(ApiError::Internal),
+        }
+    }
+
+    /// Commits the transaction with `token` as its `ClientRequestToken`: DynamoDB applies one
+    /// token's transaction at most once within its 10-minute window.
+    pub async fn commit_with_token(
+        mut self,
+        ctx: &Ctx,
+        token: Option<String>,
+    ) -> Result<TokenCommit<P>, ApiError> {
+        self.token = token;
+        self.send(ctx).await
+    }
+
+    /// The same parts, each tagged anew.
+    pub fn map<Q>(self, tag: impl Fn(P) -> Q) -> Transaction<Q> {
+        Transaction {
+            parts: self
+                .parts
+                .into_iter()
+                .map(|(part, item)| (tag(part), item))
+                .collect(),
+            token: self.token,
+        }
+    }
+
+    fn push(
+        mut self,
+        part: P,
+        item: Result<TransactWriteItem, aws_sdk_dynamodb::error::BuildError>,
+    ) -> Self {
+        // The builders only fail when a required member is missing: a bug in the pattern.
+        let item = item.unwrap_or_else(|e| panic!("transaction part {part:?} is incomplete: {e}"));
+        self.parts.push((part, item));
+        self
+    }
+
+    async fn send(self, ctx: &Ctx) -> Result<TokenCommit<P>, ApiError> {
+        let items: Vec<TransactWriteItem> = self.parts.iter().map(|(_, i)| i.clone()).collect();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = ctx
+                .db
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .set_client_request_token(self.token.clone())
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .send()
+                .await;
+            let err = match result {
+                Ok(output) => {
+                    capacity::record(
+                        "TransactWriteItems",
+                        Billing::Write,
+                        output.consumed_capacity(),
+                    );
+                    return Ok(TokenCommit::Committed(Commit::Done));
+                }
+                Err(err) => err,
+            };
+            let conflict = match err.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+                    match self.cancelled(cancelled.cancellation_reasons())? {
+                        Some(cancelled) => {
+                            return Ok(TokenCommit::Committed(Commit::Cancelled(cancelled)));
+                        }
+                        None => true,
+                    }
+                }
+                Some(TransactWriteItemsError::IdempotentParameterMismatchException(_)) => {
+                    return Ok(TokenCommit::TokenReused);
+                }
+                // The same token is being committed by a concurrent request: wait for it.
+                Some(TransactWriteItemsError::TransactionInProgressException(_)) => true,
+                Some(other) if other.meta().code() == Some("TransactionConflictException") => true,
+                _ => return Err(err.into()),
+            };
+            if conflict && attempt >= CONFLICT_ATTEMPTS {
+                warn!(
+                    attempts = attempt,
+                    "a transaction kept conflicting with others; the client should retry"
+                );
+                return Err(ApiError::Unavailable);
+            }
+            tokio::time::sleep(backoff(attempt)).await;
+        }
+    }
+
+    /// The failed parts of a cancelled transaction; `None` when it only conflicted with another
+    /// transaction and is worth sending again.
+    fn cancelled(&self, reasons: &[CancellationReason]) -> Result<Option<Cancelled<P>>, ApiError> {
+        let code = |i: usize| reasons.get(i).and_then(|r| r.code()).unwrap_or("None");
+        let mut failed = Vec::new();
+        let mut conflicted = false;
+        for (i, (part, _)) in self.parts.iter().enumerate() {
+            match code(i) {
+                "None" => {}
+                "ConditionalCheckFailed" => failed.push((*part, reasons[i].item().cloned())),
+                "TransactionConflict" => conflicted = true,
+                other => {
+                    warn!(part = ?part, reason = other, "transaction cancelled for a reason other than a condition");
+                    return Err(if is_transient(other) {
+                        ApiError::Unavailable
+                    } else {
+                        ApiError::Internal
+                    });
+                }
+            }
+        }
+        if !failed.is_empty() {
+            return Ok(Some(Cancelled { failed }));
+        }
+        if conflicted {
+            return Ok(None);
+        }
+        warn!(?reasons, "transaction cancelled without a reason");
+        Err(ApiError::Unavailable)
+    }
+}
+
+/// Full jitter: a random wait up to 20 ms × 2^attempt.
+fn backoff(attempt: u32) -> Duration {
+    let ceiling = 20u64 << attempt.min(6);
+    let random = (uuid::Uuid::new_v4().as_u128() % u128::from(ceiling)) as u64;
+    Duration::from_millis(random.max(1))
+}
