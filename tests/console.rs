@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet::console::table::{self, Domain};
 use singlet::{engine, front_door};
-use singlet_functions::paging::CursorKey;
+use singlet_functions::cursor::CursorKeys;
 use singlet_functions::{Ctx, table::ensure_table};
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -30,7 +30,7 @@ async fn start() -> (Ctx, String) {
         .unwrap();
     let client = engine::local_client(&endpoint);
     ensure_table(&client, "singlet").await.unwrap();
-    let ctx = Ctx::new(client, "singlet", CursorKey::random());
+    let ctx = Ctx::new(client, "singlet", CursorKeys::random());
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .await
         .unwrap();

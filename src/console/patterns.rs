@@ -8,77 +8,6 @@ use serde::Serialize;
 use singlet_functions::routes::{ROUTES, Route};
 use std::collections::HashSet;
 
-/// The one-line purpose of each pattern.
-///
-/// TODO(routes): once the route table carries `summary`, use `route.summary` and drop this.
-fn summary(function: &str) -> &'static str {
-    match function {
-        "register-vehicle" => {
-            "Register a vehicle: the vehicle and its plate and chassis locks in one transaction"
-        }
-        "get-vehicle" => "Read one vehicle by id",
-        "find-by-plate" => "Who holds a plate: one read of its lock item",
-        "find-by-chassis" => "Who holds a chassis number: one read of its lock item",
-        "change-plate" => {
-            "Move a vehicle to a new plate: claim the new lock, release the old one, together"
-        }
-        "retire-vehicle" => "Retire a vehicle: the vehicle and both its locks go together",
-        "create-account" => {
-            "Sign up: the account and its email and username locks in one transaction"
-        }
-        "get-account" => "Read one account by id",
-        "change-email" => "Change an email: claim the new lock, release the old one, together",
-        "change-username" => "Change a username: claim the new lock, release the old one, together",
-        "delete-account" => "Delete an account and release its email and username",
-        "check-email" => "Is an email free? One read of its lock",
-        "check-username" => "Is a username free? One read of its lock",
-        "create-resource" => "Create a resource: its current state and event 1 in one transaction",
-        "get-resource" => "Read the current state; its version is the etag",
-        "resource-history" => {
-            "The current state and its events, oldest first: one Query on one partition"
-        }
-        "change-resource" => {
-            "Change under if-match: a guarded update of CURRENT plus the next event"
-        }
-        "create-branch" => "Open a branch: its own partition, claimed with attribute_not_exists",
-        "list-branches" => "Every branch",
-        "get-branch" => "Read one branch",
-        "register-patron" => {
-            "Register a patron at a branch, claiming their card number in the same transaction"
-        }
-        "list-patrons" => "A branch's patrons: one Query, begins_with(SK, PATRON#)",
-        "get-patron" => "A patron by id alone, through GSI1",
-        "reissue-card" => "Give a patron a new card: claim it and release the old one together",
-        "change-tier" => "Change a patron's tier and loan limit",
-        "remove-patron" => "Remove a patron and release their card",
-        "find-by-card" => "Whose card is this: one read of the card lock",
-        "create-book" => "Add a book to the catalogue, keyed by its ISBN-13",
-        "get-book" => "Read a book by ISBN-10 or ISBN-13",
-        "correct-book" => "Correct a book's catalogue entry",
-        "add-copy" => "Add a copy of a book to a branch, in the availability index GSI2",
-        "list-copies" => "A branch's inventory: one Query, begins_with(SK, COPY#)",
-        "available-copies" => "A book's available copies at one branch: one Query on GSI2",
-        "book-availability" => {
-            "Where a book is available: one Query on GSI2 keys, counted per branch"
-        }
-        "checkout-book" => {
-            "Lend a copy: the loan, the copy and the patron's count in one transaction"
-        }
-        "active-checkouts" => "A patron's active loans: one Query, begins_with(SK, CHECKOUT#)",
-        "get-checkout" => "One loan, active or returned",
-        "loan-history" => "A patron's returned loans",
-        "return-book" => {
-            "Return a loan: it leaves the open and overdue indexes, the copy is available again"
-        }
-        "renew-checkout" => {
-            "Renew a loan: a later due date and open-index sort key, in one UpdateItem"
-        }
-        "find-overdue" => "A branch's overdue loans: one Query on the sparse index GSI3",
-        "find-all-overdue" => "Every branch's overdue loans",
-        _ => "",
-    }
-}
-
 /// The contention a pattern is famous for, run by the race button on its card.
 pub fn race_of(function: &str) -> Option<&'static str> {
     match function {
@@ -98,7 +27,10 @@ pub struct Pattern {
     pub method: &'static str,
     /// The path template: `/vehicles/{vehicleId}`.
     pub path: &'static str,
+    /// The route table's one-line purpose.
     pub summary: &'static str,
+    /// The scopes any one of which grants the route.
+    pub scopes: &'static [&'static str],
     /// Each path parameter with its example value.
     pub params: Vec<(String, String)>,
     /// The example's query string, without `?`.
@@ -470,7 +402,8 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
         domain: Domain::of_path(route.path),
         method: route.method,
         path: route.path,
-        summary: summary(function),
+        summary: route.summary,
+        scopes: route.scopes,
         params,
         query,
         headers,

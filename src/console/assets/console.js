@@ -145,7 +145,8 @@ function patternCard(pattern) {
   },
   h('summary', {},
     h('div', { class: 'route' }, h('span', { class: 'method m-' + pattern.method }, pattern.method), h('code', {}, pattern.path)),
-    h('div', { class: 'purpose' }, pattern.summary || pattern.function, ' ', h('span', { class: 'fn' }, pattern.function))),
+    h('div', { class: 'purpose' }, pattern.summary || pattern.function, ' ', h('span', { class: 'fn' }, pattern.function)),
+    h('div', { class: 'scopes', title: 'a token needs one of these scopes' }, (pattern.scopes || []).map((scope) => h('span', { class: 'scope' }, scope)))),
   form);
   return card;
 }
@@ -258,7 +259,7 @@ function answerBox(answer) {
     h('header', {}, 'Answer', h('span', { class: 'status ' + statusClass(answer.status) }, answer.status),
       h('span', { class: 'total' }, answer.elapsedMs.toFixed(1) + ' ms')),
     h('div', { class: 'inner' },
-      h('div', { class: 'headers mono' }, headerLines(answer.headers, ['content-type', 'location', 'etag', 'retry-after'])),
+      h('div', { class: 'headers mono' }, headerLines(answer.headers, ['content-type', 'location', 'etag', 'retry-after', 'x-consumed-capacity'])),
       answer.body === null ? h('span', { class: 'sub' }, '(no body)') : h('pre', {}, json(answer.body))));
 }
 
