@@ -1,6 +1,6 @@
 //! How the console calls the API: an HTTP request handed in-process to the front door's own
 //! router, so it takes the very path a `curl` takes (route match, the API Gateway event built by
-//! `front_door::gateway_event`, every check the front door makes, then `routes::respond` and the
+//! `front_door::gateway_event`, every check the front door makes, then `request::answer` and the
 //! handler), with the person's token in its `authorization` header. The handler runs in the
 //! caller's task, so [`super::capture::recording`] sees its DynamoDB calls.
 
