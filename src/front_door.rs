@@ -4,7 +4,7 @@
 //! handler the Lambda runs. A method or path the route table does not declare is API Gateway's
 //! own `404 {"message":"Not Found"}`.
 
-use crate::auth::{Authorizer, authorizer_context};
+use crate::auth::{Authorizer, LocalIssuer, authorizer_context};
 use axum::body::{Body as AxumBody, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -22,15 +22,25 @@ use tokio::net::TcpListener;
 /// API Gateway's own limit on an HTTP API request body.
 const GATEWAY_MAX_BODY: usize = 10 * 1024 * 1024;
 
-/// What the front door serves with: the functions' context, and the authorizer it stands in for.
+/// What the front door serves with: the functions' context, the authorizer it stands in for,
+/// and the runner's own issuer when it is one (the console mints its person's token with it).
 #[derive(Clone)]
 pub struct Gateway {
     pub ctx: Ctx,
     pub authorizer: Arc<Authorizer>,
+    pub issuer: Option<Arc<LocalIssuer>>,
 }
 
 pub fn app(gateway: Gateway) -> axum::Router {
-    axum::Router::new().fallback(dispatch).with_state(gateway)
+    // The console at `/_console` (the runner only) sees every DynamoDB call of its requests.
+    let gateway = Gateway {
+        ctx: crate::console::instrument(gateway.ctx),
+        ..gateway
+    };
+    let api = axum::Router::new()
+        .fallback(dispatch)
+        .with_state(gateway.clone());
+    crate::console::mount(api, gateway.ctx, gateway.issuer)
 }
 
 pub async fn serve(listener: TcpListener, gateway: Gateway) -> std::io::Result<()> {

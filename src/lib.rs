@@ -2,6 +2,7 @@
 //! Lambda do, over an embedded DynamoDB engine (dynoxide) or any external one.
 
 pub mod auth;
+pub mod console;
 pub mod engine;
 pub mod front_door;
 pub mod invoke;

@@ -9,6 +9,7 @@ use singlet_functions::{Ctx, lambda::init_tracing_to, table::ensure_table};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Every option is accepted before or after a subcommand (`global`).
 #[derive(Parser)]
@@ -102,6 +103,8 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         ttl: i64,
     },
+    /// Fill every domain that has no data with a realistic data set, through the real handlers.
+    Seed,
 }
 
 fn parse_claim(raw: &str) -> Result<(String, String), String> {
@@ -149,13 +152,11 @@ async fn run(cli: Cli) -> Result<(), String> {
             println!("{}", serde_json::to_string_pretty(&response).expect("JSON"));
             Ok(())
         }
+        Some(Command::Seed) => {
+            let gateway = gateway(&cli.tokens, connect(&cli.engine, false).await?)?;
+            singlet::console::seed_cli(gateway).await
+        }
         None => {
-            let authorizer = match (&cli.tokens.jwks, &cli.tokens.issuer, &cli.tokens.audience) {
-                (Some(jwks), Some(issuer), Some(audience)) => {
-                    Authorizer::from_jwks(jwks, issuer, audience)?
-                }
-                _ => Authorizer::local(&cli.tokens.key_dir)?.0,
-            };
             let ctx = connect(&cli.engine, true).await?;
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port));
             let listener = tokio::net::TcpListener::bind(addr)
@@ -166,16 +167,32 @@ async fn run(cli: Cli) -> Result<(), String> {
                 let every = std::time::Duration::from_secs(cli.mark_overdue_every);
                 tokio::spawn(invoke::schedule(ctx.clone(), every));
             }
-            let gateway = front_door::Gateway {
-                ctx,
-                authorizer: std::sync::Arc::new(authorizer),
-            };
+            let gateway = gateway(&cli.tokens, ctx)?;
             tokio::select! {
                 served = front_door::serve(listener, gateway) => served.map_err(|e| e.to_string()),
                 _ = tokio::signal::ctrl_c() => Ok(()),
             }
         }
     }
+}
+
+/// The front door's context and authorizer: the runner's own issuer (which the console mints
+/// with), or the other issuer `--jwks` names.
+fn gateway(tokens: &TokenArgs, ctx: Ctx) -> Result<front_door::Gateway, String> {
+    let (authorizer, issuer) = match (&tokens.jwks, &tokens.issuer, &tokens.audience) {
+        (Some(jwks), Some(issuer), Some(audience)) => {
+            (Authorizer::from_jwks(jwks, issuer, audience)?, None)
+        }
+        _ => {
+            let (authorizer, issuer) = Authorizer::local(&tokens.key_dir)?;
+            (authorizer, Some(Arc::new(issuer)))
+        }
+    };
+    Ok(front_door::Gateway {
+        ctx,
+        authorizer: Arc::new(authorizer),
+        issuer,
+    })
 }
 
 /// The engine (embedded, or external with `--endpoint`), the table created when missing. The

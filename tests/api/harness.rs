@@ -157,12 +157,12 @@ pub fn all_scopes() -> String {
 }
 
 /// The runner's authorizer and issuer, their key made once for every test process.
-pub fn tokens() -> &'static (Arc<Authorizer>, LocalIssuer) {
-    static TOKENS: OnceLock<(Arc<Authorizer>, LocalIssuer)> = OnceLock::new();
+pub fn tokens() -> &'static (Arc<Authorizer>, Arc<LocalIssuer>) {
+    static TOKENS: OnceLock<(Arc<Authorizer>, Arc<LocalIssuer>)> = OnceLock::new();
     TOKENS.get_or_init(|| {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys");
         let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
-        (Arc::new(authorizer), issuer)
+        (Arc::new(authorizer), Arc::new(issuer))
     })
 }
 
@@ -186,6 +186,7 @@ impl Api {
         let gateway = front_door::Gateway {
             ctx: ctx.clone(),
             authorizer: tokens().0.clone(),
+            issuer: Some(tokens().1.clone()),
         };
         tokio::spawn(front_door::serve(listener, gateway));
         Api {

@@ -1,0 +1,499 @@
+// The singlet console: one page, no framework. It asks the runner's /_console/api/ for the
+// patterns and the table, runs what the person asks for, and draws the answer.
+'use strict';
+
+const DOMAIN_NOTES = {
+  fleet: 'A plate and a chassis number must each be unique. DynamoDB is unique only on the key, so each becomes a lock item of its own, written in the same transaction as the vehicle.',
+  accounts: 'Accounts are unique on email and username: two lock items beside each account, claimed and released in the same transaction as the account.',
+  library: 'Branches hold their patrons and copies in one partition; loans live under their patron. Open loans sit in a sharded index (GSI1), mark-overdue moves the ones that fell due into the sparse overdue index (GSI3), and a return takes a loan out of both.',
+  audit: 'A resource is one partition: CURRENT and an append-only EVENT# per change. A change is guarded by the version it read, so of two reviewers changing one version exactly one wins.',
+};
+
+const ui = {
+  domain: location.hash.slice(1) || 'fleet',
+  data: null,        // the last /state answer, kept current by every action
+  open: null,        // the pattern whose form is open
+  allDomains: false,
+};
+
+// ---- Small helpers ----------------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
+    else if (name === 'class') el.className = value;
+    else if (name in el && name !== 'list') el[name] = value;
+    else el.setAttribute(name, value);
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+const $ = (id) => document.getElementById(id);
+const json = (v) => JSON.stringify(v, null, 2);
+const short = (v, n = 48) => (v.length > n ? v.slice(0, n - 1) + '…' : v);
+const statusClass = (s) => 's' + String(s || 0)[0];
+
+function toast(text) {
+  const t = $('toast');
+  t.textContent = text;
+  t.classList.add('show');
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => t.classList.remove('show'), 2600);
+}
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-singlet-console': '1' },
+    body: JSON.stringify(body),
+  };
+  const response = await fetch('/_console/api/' + path, init);
+  const answer = await response.json();
+  if (!response.ok) throw new Error(answer.error || response.statusText);
+  return answer;
+}
+
+// Runs an action with the page marked busy (the browser test waits on data-busy).
+async function busy(work) {
+  document.body.dataset.busy = '1';
+  document.querySelectorAll('button').forEach((b) => (b.disabled = true));
+  try {
+    await work();
+  } catch (error) {
+    toast(error.message);
+    $('result').replaceChildren(h('div', { class: 'box' }, h('header', {}, 'Failed'), h('div', { class: 'inner' }, error.message)));
+  } finally {
+    document.querySelectorAll('button').forEach((b) => (b.disabled = false));
+    document.body.dataset.busy = '0';
+  }
+}
+
+// Takes in what an action answered: the table and fresh examples.
+function absorb(answer) {
+  if (answer.partitions) ui.data.partitions = answer.partitions;
+  if (answer.changes) ui.data.changes = answer.changes;
+  if (answer.patterns) ui.data.patterns = answer.patterns;
+}
+
+// ---- Tabs -------------------------------------------------------------------------------
+
+function domainOf(partition) {
+  return partition.domain || 'other';
+}
+
+function renderTabs() {
+  const counts = {};
+  for (const p of ui.data.partitions) {
+    for (const item of p.items) if (item.change !== 'removed') counts[domainOf(p)] = (counts[domainOf(p)] || 0) + 1;
+  }
+  $('tabs').replaceChildren(...ui.data.domains.map((d) =>
+    h('button', {
+      class: d.id === ui.domain ? 'on' : '',
+      'data-domain': d.id,
+      onclick: () => { ui.domain = d.id; location.hash = d.id; ui.open = null; render(); },
+    }, d.title, h('span', { class: 'count' }, counts[d.id] || 0))));
+}
+
+// ---- Patterns ---------------------------------------------------------------------------
+
+function patternPath(pattern, form) {
+  let path = pattern.path;
+  for (const [name] of pattern.params) {
+    path = path.replace('{' + name + '}', encodeURIComponent(form.elements['p-' + name].value.trim()));
+  }
+  const query = form.elements.query.value.trim().replace(/^\?/, '');
+  return query ? path + '?' + query : path;
+}
+
+function parseHeaders(text) {
+  return text.split('\n').map((line) => line.trim()).filter(Boolean).map((line) => {
+    const at = line.indexOf(':');
+    return at < 0 ? [line, ''] : [line.slice(0, at).trim(), line.slice(at + 1).trim()];
+  });
+}
+
+function patternCard(pattern) {
+  const form = h('form', { class: 'try', onsubmit: (e) => { e.preventDefault(); runPattern(pattern, form); } },
+    pattern.params.map(([name, value]) =>
+      h('label', {}, name, h('input', { name: 'p-' + name, value, spellcheck: false }))),
+    h('label', {}, 'query', h('input', { name: 'query', value: pattern.query, spellcheck: false })),
+    h('label', {}, 'headers', h('textarea', {
+      name: 'headers', rows: Math.max(1, pattern.headers.length), spellcheck: false,
+      value: pattern.headers.map(([n, v]) => n + ': ' + v).join('\n'),
+    })),
+    pattern.method === 'GET' || pattern.method === 'DELETE' ? null :
+      h('label', {}, 'body', h('textarea', {
+        name: 'body', spellcheck: false, wrap: 'off',
+        rows: Math.min(12, Math.max(3, (pattern.body || '').split('\n').length)), value: pattern.body || '',
+      })),
+    pattern.live ? null : h('div', { class: 'hint' }, 'Nothing in the table to point at yet: this is the example of events/. Seed data for a working one.'),
+    h('div', { class: 'buttons' },
+      h('button', { type: 'submit', 'data-run': pattern.function }, 'Run'),
+      pattern.race ? h('button', {
+        type: 'button', class: 'race', 'data-race': pattern.race,
+        onclick: () => runRace(pattern.race),
+      }, '⚡ ' + raceTitle(pattern.race)) : null));
+  const card = h('details', {
+    class: 'pattern', open: ui.open === pattern.function, 'data-function': pattern.function,
+    ontoggle: () => { if (card.open) ui.open = pattern.function; },
+  },
+  h('summary', {},
+    h('div', { class: 'route' }, h('span', { class: 'method m-' + pattern.method }, pattern.method), h('code', {}, pattern.path)),
+    h('div', { class: 'purpose' }, pattern.summary || pattern.function, ' ', h('span', { class: 'fn' }, pattern.function)),
+    h('div', { class: 'scopes', title: 'a token needs one of these scopes' }, (pattern.scopes || []).map((scope) => h('span', { class: 'scope' }, scope)))),
+  form);
+  return card;
+}
+
+function raceTitle(id) {
+  const race = ui.data.races.find((r) => r.id === id);
+  return race ? race.title : id;
+}
+
+function localInput(date) {
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+function markOverdueCard() {
+  const input = h('input', { type: 'datetime-local', name: 'time', value: localInput(new Date()) });
+  const shift = (days) => () => {
+    input.value = localInput(new Date(Date.now() + days * 86400000));
+  };
+  const form = h('form', { class: 'try', onsubmit: (e) => { e.preventDefault(); runMarkOverdue(new Date(input.value)); } },
+    h('label', {}, 'now is', input),
+    h('div', { class: 'buttons' },
+      h('button', { type: 'button', class: 'ghost-light race', onclick: shift(0) }, 'now'),
+      h('button', { type: 'button', class: 'race', onclick: shift(3) }, '+3 days'),
+      h('button', { type: 'button', class: 'race', onclick: shift(7) }, '+7 days'),
+      h('button', { type: 'submit', 'data-run': 'mark-overdue' }, 'Run mark-overdue')));
+  return h('details', {
+    class: 'pattern scheduled', open: ui.open === 'mark-overdue', 'data-function': 'mark-overdue',
+    ontoggle: (e) => { if (e.target.open) ui.open = 'mark-overdue'; },
+  },
+  h('summary', {},
+    h('div', { class: 'route' }, h('span', { class: 'method m-PATCH' }, 'CRON'), h('code', {}, 'mark-overdue')),
+    h('div', { class: 'purpose' }, 'The scheduled job (EventBridge, every 15 minutes): move every open loan due before "now" from the open index GSI1 to the overdue index GSI3')),
+  form);
+}
+
+function renderPatterns() {
+  $('domain-note').textContent = DOMAIN_NOTES[ui.domain] || '';
+  const list = ui.data.patterns.filter((p) => p.domain === ui.domain).map(patternCard);
+  if (ui.domain === 'library') list.push(markOverdueCard());
+  $('pattern-list').replaceChildren(...list);
+}
+
+// ---- Actions ----------------------------------------------------------------------------
+
+function person() {
+  return $('person').value.trim() || 'ada';
+}
+
+function runPattern(pattern, form) {
+  const body = form.elements.body ? form.elements.body.value.trim() : '';
+  const request = {
+    method: pattern.method,
+    path: patternPath(pattern, form),
+    headers: parseHeaders(form.elements.headers.value),
+    body: body || null,
+  };
+  ui.open = pattern.function;
+  return busy(async () => {
+    const answer = await api('run', { person: person(), request });
+    absorb(answer);
+    showRun(answer, pattern);
+    render();
+  });
+}
+
+function runRace(race) {
+  return busy(async () => {
+    const answer = await api('race', { person: person(), race });
+    ui.data.partitions = answer.race.table;
+    ui.data.changes = answer.race.changes;
+    ui.data.patterns = answer.patterns;
+    showRace(answer.race);
+    render();
+  });
+}
+
+function runMarkOverdue(when) {
+  if (Number.isNaN(when.getTime())) return toast('Choose a time');
+  return busy(async () => {
+    const answer = await api('mark-overdue', { time: when.toISOString().replace(/\.\d+Z$/, 'Z') });
+    absorb(answer);
+    showMarkOverdue(answer);
+    render();
+  });
+}
+
+// ---- The result panel -------------------------------------------------------------------
+
+function headerLines(headers, keep) {
+  return headers.filter(([n]) => !keep || keep.includes(n.toLowerCase())).map(([n, v]) =>
+    h('div', {}, h('b', {}, n), ': ', n.toLowerCase() === 'authorization' ? short(v, 40) : v));
+}
+
+function requestBox(sent) {
+  return h('div', { class: 'box request' },
+    h('header', {}, 'HTTP request', h('span', { class: 'sub' }, 'through the front door, as API Gateway would pass it on')),
+    h('div', { class: 'inner' },
+      h('pre', {}, h('b', {}, sent.method + ' ' + sent.path)),
+      h('div', { class: 'headers mono' }, headerLines(sent.headers)),
+      sent.body ? h('pre', {}, prettyText(sent.body)) : null));
+}
+
+function prettyText(text) {
+  try { return json(JSON.parse(text)); } catch { return text; }
+}
+
+function answerBox(answer) {
+  return h('div', { class: 'box answer', 'data-status': answer.status },
+    h('header', {}, 'Answer', h('span', { class: 'status ' + statusClass(answer.status) }, answer.status),
+      h('span', { class: 'total' }, answer.elapsedMs.toFixed(1) + ' ms')),
+    h('div', { class: 'inner' },
+      h('div', { class: 'headers mono' }, headerLines(answer.headers, ['content-type', 'location', 'etag', 'retry-after', 'x-consumed-capacity'])),
+      answer.body === null ? h('span', { class: 'sub' }, '(no body)') : h('pre', {}, json(answer.body))));
+}
+
+function capacityTags(capacity) {
+  return capacity.map((c) => {
+    const parts = [];
+    const total = c.units ?? ((c.readUnits || 0) + (c.writeUnits || 0));
+    parts.push(h('span', { class: 'tag', title: 'consumed capacity units, ' + c.table }, `${fmt(total)} CU`));
+    if (c.tableUnits !== null && c.tableUnits !== undefined) parts.push(h('span', { class: 'tag' }, `table ${fmt(c.tableUnits)}`));
+    for (const [index, units] of c.indexes) parts.push(h('span', { class: 'tag' }, `${index} ${fmt(units)}`));
+    return parts;
+  });
+}
+
+const fmt = (n) => (Math.round(n * 100) / 100).toString();
+
+function keyText(key) {
+  if (!key || typeof key !== 'object') return '';
+  return [key.PK, key.SK].filter((part) => part !== undefined).join('  ·  ');
+}
+
+function expressionRows(expressions) {
+  return expressions.map((e) => [h('span', {}, e.kind), h('code', { title: e.raw }, e.resolved)]);
+}
+
+function operationCard(op, i) {
+  const kv = [];
+  if (op.key) kv.push([h('span', {}, 'key'), h('code', {}, keyText(op.key))]);
+  kv.push(...expressionRows(op.expressions));
+  if (op.found !== null && op.found !== undefined) kv.push([h('span', {}, 'item'), h('span', {}, op.found ? 'found' : 'not found')]);
+  if (op.count !== null && op.count !== undefined) {
+    kv.push([h('span', {}, 'read'), h('span', {}, `${op.count} item${op.count === 1 ? '' : 's'} returned` +
+      (op.scanned !== null && op.scanned !== op.count ? `, ${op.scanned} read` : '') +
+      (op.limit ? `, limit ${op.limit}` : '') + (op.more ? ', another page follows' : ''))]);
+  }
+  const parts = op.parts.length ? h('table', { class: 'parts' },
+    h('tr', {}, h('th', {}, '#'), h('th', {}, 'part'), h('th', {}, 'key and expressions'), h('th', {}, 'outcome')),
+    op.parts.map((p, n) => h('tr', { class: p.reason ? 'failed' : '' },
+      h('td', {}, n + 1),
+      h('td', {}, h('b', {}, p.action)),
+      h('td', {},
+        h('code', {}, keyText(p.key)),
+        p.indexKeys.map((ix) => h('div', {}, h('span', { class: 'ix ' + ix.index }, `${ix.index} ${ix.pk} · ${ix.sk}`))),
+        p.expressions.map((e) => h('div', {}, h('span', { class: 'sub' }, e.kind + ' '), h('code', { title: e.raw }, e.resolved)))),
+      h('td', {}, p.reason
+        ? [h('span', { class: 'reason', title: p.reasonMessage || '' }, p.reason), p.became ? h('span', { class: 'became' }, '→ ' + p.became) : null]
+        : h('span', { class: 'sub' }, op.error ? 'None' : 'ok'))))) : null;
+  return h('div', { class: 'op', 'data-operation': op.operation },
+    h('div', { class: 'op-head' },
+      h('span', { class: 'sub' }, i + 1 + '.'),
+      h('span', { class: 'opname' }, op.operation),
+      op.index ? h('span', { class: 'tag index' }, op.index) : null,
+      op.consistent ? h('span', { class: 'tag' }, 'consistent') : null,
+      op.error ? h('span', { class: 'tag err', title: op.errorMessage || '' }, op.error) : h('span', { class: 'tag good' }, op.status === null ? 'no answer' : 'ok'),
+      op.attempts > 1 ? h('span', { class: 'tag err' }, op.attempts + ' attempts') : null,
+      h('span', { class: 'cap' }, capacityTags(op.capacity))),
+    kv.length ? h('div', { class: 'kv' }, kv) : null,
+    parts,
+    op.raw ? h('details', { class: 'raw' }, h('summary', {}, 'wire JSON'), h('pre', {}, json(op.raw))) : null);
+}
+
+function totalCapacity(operations) {
+  let total = 0;
+  for (const op of operations) for (const c of op.capacity) total += c.units ?? ((c.readUnits || 0) + (c.writeUnits || 0));
+  return total;
+}
+
+function operationsBox(operations, title) {
+  return h('div', { class: 'box operations' },
+    h('header', {}, title || 'DynamoDB calls', h('span', { class: 'sub' }, operations.length),
+      h('span', { class: 'total' }, operations.some((o) => o.capacity.length)
+        ? fmt(totalCapacity(operations)) + ' capacity units in all'
+        : 'no capacity in the answers')),
+    operations.length ? operations.map(operationCard) : h('div', { class: 'inner sub' }, 'None: the front door answered on its own.'));
+}
+
+function setResult(title, ...boxes) {
+  $('result-title').textContent = title;
+  $('result').replaceChildren(...boxes);
+}
+
+function showRun(answer, pattern) {
+  setResult(pattern.function,
+    requestBox(answer.request),
+    answer.answer ? answerBox(answer.answer) : h('div', { class: 'box' }, h('header', {}, 'Not sent'), h('div', { class: 'inner' }, answer.error)),
+    operationsBox(answer.operations));
+}
+
+function racerColour(status) {
+  return { 2: '#13804b', 4: '#c77a12', 5: '#c22f2f' }[String(status)[0]] || '#666';
+}
+
+function showRace(race) {
+  const detail = h('div', {});
+  const showRacer = (r) => detail.replaceChildren(
+    h('div', { class: 'box' }, h('header', {}, 'Client #' + r.n, h('span', { class: 'sub' }, r.outcome))),
+    requestBox(r.request),
+    r.answer ? answerBox(r.answer) : h('div', {}, r.error),
+    operationsBox(r.operations, 'Its DynamoDB calls'));
+  const winners = race.racers.filter((r) => r.answer && r.answer.status < 300);
+  setResult('race: ' + race.race,
+    h('div', { class: 'box race-result', 'data-winners': race.winners, 'data-racers': race.racers.length },
+      h('header', {}, '⚡ ' + race.title),
+      h('div', { class: 'inner' },
+        h('p', { class: 'winner-line' }, race.winners === 1 ? `One winner of ${race.racers.length}` : `${race.winners} winners of ${race.racers.length}`),
+        h('p', {}, race.explanation),
+        race.setup.length ? h('p', { class: 'sub' }, 'Set up first: ' + race.setup.join('; ')) : null,
+        h('div', { class: 'tally' }, race.tally.map(([outcome, n]) => h('span', { class: 'tag', 'data-outcome': outcome }, `${n} × ${outcome}`))),
+        h('div', { class: 'racers' }, race.racers.map((r) => h('button', {
+          class: 'racer' + (r.answer && r.answer.status < 300 ? ' win' : ''),
+          style: `background:${racerColour(r.answer ? r.answer.status : 0)}`,
+          title: r.outcome, onclick: () => showRacer(r),
+        }, '#' + r.n, h('small', {}, r.answer ? r.answer.status : '—')))),
+        h('p', { class: 'sub' }, 'Press a client to see its request, its answer and its DynamoDB calls.'))),
+    detail);
+  // First a loser, whose calls carry the cancellation reasons, then the winner.
+  const loser = race.racers.find((r) => r.answer && r.answer.status >= 400);
+  const winner = winners[0] || race.racers[0];
+  detail.replaceChildren(...[
+    loser ? [
+      h('div', { class: 'box' }, h('header', {}, 'A loser: client #' + loser.n, h('span', { class: 'sub' }, loser.outcome))),
+      operationsBox(loser.operations, 'Its DynamoDB calls'),
+      answerBox(loser.answer)] : null,
+    h('div', { class: 'box' }, h('header', {}, 'The winner: client #' + winner.n, h('span', { class: 'sub' }, winner.outcome))),
+    requestBox(winner.request),
+    winner.answer ? answerBox(winner.answer) : null,
+    operationsBox(winner.operations, 'Its DynamoDB calls')].flat().filter(Boolean));
+}
+
+function showMarkOverdue(answer) {
+  const report = answer.report;
+  const queries = answer.operations.filter((o) => o.operation === 'Query').length;
+  const updates = answer.operations.filter((o) => o.operation === 'UpdateItem').length;
+  setResult('mark-overdue',
+    h('div', { class: 'box mark-result', 'data-moved': answer.moved.length },
+      h('header', {}, 'mark-overdue with now = ', h('code', {}, answer.now)),
+      h('div', { class: 'inner' },
+        report.error ? h('p', { class: 'reason' }, report.error) :
+          h('div', { class: 'kv' },
+            h('span', {}, 'marked'), h('b', {}, report.marked),
+            h('span', {}, 'skipped'), h('span', {}, report.skipped + ' (returned, renewed or marked meanwhile)'),
+            h('span', {}, 'pages read'), h('span', {}, `${report.pagesRead} (one Query per open-loans shard, ${queries} in all, ${updates} UpdateItem)`),
+            h('span', {}, 'capacity'), h('span', {}, fmt(report.capacityUnits) + ' units'),
+            h('span', {}, 'complete'), h('span', {}, String(report.complete))),
+        h('p', {}, answer.moved.length ? `Moved ${answer.moved.length} loan${answer.moved.length === 1 ? '' : 's'} from the open index to the overdue index:` : 'No loan was due before that time.'),
+        answer.moved.map((m) => h('div', { class: 'moved', 'data-sk': m.sk },
+          h('b', {}, m.title || m.sk), ' ', h('span', { class: 'sub' }, 'due ' + m.dueDate + ' at ' + m.branchId),
+          h('div', {},
+            m.from ? h('span', { class: 'ix left' }, `GSI1 ${m.from.pk} · ${short(m.from.sk, 30)}`) : null, ' → ',
+            m.to ? h('span', { class: 'ix GSI3' }, `GSI3 ${m.to.pk} · ${short(m.to.sk, 30)}`) : null))))),
+    operationsBox(answer.operations));
+}
+
+// ---- The table --------------------------------------------------------------------------
+
+function attributeText(value) {
+  if (typeof value === 'string') return '"' + short(value, 40) + '"';
+  return short(JSON.stringify(value), 40);
+}
+
+function itemRow(item) {
+  const mark = { added: '+', changed: '~', removed: '−' }[item.change] || '';
+  return h('div', {
+    class: 'item ' + (item.change || ''), 'data-pk': item.pk, 'data-sk': item.sk,
+    'data-entity': item.entity, 'data-change': item.change || '',
+  },
+  h('span', { class: 'mark' }, mark),
+  h('span', { class: 'sk', title: 'SK' }, item.sk),
+  h('span', { class: 'what' },
+    h('span', { class: 'entity e-' + item.entity }, item.entity),
+    item.indexes.map((ix) => h('span', { class: 'ix ' + ix.index, title: `${ix.index}PK / ${ix.index}SK` }, `${ix.index} ${ix.pk} · ${short(ix.sk, 34)}`)),
+    item.leftIndexes.map((ix) => h('span', { class: 'ix left', title: 'left ' + ix.index }, `${ix.index} ${ix.pk}`))),
+  h('span', { class: 'attrs' }, Object.entries(item.attributes).map(([name, value]) =>
+    h('span', { class: 'a' + (item.changed.includes(name) ? ' hot' : ''), title: typeof value === 'string' ? value : JSON.stringify(value) },
+      h('b', {}, name), ' ', attributeText(value)))));
+}
+
+function renderTable() {
+  $('table-name').textContent = ui.data.table ? `(${ui.data.table})` : '';
+  const c = ui.data.changes || {};
+  const shown = ui.data.partitions.filter((p) => ui.allDomains || domainOf(p) === ui.domain);
+  const changed = [c.added ? `+${c.added} added` : null, c.changed ? `~${c.changed} changed` : null, c.removed ? `−${c.removed} removed` : null].filter(Boolean);
+  $('table-summary').textContent = `${shown.length} partitions here, ${c.items || 0} items in the table` + (changed.length ? ' · last action: ' + changed.join(', ') : '');
+  const cards = shown.map((p) => h('section', { class: 'partition' + (p.touched ? ' touched' : ''), 'data-pk': p.pk },
+    h('header', {}, h('span', { class: 'pk', title: 'PK' }, p.pk), h('span', { class: 'n' }, p.items.length + (p.items.length === 1 ? ' item' : ' items'))),
+    p.items.map(itemRow)));
+  $('partitions').replaceChildren(
+    h('div', { class: 'legend' }, h('span', {}, h('span', { class: 'mark', style: 'color:#13804b' }, '+'), ' added'),
+      h('span', {}, h('span', { class: 'mark', style: 'color:#b7630b' }, '~'), ' changed'),
+      h('span', {}, h('span', { class: 'mark', style: 'color:#c22f2f' }, '−'), ' removed'),
+      h('span', {}, 'partitions the last action touched come first')),
+    ...(cards.length ? cards : [h('p', { class: 'empty' }, 'No items in this domain yet. Run a creating pattern, or Seed data.')]));
+}
+
+function render() {
+  renderTabs();
+  renderPatterns();
+  renderTable();
+}
+
+// ---- Start ------------------------------------------------------------------------------
+
+$('all-domains').addEventListener('change', (e) => { ui.allDomains = e.target.checked; renderTable(); });
+$('seed').addEventListener('click', () => busy(async () => {
+  setResult('seed', h('div', { class: 'box' }, h('header', {}, 'Seeding every empty domain through the handlers…')));
+  const answer = await api('seed', { person: person() });
+  absorb(answer);
+  const s = answer.seed;
+  setResult('seed',
+    h('div', { class: 'box seed-result' }, h('header', {}, 'Seeded through the real handlers'),
+      h('div', { class: 'inner' },
+        h('div', { class: 'kv' }, Object.entries(s.created).map(([k, v]) => [h('span', {}, k), h('b', {}, v)])),
+        h('p', {}, `${s.movedDueDates} loans had their due date moved into the past or the coming days (run mark-overdue to move them to the overdue index).`),
+        s.skipped.length ? h('p', { class: 'sub' }, 'Left alone, they already had data: ' + s.skipped.join(', ')) : null,
+        s.failures.length ? h('pre', { class: 'reason' }, s.failures.join('\n')) : null)));
+  render();
+}));
+$('reset').addEventListener('click', () => {
+  if (!confirm('Delete every item of the local table?')) return;
+  busy(async () => {
+    const answer = await api('reset', {});
+    absorb(answer);
+    ui.data.changes = { items: 0 };
+    setResult('empty table', h('div', { class: 'box' }, h('header', {}, `Deleted ${answer.removed} items`)));
+    render();
+  });
+});
+window.addEventListener('hashchange', () => {
+  const domain = location.hash.slice(1);
+  if (domain && domain !== ui.domain) { ui.domain = domain; render(); }
+});
+
+busy(async () => {
+  ui.data = await api('state');
+  if (!ui.data.domains.some((d) => d.id === ui.domain)) ui.domain = 'fleet';
+  render();
+});

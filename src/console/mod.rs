@@ -1,0 +1,429 @@
+//! The console, `http://127.0.0.1:3000/_console`: the local runner's teaching page (never
+//! deployed). A person runs any access pattern and sees the HTTP request and answer, every
+//! DynamoDB call the handler made (key, index, expressions, each part of a transaction, the
+//! capacity each consumed, a cancelled transaction's reasons next to the field errors they
+//! became), and the table grouped by partition with what the request added, changed or removed
+//! highlighted. It races the contention patterns, runs `mark-overdue` at a chosen time, and seeds
+//! every domain with a realistic data set.
+//!
+//! Plain HTML, CSS and JavaScript compiled into the runner (`include_str!`): no CDN, no build
+//! step. Its endpoints under `/_console/api/` hold no privilege: each request it runs goes through
+//! the API's own router (see [`gateway`]) with a token minted for the person ([`token`]), and
+//! they answer only same-origin requests made to a loopback host (see [`guard`]).
+
+pub mod capture;
+pub mod gateway;
+pub mod ops;
+pub mod patterns;
+pub mod races;
+pub mod seed;
+pub mod table;
+pub mod token;
+
+use axum::body::{Bytes, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+pub use gateway::{Gateway, Sent};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use singlet_functions::Ctx;
+use singlet_functions::loans::mark_overdue::{PAGE_SIZE, mark_overdue};
+use std::sync::Arc;
+use table::{Change, Domain};
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const CONSOLE_CSS: &str = include_str!("assets/console.css");
+const CONSOLE_JS: &str = include_str!("assets/console.js");
+
+/// The person the console acts as unless the page names another.
+const DEFAULT_PERSON: &str = "ada";
+/// The largest request the console's own endpoints take.
+const MAX_CONSOLE_BODY: usize = 1024 * 1024;
+
+/// The runner's context with every DynamoDB call of a console request recorded: the same
+/// client (endpoint, credentials, retries) with the console's interceptor added. Outside a
+/// console request the interceptor does nothing.
+pub fn instrument(ctx: Ctx) -> Ctx {
+    let config = ctx
+        .db
+        .config()
+        .to_builder()
+        .interceptor(capture::Recorder::new())
+        .build();
+    Ctx {
+        db: aws_sdk_dynamodb::Client::from_conf(config),
+        ..ctx
+    }
+}
+
+#[derive(Clone)]
+struct Console {
+    gateway: Gateway,
+    /// One console action at a time, so that "before" and "after" belong to one action.
+    busy: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// The API router `api` with the console mounted beside it at `/_console`. The console sends its
+/// requests through `api` itself, so they meet every check the API makes.
+pub fn mount(
+    api: axum::Router,
+    ctx: Ctx,
+    issuer: Option<Arc<crate::auth::LocalIssuer>>,
+) -> axum::Router {
+    token::use_issuer(issuer);
+    let console = Console {
+        gateway: Gateway::new(api.clone(), ctx),
+        busy: Arc::default(),
+    };
+    let routes = axum::Router::new()
+        .route("/_console", get(page))
+        .route("/_console/", get(page))
+        .route("/_console/console.css", get(stylesheet))
+        .route("/_console/console.js", get(script))
+        .route("/_console/api/state", get(state))
+        .route("/_console/api/run", post(run))
+        .route("/_console/api/race", post(race))
+        .route("/_console/api/mark-overdue", post(mark))
+        .route("/_console/api/seed", post(seed_all))
+        .route("/_console/api/reset", post(reset))
+        .layer(middleware::from_fn(guard))
+        .with_state(console);
+    api.merge(routes)
+}
+
+/// `cargo run -- seed`: the data set through the API router, with a progress bar.
+pub async fn seed_cli(gateway: crate::front_door::Gateway) -> Result<(), String> {
+    let ctx = gateway.ctx.clone();
+    let api = crate::front_door::app(gateway);
+    seed::run_cli(&Gateway::new(api, ctx)).await
+}
+
+/// Whether `authority` (`host[:port]`) names this machine's loopback interface.
+fn is_loopback(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "::1")
+}
+
+/// The console answers only its own page: a request must be addressed to a loopback host (no
+/// DNS-rebound name), come from a loopback origin when it names one, not be cross-site, and a
+/// `POST` must be JSON with the console's own header, which no cross-origin page can send
+/// without a CORS preflight that the console never grants.
+async fn guard(request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = text(header::HOST).is_some_and(is_loopback);
+    let origin = text(header::ORIGIN).is_none_or(|origin| {
+        origin
+            .strip_prefix("http://")
+            .is_some_and(|authority| is_loopback(authority.trim_end_matches('/')))
+    });
+    let same_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|site| matches!(site, "same-origin" | "none"));
+    let post = request.method() != Method::POST
+        || (text(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/json"))
+            && headers.contains_key("x-singlet-console"));
+    if host && origin && same_site && post {
+        next.run(request).await
+    } else {
+        answer(
+            StatusCode::FORBIDDEN,
+            &json!({"error": "the console answers only its own page on a loopback address"}),
+        )
+    }
+}
+
+fn answer(status: StatusCode, body: &impl serde::Serialize) -> Response {
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        serde_json::to_string(body).expect("JSON"),
+    )
+        .into_response()
+}
+
+fn failed(error: String) -> Response {
+    answer(StatusCode::BAD_REQUEST, &json!({"error": error}))
+}
+
+fn asset(content_type: &'static str, text: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        text,
+    )
+        .into_response()
+}
+
+async fn page() -> Response {
+    asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+async fn stylesheet() -> Response {
+    asset("text/css; charset=utf-8", CONSOLE_CSS)
+}
+
+async fn script() -> Response {
+    asset("text/javascript; charset=utf-8", CONSOLE_JS)
+}
+
+async fn body<T: DeserializeOwned>(request: Request) -> Result<T, Response> {
+    let bytes: Bytes = to_bytes(request.into_body(), MAX_CONSOLE_BODY)
+        .await
+        .map_err(|_| failed("the request is too large".into()))?;
+    serde_json::from_slice(&bytes).map_err(|e| failed(format!("not a console request: {e}")))
+}
+
+fn person(raw: &Option<String>) -> String {
+    raw.as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && p.len() <= 64)
+        .unwrap_or(DEFAULT_PERSON)
+        .to_owned()
+}
+
+/// The page's data: domains, patterns with examples, races, and the table.
+async fn state(State(console): State<Console>) -> Response {
+    let ctx = &console.gateway.ctx;
+    match table::scan(ctx).await {
+        Ok(snapshot) => {
+            let partitions = table::partitions(&snapshot, None);
+            answer(
+                StatusCode::OK,
+                &json!({
+                    "person": DEFAULT_PERSON,
+                    "token": token::mint(DEFAULT_PERSON).is_some(),
+                    "table": ctx.table.as_ref(),
+                    "domains": Domain::ALL.iter().map(|d| json!({"id": d, "title": d.title()})).collect::<Vec<_>>(),
+                    "patterns": patterns::catalogue(&snapshot),
+                    "races": races::RACES.iter().map(|(id, title, domain)| json!({"id": id, "title": title, "domain": domain})).collect::<Vec<_>>(),
+                    "partitions": partitions,
+                    "changes": table::summary(&partitions),
+                }),
+            )
+        }
+        Err(error) => answer(StatusCode::SERVICE_UNAVAILABLE, &json!({"error": error})),
+    }
+}
+
+#[derive(Deserialize)]
+struct RunRequest {
+    person: Option<String>,
+    request: Sent,
+}
+
+/// Runs one request through the API and shows what it did.
+async fn run(State(console): State<Console>, request: Request) -> Response {
+    let asked: RunRequest = match body(request).await {
+        Ok(asked) => asked,
+        Err(refused) => return refused,
+    };
+    let _one_at_a_time = console.busy.lock().await;
+    let gateway = &console.gateway;
+    let before = match table::scan(&gateway.ctx).await {
+        Ok(before) => before,
+        Err(error) => return failed(error),
+    };
+    let (sent, result, calls) = gateway.run(&person(&asked.person), asked.request).await;
+    let mut operations: Vec<ops::Operation> = calls.iter().map(|c| ops::read(c, true)).collect();
+    let after = match table::scan(&gateway.ctx).await {
+        Ok(after) => after,
+        Err(error) => return failed(error),
+    };
+    let (http, error) = match result {
+        Ok(http) => {
+            ops::link_reasons(&mut operations, http.status, &http.body);
+            (Some(http), None)
+        }
+        Err(error) => (None, Some(error)),
+    };
+    let partitions = table::partitions(&after, Some(&before));
+    answer(
+        StatusCode::OK,
+        &json!({
+            "request": sent,
+            "answer": http,
+            "error": error,
+            "operations": operations,
+            "changes": table::summary(&partitions),
+            "partitions": partitions,
+            "patterns": patterns::catalogue(&after),
+        }),
+    )
+}
+
+#[derive(Deserialize)]
+struct RaceRequest {
+    person: Option<String>,
+    race: String,
+}
+
+async fn race(State(console): State<Console>, request: Request) -> Response {
+    let asked: RaceRequest = match body(request).await {
+        Ok(asked) => asked,
+        Err(refused) => return refused,
+    };
+    let _one_at_a_time = console.busy.lock().await;
+    match races::run(&asked.race, &console.gateway, &person(&asked.person)).await {
+        Ok(outcome) => {
+            let after = table::scan(&console.gateway.ctx).await.unwrap_or_default();
+            answer(
+                StatusCode::OK,
+                &json!({"race": outcome, "patterns": patterns::catalogue(&after)}),
+            )
+        }
+        Err(error) => failed(error),
+    }
+}
+
+#[derive(Deserialize)]
+struct MarkRequest {
+    /// ISO-8601: the EventBridge event's `time`, "now" for the run.
+    time: String,
+}
+
+/// Runs `mark-overdue` once with the chosen time as "now", as its schedule would.
+async fn mark(State(console): State<Console>, request: Request) -> Response {
+    let asked: MarkRequest = match body(request).await {
+        Ok(asked) => asked,
+        Err(refused) => return refused,
+    };
+    let Some(now) = singlet_functions::clock::parse_iso(&asked.time) else {
+        return failed(format!("{:?} is not an ISO-8601 time", asked.time));
+    };
+    let _one_at_a_time = console.busy.lock().await;
+    let ctx = &console.gateway.ctx;
+    let before = match table::scan(ctx).await {
+        Ok(before) => before,
+        Err(error) => return failed(error),
+    };
+    let (report, calls) = capture::recording(mark_overdue(ctx, now, PAGE_SIZE, || true)).await;
+    let operations: Vec<ops::Operation> = calls.iter().map(|c| ops::read(c, false)).collect();
+    let after = match table::scan(ctx).await {
+        Ok(after) => after,
+        Err(error) => return failed(error),
+    };
+    let partitions = table::partitions(&after, Some(&before));
+    // The loans this run moved: they left GSI1 (open) and entered GSI3 (overdue).
+    let moved: Vec<Value> = partitions
+        .iter()
+        .flat_map(|p| &p.items)
+        .filter(|i| {
+            i.change == Some(Change::Changed)
+                && i.left_indexes.iter().any(|e| e.index == "GSI1")
+                && i.indexes.iter().any(|e| e.index == "GSI3")
+        })
+        .map(|i| {
+            json!({
+                "pk": i.pk, "sk": i.sk,
+                "title": i.attributes.get("title"),
+                "dueDate": i.attributes.get("dueDate"),
+                "branchId": i.attributes.get("branchId"),
+                "from": i.left_indexes.iter().find(|e| e.index == "GSI1"),
+                "to": i.indexes.iter().find(|e| e.index == "GSI3"),
+            })
+        })
+        .collect();
+    let report = match report {
+        Ok(report) => json!(report),
+        Err(error) => json!({"error": format!("{error:?}")}),
+    };
+    answer(
+        StatusCode::OK,
+        &json!({
+            "report": report,
+            "now": singlet_functions::clock::iso(now),
+            "moved": moved,
+            "operations": operations,
+            "changes": table::summary(&partitions),
+            "partitions": partitions,
+            "patterns": patterns::catalogue(&after),
+        }),
+    )
+}
+
+#[derive(Deserialize)]
+struct PersonRequest {
+    person: Option<String>,
+}
+
+/// Seeds every domain that has no data, through the API.
+async fn seed_all(State(console): State<Console>, request: Request) -> Response {
+    let asked: PersonRequest = match body(request).await {
+        Ok(asked) => asked,
+        Err(refused) => return refused,
+    };
+    let _one_at_a_time = console.busy.lock().await;
+    let ctx = &console.gateway.ctx;
+    let before = table::scan(ctx).await.unwrap_or_default();
+    let report = seed::seed(&console.gateway, &person(&asked.person), &|_, _, _| {}).await;
+    let after = match table::scan(ctx).await {
+        Ok(after) => after,
+        Err(error) => return failed(error),
+    };
+    let partitions = table::partitions(&after, Some(&before));
+    match report {
+        Ok(report) => answer(
+            StatusCode::OK,
+            &json!({
+                "seed": report,
+                "changes": table::summary(&partitions),
+                "partitions": partitions,
+                "patterns": patterns::catalogue(&after),
+            }),
+        ),
+        Err(error) => failed(error),
+    }
+}
+
+/// Empties the local table. (The engine's own endpoint, open on loopback, can do as much.)
+async fn reset(State(console): State<Console>, request: Request) -> Response {
+    if let Err(refused) = body::<Value>(request).await {
+        return refused;
+    }
+    let _one_at_a_time = console.busy.lock().await;
+    let ctx = &console.gateway.ctx;
+    let before = match table::scan(ctx).await {
+        Ok(before) => before,
+        Err(error) => return failed(error),
+    };
+    for (pk, sk) in before.keys() {
+        let deleted = ctx
+            .db
+            .delete_item()
+            .table_name(&*ctx.table)
+            .key("PK", aws_sdk_dynamodb::types::AttributeValue::S(pk.clone()))
+            .key("SK", aws_sdk_dynamodb::types::AttributeValue::S(sk.clone()))
+            .send()
+            .await;
+        if let Err(error) = deleted {
+            return failed(format!(
+                "cannot delete {pk}/{sk}: {}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(error)
+            ));
+        }
+    }
+    let after = table::Snapshot::new();
+    answer(
+        StatusCode::OK,
+        &json!({
+            "removed": before.len(),
+            "partitions": table::partitions(&after, None),
+            "changes": table::summary(&[]),
+            "patterns": patterns::catalogue(&after),
+        }),
+    )
+}

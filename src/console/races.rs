@@ -1,0 +1,340 @@
+//! The contention patterns, raced for real: N requests started at one instant (tokio tasks
+//! released by one barrier), each through the same front door as any request, and all their
+//! answers back with the table afterwards. Exactly one wins; the losers' answers say why.
+
+use super::capture;
+use super::gateway::{Answer, Gateway, Sent};
+use super::ops::{self, Operation};
+use super::patterns::Data;
+use super::table::{self, Partition};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Racer {
+    pub n: usize,
+    pub request: Sent,
+    pub answer: Option<Answer>,
+    pub error: Option<String>,
+    /// `201`, or `409 plate: taken`: what this racer got, in one line.
+    pub outcome: String,
+    pub operations: Vec<Operation>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RaceOutcome {
+    pub race: String,
+    pub title: String,
+    pub explanation: String,
+    /// What the race set up first (a resource, a copy), and the requests that did it.
+    pub setup: Vec<String>,
+    pub racers: Vec<Racer>,
+    /// Each distinct outcome and how many racers got it.
+    pub tally: Vec<(String, usize)>,
+    pub winners: usize,
+    pub table: Vec<Partition>,
+    pub changes: Value,
+}
+
+const DEPOTS: [&str; 4] = ["north", "south", "east", "west"];
+
+/// Every race the console offers: id, title, the domain whose page shows it.
+pub const RACES: &[(&str, &str, &str)] = &[
+    ("plate", "16 clients register one plate at once", "fleet"),
+    (
+        "email",
+        "16 clients sign up with one email at once",
+        "accounts",
+    ),
+    ("version", "Two reviewers change one version", "audit"),
+    ("copy", "32 checkouts of one copy at once", "library"),
+];
+
+fn outcome(answer: &Answer) -> String {
+    let errors: Vec<String> = answer.body["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| Some(format!("{}: {}", e["field"].as_str()?, e["code"].as_str()?)))
+        .collect();
+    match (answer.status, errors.is_empty()) {
+        (412, _) => format!(
+            "412 stale version (current {})",
+            answer.body["currentVersion"]
+        ),
+        (status, true) => status.to_string(),
+        (status, false) => format!("{status} {}", errors.join(", ")),
+    }
+}
+
+async fn setup_call(
+    gateway: &Gateway,
+    person: &str,
+    log: &mut Vec<String>,
+    sent: Sent,
+) -> Result<Answer, String> {
+    let line = format!("{} {}", sent.method, sent.path);
+    let answer = gateway.call(person, sent).await?;
+    log.push(format!("{line} → {}", answer.status));
+    if answer.status >= 300 {
+        return Err(format!(
+            "setting up the race: {line} answered {}",
+            answer.status
+        ));
+    }
+    Ok(answer)
+}
+
+/// The requests of a race, after whatever setup it needs.
+async fn prepare(
+    race: &str,
+    gateway: &Gateway,
+    person: &str,
+    log: &mut Vec<String>,
+) -> Result<(String, Vec<Sent>), String> {
+    let data = Data::read(&table::scan(&gateway.ctx).await?);
+    match race {
+        "plate" => {
+            let plate = data.fresh_plate();
+            let chassis = data.fresh_chassis();
+            let lower = plate.to_lowercase();
+            let forms = [
+                plate.clone(),
+                lower.clone(),
+                format!(" {}  {} ", &plate[..4], &lower[5..]),
+                plate.replace(' ', "  "),
+            ];
+            let requests = (0..16)
+                .map(|i| {
+                    Sent::new("POST", "/vehicles").json(json!({
+                        "plate": forms[i % forms.len()],
+                        "chassis": format!("{chassis}-{i:02}"),
+                        "depot": DEPOTS[i % DEPOTS.len()],
+                    }))
+                })
+                .collect();
+            Ok((
+                format!(
+                    "Each client registers a different vehicle with the plate {plate:?}, written four ways that normalise to one key, PLATE#{lower}. Each transaction puts the vehicle and both locks with attribute_not_exists(PK): the engine lets one through and cancels the rest, and each loser's cancellation reason on the plate lock becomes its 409."
+                ),
+                requests,
+            ))
+        }
+        "email" => {
+            let (email, username, _) = data.fresh_person();
+            let requests = (0..16)
+                .map(|i| {
+                    let written = if i % 2 == 0 {
+                        email.clone()
+                    } else {
+                        email.to_uppercase()
+                    };
+                    Sent::new("POST", "/accounts").json(json!({
+                        "email": written,
+                        "username": format!("{username}{i:02}"),
+                        "displayName": format!("Sign-up {i}"),
+                    }))
+                })
+                .collect();
+            Ok((
+                format!(
+                    "Sixteen sign-ups with the email {email} (some in capitals) and sixteen different usernames: the email lock UNIQ#EMAIL#{email} admits one account."
+                ),
+                requests,
+            ))
+        }
+        "version" => {
+            let (resource_id, version) = match data.resources.first() {
+                Some((id, _, version)) => (id.clone(), *version),
+                None => {
+                    let id = data.fresh_id("RESOURCE#", "doc");
+                    setup_call(
+                        gateway,
+                        person,
+                        log,
+                        Sent::new("POST", "/resources")
+                            .json(json!({"resourceId": id, "status": "draft", "actor": "ada"})),
+                    )
+                    .await?;
+                    (id, 1)
+                }
+            };
+            let change = |status: &str, action: &str, actor: &str| {
+                Sent::new("PATCH", format!("/resources/{resource_id}"))
+                    .json(json!({"status": status, "action": action, "actor": actor}))
+                    .header("if-match", &format!("\"{version}\""))
+            };
+            Ok((
+                format!(
+                    "Two reviewers read {resource_id} at version {version} and both send if-match: \"{version}\". Each change is one transaction: update CURRENT only if version = {version}, and put EVENT #{} only if it does not exist. One commits; the other's condition fails and its 412 names the version that won.",
+                    version + 1
+                ),
+                vec![
+                    change("approved", "approve", "reviewer-a"),
+                    change("rejected", "reject", "reviewer-b"),
+                ],
+            ))
+        }
+        "copy" => {
+            let (copy_id, branch_id) = match data.copies.iter().find(|c| c.2) {
+                Some((copy, branch, _)) => (copy.clone(), branch.clone()),
+                None => {
+                    let branch = match data.branches.first() {
+                        Some(branch) => branch.clone(),
+                        None => {
+                            let id = data.fresh_id("BRANCH#", "branch");
+                            setup_call(gateway, person, log, Sent::new("POST", "/branches").json(json!({
+                                "branchId": id, "name": "Race Library", "address": "1 Contention Row",
+                                "city": "Springfield", "phone": "+44 20 7946 0999", "openingHours": "Always",
+                            }))).await?;
+                            id
+                        }
+                    };
+                    let isbn = match data.books.first() {
+                        Some(isbn) => isbn.clone(),
+                        None => {
+                            let isbn = data.fresh_isbn();
+                            setup_call(gateway, person, log, Sent::new("POST", "/books").json(json!({
+                                "isbn": isbn, "title": "The Art of Multiprocessor Programming",
+                                "author": "Maurice Herlihy", "publisher": "Morgan Kaufmann",
+                                "publishYear": 2008, "genre": "Computer science",
+                                "description": "Locks, consensus and contention.", "pageCount": 508,
+                            }))).await?;
+                            isbn
+                        }
+                    };
+                    let copy = setup_call(
+                        gateway,
+                        person,
+                        log,
+                        Sent::new("POST", format!("/branches/{branch}/copies"))
+                            .json(json!({"isbn": isbn, "condition": "new"})),
+                    )
+                    .await?;
+                    (
+                        copy.body["copyId"].as_str().unwrap_or_default().to_owned(),
+                        branch,
+                    )
+                }
+            };
+            let mut patrons: Vec<String> = data
+                .patrons
+                .iter()
+                .filter(|p| p.2)
+                .map(|p| p.0.clone())
+                .collect();
+            if patrons.is_empty() {
+                let card = data.fresh_id("CARD#", "C");
+                let patron = setup_call(
+                    gateway,
+                    person,
+                    log,
+                    Sent::new("POST", format!("/branches/{branch_id}/patrons")).json(json!({
+                        "cardNumber": card, "firstName": "Leslie", "lastName": "Lamport",
+                        "email": "leslie.lamport@example.com", "membershipTier": "premium",
+                    })),
+                )
+                .await?;
+                patrons.push(
+                    patron.body["patronId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                );
+            }
+            patrons.truncate(32);
+            let requests = (0..32)
+                .map(|i| {
+                    Sent::new("POST", "/checkouts").json(json!({
+                        "patronId": patrons[i % patrons.len()],
+                        "branchId": branch_id,
+                        "copyId": copy_id,
+                    }))
+                })
+                .collect();
+            Ok((
+                format!(
+                    "{} patrons ask for copy {copy_id} at {branch_id} at once. Each checkout is one transaction whose copy part requires status = \"available\": the first to commit makes it checked_out, and every other one is cancelled on that part, a 409 copyId: unavailable.",
+                    patrons.len()
+                ),
+                requests,
+            ))
+        }
+        other => Err(format!("no race named {other:?}")),
+    }
+}
+
+/// Runs a race: its setup, then every request at once; the table is compared with the table as
+/// it was after the setup.
+pub async fn run(race: &str, gateway: &Gateway, person: &str) -> Result<RaceOutcome, String> {
+    let title = RACES
+        .iter()
+        .find(|r| r.0 == race)
+        .map(|r| r.1)
+        .ok_or_else(|| format!("no race named {race:?}"))?;
+    let mut setup = Vec::new();
+    let (explanation, requests) = prepare(race, gateway, person, &mut setup).await?;
+    let before = table::scan(&gateway.ctx).await?;
+    let barrier = Arc::new(tokio::sync::Barrier::new(requests.len()));
+    let tasks: Vec<_> = requests
+        .into_iter()
+        .map(|sent| {
+            let gateway = gateway.clone();
+            let barrier = barrier.clone();
+            let sent = gateway.prepare(person, sent);
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let (answer, calls) = capture::recording(gateway.send(&sent)).await;
+                (sent, answer, calls)
+            })
+        })
+        .collect();
+    let mut racers = Vec::new();
+    for (n, task) in tasks.into_iter().enumerate() {
+        let (request, answer, calls) = task.await.map_err(|e| format!("a racer failed: {e}"))?;
+        let mut operations: Vec<Operation> = calls.iter().map(|c| ops::read(c, false)).collect();
+        let (answer, error) = match answer {
+            Ok(answer) => (Some(answer), None),
+            Err(error) => (None, Some(error)),
+        };
+        if let Some(answer) = &answer {
+            ops::link_reasons(&mut operations, answer.status, &answer.body);
+        }
+        racers.push(Racer {
+            n: n + 1,
+            outcome: answer
+                .as_ref()
+                .map(outcome)
+                .unwrap_or_else(|| "no answer".into()),
+            request,
+            answer,
+            error,
+            operations,
+        });
+    }
+    let after = table::scan(&gateway.ctx).await?;
+    let mut tally: BTreeMap<String, usize> = BTreeMap::new();
+    for racer in &racers {
+        *tally.entry(racer.outcome.clone()).or_default() += 1;
+    }
+    let winners = racers
+        .iter()
+        .filter(|r| r.answer.as_ref().is_some_and(|a| a.status < 300))
+        .count();
+    let table = table::partitions(&after, Some(&before));
+    Ok(RaceOutcome {
+        race: race.to_owned(),
+        title: title.to_owned(),
+        explanation,
+        setup,
+        changes: table::summary(&table),
+        table,
+        tally: tally.into_iter().collect(),
+        winners,
+        racers,
+    })
+}

@@ -1,0 +1,372 @@
+//! The table as the console shows it: every item (a Scan: the local table is small), named by
+//! the entity its key says it is, grouped by partition, and compared by `(PK, SK)` with the table
+//! before a request, so that what the request added, changed or removed stands out.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use singlet_functions::Ctx;
+use singlet_functions::routes::by_function;
+use singlet_shared::keys;
+use singlet_shared::schema::{INDEXES, PK, SK};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+pub type Item = HashMap<String, AttributeValue>;
+
+/// The table at one moment, by `(PK, SK)`.
+pub type Snapshot = BTreeMap<(String, String), Item>;
+
+/// Every item, read with a paged, strongly consistent Scan.
+pub async fn scan(ctx: &Ctx) -> Result<Snapshot, String> {
+    let mut snapshot = Snapshot::new();
+    let mut start = None;
+    loop {
+        let page = ctx
+            .db
+            .scan()
+            .table_name(&*ctx.table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot scan the table: {}",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
+                )
+            })?;
+        for item in page.items.unwrap_or_default() {
+            snapshot.insert((string(&item, PK), string(&item, SK)), item);
+        }
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return Ok(snapshot);
+        }
+    }
+}
+
+pub fn string(item: &Item, name: &str) -> String {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The four single-table designs, as the console's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Domain {
+    Fleet,
+    Accounts,
+    Library,
+    Audit,
+}
+
+impl Domain {
+    pub const ALL: [Domain; 4] = [
+        Domain::Fleet,
+        Domain::Accounts,
+        Domain::Library,
+        Domain::Audit,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Domain::Fleet => "Fleet registry",
+            Domain::Accounts => "Accounts",
+            Domain::Library => "Library",
+            Domain::Audit => "Change log",
+        }
+    }
+
+    /// The domain of a route, by the first segment of its path.
+    pub fn of_path(path: &str) -> Domain {
+        let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+        match first {
+            "vehicles" | "plates" | "chassis" => Domain::Fleet,
+            "accounts" | "emails" | "usernames" => Domain::Accounts,
+            "resources" => Domain::Audit,
+            _ => Domain::Library,
+        }
+    }
+}
+
+/// The entity an item is, by its key, and the domain it belongs to.
+pub fn entity(pk: &str, sk: &str, item: &Item) -> (&'static str, Option<Domain>) {
+    use Domain::*;
+    let prefix = |p: &str| pk.starts_with(p);
+    if prefix("VEHICLE#") {
+        ("Vehicle", Some(Fleet))
+    } else if prefix("PLATE#") {
+        ("PlateLock", Some(Fleet))
+    } else if prefix("CHASSIS#") {
+        ("ChassisLock", Some(Fleet))
+    } else if prefix("ACCT#") {
+        ("Account", Some(Accounts))
+    } else if prefix("UNIQ#EMAIL#") {
+        ("EmailLock", Some(Accounts))
+    } else if prefix("UNIQ#HANDLE#") {
+        ("UsernameLock", Some(Accounts))
+    } else if prefix("BRANCH#") {
+        if sk.starts_with(keys::PATRON_PREFIX) {
+            ("Patron", Some(Library))
+        } else if sk.starts_with(keys::COPY_PREFIX) {
+            ("Copy", Some(Library))
+        } else {
+            ("Branch", Some(Library))
+        }
+    } else if prefix("CARD#") {
+        ("CardLock", Some(Library))
+    } else if prefix("BOOK#") {
+        ("Book", Some(Library))
+    } else if prefix(keys::PATRON_PREFIX) {
+        if sk.starts_with(keys::RETURNED_PREFIX) {
+            ("ReturnedLoan", Some(Library))
+        } else if item.contains_key("GSI3PK") {
+            ("OverdueLoan", Some(Library))
+        } else {
+            ("Loan", Some(Library))
+        }
+    } else if prefix("RESOURCE#") {
+        if sk.starts_with(keys::EVENT_PREFIX) {
+            ("ChangeEvent", Some(Audit))
+        } else {
+            ("CurrentState", Some(Audit))
+        }
+    } else if let Some(rest) = pk.strip_prefix("IDEMPOTENCY#") {
+        let route = rest.split('#').next().unwrap_or("");
+        (
+            "IdempotencyRecord",
+            by_function(route).map(|r| Domain::of_path(r.path)),
+        )
+    } else {
+        ("Unknown", None)
+    }
+}
+
+/// An attribute value as plain JSON: numbers as numbers, sets and lists as arrays.
+pub fn plain(value: &AttributeValue) -> Value {
+    match value {
+        AttributeValue::S(s) => s.clone().into(),
+        AttributeValue::N(n) => number(n),
+        AttributeValue::Bool(b) => (*b).into(),
+        AttributeValue::Null(_) => Value::Null,
+        AttributeValue::M(m) => m
+            .iter()
+            .map(|(k, v)| (k.clone(), plain(v)))
+            .collect::<Map<_, _>>()
+            .into(),
+        AttributeValue::L(l) => l.iter().map(plain).collect(),
+        AttributeValue::Ss(s) => s.clone().into(),
+        AttributeValue::Ns(ns) => ns.iter().map(|n| number(n)).collect(),
+        AttributeValue::B(b) => format!("<{} bytes>", b.as_ref().len()).into(),
+        AttributeValue::Bs(bs) => format!("<{} binaries>", bs.len()).into(),
+        _ => Value::Null,
+    }
+}
+
+/// A value of DynamoDB's wire JSON (`{"S": "x"}`, `{"N": "1"}`, ...) as plain JSON.
+pub fn plain_wire(value: &Value) -> Value {
+    let Some((kind, inner)) = value.as_object().and_then(|o| o.iter().next()) else {
+        return value.clone();
+    };
+    match (kind.as_str(), inner) {
+        ("S", v) => v.clone(),
+        ("N", Value::String(n)) => number(n),
+        ("BOOL", v) => v.clone(),
+        ("NULL", _) => Value::Null,
+        ("M", Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| (k.clone(), plain_wire(v)))
+            .collect::<Map<_, _>>()
+            .into(),
+        ("L", Value::Array(l)) => l.iter().map(plain_wire).collect(),
+        ("SS", v) => v.clone(),
+        ("NS", Value::Array(ns)) => ns
+            .iter()
+            .map(|n| number(n.as_str().unwrap_or_default()))
+            .collect(),
+        _ => value.clone(),
+    }
+}
+
+/// A wire-JSON item (`{"PK": {"S": ...}}`) as a plain JSON object.
+pub fn plain_wire_item(item: &Value) -> Value {
+    match item.as_object() {
+        Some(map) => map
+            .iter()
+            .map(|(k, v)| (k.clone(), plain_wire(v)))
+            .collect::<Map<_, _>>()
+            .into(),
+        None => Value::Null,
+    }
+}
+
+fn number(raw: &str) -> Value {
+    raw.parse::<i64>()
+        .map(Value::from)
+        .or_else(|_| raw.parse::<f64>().map(Value::from))
+        .unwrap_or_else(|_| raw.into())
+}
+
+/// What a request did to one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    Added,
+    Changed,
+    Removed,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexEntry {
+    pub index: &'static str,
+    pub pk: String,
+    pub sk: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemView {
+    pub pk: String,
+    pub sk: String,
+    pub entity: &'static str,
+    /// The index entries the item has: GSI1..GSI3 keys, only those present (sparse indexes).
+    pub indexes: Vec<IndexEntry>,
+    /// Every other attribute, as plain JSON.
+    pub attributes: Map<String, Value>,
+    pub change: Option<Change>,
+    /// For a changed item: the attributes whose value changed, appeared or went.
+    pub changed: Vec<String>,
+    /// For a changed item: the index entries it left.
+    pub left_indexes: Vec<IndexEntry>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Partition {
+    pub pk: String,
+    pub domain: Option<Domain>,
+    /// Whether any item of it was added, changed or removed.
+    pub touched: bool,
+    pub items: Vec<ItemView>,
+}
+
+fn index_entries(item: &Item) -> Vec<IndexEntry> {
+    INDEXES
+        .iter()
+        .filter_map(|index| {
+            let pk = item.get(index.pk)?.as_s().ok()?.clone();
+            Some(IndexEntry {
+                index: index.name,
+                pk,
+                sk: string(item, index.sk),
+            })
+        })
+        .collect()
+}
+
+fn is_key_attribute(name: &str) -> bool {
+    name == PK || name == SK || INDEXES.iter().any(|i| i.pk == name || i.sk == name)
+}
+
+fn view(pk: &str, sk: &str, item: &Item, change: Option<Change>) -> ItemView {
+    let mut attributes: Vec<(&String, &AttributeValue)> = item
+        .iter()
+        .filter(|(name, _)| !is_key_attribute(name))
+        .collect();
+    attributes.sort_by(|a, b| a.0.cmp(b.0));
+    ItemView {
+        pk: pk.to_owned(),
+        sk: sk.to_owned(),
+        entity: entity(pk, sk, item).0,
+        indexes: index_entries(item),
+        attributes: attributes
+            .into_iter()
+            .map(|(k, v)| (k.clone(), plain(v)))
+            .collect(),
+        change,
+        changed: Vec::new(),
+        left_indexes: Vec::new(),
+    }
+}
+
+/// The table after a request, grouped by partition, each item marked with what the request did
+/// to it (`before` is the table before it; `None` marks nothing). Removed items stay in the view,
+/// marked removed. Touched partitions come first.
+pub fn partitions(after: &Snapshot, before: Option<&Snapshot>) -> Vec<Partition> {
+    let mut groups: BTreeMap<String, Vec<ItemView>> = BTreeMap::new();
+    for ((pk, sk), item) in after {
+        let mut shown = view(pk, sk, item, None);
+        if let Some(before) = before {
+            match before.get(&(pk.clone(), sk.clone())) {
+                None => shown.change = Some(Change::Added),
+                Some(old) if old != item => {
+                    shown.change = Some(Change::Changed);
+                    let names: BTreeSet<&String> = old.keys().chain(item.keys()).collect();
+                    shown.changed = names
+                        .into_iter()
+                        .filter(|n| old.get(*n) != item.get(*n))
+                        .cloned()
+                        .collect();
+                    let now: BTreeSet<&str> = shown.indexes.iter().map(|e| e.index).collect();
+                    shown.left_indexes = index_entries(old)
+                        .into_iter()
+                        .filter(|e| !now.contains(e.index))
+                        .collect();
+                }
+                Some(_) => {}
+            }
+        }
+        groups.entry(pk.clone()).or_default().push(shown);
+    }
+    if let Some(before) = before {
+        for ((pk, sk), item) in before {
+            if !after.contains_key(&(pk.clone(), sk.clone())) {
+                let items = groups.entry(pk.clone()).or_default();
+                items.push(view(pk, sk, item, Some(Change::Removed)));
+                items.sort_by(|a, b| a.sk.cmp(&b.sk));
+            }
+        }
+    }
+    let mut partitions: Vec<Partition> = groups
+        .into_iter()
+        .map(|(pk, items)| {
+            let first = &items[0];
+            let domain = match (before, after.get(&(pk.clone(), first.sk.clone()))) {
+                (_, Some(item)) => entity(&pk, &first.sk, item).1,
+                (Some(before), None) => before
+                    .get(&(pk.clone(), first.sk.clone()))
+                    .and_then(|item| entity(&pk, &first.sk, item).1),
+                (None, None) => None,
+            };
+            Partition {
+                touched: items.iter().any(|i| i.change.is_some()),
+                domain,
+                pk,
+                items,
+            }
+        })
+        .collect();
+    // Stable: touched partitions first, each group in key order.
+    partitions.sort_by_key(|p| !p.touched);
+    partitions
+}
+
+/// Counts of what changed, for a one-line summary.
+pub fn summary(partitions: &[Partition]) -> Value {
+    let count = |change| {
+        partitions
+            .iter()
+            .flat_map(|p| &p.items)
+            .filter(|i| i.change == Some(change))
+            .count()
+    };
+    json!({
+        "items": partitions.iter().flat_map(|p| &p.items).filter(|i| i.change != Some(Change::Removed)).count(),
+        "added": count(Change::Added),
+        "changed": count(Change::Changed),
+        "removed": count(Change::Removed),
+    })
+}

@@ -1,0 +1,840 @@
+//! The console (`/_console`): its endpoints against a real engine, and its page in a real browser.
+//!
+//! The endpoint tests run the runner's real front door in-process over dynoxide: a run shows
+//! every DynamoDB call and the table's changes, a cancelled transaction's reasons sit next to the
+//! field errors they became, each race has exactly one winner, the seed's loans already due are
+//! what `mark-overdue` moves, and the console answers no other origin.
+//!
+//! The browser test drives headless Chromium (Debian's `chromium` and `chromium-driver`) through
+//! chromedriver's WebDriver protocol: it seeds, runs one pattern per domain and one race through
+//! the page, and checks what the page shows against the table. Without Chromium it skips, saying
+//! so. `CONSOLE_SCREENSHOTS=docs` writes each domain's screenshot to `docs/console-<domain>.png`.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{Value, json};
+use singlet::console::table::{self, Domain};
+use singlet::{engine, front_door};
+use singlet_functions::Ctx;
+use singlet_functions::cursor::CursorKeys;
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The runner's front door (the API and the console) on a loopback port over a fresh engine.
+async fn start() -> (Ctx, String) {
+    let (client, _) = engine::start_in_memory("singlet").await;
+    let ctx = Ctx::new(client, "singlet", CursorKeys::random());
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (authorizer, issuer) =
+        singlet::auth::Authorizer::local(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"))
+            .unwrap();
+    let gateway = front_door::Gateway {
+        ctx: ctx.clone(),
+        authorizer: std::sync::Arc::new(authorizer),
+        issuer: Some(std::sync::Arc::new(issuer)),
+    };
+    tokio::spawn(front_door::serve(listener, gateway));
+    (ctx, base)
+}
+
+/// A console endpoint, as the page calls it.
+async fn console(base: &str, path: &str, body: Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/_console/api/{path}"))
+        .header("content-type", "application/json")
+        .header("x-singlet-console", "1")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
+async fn run(base: &str, method: &str, path: &str, body: Option<Value>) -> Value {
+    let mut request = json!({"method": method, "path": path, "headers": []});
+    if let Some(body) = body {
+        request["body"] = body.to_string().into();
+        request["headers"] = json!([["content-type", "application/json"]]);
+    }
+    console(base, "run", json!({"request": request})).await
+}
+
+/// Every item the console's table view marks with `change`, as `(PK, SK, entity)`.
+fn marked(answer: &Value, change: &str) -> Vec<(String, String, String)> {
+    let mut items: Vec<_> = answer["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["items"].as_array().unwrap())
+        .filter(|i| i["change"] == change)
+        .map(|i| {
+            (
+                i["pk"].as_str().unwrap().to_owned(),
+                i["sk"].as_str().unwrap().to_owned(),
+                i["entity"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    items.sort();
+    items
+}
+
+fn entities(items: &[(String, String, String)]) -> Vec<&str> {
+    let mut names: Vec<&str> = items.iter().map(|i| i.2.as_str()).collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
+    let (ctx, base) = start().await;
+    let answer = run(
+        &base,
+        "POST",
+        "/vehicles",
+        Some(json!({"plate": "KA19 XTR", "chassis": "WVW1", "depot": "north"})),
+    )
+    .await;
+    assert_eq!(answer["answer"]["status"], 201, "{answer}");
+    let vehicle_id = answer["answer"]["body"]["vehicleId"].as_str().unwrap();
+
+    let operations = answer["operations"].as_array().unwrap();
+    let transaction = operations
+        .iter()
+        .find(|o| o["operation"] == "TransactWriteItems")
+        .expect("the registration's transaction");
+    let parts = transaction["parts"].as_array().unwrap();
+    let keys: Vec<&str> = parts
+        .iter()
+        .map(|p| p["key"]["PK"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            format!("VEHICLE#{vehicle_id}").as_str(),
+            "PLATE#ka19 xtr",
+            "CHASSIS#wvw1"
+        ]
+    );
+    assert!(parts.iter().all(|p| p["action"] == "Put"));
+    assert_eq!(
+        parts[1]["expressions"][0]["resolved"],
+        "attribute_not_exists(PK)"
+    );
+    assert!(
+        !transaction["capacity"].as_array().unwrap().is_empty(),
+        "the capacity the transaction consumed: {transaction}"
+    );
+    assert!(transaction["raw"]["request"]["TransactItems"].is_array());
+
+    let added = marked(&answer, "added");
+    assert_eq!(entities(&added), ["ChassisLock", "PlateLock", "Vehicle"]);
+    // What the console shows is what the table holds.
+    let snapshot = table::scan(&ctx).await.unwrap();
+    let held: Vec<(String, String)> = snapshot.keys().cloned().collect();
+    let shown: Vec<(String, String)> = added.iter().map(|i| (i.0.clone(), i.1.clone())).collect();
+    assert_eq!(shown, held);
+
+    // A read changes nothing and says so.
+    let read = run(&base, "GET", &format!("/vehicles/{vehicle_id}"), None).await;
+    assert_eq!(read["answer"]["status"], 200);
+    assert_eq!(read["operations"][0]["operation"], "GetItem");
+    assert_eq!(read["operations"][0]["found"], true);
+    assert_eq!(read["operations"][0]["consistent"], true);
+    assert_eq!(read["changes"]["added"], 0);
+    assert_eq!(read["changes"]["changed"], 0);
+
+    // Retiring removes the vehicle and its locks, shown as removed.
+    let retired = run(&base, "DELETE", &format!("/vehicles/{vehicle_id}"), None).await;
+    assert_eq!(retired["answer"]["status"], 204);
+    assert_eq!(
+        entities(&marked(&retired, "removed")),
+        ["ChassisLock", "PlateLock", "Vehicle"]
+    );
+    assert!(table::scan(&ctx).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_transaction_shows_its_reasons_next_to_the_field_errors() {
+    let (_ctx, base) = start().await;
+    let first = run(
+        &base,
+        "POST",
+        "/vehicles",
+        Some(json!({"plate": "KA19 XTR", "chassis": "WVW1", "depot": "north"})),
+    )
+    .await;
+    assert_eq!(first["answer"]["status"], 201);
+    let second = run(
+        &base,
+        "POST",
+        "/vehicles",
+        Some(json!({"plate": "ka19  xtr", "chassis": "WVW1", "depot": "south"})),
+    )
+    .await;
+    assert_eq!(second["answer"]["status"], 409, "{second}");
+    let transaction = second["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["operation"] == "TransactWriteItems")
+        .unwrap();
+    assert_eq!(transaction["error"], "TransactionCanceledException");
+    let parts = transaction["parts"].as_array().unwrap();
+    assert!(
+        parts[0]["reason"].is_null(),
+        "the vehicle part was not at fault"
+    );
+    for (part, field) in [(1, "plate"), (2, "chassis")] {
+        assert_eq!(parts[part]["reason"], "ConditionalCheckFailed");
+        assert_eq!(parts[part]["became"], format!("409 {field}: taken"));
+    }
+    assert_eq!(second["changes"]["added"], 0);
+
+    // A stale version: the guarded update's reason became the 412.
+    run(
+        &base,
+        "POST",
+        "/resources",
+        Some(json!({"resourceId": "door-7", "status": "closed", "actor": "ada"})),
+    )
+    .await;
+    let change = |status: &str| {
+        json!({"method": "PATCH", "path": "/resources/door-7",
+               "headers": [["content-type", "application/json"], ["if-match", "\"1\""]],
+               "body": json!({"status": status, "action": "edit", "actor": "ada"}).to_string()})
+    };
+    let won = console(&base, "run", json!({"request": change("open")})).await;
+    assert_eq!(won["answer"]["status"], 200);
+    assert_eq!(entities(&marked(&won, "added")), ["ChangeEvent"]);
+    assert_eq!(entities(&marked(&won, "changed")), ["CurrentState"]);
+    let stale = console(&base, "run", json!({"request": change("closed")})).await;
+    assert_eq!(stale["answer"]["status"], 412);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_race_has_exactly_one_winner() {
+    let (ctx, base) = start().await;
+    for (race, racers, loser) in [
+        ("plate", 16, "409 plate: taken"),
+        ("email", 16, "409 email: taken"),
+        ("version", 2, "412 stale version (current 2)"),
+        ("copy", 32, "409 copyId: unavailable"),
+    ] {
+        let answer = console(&base, "race", json!({"race": race})).await;
+        let outcome = &answer["race"];
+        assert_eq!(outcome["winners"], 1, "{race}: {outcome}");
+        assert_eq!(outcome["racers"].as_array().unwrap().len(), racers);
+        let tally = outcome["tally"].as_array().unwrap();
+        let losers = tally
+            .iter()
+            .find(|t| t[0] == loser)
+            .unwrap_or_else(|| panic!("{race}: {tally:?}"));
+        assert_eq!(losers[1], racers - 1, "{race}: {tally:?}");
+        // The losers wrote nothing: only the winner's items are new.
+        let added = marked(&json!({"partitions": outcome["table"]}), "added");
+        match race {
+            "plate" => assert_eq!(entities(&added), ["ChassisLock", "PlateLock", "Vehicle"]),
+            "email" => assert_eq!(entities(&added), ["Account", "EmailLock", "UsernameLock"]),
+            "version" => assert_eq!(entities(&added), ["ChangeEvent"]),
+            _ => assert_eq!(entities(&added), ["Loan"]),
+        }
+    }
+    let locks = table::scan(&ctx)
+        .await
+        .unwrap()
+        .keys()
+        .filter(|(pk, _)| pk.starts_with("PLATE#"))
+        .count();
+    assert_eq!(locks, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_fills_every_domain_and_mark_overdue_moves_its_loans_already_due() {
+    let (ctx, base) = start().await;
+    let seeded = console(&base, "seed", json!({})).await;
+    assert_eq!(seeded["seed"]["failures"], json!([]), "{}", seeded["seed"]);
+    assert_eq!(seeded["seed"]["movedDueDates"], 8);
+    let snapshot = table::scan(&ctx).await.unwrap();
+    let domains: BTreeSet<Domain> = snapshot
+        .iter()
+        .filter_map(|((pk, sk), item)| table::entity(pk, sk, item).1)
+        .collect();
+    assert_eq!(domains.len(), 4, "every domain has data");
+    // A second seed leaves every domain alone.
+    let again = console(&base, "seed", json!({})).await;
+    assert_eq!(again["seed"]["skipped"].as_array().unwrap().len(), 4);
+
+    let now = singlet_functions::clock::iso(singlet_functions::clock::now());
+    let marked_now = console(&base, "mark-overdue", json!({"time": now})).await;
+    assert_eq!(
+        marked_now["report"]["marked"], 6,
+        "{}",
+        marked_now["report"]
+    );
+    let moved = marked_now["moved"].as_array().unwrap();
+    assert_eq!(moved.len(), 6);
+    for loan in moved {
+        assert!(loan["from"]["pk"].as_str().unwrap().starts_with("OPEN#"));
+        assert!(loan["to"]["pk"].as_str().unwrap().starts_with("OVERDUE#"));
+        let item = ctx
+            .db
+            .get_item()
+            .table_name("singlet")
+            .key("PK", AttributeValue::S(loan["pk"].as_str().unwrap().into()))
+            .key("SK", AttributeValue::S(loan["sk"].as_str().unwrap().into()))
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap();
+        assert!(item.contains_key("GSI3PK") && !item.contains_key("GSI1PK"));
+    }
+    // Sixteen shard queries at least, one update per loan moved.
+    let operations = marked_now["operations"].as_array().unwrap();
+    assert!(
+        operations
+            .iter()
+            .filter(|o| o["operation"] == "Query" && o["index"] == "GSI1")
+            .count()
+            >= 16
+    );
+    assert_eq!(
+        operations
+            .iter()
+            .filter(|o| o["operation"] == "UpdateItem")
+            .count(),
+        6
+    );
+
+    // A week on, the two loans due in the coming days move too.
+    let week = singlet_functions::clock::iso(
+        singlet_functions::clock::now() + singlet_functions::clock::days(7),
+    );
+    let later = console(&base, "mark-overdue", json!({"time": week})).await;
+    assert_eq!(later["moved"].as_array().unwrap().len(), 2);
+
+    // A returned overdue loan leaves both indexes.
+    let loan = &moved[0];
+    let patron = loan["pk"].as_str().unwrap().trim_start_matches("PATRON#");
+    let checkout = loan["sk"].as_str().unwrap().trim_start_matches("CHECKOUT#");
+    let returned = run(
+        &base,
+        "POST",
+        &format!("/patrons/{patron}/checkouts/{checkout}/return"),
+        None,
+    )
+    .await;
+    assert_eq!(returned["answer"]["status"], 200, "{}", returned["answer"]);
+    assert_eq!(entities(&marked(&returned, "removed")), ["OverdueLoan"]);
+    let added = marked(&returned, "added");
+    assert_eq!(entities(&added), ["ReturnedLoan"]);
+    let item = returned["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["items"].as_array().unwrap())
+        .find(|i| i["change"] == "added")
+        .unwrap();
+    assert_eq!(item["indexes"], json!([]));
+
+    // Every pattern's example works against the seeded data, or fails only as the data says.
+    let state: Value = reqwest::get(format!("{base}/_console/api/state"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let patterns = state["patterns"].as_array().unwrap();
+    assert!(
+        patterns.iter().all(|p| p["live"] == true),
+        "every example points at data"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_answers_only_its_own_page() {
+    let (_ctx, base) = start().await;
+    let http = reqwest::Client::new();
+    let post = |extra: &[(&str, &str)]| {
+        let mut request = http
+            .post(format!("{base}/_console/api/run"))
+            .header("content-type", "application/json")
+            .body(json!({"request": {"method": "GET", "path": "/vehicles/x"}}).to_string());
+        for (name, value) in extra {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+    let status = |r: reqwest::Response| r.status().as_u16();
+    assert_eq!(
+        status(post(&[("x-singlet-console", "1")]).await.unwrap()),
+        200
+    );
+    // A form or a simple fetch from another site cannot send the console's header.
+    assert_eq!(status(post(&[]).await.unwrap()), 403);
+    for (name, value) in [
+        ("origin", "https://evil.example"),
+        ("host", "evil.example:3000"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
+        let refused = post(&[("x-singlet-console", "1"), (name, value)])
+            .await
+            .unwrap();
+        assert_eq!(status(refused), 403, "{name}: {value}");
+    }
+    // The console never runs its own endpoints as API routes.
+    let inner = console(
+        &base,
+        "run",
+        json!({"request": {"method": "POST", "path": "/_console/api/reset"}}),
+    )
+    .await;
+    assert!(
+        inner["error"].is_string() && inner["answer"].is_null(),
+        "{inner}"
+    );
+    // The page and its assets.
+    for (path, kind) in [
+        ("/_console", "text/html"),
+        ("/_console/console.js", "text/javascript"),
+        ("/_console/console.css", "text/css"),
+    ] {
+        let response = reqwest::get(format!("{base}{path}")).await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(kind)
+        );
+    }
+    // The API is as it was: no route is reachable without a token.
+    let anonymous = reqwest::get(format!("{base}/vehicles/none")).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+// ---- The page in a real browser ---------------------------------------------------------
+
+/// Kills chromedriver (and with it the browser) when the test ends, however it ends.
+struct Driver {
+    http: reqwest::Client,
+    url: String,
+    session: String,
+    child: Child,
+    _profile: TempDir,
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn find(candidates: &[&str]) -> Option<PathBuf> {
+    candidates.iter().map(PathBuf::from).find(|p| p.exists())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Driver {
+    /// chromedriver and headless Chromium, or `None` when they are not installed.
+    async fn start() -> Option<Driver> {
+        let chromium = find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"])?;
+        let chromedriver = find(&["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"])?;
+        let port = free_port();
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let profile =
+            TempDir(std::env::temp_dir().join(format!("singlet-console-chromium-{port}")));
+        let http = reqwest::Client::new();
+        let url = format!("http://127.0.0.1:{port}");
+        let mut driver = Driver {
+            http,
+            url,
+            session: String::new(),
+            child,
+            _profile: profile,
+        };
+        let started = Instant::now();
+        while driver
+            .http
+            .get(format!("{}/status", driver.url))
+            .send()
+            .await
+            .is_err()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "chromedriver did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    "--disable-dev-shm-usage", "--window-size=1680,1050", "--hide-scrollbars",
+                    format!("--user-data-dir={}", driver._profile.0.display()),
+                ],
+            },
+        }}});
+        let session = driver.command("POST", "/session", Some(capabilities)).await;
+        driver.session = session["sessionId"].as_str().expect("a session").to_owned();
+        Some(driver)
+    }
+
+    async fn command(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let url = if path == "/session" {
+            format!("{}{path}", self.url)
+        } else {
+            format!("{}/session/{}{path}", self.url, self.session)
+        };
+        let mut request = self.http.request(method.parse().unwrap(), url);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer: Value = request.send().await.unwrap().json().await.unwrap();
+        let value = answer["value"].clone();
+        assert!(
+            value.get("error").is_none(),
+            "WebDriver {method} {path}: {value}"
+        );
+        value
+    }
+
+    async fn goto(&self, url: &str) {
+        self.command("POST", "/url", Some(json!({"url": url})))
+            .await;
+    }
+
+    /// Runs `script` (a function body; `arguments` holds `args`) in the page.
+    async fn js(&self, script: &str, args: Value) -> Value {
+        self.command(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": args})),
+        )
+        .await
+    }
+
+    /// Waits until the page has finished what it was asked to do.
+    async fn idle(&self) {
+        let started = Instant::now();
+        loop {
+            if self
+                .js("return document.body.dataset.busy === '0'", json!([]))
+                .await
+                == true
+            {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "the page stayed busy"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn click(&self, selector: &str) {
+        let found = self
+            .js(
+                "const el = document.querySelector(arguments[0]); if (!el) return false; \
+                 const card = el.closest('details'); if (card) card.open = true; el.click(); return true;",
+                json!([selector]),
+            )
+            .await;
+        assert_eq!(found, true, "nothing to click at {selector}");
+        self.idle().await;
+    }
+
+    async fn tab(&self, domain: &str) {
+        self.click(&format!("#tabs button[data-domain='{domain}']"))
+            .await;
+    }
+
+    async fn screenshot(&self, path: &Path) {
+        use base64::Engine;
+        let png = self.command("GET", "/screenshot", None).await;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().unwrap())
+            .unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    async fn quit(&self) {
+        let _ = self
+            .http
+            .delete(format!("{}/session/{}", self.url, self.session))
+            .send()
+            .await;
+    }
+
+    /// The items the table view shows: `(PK, SK, entity, change)`.
+    async fn shown_items(&self) -> Vec<(String, String, String, String)> {
+        let items = self
+            .js(
+                "return [...document.querySelectorAll('#partitions .item')].map(e => \
+                 [e.dataset.pk, e.dataset.sk, e.dataset.entity, e.dataset.change]);",
+                json!([]),
+            )
+            .await;
+        serde_json::from_value(items).unwrap()
+    }
+
+    async fn text(&self, selector: &str) -> String {
+        self.js(
+            "const el = document.querySelector(arguments[0]); return el ? el.innerText : '';",
+            json!([selector]),
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+}
+
+/// What the page shows for a domain is the table: the same items, of that domain, none missing.
+async fn assert_page_matches_table(driver: &Driver, ctx: &Ctx, domain: Domain) {
+    let shown: BTreeSet<(String, String, String)> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 != "removed")
+        .map(|i| (i.0, i.1, i.2))
+        .collect();
+    let held: BTreeSet<(String, String, String)> = table::scan(ctx)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|((pk, sk), item)| {
+            let (entity, of) = table::entity(pk, sk, item);
+            (of == Some(domain)).then(|| (pk.clone(), sk.clone(), entity.to_owned()))
+        })
+        .collect();
+    assert_eq!(shown, held, "the {domain:?} page shows the table");
+}
+
+fn screenshot_path(domain: &str) -> PathBuf {
+    match std::env::var("CONSOLE_SCREENSHOTS").as_deref() {
+        Ok("docs") => {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("docs/console-{domain}.png"))
+        }
+        Ok(dir) if !dir.is_empty() => Path::new(dir).join(format!("console-{domain}.png")),
+        _ => Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("console-{domain}.png")),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_in_a_real_browser() {
+    let Some(driver) = Driver::start().await else {
+        eprintln!(
+            "SKIPPED the_page_in_a_real_browser: Chromium and chromedriver are not installed \
+             (apt-get install -y chromium chromium-driver)"
+        );
+        return;
+    };
+    let (ctx, base) = start().await;
+    driver.goto(&format!("{base}/_console#fleet")).await;
+    driver.idle().await;
+    assert!(driver.text(".brand").await.contains("singlet"));
+
+    // Data: the seed button fills every domain.
+    driver.click("#seed").await;
+    let seeded = driver.text(".seed-result").await;
+    assert!(seeded.contains("register-vehicle"), "{seeded}");
+    assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
+
+    // Fleet: register a vehicle; its two locks appear with it.
+    driver.click("[data-run='register-vehicle']").await;
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.answer').dataset.status",
+                json!([])
+            )
+            .await,
+        "201"
+    );
+    let added: BTreeSet<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "added")
+        .map(|i| i.2)
+        .collect();
+    assert_eq!(
+        added,
+        ["ChassisLock", "PlateLock", "Vehicle"]
+            .map(String::from)
+            .into()
+    );
+    let calls = driver.text(".operations").await;
+    assert!(
+        calls.contains("TransactWriteItems") && calls.contains("attribute_not_exists(PK)"),
+        "{calls}"
+    );
+    assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
+    driver.screenshot(&screenshot_path("fleet")).await;
+
+    // A race: sixteen clients, one plate, one winner; the table holds one lock for it.
+    driver.click("[data-race='plate']").await;
+    let winners = driver
+        .js(
+            "return document.querySelector('.race-result').dataset.winners",
+            json!([]),
+        )
+        .await;
+    assert_eq!(winners, "1");
+    let tally = driver.text(".tally").await;
+    assert!(tally.contains("15 × 409 plate: taken"), "{tally}");
+    // A loser's cancellation reason, next to the field error it became.
+    let result = driver.text("#result").await;
+    assert!(
+        result.contains("ConditionalCheckFailed") && result.contains("→ 409 plate: taken"),
+        "{result}"
+    );
+    let new_locks: Vec<_> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "added" && i.2 == "PlateLock")
+        .collect();
+    assert_eq!(new_locks.len(), 1);
+    assert!(
+        table::scan(&ctx)
+            .await
+            .unwrap()
+            .contains_key(&(new_locks[0].0.clone(), new_locks[0].1.clone()))
+    );
+    assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
+    driver.screenshot(&screenshot_path("race")).await;
+
+    // Accounts: sign up; the account and its two locks.
+    driver.tab("accounts").await;
+    driver.click("[data-run='create-account']").await;
+    let added: BTreeSet<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "added")
+        .map(|i| i.2)
+        .collect();
+    assert_eq!(
+        added,
+        ["Account", "EmailLock", "UsernameLock"]
+            .map(String::from)
+            .into()
+    );
+    assert_page_matches_table(&driver, &ctx, Domain::Accounts).await;
+    driver.screenshot(&screenshot_path("accounts")).await;
+
+    // Audit: a change under if-match: CURRENT changes, the next event appears.
+    driver.tab("audit").await;
+    driver.click("[data-run='change-resource']").await;
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.answer').dataset.status",
+                json!([])
+            )
+            .await,
+        "200"
+    );
+    let touched: BTreeSet<(String, String)> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| !i.3.is_empty())
+        .map(|i| (i.2, i.3))
+        .collect();
+    assert_eq!(
+        touched,
+        [
+            ("ChangeEvent".to_owned(), "added".to_owned()),
+            ("CurrentState".to_owned(), "changed".to_owned())
+        ]
+        .into()
+    );
+    assert_page_matches_table(&driver, &ctx, Domain::Audit).await;
+    driver.screenshot(&screenshot_path("audit")).await;
+
+    // Library: a checkout, then mark-overdue now: the loans already due move to GSI3.
+    driver.tab("library").await;
+    driver.click("[data-run='checkout-book']").await;
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.answer').dataset.status",
+                json!([])
+            )
+            .await,
+        "201"
+    );
+    let added: Vec<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "added")
+        .map(|i| i.2)
+        .collect();
+    assert_eq!(added, ["Loan"]);
+    driver.click("[data-run='mark-overdue']").await;
+    let moved = driver
+        .js(
+            "return document.querySelector('.mark-result').dataset.moved",
+            json!([]),
+        )
+        .await;
+    assert_eq!(moved, "6");
+    let now_overdue = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .filter(|i| i.3 == "changed" && i.2 == "OverdueLoan")
+        .count();
+    assert_eq!(now_overdue, 6);
+    let in_gsi3 = table::scan(&ctx)
+        .await
+        .unwrap()
+        .values()
+        .filter(|i| i.contains_key("GSI3PK"))
+        .count();
+    assert_eq!(in_gsi3, 6);
+    assert_page_matches_table(&driver, &ctx, Domain::Library).await;
+    driver.screenshot(&screenshot_path("library")).await;
+
+    driver.quit().await;
+}
