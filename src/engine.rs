@@ -54,7 +54,7 @@ pub async fn start_in_memory(table: &str) -> (Client, String) {
 }
 
 /// A client for a local engine at `endpoint`: fixed local credentials and region, the SDK's
-/// real HTTP stack and default retries.
+/// real HTTP stack, and the timeouts and retries the Lambdas use.
 pub fn local_client(endpoint: &str) -> Client {
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
@@ -68,6 +68,8 @@ pub fn local_client(endpoint: &str) -> Client {
             "singlet-local",
         ))
         .http_client(singlet_functions::context::https_client())
+        .timeout_config(singlet_functions::context::timeouts())
+        .retry_config(singlet_functions::context::retries())
         .build();
     Client::from_conf(config)
 }

@@ -4,7 +4,10 @@
 use crate::cursor::CursorKeys;
 use crate::ids::IdKey;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Everything a handler needs, built once per cold start and shared by every request.
 #[derive(Clone)]
@@ -39,10 +42,30 @@ impl Ctx {
     }
 }
 
+/// How long one request to the engine may take, and all its retries together: well under the
+/// Lambda's 10 s timeout, so a stalled engine is a `503` with `retry-after` (and a writer learns
+/// its write may not have committed) rather than API Gateway's generic error.
+pub fn timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_millis(1000))
+        .operation_attempt_timeout(Duration::from_millis(1500))
+        .operation_timeout(Duration::from_millis(4000))
+        .build()
+}
+
+/// The SDK's standard retries (throttling, transient errors, timed-out attempts), three
+/// attempts in all within [`timeouts`].
+pub fn retries() -> RetryConfig {
+    RetryConfig::standard().with_max_attempts(3)
+}
+
 /// A client from the standard AWS configuration (environment, profile, instance role), on
 /// `endpoint` when given, else on `AWS_ENDPOINT_URL_DYNAMODB` or DynamoDB itself.
 pub async fn client_from_env(endpoint: Option<&str>) -> Client {
-    let mut loader = aws_config::from_env().http_client(https_client());
+    let mut loader = aws_config::from_env()
+        .http_client(https_client())
+        .timeout_config(timeouts())
+        .retry_config(retries());
     if let Some(endpoint) = endpoint {
         loader = loader.endpoint_url(endpoint);
     }

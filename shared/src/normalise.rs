@@ -134,7 +134,10 @@ impl Chassis {
     }
 }
 
-/// Plates and chassis numbers share one rule.
+/// Plates and chassis numbers share one rule: after folding, ASCII letters, digits, spaces and
+/// hyphens only. Registrations are written in Latin letters and Western digits, so a look-alike
+/// from another script (Cyrillic `КА19ХТ`, Greek `ΚΑ19`, Arabic-Indic digits `١٩`) is refused
+/// rather than becoming a second holder of what reads as the same plate.
 fn registration(raw: &str) -> Result<String, Invalid> {
     let value = collapse_whitespace(&fold(raw));
     if value.is_empty() {
@@ -145,7 +148,7 @@ fn registration(raw: &str) -> Result<String, Invalid> {
     }
     if !value
         .chars()
-        .all(|c| c.is_alphanumeric() || c == ' ' || c == '-')
+        .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '-')
     {
         return Err(Invalid::Invalid);
     }
@@ -276,6 +279,38 @@ pub fn fold(raw: &str) -> String {
 /// Trims, and collapses every run of white space to one ASCII space.
 fn collapse_whitespace(value: &str) -> String {
     value.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod look_alikes {
+    use super::*;
+
+    #[test]
+    fn registrations_from_other_scripts_are_refused() {
+        assert_eq!(Plate::parse("KA19XT").unwrap().as_str(), "ka19xt");
+        assert_eq!(
+            Plate::parse("ＫＡ１９ＸＴ").unwrap().as_str(),
+            "ka19xt",
+            "full-width folds"
+        );
+        for look_alike in [
+            "КА19ХТ",               // Cyrillic Ka, A, Kha, Te
+            "ΚΑ19ΧΤ",               // Greek Kappa, Alpha, Chi, Tau
+            "KA\u{0661}\u{0669}XT", // Arabic-Indic one and nine
+            "KA۱۹XT",               // Extended Arabic-Indic
+        ] {
+            assert_eq!(
+                Plate::parse(look_alike),
+                Err(Invalid::Invalid),
+                "{look_alike}"
+            );
+            assert_eq!(
+                Chassis::parse(look_alike),
+                Err(Invalid::Invalid),
+                "{look_alike}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod audit;
 mod auth;
 mod conventions;
 mod events;
+mod faults;
 mod fleet;
 mod idempotency;
 mod library;
