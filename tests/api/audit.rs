@@ -6,7 +6,6 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet_shared::keys::MAX_VERSION;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 async fn create(api: &Api, id: &str, status: &str) -> Reply {
     api.post(
@@ -126,7 +125,6 @@ both!(
     history_lists_current_then_events_oldest_first,
     history_cursors_are_bound_to_their_resource,
     long_histories_page_through_every_event_once,
-    the_readme_examples_run,
 );
 
 async fn create_writes_current_and_the_first_event(api: Api) {
@@ -579,113 +577,6 @@ async fn long_histories_page_through_every_event_once(api: Api) {
         assert_eq!(events.last().unwrap()["toStatus"], current["status"]);
     }
     assert_eq!(partition(&api, "long").await.len(), EVENTS as usize + 1);
-}
-
-/// The curl examples of the README's "Change & audit log" section, run in order: each must get
-/// the status (and `etag`) its comment line promises.
-async fn the_readme_examples_run(api: Api) {
-    let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
-    let section = readme
-        .split("### Change & audit log")
-        .nth(1)
-        .unwrap()
-        .split("\n## ")
-        .next()
-        .unwrap();
-    let block = section.split("```sh\n").nth(1).unwrap();
-    let block = block.split("```").next().unwrap().replace("\\\n", " ");
-    let mut lines = block.lines().peekable();
-    let mut cursor = String::new();
-    let mut ran = 0;
-    while let Some(line) = lines.next() {
-        if !line.starts_with("curl ") {
-            continue;
-        }
-        let promise = lines.next_if(|l| l.starts_with('#')).unwrap_or_default();
-        let line = line.replace("<cursor>", &cursor);
-        let words = shell_words(&line);
-        let mut method = "GET";
-        let mut url = None;
-        let mut headers = Vec::new();
-        let mut body = None;
-        let mut words = words.iter().skip(1);
-        while let Some(word) = words.next() {
-            match word.as_str() {
-                "-s" | "-si" => {}
-                "-X" => method = http_method(words.next().unwrap()),
-                "-H" => {
-                    let (name, value) = words.next().unwrap().split_once(": ").unwrap();
-                    headers.push((name.to_owned(), value.to_owned()));
-                }
-                "-d" => body = Some(words.next().unwrap().clone()),
-                other => url = Some(other.trim_start_matches("localhost:3000").to_owned()),
-            }
-        }
-        if body.is_some() && method == "GET" {
-            method = "POST";
-        }
-        let mut call = api.call(method, url.unwrap());
-        if let Some(body) = body {
-            call = call.json(serde_json::from_str(&body).unwrap());
-        }
-        for (name, value) in &headers {
-            call = call.header(name, value);
-        }
-        let reply = call.send().await;
-        let status: u16 = promise
-            .trim_start_matches('#')
-            .trim()
-            .get(..3)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no status promised after `{line}`"));
-        assert_eq!(reply.status, status, "`{line}`: {reply:?}");
-        if let Some(etag) = promise.split("etag: ").nth(1) {
-            let etag = etag.split(',').next().unwrap();
-            assert_eq!(reply.header("etag"), Some(etag), "`{line}`");
-        }
-        if let Some(next) = reply.body["nextCursor"].as_str() {
-            cursor = next.to_owned();
-        }
-        ran += 1;
-    }
-    assert!(ran >= 7, "the README shows every route");
-}
-
-fn http_method(name: &str) -> &'static str {
-    ["GET", "POST", "PUT", "PATCH", "DELETE"]
-        .into_iter()
-        .find(|m| *m == name)
-        .unwrap_or_else(|| panic!("unknown method {name}"))
-}
-
-/// Splits a shell line on white space, keeping single-quoted words whole.
-fn shell_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quoted = false;
-    let mut started = false;
-    for c in line.chars() {
-        match c {
-            '\'' => {
-                quoted = !quoted;
-                started = true;
-            }
-            c if c.is_whitespace() && !quoted => {
-                if started {
-                    words.push(std::mem::take(&mut word));
-                    started = false;
-                }
-            }
-            c => {
-                word.push(c);
-                started = true;
-            }
-        }
-    }
-    if started {
-        words.push(word);
-    }
-    words
 }
 
 /// 30 concurrent changes carrying the same `if-match`: exactly one commits; every other one is a

@@ -16,5 +16,6 @@ mod fleet;
 mod idempotency;
 mod library;
 mod loans;
+mod readme;
 mod runner;
 mod template;
