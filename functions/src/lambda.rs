@@ -2,9 +2,11 @@
 //! serving the function named like the binary (an HTTP route or a scheduled function).
 
 use crate::context::Ctx;
-use crate::request::respond;
+use crate::metrics::Metrics;
+use crate::request::answer;
 use crate::routes::{Route, Scheduled, by_function, scheduled};
 use lambda_http::{Request, service_fn};
+use std::time::Instant;
 use tracing_subscriber::EnvFilter;
 
 /// JSON logs on standard output (where Lambda collects them), filtered by `RUST_LOG` (default
@@ -52,10 +54,52 @@ pub async fn run(function: &str) -> Result<(), lambda_runtime::Error> {
 }
 
 async fn serve_http(ctx: &'static Ctx, route: &'static Route) -> Result<(), lambda_runtime::Error> {
-    lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, std::convert::Infallible>(respond(ctx, route, req).await)
+    let key = route.key();
+    lambda_http::run(service_fn(move |req: Request| {
+        let key = key.clone();
+        async move {
+            let started = Instant::now();
+            let answer = answer(ctx, route, req).await;
+            let mut metrics = Metrics::for_route(route.function, &key);
+            let status = answer.response.status().as_u16();
+            metrics
+                .request(status)
+                .consumed(answer.consumed.read_units, answer.consumed.write_units)
+                .latency(started.elapsed());
+            match status {
+                409 => {
+                    for code in problem_codes(&answer.response) {
+                        metrics.conflict(&code);
+                    }
+                }
+                412 => {
+                    metrics.precondition_failed("precondition-failed");
+                }
+                428 => {
+                    metrics.precondition_failed("precondition-required");
+                }
+                _ => {}
+            }
+            metrics.flush();
+            Ok::<_, std::convert::Infallible>(answer.response)
+        }
     }))
     .await
+}
+
+/// The field error codes of a problem document (`taken`, `unavailable`, ...).
+fn problem_codes(response: &lambda_http::Response<lambda_http::Body>) -> Vec<String> {
+    let body: serde_json::Value =
+        serde_json::from_slice(response.body().as_ref()).unwrap_or_default();
+    body["errors"]
+        .as_array()
+        .map(|errors| {
+            errors
+                .iter()
+                .filter_map(|e| e["code"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 async fn serve_scheduled(
@@ -65,9 +109,20 @@ async fn serve_scheduled(
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: lambda_runtime::LambdaEvent<serde_json::Value>| async move {
             let deadline = event.context.deadline();
-            (scheduled.handler)(ctx, event.payload, Some(deadline))
+            let started = Instant::now();
+            let report = (scheduled.handler)(ctx, event.payload, Some(deadline))
                 .await
-                .map_err(lambda_runtime::Error::from)
+                .map_err(lambda_runtime::Error::from)?;
+            // A run's report counts what it did (`mark-overdue`: loans marked, items skipped or
+            // unreadable, pages read).
+            let count = |name: &str| report[name].as_u64().unwrap_or(0);
+            Metrics::new(scheduled.function)
+                .loans_marked(count("marked"))
+                .items_skipped(count("skipped") + count("unreadable"))
+                .pages_read(count("pagesRead"))
+                .duration(started.elapsed())
+                .flush();
+            Ok::<_, lambda_runtime::Error>(report)
         },
     ))
     .await

@@ -12,7 +12,7 @@
 //! - [`paging`] and [`cursor`]: lists and their signed cursors;
 //! - [`idempotency`] and [`ids`]: `Idempotency-Key` and the ids it derives;
 //! - [`context`]: the clients and configuration, read from the environment once;
-//! - [`lambda`]: what every Lambda binary runs.
+//! - [`lambda`]: what every Lambda binary runs, and [`metrics`]: its CloudWatch EMF lines.
 
 pub mod claims;
 pub mod clock;
@@ -24,6 +24,7 @@ pub mod http;
 pub mod idempotency;
 pub mod ids;
 pub mod lambda;
+pub mod metrics;
 pub mod paging;
 pub mod request;
 pub mod routes;

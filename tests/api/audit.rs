@@ -6,7 +6,6 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet_shared::keys::MAX_VERSION;
 
-
 async fn create(api: &Api, id: &str, status: &str) -> Reply {
     api.post(
         "/resources",
