@@ -41,7 +41,27 @@ pub fn app(gateway: Gateway) -> axum::Router {
         .fallback(dispatch)
         .with_state(gateway.clone());
     crate::console::mount(api, gateway.ctx, gateway.issuer)
+        .route("/openapi.json", axum::routing::get(openapi))
 }
+
+/// The contract as OpenAPI 3.1 (`docs/openapi.yaml`), as JSON, for client generators and API
+/// tools. The runner only: API Gateway serves the functions' routes and nothing else.
+async fn openapi() -> Response {
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let json = DOCUMENT.get_or_init(|| {
+        let yaml: Value = serde_norway::from_str(OPENAPI_YAML).expect("docs/openapi.yaml parses");
+        yaml.to_string()
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        json.clone(),
+    )
+        .into_response()
+}
+
+/// The OpenAPI document, compiled in.
+pub const OPENAPI_YAML: &str = include_str!("../docs/openapi.yaml");
 
 pub async fn serve(listener: TcpListener, gateway: Gateway) -> std::io::Result<()> {
     axum::serve(listener, app(gateway)).await
