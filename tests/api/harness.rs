@@ -245,6 +245,14 @@ impl Api {
         }
     }
 
+    /// The same API, its handlers on another context (called directly).
+    pub fn with_ctx(&self, ctx: Ctx) -> Api {
+        Api {
+            ctx,
+            ..self.clone()
+        }
+    }
+
     /// The same API, calling with another token.
     pub fn as_token(&self, token: String) -> Api {
         Api {
