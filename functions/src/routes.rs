@@ -90,6 +90,10 @@ pub static ROUTES: &[Route] = &[
         "Change an account's username, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
     route!("delete-account", "DELETE" "/accounts/{accountId}", accounts::delete_account::handle,
         "Delete an account and free its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "DeleteItem"]),
+    route!("check-email", "GET" "/emails/{email}", accounts::check_email::handle,
+        "Tell whether an email is free to sign up with", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem"]),
+    route!("check-username", "GET" "/usernames/{username}", accounts::check_username::handle,
+        "Tell whether a username is free to sign up with", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem"]),
     // Change & audit log
     route!("create-resource", "POST" "/resources", audit::create_resource::handle,
         "Create a resource with its first history event", scopes ["audit:write"], idempotent: true, ["PutItem", "GetItem"]),

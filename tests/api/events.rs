@@ -22,6 +22,8 @@ const REPLAY: &[(&str, u16)] = &[
     ("change-email", 200),
     ("change-username", 200),
     ("delete-account", 204),
+    ("check-email", 200),
+    ("check-username", 200),
     // Change & audit log
     ("create-resource", 201),
     ("create-resource", 201), // the same Idempotency-Key: the same answer, nothing new
