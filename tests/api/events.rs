@@ -35,16 +35,21 @@ const REPLAY: &[(&str, u16)] = &[
     ("create-branch", 201),
     ("create-branch", 201), // the same Idempotency-Key: the same answer, nothing new
     ("get-branch", 200),
+    ("list-branches", 200),
     ("register-patron", 201),
     ("register-patron", 201), // the same Idempotency-Key: the same patron
     ("list-patrons", 200),
     ("get-patron", 200),
     ("find-by-card", 200),
+    ("reissue-card", 200),
+    ("change-tier", 200),
     ("create-book", 201),
     ("get-book", 200),
+    ("correct-book", 200),
     ("add-copy", 201),
     ("list-copies", 200),
     ("book-availability", 200),
+    ("available-copies", 200),
     // Library loans
     ("checkout-book", 201),
     ("checkout-book", 201), // the same Idempotency-Key: the same loan
