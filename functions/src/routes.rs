@@ -147,8 +147,14 @@ pub static ROUTES: &[Route] = &[
         "Return a loan, freeing the copy and the patron's slot", scopes ["library:staff"], idempotent: true, ["GetItem", "DeleteItem", "PutItem", "UpdateItem"]),
     route!("renew-checkout", "POST" "/patrons/{patronId}/checkouts/{checkoutId}/renew", loans::renew_checkout::handle,
         "Renew a loan that is not yet due", scopes ["library:staff", "library:patron"], idempotent: true, ["GetItem", "UpdateItem", "PutItem"]),
+    route!("get-checkout", "GET" "/patrons/{patronId}/checkouts/{checkoutId}", loans::get_checkout::handle,
+        "Read one loan, active or returned", scopes ["library:staff", "library:patron"], idempotent: false, ["GetItem"]),
+    route!("loan-history", "GET" "/patrons/{patronId}/history", loans::loan_history::handle,
+        "List a patron's returned loans, newest return first", scopes ["library:staff", "library:patron"], idempotent: false, ["Query"]),
     route!("find-overdue", "GET" "/branches/{branchId}/overdue", loans::find_overdue::handle,
         "List a branch's overdue loans, oldest due first", scopes ["library:staff"], idempotent: false, ["Query", "GetItem"]),
+    route!("find-all-overdue", "GET" "/overdue", loans::find_all_overdue::handle,
+        "List every branch's overdue loans, oldest due first", scopes ["library:staff"], idempotent: false, ["Query", "GetItem"]),
 ];
 
 /// A function that no HTTP route serves: it runs on a schedule.

@@ -54,10 +54,14 @@ const REPLAY: &[(&str, u16)] = &[
     ("checkout-book", 201),
     ("checkout-book", 201), // the same Idempotency-Key: the same loan
     ("active-checkouts", 200),
+    ("get-checkout", 200),
     ("renew-checkout", 200),
     ("mark-overdue", 200), // a complete run (its event's time is before any loan here falls due)
     ("find-overdue", 200),
+    ("find-all-overdue", 200),
     ("return-book", 200),
+    ("loan-history", 200),
+    ("remove-patron", 204), // its one loan returned: the patron and its card go
 ];
 
 #[tokio::test]
