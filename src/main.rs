@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 use singlet::auth::Authorizer;
 use singlet::{engine, front_door, invoke};
 use singlet_functions::cursor::{CursorKeys, MIN_KEY_LEN};
-use singlet_functions::{Ctx, lambda::init_tracing_to, table::ensure_table};
+use singlet_functions::{
+    Ctx,
+    lambda::init_tracing_to,
+    table::{add_missing_indexes, ensure_table},
+};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -216,6 +220,15 @@ async fn connect(args: &EngineArgs, serve_engine: bool) -> Result<Ctx, String> {
         .map_err(|e| format!("cannot create the table: {e}"))?
     {
         tracing::info!(table = %args.table, "created the table");
+    } else if args.endpoint.is_none() {
+        // The embedded engine's table may come from an older singlet: give it the new indexes.
+        // An external table is left as its owner (a template, a team) made it.
+        let added = add_missing_indexes(&client, &args.table)
+            .await
+            .map_err(|e| format!("cannot add the table's missing indexes: {e}"))?;
+        if !added.is_empty() {
+            tracing::info!(table = %args.table, indexes = ?added, "added the indexes the table lacked");
+        }
     }
     Ok(Ctx::new(client, args.table.clone(), cursor_keys()?))
 }

@@ -20,6 +20,7 @@ pub enum Code {
     Returned,
     Overdue,
     RenewalLimit,
+    HasLoans,
 }
 
 impl From<Invalid> for Code {
@@ -132,6 +133,7 @@ impl ApiError {
                 Code::Returned => format!("{} has already been returned", e.field),
                 Code::Overdue => format!("{} is overdue", e.field),
                 Code::RenewalLimit => format!("{} has reached the renewal limit", e.field),
+                Code::HasLoans => format!("{} has active loans", e.field),
                 _ => format!("{} conflicts", e.field),
             })
             .collect::<Vec<_>>()

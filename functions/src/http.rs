@@ -115,6 +115,18 @@ impl JsonBody {
         }
     }
 
+    /// An optional whole number within `range`: absent or null is `None`.
+    pub fn optional_integer(
+        &self,
+        field: &'static str,
+        range: std::ops::RangeInclusive<i64>,
+    ) -> Result<Option<i64>, FieldError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.integer(field, range).map(Some),
+        }
+    }
+
     /// A required string that must be one of `allowed`.
     pub fn one_of(
         &self,

@@ -70,11 +70,28 @@ impl Page {
         T: DeserializeOwned + Serialize,
         M: Future<Output = Result<(), ApiError>>,
     {
+        Ok(ok(&self
+            .read_or_missing::<T, M>(ctx, query, missing)
+            .await?))
+    }
+
+    /// One page of `query`, decoded, as [`Page::query`] reads it (`missing` run only on an empty
+    /// first page), for a route that adds to the page or changes its items before answering.
+    pub async fn read_or_missing<T, M>(
+        &self,
+        ctx: &Ctx,
+        query: Query,
+        missing: M,
+    ) -> Result<Paged<T>, ApiError>
+    where
+        T: DeserializeOwned,
+        M: Future<Output = Result<(), ApiError>>,
+    {
         let page = self.read::<T>(ctx, query).await?;
         if page.items.is_empty() && self.start.is_none() {
             missing.await?;
         }
-        Ok(ok(&page))
+        Ok(page)
     }
 
     /// One page of `query`, decoded, with its cursor.

@@ -1,12 +1,14 @@
-//! Creates the table from `singlet_shared::schema`, for the local runner and the tests; on AWS,
-//! `template.yaml` declares the same table (a test keeps the two equal).
+//! Creates the table from `singlet_shared::schema`, for the local runner and the tests, and adds
+//! the indexes a local table made by an older singlet lacks; on AWS, `template.yaml` declares the
+//! same table (a test keeps the two equal).
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
+    GlobalSecondaryIndexUpdate, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, TimeToLiveSpecification,
 };
-use singlet_shared::schema::{self, INDEXES, PK, SK, TTL_ATTRIBUTE};
+use singlet_shared::schema::{self, INDEXES, Index, PK, SK, TTL_ATTRIBUTE};
 
 fn key_schema(pk: &str, sk: &str) -> Vec<KeySchemaElement> {
     [(pk, KeyType::Hash), (sk, KeyType::Range)]
@@ -32,22 +34,12 @@ pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, aws_sdk_
     {
         return Ok(false);
     }
-    let attributes = schema::key_attributes().into_iter().map(|name| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .expect("complete")
-    });
+    let attributes = schema::key_attributes().into_iter().map(attribute);
     let indexes = INDEXES.iter().map(|index| {
-        let projection = match index.projection {
-            schema::Projection::All => ProjectionType::All,
-            schema::Projection::KeysOnly => ProjectionType::KeysOnly,
-        };
         GlobalSecondaryIndex::builder()
             .index_name(index.name)
             .set_key_schema(Some(key_schema(index.pk, index.sk)))
-            .projection(Projection::builder().projection_type(projection).build())
+            .projection(projection(index))
             .build()
             .expect("complete")
     });
@@ -72,4 +64,62 @@ pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, aws_sdk_
         .send()
         .await?;
     Ok(true)
+}
+
+/// Adds to an existing `table` every index of the schema it lacks (one `UpdateTable` each, as
+/// DynamoDB takes them), its items backfilled by the engine: a local table made by an older
+/// singlet gains the indexes of the newer one. Returns the names of the indexes added.
+pub async fn add_missing_indexes(
+    client: &Client,
+    table: &str,
+) -> Result<Vec<&'static str>, aws_sdk_dynamodb::Error> {
+    let described = client.describe_table().table_name(table).send().await?;
+    let existing: Vec<String> = described
+        .table()
+        .map(|t| {
+            t.global_secondary_indexes()
+                .iter()
+                .filter_map(|i| i.index_name().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut added = Vec::new();
+    for index in INDEXES
+        .iter()
+        .filter(|i| !existing.iter().any(|e| e == i.name))
+    {
+        let create = CreateGlobalSecondaryIndexAction::builder()
+            .index_name(index.name)
+            .set_key_schema(Some(key_schema(index.pk, index.sk)))
+            .projection(projection(index))
+            .build()?;
+        client
+            .update_table()
+            .table_name(table)
+            .attribute_definitions(attribute(index.pk))
+            .attribute_definitions(attribute(index.sk))
+            .global_secondary_index_updates(
+                GlobalSecondaryIndexUpdate::builder().create(create).build(),
+            )
+            .send()
+            .await?;
+        added.push(index.name);
+    }
+    Ok(added)
+}
+
+fn attribute(name: &str) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .expect("complete")
+}
+
+fn projection(index: &Index) -> Projection {
+    let projection = match index.projection {
+        schema::Projection::All => ProjectionType::All,
+        schema::Projection::KeysOnly => ProjectionType::KeysOnly,
+    };
+    Projection::builder().projection_type(projection).build()
 }

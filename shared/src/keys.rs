@@ -4,7 +4,7 @@
 //! already validated, so a key's shape is defined once and no user value can put a `#` in it.
 //! The table's attribute names live in [`crate::schema`].
 
-use crate::normalise::{Chassis, Email, Id, Isbn13, Plate, Username};
+use crate::normalise::{CardNumber, Chassis, Email, Id, Isbn13, Plate, Username};
 use sha2::{Digest, Sha256};
 
 /// A table item's primary key.
@@ -68,6 +68,18 @@ pub fn branch(branch_id: &Id) -> Key {
     same(branch_partition(branch_id))
 }
 
+/// The GSI1 partition that lists every branch.
+pub const BRANCHES: &str = "BRANCHES";
+
+/// GSI1 on a branch: every branch in one partition, in id order. Branches are few and rarely
+/// created, so one partition takes their writes easily.
+pub fn branch_listing(branch_id: &Id) -> IndexKey {
+    IndexKey {
+        pk: BRANCHES.to_owned(),
+        sk: branch_id.to_string(),
+    }
+}
+
 /// The partition that holds a branch, its patrons and its copies.
 pub fn branch_partition(branch_id: &Id) -> String {
     format!("BRANCH#{branch_id}")
@@ -92,7 +104,7 @@ pub fn patron_by_id(patron_id: &Id) -> IndexKey {
     }
 }
 
-pub fn card_lock(card_number: &Id) -> Key {
+pub fn card_lock(card_number: &CardNumber) -> Key {
     same(format!("CARD#{card_number}"))
 }
 
@@ -149,6 +161,19 @@ pub fn copies_in_status(status: CopyStatus) -> String {
     format!("{}#", status.as_str())
 }
 
+/// The GSI2 sort-key prefix of a book's copies in one status at one branch. The trailing `#`
+/// keeps branch `b1` from matching `b10`'s copies (an id never holds a `#`).
+pub fn copies_at_branch_in_status(status: CopyStatus, branch_id: &Id) -> String {
+    format!("{}#{branch_id}#", status.as_str())
+}
+
+/// The copy a copy's GSI2 sort key (`<status>#<branchId>#<copyId>`) names.
+pub fn copy_of_copy_by_book(sort_key: &str) -> Option<&str> {
+    let mut parts = sort_key.splitn(3, '#');
+    let (_status, _branch_id, copy_id) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(copy_id)
+}
+
 /// The branch a copy's GSI2 sort key (`<status>#<branchId>#<copyId>`) names: availability reads
 /// only the index's keys (it projects nothing else) and counts them per branch.
 pub fn branch_of_copy_by_book(sort_key: &str) -> Option<&str> {
@@ -179,6 +204,20 @@ pub fn returned_checkout(patron_id: &Id, checkout_id: &Id) -> Key {
 
 pub fn patron_loans_partition(patron_id: &Id) -> String {
     format!("{PATRON_PREFIX}{patron_id}")
+}
+
+/// The GSI1 partition of a patron's returned loans.
+pub fn loan_history_partition(patron_id: &Id) -> String {
+    format!("HISTORY#{patron_id}")
+}
+
+/// GSI1 on a returned loan: its patron's history, sorted by `<returnedDate>#<checkoutId>`, so
+/// that the newest return is read first (descending). `returned_date` is ISO-8601 UTC.
+pub fn returned_loan(patron_id: &Id, checkout_id: &Id, returned_date: &str) -> IndexKey {
+    IndexKey {
+        pk: loan_history_partition(patron_id),
+        sk: format!("{returned_date}#{checkout_id}"),
+    }
 }
 
 /// How many partitions the open-loans index is spread over. Loans made on one day fall due on
@@ -215,6 +254,25 @@ pub fn overdue_loan(branch_id: &Id, checkout_id: &Id, due_date: &str) -> IndexKe
         pk: overdue_partition(branch_id),
         sk: format!("{due_date}#{checkout_id}"),
     }
+}
+
+/// The GSI4 partition of every overdue loan, at every branch.
+pub const ALL_OVERDUE: &str = "OVERDUE";
+
+/// GSI4 on a checkout once it is overdue, next to its GSI3 keys: the library's overdue loans,
+/// oldest due first. Only `mark-overdue` writes into it (at most a run's worth of loans every 15
+/// minutes) and returns take loans out, so one partition is enough.
+pub fn overdue_anywhere(checkout_id: &Id, due_date: &str) -> IndexKey {
+    IndexKey {
+        pk: ALL_OVERDUE.to_owned(),
+        sk: format!("{due_date}#{checkout_id}"),
+    }
+}
+
+/// The item that records the last complete `mark-overdue` run: its `time` is the overdue lists'
+/// `asOf`.
+pub fn mark_overdue_run() -> Key {
+    same("MARKER#mark-overdue".to_owned())
 }
 
 // ---- Change & audit log ---------------------------------------------------------------------
@@ -334,6 +392,35 @@ mod tests {
                 sk: "2026-01-01T00:00:00Z#k1".into()
             }
         );
+        assert_eq!(card_lock(&CardNumber::parse("C-1").unwrap()).pk, "CARD#c-1");
+        assert_eq!(
+            branch_listing(&id("b1")),
+            IndexKey {
+                pk: "BRANCHES".into(),
+                sk: "b1".into()
+            }
+        );
+        assert_eq!(
+            overdue_anywhere(&id("k1"), "2026-01-01T00:00:00Z"),
+            IndexKey {
+                pk: "OVERDUE".into(),
+                sk: "2026-01-01T00:00:00Z#k1".into()
+            }
+        );
+        assert_eq!(
+            returned_loan(&id("p1"), &id("k1"), "2026-01-02T00:00:00Z"),
+            IndexKey {
+                pk: "HISTORY#p1".into(),
+                sk: "2026-01-02T00:00:00Z#k1".into()
+            }
+        );
+        assert_eq!(
+            mark_overdue_run(),
+            Key {
+                pk: "MARKER#mark-overdue".into(),
+                sk: "MARKER#mark-overdue".into()
+            }
+        );
         assert_eq!(resource_event(&id("r"), 7).sk, "EVENT#000000000007");
         assert_eq!(resource_current(&id("r")).sk, "CURRENT");
     }
@@ -345,6 +432,15 @@ mod tests {
             let key = copy_by_book(&isbn, status, &id("b-1"), &id("c_1"));
             assert!(key.sk.starts_with(&copies_in_status(status)));
             assert_eq!(branch_of_copy_by_book(&key.sk), Some("b-1"));
+            assert_eq!(copy_of_copy_by_book(&key.sk), Some("c_1"));
+            assert!(
+                key.sk
+                    .starts_with(&copies_at_branch_in_status(status, &id("b-1")))
+            );
+            assert!(
+                !key.sk
+                    .starts_with(&copies_at_branch_in_status(status, &id("b")))
+            );
             assert_eq!(CopyStatus::parse(status.as_str()), Some(status));
         }
         assert_eq!(branch_of_copy_by_book("available#b1"), None);

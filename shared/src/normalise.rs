@@ -99,10 +99,17 @@ key_part!(
     /// A book's ISBN as its 13 digits, whichever form (ISBN-10 or ISBN-13) it was given in.
     Isbn13
 );
+key_part!(
+    /// A library card number: folded (NFKC, lower case) and trimmed, then
+    /// `^[a-z0-9_-]{1,64}$`, the alphabet and length of an id, so that every card number accepted
+    /// before cards were case-insensitive is still accepted. `C-1`, `c-1` and `Ｃ-１` are one card.
+    CardNumber
+);
 
 pub const MAX_ID_LEN: usize = 64;
 pub const MAX_PLATE_LEN: usize = 32;
 pub const MAX_EMAIL_LEN: usize = 254;
+pub const MAX_CARD_NUMBER_LEN: usize = MAX_ID_LEN;
 
 impl Id {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
@@ -198,6 +205,25 @@ impl Username {
             b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-')
         });
         if !chars_ok || !USERNAME_LEN.contains(&value.len()) {
+            return Err(Invalid::Invalid);
+        }
+        Ok(Self(value))
+    }
+}
+
+impl CardNumber {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let value = fold(raw).trim().to_owned();
+        if value.is_empty() {
+            return Err(Invalid::Required);
+        }
+        if value.chars().count() > MAX_CARD_NUMBER_LEN {
+            return Err(Invalid::TooLong);
+        }
+        if !value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'))
+        {
             return Err(Invalid::Invalid);
         }
         Ok(Self(value))
@@ -422,6 +448,24 @@ mod tests {
     }
 
     #[test]
+    fn card_numbers_are_case_insensitive_ids() {
+        for raw in ["C-000123", "c-000123", " C-000123\t", "Ｃ-０００１２３"] {
+            assert_eq!(
+                CardNumber::parse(raw).unwrap().as_str(),
+                "c-000123",
+                "{raw:?}"
+            );
+        }
+        assert_eq!(CardNumber::parse("a_B-9").unwrap().as_str(), "a_b-9");
+        assert_eq!(CardNumber::parse("  "), Err(Invalid::Required));
+        assert_eq!(CardNumber::parse(&"a".repeat(65)), Err(Invalid::TooLong));
+        assert!(CardNumber::parse(&"A".repeat(64)).is_ok());
+        for bad in ["c#1", "c 1", "c/1", "straße", "c\u{0}1"] {
+            assert_eq!(CardNumber::parse(bad), Err(Invalid::Invalid), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn ids_are_a_small_ascii_alphabet() {
         assert!(Id::parse("a-Z_9").is_ok());
         assert_eq!(Id::parse(""), Err(Invalid::Required));
@@ -449,6 +493,10 @@ mod tests {
             }
             if let Ok(user) = Username::parse(&raw) {
                 prop_assert_eq!(Username::parse(user.as_str()), Ok(user.clone()));
+            }
+            if let Ok(card) = CardNumber::parse(&raw) {
+                prop_assert_eq!(CardNumber::parse(card.as_str()), Ok(card.clone()));
+                prop_assert!(!card.as_str().contains('#'));
             }
         }
 

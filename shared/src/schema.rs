@@ -21,7 +21,8 @@ pub struct Index {
     pub projection: Projection,
 }
 
-/// GSI1, overloaded: a patron by id, and the sharded open-loans index that `mark-overdue` reads.
+/// GSI1, overloaded: a patron by id, every branch (`BRANCHES`), the sharded open-loans index that
+/// `mark-overdue` reads, and a patron's returned loans by return date (`HISTORY#<patronId>`).
 pub const GSI1: Index = Index {
     name: "GSI1",
     pk: "GSI1PK",
@@ -44,7 +45,15 @@ pub const GSI3: Index = Index {
     projection: Projection::All,
 };
 
-pub const INDEXES: [Index; 3] = [GSI1, GSI2, GSI3];
+/// GSI4, sparse: every branch's overdue loans in one partition (`OVERDUE`), oldest due first.
+pub const GSI4: Index = Index {
+    name: "GSI4",
+    pk: "GSI4PK",
+    sk: "GSI4SK",
+    projection: Projection::All,
+};
+
+pub const INDEXES: [Index; 4] = [GSI1, GSI2, GSI3, GSI4];
 
 /// Every key attribute of the table and its indexes; all are strings.
 pub fn key_attributes() -> Vec<&'static str> {

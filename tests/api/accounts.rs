@@ -26,7 +26,83 @@ both!(
     change_username_frees_the_old_username_at_once,
     changes_to_a_taken_value_are_409,
     delete_removes_the_account_and_both_locks,
+    availability_checks_read_the_normalised_lock,
 );
+
+/// `GET /emails/{email}` and `GET /usernames/{username}`: normalised as sign-up normalises,
+/// `available` exactly while no lock holds the value, reading the lock only.
+async fn availability_checks_read_the_normalised_lock(api: Api) {
+    let free = api.get("/emails/%20Ada@%EF%BC%A5xample.COM").await;
+    assert_eq!(free.status, 200, "{free:?}");
+    assert_eq!(free.header("content-type"), Some("application/json"));
+    assert_eq!(
+        free.body,
+        json!({"email": "ada@example.com", "available": true})
+    );
+    assert_eq!(
+        api.get("/usernames/Ada.Lovelace").await.body,
+        json!({"username": "ada.lovelace", "available": true})
+    );
+    let account = sign_up(&api, "ada@example.com", "ada.lovelace").await;
+    assert_eq!(account.status, 201);
+    for (path, expected) in [
+        (
+            "/emails/ADA@example.com",
+            json!({"email": "ada@example.com", "available": false}),
+        ),
+        (
+            "/usernames/%EF%BC%A1da.Lovelace",
+            json!({"username": "ada.lovelace", "available": false}),
+        ),
+        (
+            "/emails/grace@example.com",
+            json!({"email": "grace@example.com", "available": true}),
+        ),
+        (
+            "/usernames/grace",
+            json!({"username": "grace", "available": true}),
+        ),
+    ] {
+        let reply = api.get(path).await;
+        assert_eq!(reply.status, 200, "{path}: {reply:?}");
+        assert_eq!(reply.body, expected, "{path}");
+    }
+    for path in ["/emails/not-an-email", "/emails/ada%23x@example.com"] {
+        api.get(path)
+            .await
+            .assert_problem(400, &[("email", "invalid")]);
+    }
+    for path in [
+        "/usernames/ab",
+        "/usernames/ada%20lovelace",
+        "/usernames/stra%C3%9Fe",
+    ] {
+        api.get(path)
+            .await
+            .assert_problem(400, &[("username", "invalid")]);
+    }
+    // A changed email frees the old one at once, and the check says so.
+    let account_id = id(&account);
+    api.put(
+        format!("/accounts/{account_id}/email"),
+        json!({"email": "countess@example.com"}),
+    )
+    .await;
+    assert_eq!(
+        api.get("/emails/ada@example.com").await.body["available"],
+        true
+    );
+    assert_eq!(
+        api.get("/emails/countess@example.com").await.body["available"],
+        false
+    );
+    assert_eq!(
+        api.get("/usernames/ada.lovelace").await.consumed(),
+        (1.0, 0.0),
+        "one strongly consistent GetItem of the lock, and no write"
+    );
+    assert_eq!(api.items().await.len(), 3, "a check writes nothing");
+}
 
 async fn create_normalises_and_writes_the_account_and_two_locks(api: Api) {
     let reply = api

@@ -124,6 +124,7 @@ both!(
     history_lists_current_then_events_oldest_first,
     history_cursors_are_bound_to_their_resource,
     long_histories_page_through_every_event_once,
+    history_newest_first_pages_down_from_the_current_version,
 );
 
 async fn create_writes_current_and_the_first_event(api: Api) {
@@ -576,6 +577,55 @@ async fn long_histories_page_through_every_event_once(api: Api) {
         assert_eq!(events.last().unwrap()["toStatus"], current["status"]);
     }
     assert_eq!(partition(&api, "long").await.len(), EVENTS as usize + 1);
+}
+
+/// `?order=desc`: the same events, newest first, `current` on every page, paged down to event
+/// 1 with no empty page after it; cursors are bound to their order.
+async fn history_newest_first_pages_down_from_the_current_version(api: Api) {
+    create(&api, "r", "s1").await;
+    for version in 1..12 {
+        change(&api, "r", version, &format!("s{}", version + 1), "step").await;
+    }
+    create(&api, "q", "other").await;
+    let current = api.get("/resources/r").await.body;
+    let (oldest_first, _) = read_history(&api, "r", None).await;
+    let mut newest_first = Vec::new();
+    let mut pages = 0;
+    let mut path = "/resources/r/history?order=desc&limit=5".to_owned();
+    loop {
+        let page = api.get(&path).await;
+        assert_eq!(page.status, 200, "{page:?}");
+        assert_eq!(page.body["current"], current);
+        let items = page.body["items"].as_array().unwrap();
+        assert!(!items.is_empty() && items.len() <= 5, "{page:?}");
+        newest_first.extend(items.iter().cloned());
+        pages += 1;
+        match page.body["nextCursor"].as_str() {
+            Some(cursor) => {
+                // An oldest-first cursor is not a newest-first one, nor the other way round.
+                api.get(format!("/resources/r/history?cursor={cursor}"))
+                    .await
+                    .assert_problem(400, &[("cursor", "invalid")]);
+                path = format!("/resources/r/history?order=desc&limit=5&cursor={cursor}");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3, "12 events, 5 a page");
+    let mut reversed = oldest_first.clone();
+    reversed.reverse();
+    assert_eq!(newest_first, reversed);
+    assert_eq!(newest_first[0]["sequence"], 12);
+    assert_eq!(
+        api.get("/resources/r/history?order=asc").await.body["items"],
+        json!(oldest_first)
+    );
+    api.get("/resources/r/history?order=newest")
+        .await
+        .assert_problem(400, &[("order", "invalid")]);
+    api.get("/resources/missing/history?order=desc")
+        .await
+        .assert_problem(404, &[]);
 }
 
 /// 30 concurrent changes carrying the same `if-match`: exactly one commits; every other one is a

@@ -22,6 +22,8 @@ const REPLAY: &[(&str, u16)] = &[
     ("change-email", 200),
     ("change-username", 200),
     ("delete-account", 204),
+    ("check-email", 200),
+    ("check-username", 200),
     // Change & audit log
     ("create-resource", 201),
     ("create-resource", 201), // the same Idempotency-Key: the same answer, nothing new
@@ -33,24 +35,33 @@ const REPLAY: &[(&str, u16)] = &[
     ("create-branch", 201),
     ("create-branch", 201), // the same Idempotency-Key: the same answer, nothing new
     ("get-branch", 200),
+    ("list-branches", 200),
     ("register-patron", 201),
     ("register-patron", 201), // the same Idempotency-Key: the same patron
     ("list-patrons", 200),
     ("get-patron", 200),
     ("find-by-card", 200),
+    ("reissue-card", 200),
+    ("change-tier", 200),
     ("create-book", 201),
     ("get-book", 200),
+    ("correct-book", 200),
     ("add-copy", 201),
     ("list-copies", 200),
     ("book-availability", 200),
+    ("available-copies", 200),
     // Library loans
     ("checkout-book", 201),
     ("checkout-book", 201), // the same Idempotency-Key: the same loan
     ("active-checkouts", 200),
+    ("get-checkout", 200),
     ("renew-checkout", 200),
     ("mark-overdue", 200), // a complete run (its event's time is before any loan here falls due)
     ("find-overdue", 200),
+    ("find-all-overdue", 200),
     ("return-book", 200),
+    ("loan-history", 200),
+    ("remove-patron", 204), // its one loan returned: the patron and its card go
 ];
 
 #[tokio::test]

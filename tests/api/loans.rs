@@ -3,6 +3,7 @@
 use crate::both;
 use crate::fixtures::{ISBN, checkout, copy, lend, library, patron};
 use crate::harness::{Api, Item, Mode, n, s};
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet_functions::clock;
 use singlet_functions::loans::mark_overdue::{Report, mark_overdue};
@@ -66,6 +67,14 @@ both!(
     return_reverses_the_checkout,
     renew_moves_the_due_date_under_the_rules,
     overdue_loans_are_listed_oldest_due_first,
+    a_loan_reads_overdue_a_second_after_its_due_date_with_no_marker_run,
+    as_of_moves_only_when_a_marker_run_completes,
+    the_library_wide_overdue_list_spans_every_branch,
+    one_loan_is_read_active_or_returned,
+    the_history_lists_returned_loans_newest_return_first,
+    a_patron_with_loans_is_not_removed,
+    a_lower_tier_keeps_its_loans_and_borrows_nothing_above_the_limit,
+    loans_made_after_a_correction_carry_the_corrected_title,
 );
 
 async fn checkout_writes_the_loan_moves_the_copy_and_counts_the_loan(api: Api) {
@@ -275,12 +284,25 @@ async fn return_reverses_the_checkout(api: Api) {
         )
         .await
         .unwrap();
-    for index_key in ["GSI1PK", "GSI1SK", "GSI3PK", "GSI3SK"] {
+    for index_key in ["GSI3PK", "GSI3SK", "GSI4PK", "GSI4SK"] {
         assert!(
             !returned.contains_key(index_key),
-            "a returned loan is in no index: {index_key}"
+            "a returned loan is in no overdue index: {index_key}"
         );
     }
+    assert_eq!(
+        s(&returned, "GSI1PK"),
+        format!("HISTORY#{patron_id}"),
+        "out of the open-loans index, into the patron's history"
+    );
+    assert_eq!(
+        s(&returned, "GSI1SK"),
+        format!(
+            "{}#{}",
+            reply.body["returnedDate"].as_str().unwrap(),
+            loan["checkoutId"].as_str().unwrap()
+        )
+    );
     let copy = copy_item(&api, "east", &copy_id).await;
     assert_eq!(s(&copy, "status"), "available");
     assert!(s(&copy, "GSI2SK").starts_with("available#east#"));
@@ -365,7 +387,8 @@ async fn overdue_loans_are_listed_oldest_due_first(api: Api) {
 
     assert_eq!(
         api.get("/branches/central/overdue").await.body,
-        json!({"items": [], "nextCursor": null})
+        json!({"items": [], "nextCursor": null, "asOf": null}),
+        "no marker run yet"
     );
     let report = run_marker(&api, days_from_now(45)).await;
     assert_eq!(report.marked, 4, "{report:?}");
@@ -445,7 +468,8 @@ async fn assert_marked_as_of(api: &Api, now: OffsetDateTime) -> (usize, usize) {
     for item in api.items().await {
         let sk = s(&item, "SK");
         if sk.starts_with("RETURNED#") {
-            assert!(!item.contains_key("GSI1PK") && !item.contains_key("GSI3PK"));
+            assert!(s(&item, "GSI1PK").starts_with("HISTORY#"), "{item:?}");
+            assert!(!item.contains_key("GSI3PK") && !item.contains_key("GSI4PK"));
         }
         if !sk.starts_with("CHECKOUT#") {
             continue;
@@ -453,11 +477,13 @@ async fn assert_marked_as_of(api: &Api, now: OffsetDateTime) -> (usize, usize) {
         if s(&item, "dueDate") < cutoff.as_str() {
             assert!(!item.contains_key("GSI1PK"), "{item:?}");
             assert!(s(&item, "GSI3PK").starts_with("OVERDUE#"));
+            assert_eq!(s(&item, "GSI4PK"), "OVERDUE");
+            assert_eq!(s(&item, "GSI4SK"), s(&item, "GSI3SK"));
             assert_eq!(s(&item, "status"), "overdue");
             overdue += 1;
         } else {
             assert!(s(&item, "GSI1PK").starts_with("OPEN#"));
-            assert!(!item.contains_key("GSI3PK"));
+            assert!(!item.contains_key("GSI3PK") && !item.contains_key("GSI4PK"));
             open += 1;
         }
     }
@@ -808,4 +834,523 @@ async fn a_loan_returned_eight_times_at_once_is_returned_once() {
         .filter(|i| s(i, "SK").starts_with("RETURNED#"))
         .count();
     assert_eq!(returned, 1);
+}
+
+/// Moves an open loan's due date (and its open-index sort key with it), as if it had been lent
+/// long ago.
+async fn set_due_date(api: &Api, loan: &Value, due: &str) {
+    let (patron_id, checkout_id) = (
+        loan["patronId"].as_str().unwrap(),
+        loan["checkoutId"].as_str().unwrap(),
+    );
+    api.ctx
+        .db
+        .update_item()
+        .table_name(&*api.ctx.table)
+        .key("PK", AttributeValue::S(format!("PATRON#{patron_id}")))
+        .key("SK", AttributeValue::S(format!("CHECKOUT#{checkout_id}")))
+        .update_expression("SET dueDate = :due, GSI1SK = :sk")
+        .expression_attribute_values(":due", AttributeValue::S(due.to_owned()))
+        .expression_attribute_values(":sk", AttributeValue::S(format!("{due}#{checkout_id}")))
+        .send()
+        .await
+        .unwrap();
+}
+
+fn one_loan_path(loan: &Value) -> String {
+    format!(
+        "/patrons/{}/checkouts/{}",
+        loan["patronId"].as_str().unwrap(),
+        loan["checkoutId"].as_str().unwrap()
+    )
+}
+
+async fn a_loan_reads_overdue_a_second_after_its_due_date_with_no_marker_run(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let loan = lend(&api, &patron_id, "central").await;
+    // Due two seconds from now (to the second, as every date is).
+    let due = clock::parse_iso(&clock::iso(clock::now())).unwrap() + time::Duration::seconds(2);
+    set_due_date(&api, &loan, &clock::iso(due)).await;
+    let before = api.get(one_loan_path(&loan)).await;
+    assert_eq!(before.body["status"], "open", "{before:?}");
+
+    let wait = due + time::Duration::seconds(1) - clock::now();
+    tokio::time::sleep(wait.try_into().unwrap_or_default()).await;
+    // One second after the due date, no marker has run: every answer says overdue.
+    let one = api.get(one_loan_path(&loan)).await;
+    assert_eq!(one.body["status"], "overdue", "{one:?}");
+    let active = api.get(format!("/patrons/{patron_id}/checkouts")).await;
+    assert_eq!(active.body["items"][0]["status"], "overdue");
+    api.post(loan_path(&loan, "renew"), json!({}))
+        .await
+        .assert_problem(409, &[("checkoutId", "overdue")]);
+    // The stored item is as stored: only the marker moves it into the overdue indexes.
+    let item = loan_item(&api, &loan).await.unwrap();
+    assert_eq!(s(&item, "status"), "open");
+    assert!(!item.contains_key("GSI3PK") && !item.contains_key("GSI4PK"));
+    assert_eq!(
+        api.get("/overdue").await.body,
+        json!({"items": [], "nextCursor": null, "asOf": null}),
+        "the lists say how fresh they are"
+    );
+    // A return answers returned.
+    let returned = api.post(loan_path(&loan, "return"), json!({})).await;
+    assert_eq!(returned.body["status"], "returned");
+}
+
+async fn as_of_moves_only_when_a_marker_run_completes(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    for _ in 0..3 {
+        lend(&api, &patron_id, "central").await;
+    }
+    let as_of = |api: Api| async move {
+        let branch = api.get("/branches/central/overdue").await.body["asOf"].clone();
+        let all = api.get("/overdue").await.body["asOf"].clone();
+        assert_eq!(branch, all, "both lists read the same run");
+        branch
+    };
+    assert_eq!(as_of(api.clone()).await, Value::Null);
+    let t1 = days_from_now(22);
+    // A run stopped after its first page has not completed: asOf does not move.
+    let partial = mark_overdue(&api.ctx, t1, 1, {
+        let mut pages = 0;
+        move || {
+            pages += 1;
+            pages <= 1
+        }
+    })
+    .await
+    .unwrap();
+    assert!(!partial.complete);
+    assert_eq!(as_of(api.clone()).await, Value::Null);
+    assert!(
+        api.item("MARKER#mark-overdue", "MARKER#mark-overdue")
+            .await
+            .is_none()
+    );
+    // A complete run: asOf is its time.
+    assert!(run_marker(&api, t1).await.complete);
+    assert_eq!(as_of(api.clone()).await, json!(clock::iso(t1)));
+    let marker = api
+        .item("MARKER#mark-overdue", "MARKER#mark-overdue")
+        .await
+        .unwrap();
+    assert_eq!(s(&marker, "time"), clock::iso(t1));
+    let listed = api.get("/overdue").await.body;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 3);
+    // A later run stopped midway leaves asOf where it was; completed, it moves it.
+    let t2 = days_from_now(23);
+    let stopped = mark_overdue(&api.ctx, t2, 100, || false).await.unwrap();
+    assert!(!stopped.complete);
+    assert_eq!(as_of(api.clone()).await, json!(clock::iso(t1)));
+    run_marker(&api, t2).await;
+    assert_eq!(as_of(api.clone()).await, json!(clock::iso(t2)));
+    // An older run completing late (runs may overlap) never moves it back.
+    run_marker(&api, t1).await;
+    assert_eq!(as_of(api.clone()).await, json!(clock::iso(t2)));
+}
+
+async fn the_library_wide_overdue_list_spans_every_branch(api: Api) {
+    library(&api).await;
+    let standard = patron(&api, "central", "card-1", "standard").await;
+    let premium = patron(&api, "east", "card-2", "premium").await;
+    let central = lend(&api, &standard, "central").await; // due in 21 days
+    let east = lend(&api, &standard, "east").await;
+    set_due_date(&api, &east, &clock::iso(days_from_now(10))).await; // due in 10 days
+    let premium_loan = lend(&api, &premium, "central").await; // due in 28 days
+    let returned = lend(&api, &standard, "central").await;
+    api.post(loan_path(&returned, "return"), json!({})).await;
+    let not_due = lend(&api, &premium, "east").await;
+    api.post(loan_path(&not_due, "renew"), json!({})).await; // due in 56 days
+
+    let now = days_from_now(30);
+    assert_eq!(run_marker(&api, now).await.marked, 3);
+    let id = |loan: &Value| loan["checkoutId"].as_str().unwrap().to_owned();
+    let mut seen = Vec::new();
+    let mut path = "/overdue?limit=1".to_owned();
+    loop {
+        let page = api.get(&path).await;
+        assert_eq!(page.status, 200, "{page:?}");
+        assert_eq!(page.body["asOf"], json!(clock::iso(now)));
+        for loan in page.body["items"].as_array().unwrap() {
+            assert_eq!(loan["status"], "overdue");
+        }
+        seen.extend(ids(&page.body));
+        match page.body["nextCursor"].as_str() {
+            Some(cursor) => {
+                api.get(format!("/branches/central/overdue?cursor={cursor}"))
+                    .await
+                    .assert_problem(400, &[("cursor", "invalid")]);
+                path = format!("/overdue?limit=1&cursor={cursor}");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        vec![id(&east), id(&central), id(&premium_loan)],
+        "every branch, oldest due first; returned and not-yet-due loans absent"
+    );
+    let item = loan_item(&api, &east).await.unwrap();
+    assert_eq!(s(&item, "GSI4PK"), "OVERDUE");
+    assert_eq!(
+        s(&item, "GSI4SK"),
+        format!("{}#{}", s(&item, "dueDate"), id(&east))
+    );
+    // A return takes a loan out of both overdue lists at once.
+    api.post(loan_path(&central, "return"), json!({})).await;
+    assert_eq!(
+        ids(&api.get("/overdue").await.body),
+        vec![id(&east), id(&premium_loan)]
+    );
+    assert_eq!(
+        ids(&api.get("/branches/central/overdue").await.body),
+        vec![id(&premium_loan)]
+    );
+    api.get("/overdue?limit=0")
+        .await
+        .assert_problem(400, &[("limit", "invalid")]);
+    api.get("/overdue?cursor=bm90LWEtY3Vyc29y")
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+}
+
+async fn one_loan_is_read_active_or_returned(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let other = patron(&api, "central", "card-2", "standard").await;
+    let loan = lend(&api, &patron_id, "central").await;
+    let active = api.get(one_loan_path(&loan)).await;
+    assert_eq!(active.status, 200, "{active:?}");
+    assert_eq!(active.body, loan, "the loan as the checkout answered it");
+    assert_eq!(active.consumed(), (1.0, 0.0), "an active loan: one GetItem");
+
+    let returned = api.post(loan_path(&loan, "return"), json!({})).await;
+    let read = api.get(one_loan_path(&loan)).await;
+    assert_eq!(read.status, 200, "{read:?}");
+    assert_eq!(read.body, returned.body);
+    assert_eq!(read.body["status"], "returned");
+    assert_eq!(read.consumed(), (2.0, 0.0), "a returned loan: two GetItems");
+
+    let checkout_id = loan["checkoutId"].as_str().unwrap();
+    for path in [
+        format!("/patrons/{other}/checkouts/{checkout_id}"),
+        format!("/patrons/{patron_id}/checkouts/nope"),
+        format!("/patrons/nobody/checkouts/{checkout_id}"),
+    ] {
+        api.get(path).await.assert_problem(404, &[]);
+    }
+    api.get(format!("/patrons/{patron_id}/checkouts/a%23b"))
+        .await
+        .assert_problem(400, &[("checkoutId", "invalid")]);
+}
+
+async fn the_history_lists_returned_loans_newest_return_first(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "premium").await;
+    let other = patron(&api, "central", "card-2", "premium").await;
+    assert_eq!(
+        api.get(format!("/patrons/{patron_id}/history")).await.body,
+        json!({"items": [], "nextCursor": null})
+    );
+    let mut loans = Vec::new();
+    for _ in 0..4 {
+        loans.push(lend(&api, &patron_id, "central").await);
+    }
+    let elsewhere = lend(&api, &other, "central").await;
+    api.post(loan_path(&elsewhere, "return"), json!({})).await;
+    // Returned in this order, each in its own second (return dates are to the second).
+    let mut returned = Vec::new();
+    for i in [2, 0, 3] {
+        let reply = api.post(loan_path(&loans[i], "return"), json!({})).await;
+        assert_eq!(reply.status, 200);
+        returned.push(reply.body);
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    }
+    returned.reverse();
+    let mut seen = Vec::new();
+    let mut path = format!("/patrons/{patron_id}/history?limit=2");
+    loop {
+        let page = api.get(&path).await;
+        assert_eq!(page.status, 200, "{page:?}");
+        seen.extend(page.body["items"].as_array().unwrap().iter().cloned());
+        match page.body["nextCursor"].as_str() {
+            Some(cursor) => {
+                api.get(format!("/patrons/{other}/history?cursor={cursor}"))
+                    .await
+                    .assert_problem(400, &[("cursor", "invalid")]);
+                path = format!("/patrons/{patron_id}/history?limit=2&cursor={cursor}")
+            }
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen, returned,
+        "newest return first; the active loan and other patrons' are absent"
+    );
+    api.get("/patrons/nobody/history")
+        .await
+        .assert_problem(404, &[]);
+    api.get("/patrons/a%23b/history")
+        .await
+        .assert_problem(400, &[("patronId", "invalid")]);
+}
+
+async fn a_patron_with_loans_is_not_removed(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let loan = lend(&api, &patron_id, "central").await;
+    let refused = api.delete(format!("/patrons/{patron_id}")).await;
+    refused.assert_problem(409, &[("patronId", "has_loans")]);
+    assert_eq!(refused.body["detail"], "patronId has active loans");
+    assert_eq!(
+        n(
+            &patron_item(&api, "central", &patron_id).await,
+            "activeLoans"
+        ),
+        1
+    );
+    assert!(api.item("CARD#card-1", "CARD#card-1").await.is_some());
+
+    api.post(loan_path(&loan, "return"), json!({})).await;
+    assert_eq!(
+        api.delete(format!("/patrons/{patron_id}")).await.status,
+        204
+    );
+    assert!(
+        api.item("BRANCH#central", &format!("PATRON#{patron_id}"))
+            .await
+            .is_none()
+    );
+    assert!(api.item("CARD#card-1", "CARD#card-1").await.is_none());
+    // Its returned loans stay, readable by the patron's id; it borrows nothing more.
+    let history = api.get(format!("/patrons/{patron_id}/history")).await;
+    assert_eq!(
+        ids(&history.body),
+        vec![loan["checkoutId"].as_str().unwrap().to_owned()]
+    );
+    assert_eq!(
+        api.get(one_loan_path(&loan)).await.body["status"],
+        "returned"
+    );
+    let copy_id = copy(&api, "central").await;
+    checkout(&api, &patron_id, "central", &copy_id)
+        .await
+        .assert_problem(404, &[]);
+    assert_eq!(
+        s(&copy_item(&api, "central", &copy_id).await, "status"),
+        "available"
+    );
+}
+
+async fn a_lower_tier_keeps_its_loans_and_borrows_nothing_above_the_limit(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "premium").await;
+    let mut loans = Vec::new();
+    for _ in 0..7 {
+        loans.push(lend(&api, &patron_id, "central").await);
+    }
+    let lowered = api
+        .put(
+            format!("/patrons/{patron_id}/tier"),
+            json!({"membershipTier": "standard"}),
+        )
+        .await;
+    assert_eq!(lowered.status, 200, "{lowered:?}");
+    assert_eq!(lowered.body["loanLimit"], 5);
+    assert_eq!(lowered.body["activeLoans"], 7, "it keeps its loans");
+    let spare = copy(&api, "central").await;
+    checkout(&api, &patron_id, "central", &spare)
+        .await
+        .assert_problem(409, &[("patronId", "limit_reached")]);
+    for loan in &loans[..3] {
+        api.post(loan_path(loan, "return"), json!({})).await;
+    }
+    let lent = checkout(&api, &patron_id, "central", &spare).await;
+    assert_eq!(lent.status, 201, "under the limit again: {lent:?}");
+    let due = clock::parse_iso(lent.body["dueDate"].as_str().unwrap()).unwrap();
+    assert!(
+        (due - days_from_now(21)).whole_seconds().abs() <= 2,
+        "a loan made now lasts the new tier's period"
+    );
+    assert_eq!(
+        loans[3]["loanPeriodDays"], 28,
+        "loans made before keep theirs"
+    );
+}
+
+async fn loans_made_after_a_correction_carry_the_corrected_title(api: Api) {
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "premium").await;
+    let copy_before = copy(&api, "central").await;
+    let earlier = lend(&api, &patron_id, "central").await;
+    let corrected = api
+        .call("PATCH", format!("/books/{ISBN}"))
+        .json(json!({"title": "Fundamentals of Data Structures in Pascal"}))
+        .send()
+        .await;
+    assert_eq!(corrected.status, 200, "{corrected:?}");
+    let later = checkout(&api, &patron_id, "central", &copy_before).await;
+    assert_eq!(later.status, 201);
+    assert_eq!(
+        later.body["title"],
+        "Fundamentals of Data Structures in Pascal"
+    );
+    // What a checkout costs: the patron (GSI1, eventually consistent), the copy and the book.
+    println!(
+        "checkout consumed {:?} (read, write) units",
+        later.consumed()
+    );
+    assert_eq!(later.consumed().0, 2.5);
+    // An earlier loan keeps the title it was lent under; a copy, the title it was added with.
+    assert_eq!(
+        api.get(one_loan_path(&earlier)).await.body["title"],
+        "Fundamentals of Data Structures"
+    );
+    assert_eq!(
+        s(&copy_item(&api, "central", &copy_before).await, "title"),
+        "Fundamentals of Data Structures"
+    );
+}
+
+/// A removal and a checkout of the same patron at the same moment, round after round: either
+/// the checkout wins (the removal is `409 has_loans`) or the removal does (the checkout is `404`),
+/// and never is there a loan for a removed patron.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_racing_a_checkout_never_leaves_a_loan_for_a_removed_patron() {
+    let api = Api::start(Mode::Http).await;
+    library(&api).await;
+    let mut outcomes = std::collections::BTreeMap::new();
+    for round in 0..12 {
+        let patron_id = patron(&api, "central", &format!("card-{round}"), "standard").await;
+        let copy_id = copy(&api, "central").await;
+        let (lent, removed) = tokio::join!(
+            checkout(&api, &patron_id, "central", &copy_id),
+            api.delete(format!("/patrons/{patron_id}")),
+        );
+        let row = api
+            .item("BRANCH#central", &format!("PATRON#{patron_id}"))
+            .await;
+        let loans = api
+            .items_with_pk_prefix(&format!("PATRON#{patron_id}"))
+            .await;
+        let copy = copy_item(&api, "central", &copy_id).await;
+        match (lent.status, removed.status) {
+            (201, 409) => {
+                removed.assert_problem(409, &[("patronId", "has_loans")]);
+                assert_eq!(n(row.as_ref().unwrap(), "activeLoans"), 1);
+                assert_eq!(loans.len(), 1);
+                assert_eq!(s(&copy, "status"), "checked_out");
+            }
+            (404, 204) => {
+                assert!(row.is_none());
+                assert!(loans.is_empty(), "round {round}: {loans:?}");
+                assert_eq!(s(&copy, "status"), "available");
+                assert!(
+                    api.item(&format!("CARD#card-{round}"), &format!("CARD#card-{round}"))
+                        .await
+                        .is_none()
+                );
+            }
+            other => panic!("round {round}: {other:?} {lent:?} {removed:?}"),
+        }
+        *outcomes.entry((lent.status, removed.status)).or_insert(0) += 1;
+    }
+    println!("checkout vs removal outcomes: {outcomes:?}");
+}
+
+/// The library-wide overdue list reads overdue loans only: the same overdue loans among 10 or
+/// among 100 open ones cost the same (by `ReturnConsumedCapacity`), and more overdue loans cost
+/// more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_wide_overdue_lists_cost_grows_with_overdue_loans_only() {
+    let mut costs = Vec::new();
+    for (overdue_patrons, open_loans) in [(1, 10), (1, 100), (6, 10)] {
+        let api = Api::start(Mode::Direct).await;
+        library(&api).await;
+        // Standard loans (21 days) fall due before the run; premium ones (28 days) do not.
+        for p in 0..overdue_patrons {
+            let standard = patron(&api, "central", &format!("s{p}"), "standard").await;
+            for _ in 0..5 {
+                lend(&api, &standard, if p % 2 == 0 { "central" } else { "east" }).await;
+            }
+        }
+        for p in 0..open_loans / 10 {
+            let premium = patron(&api, "east", &format!("p{p}"), "premium").await;
+            for _ in 0..10 {
+                lend(&api, &premium, "central").await;
+            }
+        }
+        let returned = lend(&api, &patron(&api, "east", "r", "standard").await, "east").await;
+        api.post(loan_path(&returned, "return"), json!({})).await;
+        run_marker(&api, days_from_now(22)).await;
+        let page = api.get("/overdue?limit=100").await;
+        assert_eq!(
+            page.body["items"].as_array().unwrap().len(),
+            5 * overdue_patrons
+        );
+        let (read, write) = page.consumed();
+        assert_eq!(write, 0.0);
+        println!(
+            "GET /overdue with {} overdue and {open_loans} open loans: {read} read units",
+            5 * overdue_patrons
+        );
+        costs.push(read);
+    }
+    assert_eq!(
+        costs[0], costs[1],
+        "ten times the open loans, the same cost: {costs:?}"
+    );
+    assert!(
+        costs[2] > costs[0],
+        "more overdue loans, more cost: {costs:?}"
+    );
+}
+
+/// A local table made before GSI4 existed gains it when the runner starts (backfilled by the
+/// engine), and the library-wide overdue list then reads the loans marked before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_made_before_gsi4_gains_it_backfilled() {
+    use aws_sdk_dynamodb::types::{DeleteGlobalSecondaryIndexAction, GlobalSecondaryIndexUpdate};
+    use singlet_functions::table::add_missing_indexes;
+    let api = Api::start(Mode::Direct).await;
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let loan = lend(&api, &patron_id, "central").await;
+    run_marker(&api, days_from_now(22)).await;
+    api.ctx
+        .db
+        .update_table()
+        .table_name(&*api.ctx.table)
+        .global_secondary_index_updates(
+            GlobalSecondaryIndexUpdate::builder()
+                .delete(
+                    DeleteGlobalSecondaryIndexAction::builder()
+                        .index_name("GSI4")
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.get("/overdue").await.status, 500, "no index to read");
+
+    let added = add_missing_indexes(&api.ctx.db, &api.ctx.table)
+        .await
+        .unwrap();
+    assert_eq!(added, ["GSI4"]);
+    assert_eq!(
+        ids(&api.get("/overdue").await.body),
+        vec![loan["checkoutId"].as_str().unwrap().to_owned()]
+    );
+    assert!(
+        add_missing_indexes(&api.ctx.db, &api.ctx.table)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

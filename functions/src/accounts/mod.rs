@@ -8,6 +8,8 @@
 
 pub mod change_email;
 pub mod change_username;
+pub mod check_email;
+pub mod check_username;
 pub mod create_account;
 pub mod delete_account;
 pub mod get_account;
@@ -15,7 +17,7 @@ pub mod get_account;
 use crate::claims::principal;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
+use crate::http::{AllValid, HandlerResult, JsonBody, ok, path, path_id};
 use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
 use serde::{Deserialize, Serialize};
@@ -157,6 +159,21 @@ pub async fn load(ctx: &Ctx, req: &Request, account_id: &Id) -> Result<Account, 
         .filter(|row| principal(req).may_reach_account(&row.owner))
         .map(|row| row.account)
         .ok_or_else(|| ApiError::not_found("account"))
+}
+
+/// `GET /emails/{email}`, `GET /usernames/{username}`: whether a value is free to claim, normalised
+/// exactly as sign-up normalises it (`400` for what sign-up would refuse), by one strongly
+/// consistent `GetItem` of its lock and nothing else (no account is read). `200`
+/// `{<field>: <normalised>, available}`. The answer is a hint, not a reservation: only the
+/// claim's own `attribute_not_exists` decides, so a sign-up right after can still be `409`.
+pub async fn check_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerResult {
+    let field = unique.field();
+    let (value,) = (path(&req, field, |raw| unique.parse(raw)),).all_valid()?;
+    let available = ctx.get_item(&value.lock_key()).await?.is_none();
+    let mut body = serde_json::Map::new();
+    body.insert(field.to_owned(), value.as_str().into());
+    body.insert("available".to_owned(), available.into());
+    Ok(ok(&body))
 }
 
 /// `PUT /accounts/{accountId}/<field>` `{<field>}`: read the account, then one transaction that

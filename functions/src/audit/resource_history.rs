@@ -1,5 +1,6 @@
-//! `GET /resources/{resourceId}/history?limit=&cursor=` → `200`
-//! `{current, items: [events oldest first], nextCursor}`, or `404`.
+//! `GET /resources/{resourceId}/history?limit=&cursor=&order=` → `200`
+//! `{current, items: [events oldest first], nextCursor}`, or `404`; `?order=desc`: newest first
+//! (`?order=asc`, the default, oldest first; anything else is `400`).
 //!
 //! `CURRENT` sorts before every `EVENT#<seq>` in the resource's partition, so the first page is
 //! one `Query` on the partition (`Limit` = limit + 2): `CURRENT`, then the oldest `limit`
@@ -14,15 +15,20 @@
 //! every earlier event; a `BatchGetItem` of the numbered events would cost a read unit per event
 //! instead of one per 4 KB. The events are read first, so `current` is never older than any event
 //! on the page. Every read in this pattern touches this resource's partition only: the `Query`
-//! names its key, and the cursor is signed for this route and this partition.
+//! names its key, and the cursor is signed for this route, this partition and this order.
+//!
+//! Newest first, every page is one descending `Query` of `begins_with(SK, "EVENT#")` (`CURRENT`
+//! sorts before the events, so it would come last), `limit` + 1 events from the newest or after
+//! the cursor's, then one `GetItem` for `current`: one more read unit than the first page oldest
+//! first, and the same order of reads, so `current` is never older than any event on the page.
 
 use super::{Event, Resource, load};
 use crate::context::Ctx;
-use crate::error::ApiError;
+use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::paging::{Page, Paged};
 use crate::store::{Item, Query, decode, key_item};
-use lambda_http::Request;
+use lambda_http::{Request, RequestExt};
 use serde::Serialize;
 use singlet_shared::keys;
 
@@ -35,15 +41,21 @@ struct History {
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
-    let (resource_id,) = (path_id(&req, "resourceId"),).all_valid()?;
+    let (resource_id, descending) = (path_id(&req, "resourceId"), descending(&req)).all_valid()?;
     let partition = keys::resource_partition(&resource_id);
-    let page = Page::from_request(ctx, &req, &partition)?;
+    // A cursor is bound to its order too: the key it carries means "after" in one order only.
+    let scope = if descending {
+        format!("{partition}\n{DESCENDING}")
+    } else {
+        partition.clone()
+    };
+    let page = Page::from_request(ctx, &req, &scope)?;
 
-    let (current, mut events): (Resource, Vec<Event>) = match &page.start {
+    let (current, mut events): (Resource, Vec<Event>) = match (&page.start, descending) {
         // Page one: `CURRENT` (it sorts first), `limit` events, and one more that says whether
         // another page follows. No `CURRENT` means no such resource.
-        None => {
-            let mut items = query(ctx, &partition, None, page.limit + 2)
+        (None, false) => {
+            let mut items = query(ctx, Query::table(&partition), None, page.limit + 2)
                 .await?
                 .into_iter();
             let current = match items.next() {
@@ -53,8 +65,19 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             (current, decode_events(items)?)
         }
         // A later page: `limit` + 1 events after the cursor's, then `current`.
-        Some(start) => {
-            let items = query(ctx, &partition, Some(start.clone()), page.limit + 1).await?;
+        (start, false) => {
+            let events = Query::table(&partition).sort_begins_with(keys::EVENT_PREFIX);
+            let items = query(ctx, events, start.clone(), page.limit + 1).await?;
+            let events = decode_events(items.into_iter())?;
+            (load(ctx, &resource_id).await?, events)
+        }
+        // Newest first: `CURRENT` sorts before the events, so it would come last; every page is
+        // `limit` + 1 events from the newest (or after the cursor's) down, then `current`.
+        (start, true) => {
+            let events = Query::table(&partition)
+                .sort_begins_with(keys::EVENT_PREFIX)
+                .descending(true);
+            let items = query(ctx, events, start.clone(), page.limit + 1).await?;
             let events = decode_events(items.into_iter())?;
             (load(ctx, &resource_id).await?, events)
         }
@@ -73,16 +96,26 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     }))
 }
 
-/// One strongly consistent `Query` on the resource's partition, in key order.
+const DESCENDING: &str = "desc";
+
+/// `?order=`: `asc` (the default, oldest first) or `desc` (newest first).
+fn descending(req: &Request) -> Result<bool, FieldError> {
+    let query = req.query_string_parameters();
+    match query.first("order") {
+        None | Some("asc") => Ok(false),
+        Some(DESCENDING) => Ok(true),
+        Some(_) => Err(FieldError::new("order", Code::Invalid)),
+    }
+}
+
+/// One page of one strongly consistent `Query` on the resource's partition.
 async fn query(
     ctx: &Ctx,
-    partition: &str,
+    query: Query,
     start: Option<Item>,
     limit: i32,
 ) -> Result<Vec<Item>, ApiError> {
-    let page = ctx
-        .query(Query::table(partition).start_after(start).limit(limit))
-        .await?;
+    let page = ctx.query(query.start_after(start).limit(limit)).await?;
     Ok(page.items)
 }
 

@@ -1,9 +1,9 @@
 //! `POST /branches/{branchId}/copies` `{isbn, condition}` → `201` copy with
 //! `status: "available"`; `404` naming the branch, the book or both when they do not exist.
 //!
-//! First one `GetItem` of the book: the copy carries its title, so that a checkout, which happens
-//! far more often than a copy is added, needs no read of the book (books are never deleted or
-//! renamed, so the denormalised title cannot go stale). Then one `TransactWriteItems`: a
+//! First one `GetItem` of the book: it must exist, and the copy carries its title as it is now
+//! (for the inventory; a later correction of the book does not rewrite its copies). Then one
+//! `TransactWriteItems`: a
 //! `ConditionCheck` that the branch exists and the copy's put (guarded by `attribute_not_exists`)
 //! into the branch's partition, with its GSI2 keys `BOOK#<isbn13>` / `available#<branchId>#<copyId>` so that it counts in the
 //! book's availability at once. `condition` is one of `new`, `good`, `fair`, `poor`. The copy

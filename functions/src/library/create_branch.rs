@@ -2,7 +2,8 @@
 //! `location: /branches/{branchId}`; `409` `branchId` `taken`.
 //!
 //! The client names the branch, so its id is the collision: one `TransactWriteItems` putting
-//! `BRANCH#<branchId>` guarded by `attribute_not_exists`. It is a transaction (rather than a
+//! `BRANCH#<branchId>` guarded by `attribute_not_exists`, with GSI1 keys `BRANCHES` /
+//! `<branchId>` so that it is listed by `GET /branches`. It is a transaction (rather than a
 //! conditional `PutItem`) so that an `Idempotency-Key`'s record is written with the branch: a
 //! retry gets the first response back instead of a `409` for its own branch.
 
@@ -11,8 +12,9 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{ABSENT, Transaction, item};
+use crate::store::{ABSENT, Transaction, item, with_index};
 use lambda_http::Request;
+use singlet_shared::schema::GSI1;
 use singlet_shared::{Id, keys};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,8 +47,12 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     let transaction = Transaction::new().put(
         Part::Branch,
-        ctx.put(item(&keys::branch(&branch_id), &branch))
-            .condition_expression(ABSENT),
+        ctx.put(with_index(
+            item(&keys::branch(&branch_id), &branch),
+            GSI1,
+            &keys::branch_listing(&branch_id),
+        ))
+        .condition_expression(ABSENT),
     );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {

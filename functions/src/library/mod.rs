@@ -4,43 +4,55 @@
 //! A branch's partition `BRANCH#<branchId>` holds the branch itself (`SK` = `PK`), its patrons
 //! (`PATRON#<patronId>`) and its copies (`COPY#<copyId>`), so a branch's patrons or inventory is
 //! one `Query` on one partition. These rules are key collisions or conditions:
-//! - a card number is unique: the lock `CARD#<cardNumber>` is put with the patron in one
-//!   transaction, each guarded by `attribute_not_exists`, so neither exists without the other;
+//! - a card number is unique: the lock `CARD#<cardNumber>` (the number normalised: `C-1` is
+//!   `c-1`) is put with the patron in one transaction, each guarded by `attribute_not_exists`, so
+//!   neither exists without the other; a reissue or a removal changes the patron and its locks in
+//!   one transaction too, releasing a lock only if it still names the patron;
 //! - a patron or a copy can only be written at a branch that exists: a `ConditionCheck`
 //!   (`attribute_exists`) on the branch, in the same transaction. A copy is added only of a book
-//!   that was read first (its title travels with the copy); books are never deleted;
+//!   that was read first (its title at the time travels with the copy); books are corrected in
+//!   place and never deleted;
 //! - a book is keyed by its ISBN-13 (`BOOK#<isbn13>`), whatever form it was given in, so an
-//!   ISBN-10 and its ISBN-13 can only ever be one book.
+//!   ISBN-10 and its ISBN-13 can only ever be one book;
+//! - a patron is removed only with no active loan, by the delete's own condition, and a checkout
+//!   counts a loan only on a patron row that exists.
 //!
-//! A patron is found by id alone through GSI1 (`PATRON#<patronId>`); a book's copies across
-//! branches, by status, through GSI2 (`BOOK#<isbn13>` / `<status>#<branchId>#<copyId>`), which
-//! projects keys only: availability counts keys, and a loan moving a copy between statuses
-//! rewrites the smallest index entry possible.
+//! GSI1 finds a patron by id alone (`PATRON#<patronId>`) and lists every branch (`BRANCHES`); GSI2
+//! holds a book's copies across branches, by status (`BOOK#<isbn13>` /
+//! `<status>#<branchId>#<copyId>`), and projects keys only: availability counts keys, and a loan
+//! moving a copy between statuses rewrites the smallest index entry possible.
 
 pub mod add_copy;
+pub mod available_copies;
 pub mod book_availability;
+pub mod change_tier;
+pub mod correct_book;
 pub mod create_book;
 pub mod create_branch;
 pub mod find_by_card;
 pub mod get_book;
 pub mod get_branch;
 pub mod get_patron;
+pub mod list_branches;
 pub mod list_copies;
 pub mod list_patrons;
 pub mod register_patron;
+pub mod reissue_card;
+pub mod remove_patron;
 
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::HandlerResult;
 use crate::paging::Page;
-use crate::store::{Query, decode, s};
-use aws_sdk_dynamodb::types::builders::UpdateBuilder;
+use crate::store::{PRESENT, Query, decode, n, s, value};
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use aws_sdk_dynamodb::types::builders::{DeleteBuilder, UpdateBuilder};
 use lambda_http::Request;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI1, GSI2};
-use singlet_shared::{Email, Id, Invalid, Isbn13};
+use singlet_shared::{CardNumber, Email, Id, Invalid, Isbn13};
 
 /// The branch row (`BRANCH#<branchId>`), and the body of the branch routes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,7 +108,7 @@ impl Tier {
 pub struct Patron {
     pub patron_id: Id,
     pub branch_id: Id,
-    pub card_number: Id,
+    pub card_number: CardNumber,
     pub first_name: String,
     pub last_name: String,
     pub email: Email,
@@ -114,7 +126,7 @@ pub struct Patron {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PatronCard {
-    pub card_number: Id,
+    pub card_number: CardNumber,
     pub patron_id: Id,
 }
 
@@ -160,8 +172,9 @@ impl Condition {
 
 /// The copy row (`BRANCH#<branchId>` / `COPY#<copyId>`, GSI2 from [`keys::copy_by_book`]), and
 /// the body of the copy routes. It carries what a checkout needs to build every key it touches
-/// (its branch, its book's ISBN-13), the book's title (denormalised at `add-copy`, so a checkout
-/// reads no book) and the `status` a checkout guards on.
+/// (its branch, its book's ISBN-13), the book's title as it was when the copy was added (for the
+/// inventory; a checkout reads the book, so a loan carries the title as corrected last) and the
+/// `status` a checkout guards on.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Copy {
@@ -190,6 +203,9 @@ mod copy_status {
             .ok_or_else(|| serde::de::Error::custom(format!("unknown copy status {raw:?}")))
     }
 }
+
+/// A change that raced another and lost this many times in a row gives up with `503`.
+pub const MAX_ATTEMPTS: usize = 3;
 
 pub const MAX_NAME_LEN: usize = 100;
 pub const MAX_ADDRESS_LEN: usize = 200;
@@ -259,6 +275,70 @@ pub async fn branch_page<T: DeserializeOwned + Serialize>(
         load_branch(ctx, branch_id).await.map(drop)
     })
     .await
+}
+
+// ---- A patron's lifecycle: registered → card reissued / tier changed → removed --------------
+//
+// These are the only places a patron row changes after its registration. Each is conditioned on
+// the row as it was read (or on its mere existence), and the parts of a transaction that fail
+// hand back the row as it stood (`ALL_OLD`), so a pattern tells "removed" (no row) from
+// "changed" (another row) without reading again.
+
+impl Patron {
+    /// The patron row's key.
+    pub fn key(&self) -> singlet_shared::Key {
+        keys::patron(&self.branch_id, &self.patron_id)
+    }
+}
+
+/// The card moves from the card read to `card`, only if the row still holds the card read.
+pub fn change_card(ctx: &Ctx, patron: &Patron, card: &CardNumber) -> UpdateBuilder {
+    ctx.update(&patron.key())
+        .update_expression("SET cardNumber = :new")
+        .condition_expression("cardNumber = :old")
+        .expression_attribute_values(":new", s(card.as_str()))
+        .expression_attribute_values(":old", s(patron.card_number.as_str()))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+}
+
+/// The tier and its numbers change together, only on a patron that exists. Loans already made
+/// keep the loan period they were made with.
+pub fn change_tier(ctx: &Ctx, patron: &Patron, tier: Tier) -> UpdateBuilder {
+    ctx.update(&patron.key())
+        .update_expression("SET membershipTier = :tier, loanLimit = :limit, loanPeriodDays = :days")
+        .condition_expression(PRESENT)
+        .expression_attribute_values(":tier", value(tier))
+        .expression_attribute_values(":limit", n(tier.loan_limit()))
+        .expression_attribute_values(":days", n(tier.loan_period_days()))
+}
+
+/// The patron row goes, only if it still holds the card read and has no active loan: a checkout
+/// committed first makes this fail (`409 has_loans`), and one coming after finds no row.
+pub fn remove(ctx: &Ctx, patron: &Patron) -> DeleteBuilder {
+    ctx.delete(&patron.key())
+        .condition_expression("cardNumber = :card AND activeLoans = :zero")
+        .expression_attribute_values(":card", s(patron.card_number.as_str()))
+        .expression_attribute_values(":zero", n(0))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+}
+
+/// A loan takes one of the patron's slots, only if the patron still exists and is under its
+/// limit. A failure hands back the row (`None`: the patron was removed).
+pub fn take_loan_slot(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> UpdateBuilder {
+    ctx.update(&keys::patron(branch_id, patron_id))
+        .update_expression("SET activeLoans = activeLoans + :one")
+        .condition_expression(format!("{PRESENT} AND activeLoans < loanLimit"))
+        .expression_attribute_values(":one", n(1))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+}
+
+/// A returned loan gives its slot back.
+pub fn free_loan_slot(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> UpdateBuilder {
+    ctx.update(&keys::patron(branch_id, patron_id))
+        .update_expression("SET activeLoans = activeLoans - :one")
+        .condition_expression("activeLoans > :zero")
+        .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":zero", n(0))
 }
 
 /// A copy's move between `available` and `checked_out`, for a transaction: its status and its

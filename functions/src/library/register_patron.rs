@@ -3,7 +3,8 @@
 //!
 //! One `TransactWriteItems` of three parts: a `ConditionCheck` that the branch exists, the
 //! patron row (with its GSI1 keys, so it can be found by id alone), and the card lock
-//! `CARD#<cardNumber>` naming the patron, both puts guarded by `attribute_not_exists`. So a
+//! `CARD#<cardNumber>` naming the patron, both puts guarded by `attribute_not_exists`. The card
+//! number is normalised first (NFKC, lower case, trimmed: `C-1`, `c-1` and `Ｃ-１` are one card). So a
 //! patron never exists at a branch that does not, nor without its card, nor a card without its
 //! patron; of any number of concurrent registrations of one card, one wins. The patron id is
 //! generated here, derived from the `Idempotency-Key` when there is one.
@@ -20,7 +21,7 @@ use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{ABSENT, PRESENT, Transaction, item, lock, with_index};
 use lambda_http::Request;
 use singlet_shared::schema::GSI1;
-use singlet_shared::{Email, Id, keys};
+use singlet_shared::{CardNumber, Email, keys};
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +35,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
     let (branch_id, card_number, first_name, last_name, email, tier) = (
         path_id(&req, "branchId"),
-        body.required("cardNumber", Id::parse),
+        body.required("cardNumber", CardNumber::parse),
         body.text("firstName", MAX_NAME_LEN),
         body.text("lastName", MAX_NAME_LEN),
         body.required("email", Email::parse),

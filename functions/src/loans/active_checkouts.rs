@@ -1,5 +1,5 @@
 //! `GET /patrons/{patronId}/checkouts` → `200` page of the patron's active loans (open or
-//! overdue), in checkout-id order.
+//! overdue, as they read now: [`Checkout::as_read`]), in checkout-id order.
 //!
 //! One `Query` on the patron's loan partition, `begins_with(SK, CHECKOUT#)`. A return moves a loan
 //! to `RETURNED#<checkoutId>`, outside that range, so the query reads (and pays for) active loans
@@ -7,11 +7,11 @@
 //! every returned loan and pay for it before discarding it. `404` for an unknown patron, told by
 //! one GSI1 read only when the first page is empty.
 
-use super::Checkout;
+use super::{Checkout, as_read};
 use crate::claims::principal;
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::http::{AllValid, HandlerResult, path_id};
+use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::library::find_patron;
 use crate::paging::Page;
 use crate::store::Query;
@@ -26,8 +26,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let partition = keys::patron_loans_partition(&patron_id);
     let page = Page::from_request(ctx, &req, &partition)?;
     let query = Query::table(partition).sort_begins_with(keys::CHECKOUT_PREFIX);
-    page.query::<Checkout, _>(ctx, query, async {
-        find_patron(ctx, &patron_id).await.map(drop)
-    })
-    .await
+    let loans = page
+        .read_or_missing::<Checkout, _>(ctx, query, async {
+            find_patron(ctx, &patron_id).await.map(drop)
+        })
+        .await?;
+    Ok(ok(&as_read(loans)))
 }

@@ -1,10 +1,11 @@
 //! `mark-overdue`: the scheduled function (EventBridge, every 15 minutes) that moves every open
-//! loan whose `dueDate` is before the event's `time` into the sparse overdue index.
+//! loan whose `dueDate` is before the event's `time` into the sparse overdue indexes (its
+//! branch's, GSI3, and the library's, GSI4).
 //!
 //! For each open-loans shard, one `Query` on GSI1 (`GSI1PK = OPEN#nn AND GSI1SK < :now`, the sort
 //! key being `<dueDate>#<checkoutId>`), paged; for each hit, one conditional `UpdateItem` that
-//! removes the loan's GSI1 keys and sets its GSI3 keys, on the condition that it is still in the
-//! open index with the due date that was read. So:
+//! removes the loan's GSI1 keys and sets its GSI3 and GSI4 keys, on the condition that it is
+//! still in the open index with the due date that was read. So:
 //! - a run costs the shards' (small, usually empty) queries plus the loans that fell due since the
 //!   last run: a marked loan has left the open index and is never read again;
 //! - a rerun, an overlapping run, or a run killed midway and repeated all end in the same state:
@@ -12,7 +13,10 @@
 //! - a loan returned or renewed meanwhile (the index is eventually consistent) fails the condition
 //!   and is never marked.
 //!
-//! It stops starting new pages when its deadline nears, and logs what it did.
+//! A run that reaches the end records its "now" in `MARKER#mark-overdue` (one conditional
+//! `UpdateItem` that only moves it forward): the overdue lists answer it as `asOf`. A run stopped
+//! for its deadline records nothing. It stops starting new pages when its deadline nears, and logs
+//! what it did.
 
 use super::Checkout;
 use crate::clock;
@@ -146,6 +150,11 @@ pub async fn mark_overdue(
         }
     }
     report.complete = true;
+    // Only a complete run moves `asOf`; an older run completing late leaves a newer time.
+    let (recorded, consumed) =
+        crate::store::capacity::metered(ctx.update_item(super::record_run(ctx, &before))).await;
+    recorded?;
+    report.capacity_units += consumed.write_units;
     info!(
         marked = report.marked,
         skipped = report.skipped,

@@ -1,27 +1,41 @@
-//! Library loans: checkout, return, renew, a patron's active loans, and the overdue index that
-//! the scheduled `mark-overdue` fills.
+//! Library loans: checkout, return, renew, one loan, a patron's active loans and history, and
+//! the overdue indexes that the scheduled `mark-overdue` fills.
 //!
 //! A loan is `PATRON#<patronId>`/`CHECKOUT#<checkoutId>` while active. While it is open and not
-//! yet overdue it carries GSI1 keys in one of [`keys::OPEN_LOAN_SHARDS`] open-loans partitions,
+//! yet marked it carries GSI1 keys in one of [`keys::OPEN_LOAN_SHARDS`] open-loans partitions,
 //! sorted by due date; `mark-overdue` moves each loan that fell due from there into GSI3,
-//! `OVERDUE#<branchId>`, sorted by due date. A return takes the loan out of both and moves it to
-//! `PATRON#<patronId>`/`RETURNED#<checkoutId>`, so a patron's active loans are one `Query` on the
-//! `CHECKOUT#` range that never reads returned history.
+//! `OVERDUE#<branchId>`, and GSI4, `OVERDUE` (every branch), both sorted by due date. A return
+//! takes the loan out of all three and moves it to `PATRON#<patronId>`/`RETURNED#<checkoutId>`,
+//! whose only index keys are its patron's history (GSI1 `HISTORY#<patronId>`, by return date), so
+//! a patron's active loans are one `Query` on the `CHECKOUT#` range that never reads returned
+//! history.
+//!
+//! A loan's `status` is what [`Checkout::as_read`] says at the moment it is answered: an open loan
+//! past its due date reads `overdue` at once, whether or not the marker has run. The marker only
+//! keeps the overdue indexes; the overdue lists say how fresh they are with `asOf`, the `time` of
+//! the last complete run ([`overdue_as_of`]).
 
 pub mod active_checkouts;
 pub mod checkout_book;
+pub mod find_all_overdue;
 pub mod find_overdue;
+pub mod get_checkout;
+pub mod loan_history;
 pub mod mark_overdue;
 pub mod renew_checkout;
 pub mod return_book;
 
+use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::store::{Item, item, n, s, value, with_index};
+use crate::http::{HandlerResult, ok};
+use crate::paging::{Page, Paged};
+use crate::store::{Item, Query, item, n, s, value, with_index};
 use aws_sdk_dynamodb::types::builders::{DeleteBuilder, UpdateBuilder};
 use serde::{Deserialize, Serialize};
-use singlet_shared::schema::{GSI1, GSI3};
+use singlet_shared::schema::{GSI1, GSI3, GSI4};
 use singlet_shared::{Id, Isbn13, keys};
+use time::OffsetDateTime;
 
 /// Where a loan is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +66,33 @@ pub struct Checkout {
     /// The tier's loan period when the loan was made: what a renewal adds.
     pub loan_period_days: u32,
     pub returned_date: Option<String>,
+}
+
+impl Checkout {
+    /// The loan as it reads at `now`: an open loan whose due date has passed is `overdue`, the
+    /// moment it passes, whether or not `mark-overdue` has marked it yet. Every loan a route
+    /// answers passes through here; the stored item keeps its stored status.
+    pub fn as_read(mut self, now: OffsetDateTime) -> Self {
+        if self.status == LoanStatus::Open && self.is_due_before(now) {
+            self.status = LoanStatus::Overdue;
+        }
+        self
+    }
+
+    /// Whether the due date is before `now`. A due date that does not parse (none the API
+    /// writes) counts as not due.
+    fn is_due_before(&self, now: OffsetDateTime) -> bool {
+        clock::parse_iso(&self.due_date).is_some_and(|due| due < now)
+    }
+}
+
+/// A page of loans, each as it reads now.
+pub fn as_read(page: Paged<Checkout>) -> Paged<Checkout> {
+    let now = clock::now();
+    Paged {
+        items: page.items.into_iter().map(|l| l.as_read(now)).collect(),
+        next_cursor: page.next_cursor,
+    }
 }
 
 /// A loan may be renewed this many times.
@@ -109,14 +150,16 @@ pub fn open_item(loan: &Checkout) -> Item {
     )
 }
 
-/// Open → overdue: out of the open-loans index, into the branch's overdue index, only if the
-/// loan is still open with the due date that was read.
+/// Open → overdue: out of the open-loans index, into the branch's overdue index (GSI3) and the
+/// library's (GSI4), only if the loan is still open with the due date that was read.
 pub fn mark_overdue(ctx: &Ctx, loan: &Checkout) -> UpdateBuilder {
     let overdue = keys::overdue_loan(&loan.branch_id, &loan.checkout_id, &loan.due_date);
+    let anywhere = keys::overdue_anywhere(&loan.checkout_id, &loan.due_date);
     let open = keys::open_loan(&loan.checkout_id, &loan.due_date);
     ctx.update(&loan.active_key())
         .update_expression(
-            "SET #status = :overdue, #g3pk = :g3pk, #g3sk = :g3sk REMOVE #g1pk, #g1sk",
+            "SET #status = :overdue, #g3pk = :g3pk, #g3sk = :g3sk, #g4pk = :g4pk, #g4sk = :g4sk \
+             REMOVE #g1pk, #g1sk",
         )
         .condition_expression("#g1pk = :open AND dueDate = :due")
         .expression_attribute_names("#status", "status")
@@ -124,9 +167,13 @@ pub fn mark_overdue(ctx: &Ctx, loan: &Checkout) -> UpdateBuilder {
         .expression_attribute_names("#g1sk", GSI1.sk)
         .expression_attribute_names("#g3pk", GSI3.pk)
         .expression_attribute_names("#g3sk", GSI3.sk)
+        .expression_attribute_names("#g4pk", GSI4.pk)
+        .expression_attribute_names("#g4sk", GSI4.sk)
         .expression_attribute_values(":overdue", value(LoanStatus::Overdue))
         .expression_attribute_values(":g3pk", s(overdue.pk))
         .expression_attribute_values(":g3sk", s(overdue.sk))
+        .expression_attribute_values(":g4pk", s(anywhere.pk))
+        .expression_attribute_values(":g4sk", s(anywhere.sk))
         .expression_attribute_values(":open", s(open.pk))
         .expression_attribute_values(":due", s(&loan.due_date))
 }
@@ -157,10 +204,70 @@ pub fn remove_active(ctx: &Ctx, loan: &Checkout) -> DeleteBuilder {
         .expression_attribute_values(":renewals", n(loan.renewal_count))
 }
 
-/// Returned, part two: the loan as history, `RETURNED#<checkoutId>`, with no index key.
+/// Returned, part two: the loan as history, `RETURNED#<checkoutId>`, in no open or overdue
+/// index, and in its patron's history (GSI1 `HISTORY#<patronId>`, by return date).
 pub fn returned_item(returned: &Checkout) -> Item {
-    item(
-        &keys::returned_checkout(&returned.patron_id, &returned.checkout_id),
-        returned,
+    let returned_date = returned.returned_date.as_deref().unwrap_or_default();
+    with_index(
+        item(
+            &keys::returned_checkout(&returned.patron_id, &returned.checkout_id),
+            returned,
+        ),
+        GSI1,
+        &keys::returned_loan(&returned.patron_id, &returned.checkout_id, returned_date),
     )
+}
+
+// ---- The overdue lists ----------------------------------------------------------------------
+
+/// The record of the last complete `mark-overdue` run, `MARKER#mark-overdue`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MarkerRun {
+    /// The run's "now": its event's `time`, ISO-8601 UTC.
+    pub time: String,
+}
+
+/// A complete run records its time, only ever moving it forward: of two overlapping runs, the
+/// one that completes last with the earlier time leaves the later time in place.
+pub fn record_run(ctx: &Ctx, time: &str) -> UpdateBuilder {
+    ctx.update(&keys::mark_overdue_run())
+        .update_expression("SET #time = :time")
+        .condition_expression("attribute_not_exists(#time) OR #time < :time")
+        .expression_attribute_names("#time", "time")
+        .expression_attribute_values(":time", s(time))
+}
+
+/// `asOf`: the time of the last complete `mark-overdue` run, `None` before the first. One
+/// strongly consistent `GetItem`.
+pub async fn overdue_as_of(ctx: &Ctx) -> Result<Option<String>, ApiError> {
+    Ok(ctx
+        .get::<MarkerRun>(&keys::mark_overdue_run())
+        .await?
+        .map(|run| run.time))
+}
+
+/// An overdue list's body: a page of loans and how fresh the index they come from is.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OverduePage {
+    #[serde(flatten)]
+    pub page: Paged<Checkout>,
+    pub as_of: Option<String>,
+}
+
+/// One page of an overdue index (`query`, ascending: oldest due first) and `asOf`, read at once
+/// (one `Query` and one `GetItem`). `missing` tells an empty first page from a missing owner.
+pub async fn overdue_page<M>(ctx: &Ctx, page: Page, query: Query, missing: M) -> HandlerResult
+where
+    M: std::future::Future<Output = Result<(), ApiError>>,
+{
+    let (loans, as_of) = tokio::try_join!(
+        page.read_or_missing::<Checkout, _>(ctx, query, missing),
+        overdue_as_of(ctx)
+    )?;
+    Ok(ok(&OverduePage {
+        page: as_read(loans),
+        as_of,
+    }))
 }

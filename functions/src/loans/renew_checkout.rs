@@ -4,8 +4,9 @@
 //! One item changes, so one conditional `UpdateItem` is atomic on its own (a transaction would
 //! only double its cost): it moves the due date and the open-loans index sort key with it, on the
 //! condition that the loan is still as read and still in the open index (not returned, not
-//! marked overdue). `409` `checkoutId` `returned`, `overdue` (due before now, whether or not
-//! `mark-overdue` has run yet) or `renewal_limit` (after 2 renewals); `404` for an unknown loan.
+//! marked overdue). `409` `checkoutId` `returned`, `overdue` (the loan reads `overdue`, as
+//! [`Checkout::as_read`] says: due before now, whether or not `mark-overdue` has run yet) or
+//! `renewal_limit` (after 2 renewals); `404` for an unknown loan.
 //!
 //! Safe to retry with `Idempotency-Key`: the update then commits in one transaction with the
 //! key's record (twice the write units, paid only by a request that asks for it), and a retry
@@ -46,7 +47,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         let loan = load_active(ctx, &patron_id, &checkout_id).await?;
         let now = clock::now();
         let due = clock::parse_iso(&loan.due_date).ok_or(ApiError::Internal)?;
-        if due < now || loan.status == LoanStatus::Overdue {
+        if loan.clone().as_read(now).status == LoanStatus::Overdue {
             return refuse(Code::Overdue);
         }
         if loan.renewal_count >= MAX_RENEWALS {
@@ -68,7 +69,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     ..loan
                 };
                 let transaction = Transaction::new().update(Renewal, update);
-                let response = ok(&renewed);
+                let response = ok(&renewed.clone().as_read(now));
                 match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response)
                     .await?
                 {
@@ -81,7 +82,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             }
         };
         tracing::info!(%checkout_id, due_date = %renewed.due_date, renewals = renewed.renewal_count, "loan renewed");
-        return Ok(ok(&renewed));
+        return Ok(ok(&renewed.as_read(now)));
     }
     Err(ApiError::Unavailable)
 }

@@ -2,9 +2,9 @@
 //!
 //! Read the active loan, then one `TransactWriteItems` that reverses the checkout: remove the
 //! active loan (only if it is as read: a concurrent return or renewal fails it), put it back as
-//! `RETURNED#<checkoutId>` with no index keys (so it leaves the open-loans and the overdue index
-//! at once), make the copy `available` again (its availability key with it), and free the
-//! patron's slot. `404` for an unknown loan; `409` `checkoutId` `returned` for a returned one.
+//! `RETURNED#<checkoutId>` with no open or overdue index keys (so it leaves the open-loans and
+//! both overdue indexes at once) and with its patron's history keys (GSI1 `HISTORY#<patronId>`),
+//! make the copy `available` again (its availability key with it), and free the patron's slot. `404` for an unknown loan; `409` `checkoutId` `returned` for a returned one.
 //! Safe to retry with `Idempotency-Key`: a retry after a lost response gets the first answer,
 //! where a retry without one would be told `409 returned`.
 
@@ -14,10 +14,10 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::library::move_copy;
-use crate::store::{ABSENT, Transaction, n};
+use crate::library::{free_loan_slot, move_copy};
+use crate::store::{ABSENT, Transaction};
 use lambda_http::Request;
-use singlet_shared::keys::{self, CopyStatus};
+use singlet_shared::keys::CopyStatus;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -37,9 +37,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     for _ in 0..MAX_ATTEMPTS {
         let loan = load_active(ctx, &patron_id, &checkout_id).await?;
+        let now = clock::now();
         let returned = Checkout {
             status: LoanStatus::Returned,
-            returned_date: Some(clock::iso(clock::now())),
+            returned_date: Some(clock::iso(now)),
             ..loan.clone()
         };
         let transaction = Transaction::new()
@@ -60,14 +61,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             )
             .update(
                 Part::Patron,
-                ctx.update(&keys::patron(&loan.patron_branch_id, &patron_id))
-                    .update_expression("SET activeLoans = activeLoans - :one")
-                    .condition_expression("activeLoans > :zero")
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":zero", n(0)),
+                free_loan_slot(ctx, &loan.patron_branch_id, &patron_id),
             );
 
-        let response = ok(&returned);
+        let response = ok(&returned.clone().as_read(now));
         match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
             Outcome::Done(response) => {
                 tracing::info!(%checkout_id, %patron_id, "book returned");

@@ -1,0 +1,82 @@
+//! `DELETE /patrons/{patronId}` → `204`; the patron and its card lock are gone, and the card
+//! number can be claimed again at once. `404`; `409` `patronId` `has_loans` while the patron has
+//! active loans.
+//!
+//! Read the patron (GSI1: its branch and its card), then one `TransactWriteItems`: delete the
+//! patron row only if it still holds the card read and `activeLoans = 0`, and release the card's
+//! lock only if it still names this patron. The `has_loans` rule is the row's own condition, not
+//! a read: a checkout adds to `activeLoans` with a condition that the row exists, so of a removal
+//! and a checkout racing, either the checkout commits first (the removal is `409`) or the removal
+//! does (the checkout finds no row and is `404`), and there is never a loan for a removed patron.
+//! A failed delete hands back the row as it stood (`ALL_OLD`): none is `404`, active loans are
+//! `409`, another card (reissued meanwhile) is retried with that card.
+//!
+//! The patron's returned loans stay, under `PATRON#<patronId>`/`RETURNED#…`: they name the patron
+//! only by id (its name, email and card go with the row) and are the library's record of what
+//! was lent, readable by staff through the patron's history and its loans by id.
+
+use super::{CARD_HOLDER, MAX_ATTEMPTS, Patron, find_patron, remove};
+use crate::context::Ctx;
+use crate::error::{ApiError, Code, FieldError};
+use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::store::{Commit, Transaction, decode, lock};
+use lambda_http::Request;
+use singlet_shared::keys;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Patron,
+    Card,
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let (patron_id,) = (path_id(&req, "patronId"),).all_valid()?;
+
+    let mut fresh: Option<Patron> = None;
+    for _ in 0..MAX_ATTEMPTS {
+        // The index's copy of the row may be stale: only the delete's condition decides.
+        let patron = match fresh.take() {
+            Some(patron) => patron,
+            None => find_patron(ctx, &patron_id).await?,
+        };
+        let commit = Transaction::new()
+            .delete(Part::Patron, remove(ctx, &patron))
+            .delete(
+                Part::Card,
+                lock::release(
+                    ctx,
+                    &keys::card_lock(&patron.card_number),
+                    CARD_HOLDER,
+                    &patron_id,
+                ),
+            )
+            .commit(ctx)
+            .await?;
+
+        match commit {
+            Commit::Done => {
+                tracing::info!(%patron_id, "patron removed");
+                return Ok(no_content());
+            }
+            Commit::Cancelled(cancelled) if cancelled.failed(Part::Patron) => {
+                // Removed, lending, or holding another card: decided on the row as it stood.
+                let row = cancelled
+                    .old(Part::Patron)
+                    .ok_or_else(|| ApiError::not_found("patron"))?;
+                let row: Patron = decode(row)?;
+                if row.active_loans > 0 {
+                    return Err(ApiError::conflict(vec![FieldError::new(
+                        "patronId",
+                        Code::HasLoans,
+                    )]));
+                }
+                fresh = Some(row);
+            }
+            Commit::Cancelled(_) => {
+                tracing::error!(%patron_id, "a patron's card lock names another patron");
+                return Err(ApiError::Internal);
+            }
+        }
+    }
+    Err(ApiError::Unavailable)
+}

@@ -1,0 +1,34 @@
+//! `GET /patrons/{patronId}/checkouts/{checkoutId}` → `200` one loan, active or returned (as it
+//! reads now: [`Checkout::as_read`]), or `404`.
+//!
+//! One `GetItem` of the active loan `PATRON#<patronId>`/`CHECKOUT#<checkoutId>`; only when there
+//! is none, one `GetItem` of the returned loan `RETURNED#<checkoutId>`. An active loan (the loan
+//! most often asked about) costs one read; a returned one two. A return moves the loan from one
+//! key to the other in one transaction, so the second read finds what the first missed: there is
+//! no moment when the loan is at neither key.
+
+use super::Checkout;
+use crate::clock;
+use crate::claims::principal;
+use crate::context::Ctx;
+use crate::error::ApiError;
+use crate::http::{AllValid, HandlerResult, ok, path_id};
+use lambda_http::Request;
+use singlet_shared::keys;
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let (patron_id, checkout_id) =
+        (path_id(&req, "patronId"), path_id(&req, "checkoutId")).all_valid()?;
+    if !principal(&req).may_reach_patron(&patron_id) {
+        return Err(ApiError::not_found("checkout"));
+    }
+    let active: Option<Checkout> = ctx.get(&keys::checkout(&patron_id, &checkout_id)).await?;
+    let loan = match active {
+        Some(loan) => loan,
+        None => ctx
+            .get(&keys::returned_checkout(&patron_id, &checkout_id))
+            .await?
+            .ok_or_else(|| ApiError::not_found("checkout"))?,
+    };
+    Ok(ok(&loan.as_read(clock::now())))
+}
