@@ -10,6 +10,7 @@ pub mod error;
 pub mod http;
 pub mod idempotency;
 pub mod lambda;
+pub mod metrics;
 pub mod paging;
 pub mod routes;
 pub mod table;
