@@ -111,7 +111,8 @@ async fn every_event_replays_through_its_handler() {
         })
         .collect();
     files.sort();
-    for file in files {
+    // `env.json` is `sam local invoke --env-vars`'s file of environment variables, not an event.
+    for file in files.into_iter().filter(|f| f != "env") {
         assert!(
             REPLAY.iter().any(|(f, _)| *f == file),
             "events/{file}.json is never replayed"

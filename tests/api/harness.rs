@@ -36,7 +36,7 @@ pub struct Api {
     http: reqwest::Client,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Reply {
     pub status: u16,
     pub headers: HashMap<String, String>,

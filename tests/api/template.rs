@@ -1,16 +1,92 @@
 //! `template.yaml`, `functions/src/bin/`, `events/` and the README against the code's route
-//! table and table schema, so that none of them can drift.
+//! table and table schema, so that none of them can drift; and the template's operations
+//! (authorizer, scopes, log groups, alarms, the marker's failure queue, keys in policies).
 
-use serde_norway::Value;
+use serde_norway::value::TaggedValue;
+use serde_norway::{Mapping, Value};
 use singlet_functions::routes::{ROUTES, SCHEDULED};
 use singlet_shared::schema::{self, INDEXES, Projection};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// The template as CloudFormation reads it: short-form intrinsics (`!Ref X`, `!GetAtt X.Arn`,
+/// `!Sub "..."`) in their long form (`{Ref: X}`, `{Fn::GetAtt: [X, Arn]}`, `{Fn::Sub: "..."}`).
 fn template() -> Value {
     let text = std::fs::read_to_string(format!("{ROOT}/template.yaml")).unwrap();
-    serde_norway::from_str(&text).unwrap()
+    long_form(serde_norway::from_str(&text).unwrap())
+}
+
+fn long_form(value: Value) -> Value {
+    match value {
+        Value::Tagged(tagged) => {
+            let TaggedValue { tag, value } = *tagged;
+            let tag = tag.to_string();
+            let name = tag.trim_start_matches('!');
+            let key = match name {
+                "Ref" | "Condition" => name.to_owned(),
+                _ => format!("Fn::{name}"),
+            };
+            let value = match (name, value) {
+                ("GetAtt", Value::String(path)) => {
+                    let (resource, attribute) = path.split_once('.').unwrap();
+                    Value::Sequence(vec![resource.into(), attribute.into()])
+                }
+                (_, value) => long_form(value),
+            };
+            let mut mapping = Mapping::new();
+            mapping.insert(key.into(), value);
+            Value::Mapping(mapping)
+        }
+        Value::Mapping(mapping) => Value::Mapping(
+            mapping
+                .into_iter()
+                .map(|(k, v)| (k, long_form(v)))
+                .collect(),
+        ),
+        Value::Sequence(items) => Value::Sequence(items.into_iter().map(long_form).collect()),
+        other => other,
+    }
+}
+
+/// `{Ref: name}`.
+fn reference(name: &str) -> Value {
+    let mut mapping = Mapping::new();
+    mapping.insert("Ref".into(), name.into());
+    Value::Mapping(mapping)
+}
+
+/// `{Fn::GetAtt: [resource, attribute]}`.
+fn get_att(resource: &str, attribute: &str) -> Value {
+    let mut mapping = Mapping::new();
+    mapping.insert(
+        "Fn::GetAtt".into(),
+        Value::Sequence(vec![resource.into(), attribute.into()]),
+    );
+    Value::Mapping(mapping)
+}
+
+/// `{Fn::Sub: text}`.
+fn sub(text: &str) -> Value {
+    let mut mapping = Mapping::new();
+    mapping.insert("Fn::Sub".into(), text.into());
+    Value::Mapping(mapping)
+}
+
+/// The logical id `{Ref: X}` or `{Fn::GetAtt: [X, _]}` names.
+fn target(value: &Value) -> Option<&str> {
+    value["Ref"]
+        .as_str()
+        .or_else(|| value["Fn::GetAtt"][0].as_str())
+}
+
+/// A value or a one-element list of it, as a list.
+fn list(value: &Value) -> Vec<Value> {
+    match value {
+        Value::Sequence(items) => items.clone(),
+        Value::Null => Vec::new(),
+        other => vec![other.clone()],
+    }
 }
 
 fn resources(template: &Value, kind: &str) -> Vec<(String, Value)> {
@@ -133,21 +209,20 @@ fn every_route_is_one_function_with_its_route_and_least_privilege() {
         let statements = function["Properties"]["Policies"][0]["Statement"]
             .as_sequence()
             .unwrap();
-        let mut actions: Vec<String> = statements
+        // A table statement and an index statement may both allow `Query`.
+        let actions: BTreeSet<String> = statements
             .iter()
             .flat_map(|s| strings(&s["Action"]))
             .collect();
-        actions.sort();
         if let Some(scheduled) = SCHEDULED.iter().find(|s| s.function == binary) {
             assert!(http.is_empty(), "{binary} has no route");
             let schedules = events.values().filter(|e| e["Type"] == "Schedule").count();
             assert_eq!(schedules, 1, "{binary} runs on one schedule");
-            let mut expected: Vec<String> = scheduled
+            let expected: BTreeSet<String> = scheduled
                 .permissions
                 .iter()
                 .map(|p| (*p).to_owned())
                 .collect();
-            expected.sort();
             assert_eq!(actions, expected, "{binary}'s policy");
             continue;
         }
@@ -160,8 +235,8 @@ fn every_route_is_one_function_with_its_route_and_least_privilege() {
             vec![(route.method.to_owned(), route.path.to_owned())],
             "{binary}"
         );
-        let mut expected: Vec<String> = route.permissions.iter().map(|p| (*p).to_owned()).collect();
-        expected.sort();
+        let expected: BTreeSet<String> =
+            route.permissions.iter().map(|p| (*p).to_owned()).collect();
         assert_eq!(actions, expected, "{binary}'s policy");
     }
     let expected: BTreeSet<String> = ROUTES
@@ -213,4 +288,334 @@ fn every_function_has_a_binary_an_event_and_a_line_in_the_readme() {
             route.key()
         );
     }
+}
+
+/// Every `AWS::Serverless::Function`, with its binary's name.
+fn functions(template: &Value) -> Vec<(String, String, Value)> {
+    resources(template, "AWS::Serverless::Function")
+        .into_iter()
+        .map(|(logical, function)| {
+            let binary = function["Metadata"]["BuildProperties"]["Binary"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            (logical, binary, function)
+        })
+        .collect()
+}
+
+/// The one metric an alarm watches, or each metric of its metric-math expression.
+fn watched(alarm: &Value) -> Vec<Value> {
+    let properties = &alarm["Properties"];
+    if properties["MetricName"].is_string() {
+        return vec![properties.clone()];
+    }
+    list(&properties["Metrics"])
+        .into_iter()
+        .filter(|m| m["MetricStat"].is_mapping())
+        .map(|m| m["MetricStat"]["Metric"].clone())
+        .collect()
+}
+
+fn dimension<'a>(metric: &'a Value, name: &str) -> Option<&'a Value> {
+    metric["Dimensions"]
+        .as_sequence()?
+        .iter()
+        .find(|d| d["Name"] == name)
+        .map(|d| &d["Value"])
+}
+
+/// Alarms on `namespace`/`metric` whose dimension `name` is `value`.
+fn alarms_on(template: &Value, namespace: &str, metric: &str, name: &str, value: &Value) -> usize {
+    resources(template, "AWS::CloudWatch::Alarm")
+        .iter()
+        .filter(|(_, alarm)| {
+            watched(alarm).iter().any(|m| {
+                m["Namespace"] == namespace
+                    && m["MetricName"] == metric
+                    && dimension(m, name) == Some(value)
+            })
+        })
+        .count()
+}
+
+#[test]
+fn every_route_needs_a_token_from_the_configured_issuer_with_one_of_its_scopes() {
+    let template = template();
+    let parameters = &template["Parameters"];
+    assert_eq!(parameters["JwtIssuer"]["Type"], "String");
+    assert!(parameters["JwtAudience"]["Type"].is_string());
+    let apis = resources(&template, "AWS::Serverless::HttpApi");
+    assert_eq!(apis.len(), 1, "one HTTP API");
+    let (api, properties) = (&apis[0].0, &apis[0].1["Properties"]);
+    let auth = &properties["Auth"];
+    let authorizer = auth["DefaultAuthorizer"]
+        .as_str()
+        .expect("a default authorizer: no route is reachable without a token");
+    let jwt = &auth["Authorizers"][authorizer];
+    assert_eq!(jwt["IdentitySource"], "$request.header.Authorization");
+    assert_eq!(jwt["JwtConfiguration"]["issuer"], reference("JwtIssuer"));
+    assert_eq!(
+        list(&jwt["JwtConfiguration"]["audience"]),
+        vec![reference("JwtAudience")]
+    );
+    // Throttling on every route, from parameters.
+    for limit in ["ThrottlingBurstLimit", "ThrottlingRateLimit"] {
+        let parameter = target(&properties["DefaultRouteSettings"][limit]).unwrap();
+        assert_eq!(parameters[parameter]["Type"], "Number", "{limit}");
+    }
+    // Access logs: JSON, naming the request, the route, the answer, its latency and the subject.
+    let logs = &properties["AccessLogSettings"];
+    let group = target(&logs["DestinationArn"]).unwrap();
+    assert_eq!(template["Resources"][group]["Type"], "AWS::Logs::LogGroup");
+    assert!(!template["Resources"][group]["Properties"]["RetentionInDays"].is_null());
+    let format: serde_json::Value =
+        serde_json::from_str(logs["Format"].as_str().unwrap()).expect("access logs are JSON");
+    for (field, variable) in [
+        ("requestId", "$context.requestId"),
+        ("routeKey", "$context.routeKey"),
+        ("status", "$context.status"),
+        ("responseLatency", "$context.responseLatency"),
+        ("sub", "$context.authorizer.claims.sub"),
+    ] {
+        assert_eq!(format[field], variable, "access log field {field}");
+    }
+
+    for (_, binary, function) in functions(&template) {
+        let Some(route) = ROUTES.iter().find(|r| r.function == binary) else {
+            continue;
+        };
+        let events = function["Properties"]["Events"].as_mapping().unwrap();
+        for event in events.values().filter(|e| e["Type"] == "HttpApi") {
+            let event = &event["Properties"];
+            assert_eq!(target(&event["ApiId"]), Some(api.as_str()), "{binary}");
+            assert_eq!(event["Auth"]["Authorizer"], authorizer, "{binary}");
+            let scopes: BTreeSet<String> = strings(&event["Auth"]["AuthorizationScopes"])
+                .into_iter()
+                .collect();
+            let expected: BTreeSet<String> = route.scopes.iter().map(|s| (*s).to_owned()).collect();
+            assert!(!expected.is_empty(), "{binary} grants no scope");
+            assert_eq!(scopes, expected, "{binary}'s scopes");
+        }
+    }
+}
+
+#[test]
+fn every_function_logs_to_its_own_log_group_and_alarms_on_errors_and_throttles() {
+    let template = template();
+    let globals = &template["Globals"]["Function"];
+    assert_eq!(globals["Tracing"], reference("Tracing"));
+    assert_eq!(
+        strings(&template["Parameters"]["Tracing"]["AllowedValues"]),
+        ["Active", "PassThrough"]
+    );
+    assert_eq!(globals["LoggingConfig"]["LogFormat"], "JSON");
+    let topic = reference("AlarmTopicArn");
+    assert_eq!(template["Parameters"]["AlarmTopicArn"]["Type"], "String");
+
+    for (logical, binary, function) in functions(&template) {
+        let properties = &function["Properties"];
+        let name = format!("${{AWS::StackName}}-{binary}");
+        assert_eq!(properties["FunctionName"], sub(&name), "{binary}'s name");
+        let group = target(&properties["LoggingConfig"]["LogGroup"])
+            .unwrap_or_else(|| panic!("{binary} names no log group"));
+        let group = &template["Resources"][group];
+        assert_eq!(group["Type"], "AWS::Logs::LogGroup", "{binary}");
+        assert_eq!(
+            group["Properties"]["LogGroupName"],
+            sub(&format!("/aws/lambda/{name}")),
+            "{binary}'s log group"
+        );
+        assert_eq!(
+            group["Properties"]["RetentionInDays"],
+            reference("LogRetentionInDays"),
+            "{binary}'s log retention"
+        );
+        for metric in ["Errors", "Throttles"] {
+            assert_eq!(
+                alarms_on(
+                    &template,
+                    "AWS/Lambda",
+                    metric,
+                    "FunctionName",
+                    &reference(&logical)
+                ),
+                1,
+                "{binary} has one {metric} alarm"
+            );
+        }
+    }
+    for (name, alarm) in resources(&template, "AWS::CloudWatch::Alarm") {
+        assert!(
+            list(&alarm["Properties"]["AlarmActions"]).contains(&topic),
+            "{name} notifies the alarm topic"
+        );
+    }
+}
+
+#[test]
+fn the_api_the_table_and_the_marker_are_watched() {
+    let template = template();
+    let table = &resources(&template, "AWS::DynamoDB::Table")[0];
+    assert_eq!(table.1["Properties"]["DeletionProtectionEnabled"], true);
+    let api = &resources(&template, "AWS::Serverless::HttpApi")[0].0;
+    assert_eq!(
+        alarms_on(&template, "AWS/ApiGateway", "5xx", "ApiId", &reference(api)),
+        1,
+        "the API's 5xx rate"
+    );
+    for metric in ["ThrottledRequests", "SystemErrors"] {
+        assert_eq!(
+            alarms_on(
+                &template,
+                "AWS/DynamoDB",
+                metric,
+                "TableName",
+                &reference(&table.0)
+            ),
+            1,
+            "the table's {metric}"
+        );
+    }
+
+    // A scheduled function's failed runs land in a queue (after Lambda's retries), and any
+    // message there alarms. Its own policy grants DynamoDB only: SAM adds sqs:SendMessage on
+    // that queue alone, for the destination.
+    for scheduled in SCHEDULED {
+        let (_, _, function) = functions(&template)
+            .into_iter()
+            .find(|(_, binary, _)| binary == scheduled.function)
+            .unwrap();
+        let invoke = &function["Properties"]["EventInvokeConfig"];
+        assert!(invoke["MaximumRetryAttempts"].is_number());
+        let on_failure = &invoke["DestinationConfig"]["OnFailure"];
+        assert_eq!(on_failure["Type"], "SQS", "{}", scheduled.function);
+        let queue = target(&on_failure["Destination"]).unwrap();
+        assert_eq!(template["Resources"][queue]["Type"], "AWS::SQS::Queue");
+        let alarmed = resources(&template, "AWS::CloudWatch::Alarm")
+            .into_iter()
+            .any(|(_, alarm)| {
+                let properties = &alarm["Properties"];
+                properties["Threshold"] == 0
+                    && properties["ComparisonOperator"] == "GreaterThanThreshold"
+                    && watched(&alarm).iter().any(|m| {
+                        m["Namespace"] == "AWS/SQS"
+                            && m["MetricName"] == "ApproximateNumberOfMessagesVisible"
+                            && dimension(m, "QueueName") == Some(&get_att(queue, "QueueName"))
+                    })
+            });
+        assert!(alarmed, "a message in {queue} alarms");
+        let statements = &function["Properties"]["Policies"][0]["Statement"];
+        for action in list(statements).iter().flat_map(|s| strings(&s["Action"])) {
+            assert!(action.starts_with("dynamodb:"), "{action}");
+        }
+    }
+}
+
+#[test]
+fn every_statement_names_the_table_or_one_index_and_the_key_prefixes_it_may_touch() {
+    let template = template();
+    let table = get_att("Table", "Arn");
+    let indexes: Vec<Value> = INDEXES
+        .iter()
+        .map(|index| sub(&format!("${{Table.Arn}}/index/{}", index.name)))
+        .collect();
+    for (_, binary, function) in functions(&template) {
+        let statements = list(&function["Properties"]["Policies"][0]["Statement"]);
+        assert!(!statements.is_empty(), "{binary} has a policy");
+        for statement in &statements {
+            assert_eq!(statement["Effect"], "Allow");
+            let actions = strings(&statement["Action"]);
+            assert!(!actions.is_empty());
+            assert!(
+                !actions.iter().any(|a| a.contains("Scan")),
+                "{binary}: a Scan carries no key to check"
+            );
+            // One resource per statement: the table, or one index that the function queries.
+            let resources = list(&statement["Resource"]);
+            assert_eq!(resources.len(), 1, "{binary}: one resource per statement");
+            if resources[0] != table {
+                assert!(
+                    indexes.contains(&resources[0]),
+                    "{binary}: {:?} is the table or one of its indexes",
+                    resources[0]
+                );
+                assert_eq!(
+                    actions,
+                    ["dynamodb:Query"],
+                    "{binary}: an index is only queried"
+                );
+            }
+            let prefixes =
+                strings(&statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]);
+            assert!(
+                !prefixes.is_empty(),
+                "{binary}: every statement is bounded by key"
+            );
+            for prefix in &prefixes {
+                assert!(
+                    prefix.len() > 1
+                        && prefix.ends_with('*')
+                        && !prefix[..prefix.len() - 1].contains('*'),
+                    "{binary}: {prefix} is one key prefix"
+                );
+            }
+            let condition = statement["Condition"].as_mapping().unwrap();
+            assert_eq!(condition.len(), 1, "{binary}: LeadingKeys is the condition");
+        }
+        // A route that takes an Idempotency-Key puts and reads its record
+        // IDEMPOTENCY#<route>#<key> (shared/src/keys.rs) in the table.
+        if ROUTES.iter().any(|r| r.function == binary && r.idempotent) {
+            let record = format!("IDEMPOTENCY#{binary}#*");
+            let allowed = statements.iter().any(|s| {
+                list(&s["Resource"]) == [table.clone()]
+                    && strings(&s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"])
+                        .contains(&record)
+            });
+            assert!(
+                allowed,
+                "{binary} may touch its idempotency records {record}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_env_vars_file_names_every_function_and_only_declared_variables() {
+    let template = template();
+    let text = std::fs::read_to_string(format!("{ROOT}/events/env.json")).unwrap();
+    let env: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_str(&text).unwrap();
+    let logical: BTreeSet<String> = functions(&template)
+        .into_iter()
+        .map(|(logical, _, _)| logical)
+        .collect();
+    assert_eq!(
+        env.keys().cloned().collect::<BTreeSet<_>>(),
+        logical,
+        "events/env.json names every function resource"
+    );
+    // `sam local invoke --env-vars` only overrides variables the template declares.
+    let declared = template["Globals"]["Function"]["Environment"]["Variables"]
+        .as_mapping()
+        .unwrap();
+    for (function, variables) in &env {
+        for name in ["AWS_ENDPOINT_URL_DYNAMODB", "TABLE_NAME", "CURSOR_KEY"] {
+            assert!(variables.contains_key(name), "{function} sets {name}");
+        }
+        assert!(
+            variables["CURSOR_KEY"].len() >= 32,
+            "{function}: a usable cursor key"
+        );
+        for name in variables.keys() {
+            assert!(
+                declared.contains_key(name.as_str()),
+                "{function}: {name} is not declared in Globals, so SAM would ignore it"
+            );
+        }
+    }
+    assert_eq!(
+        declared["AWS_ENDPOINT_URL_DYNAMODB"],
+        reference("DynamoDbEndpoint")
+    );
+    assert_eq!(template["Parameters"]["DynamoDbEndpoint"]["Default"], "");
 }

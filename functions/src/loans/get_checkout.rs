@@ -8,8 +8,8 @@
 //! no moment when the loan is at neither key.
 
 use super::Checkout;
-use crate::clock;
 use crate::claims::principal;
+use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path_id};
