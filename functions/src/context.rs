@@ -6,6 +6,8 @@ use crate::ids::IdKey;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Region, SharedHttpClient};
+use aws_smithy_http_client::tls::TrustStore;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,8 +40,34 @@ impl Ctx {
             .filter(|t| !t.is_empty())
             .ok_or("TABLE_NAME is not set: the function does not know its table")?;
         let cursors = CursorKeys::from_env()?;
-        Ok(Self::new(client_from_env(None).await, table, cursors))
+        Ok(Self::new(lambda_client(), table, cursors))
     }
+}
+
+/// The Lambda's client, from the variables Lambda sets and nothing else: the region from
+/// `AWS_REGION`, the execution role's credentials from `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` (the SDK's environment provider), the endpoint
+/// from `AWS_ENDPOINT_URL_DYNAMODB` when set, and Amazon's roots ([`amazon_roots`]).
+/// `aws_config::load` would also look for profile files, SSO, web identity, container and
+/// instance credentials, none of which a Lambda has: that search cost every cold start time, and
+/// every binary the credential providers' code (README, "Cold starts").
+pub fn lambda_client() -> Client {
+    let mut config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(std::env::var("AWS_REGION").ok().map(Region::new))
+        .credentials_provider(
+            aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+        )
+        .http_client(https_client_trusting(amazon_roots()))
+        .timeout_config(timeouts())
+        .retry_config(retries());
+    // SAM declares the variable for `sam local`; an empty value means DynamoDB itself.
+    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        && !endpoint.is_empty()
+    {
+        config = config.endpoint_url(endpoint);
+    }
+    Client::from_conf(config.build())
 }
 
 /// How long one request to the engine may take, and all its retries together: well under the
@@ -72,10 +100,28 @@ pub async fn client_from_env(endpoint: Option<&str>) -> Client {
     Client::new(&loader.load().await)
 }
 
-/// An HTTPS client on rustls with `ring`: no aws-lc-rs jitter-entropy seeding on the first request.
-pub fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+/// An HTTPS client trusting the system's roots, for the local runner.
+pub fn https_client() -> SharedHttpClient {
+    https_client_trusting(TrustStore::default())
+}
+
+/// An HTTPS client on rustls with `ring` (no aws-lc-rs jitter-entropy seeding on the first
+/// request), trusting `roots`.
+fn https_client_trusting(roots: TrustStore) -> SharedHttpClient {
+    use aws_smithy_http_client::tls::{Provider, TlsContext, rustls_provider::CryptoMode};
+    let tls = TlsContext::builder()
+        .with_trust_store(roots)
+        .build()
+        .expect("a trust store is a valid TLS context");
     aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .tls_context(tls)
         .build_https()
+}
+
+/// The five roots of Amazon Trust Services (`amazon-roots.pem`: Amazon Root CA 1 to 4 and
+/// Starfield Services Root CA G2), to which every AWS endpoint's certificate chains, DynamoDB's
+/// included. Compiled in, they spare a cold start reading and parsing the system's ~140 roots.
+pub fn amazon_roots() -> TrustStore {
+    TrustStore::empty().with_pem_certificate(include_bytes!("amazon-roots.pem").as_slice())
 }

@@ -7,7 +7,8 @@ use crate::request::answer;
 use crate::routes::{Route, Scheduled, by_function, scheduled};
 use lambda_http::{Request, service_fn};
 use std::time::Instant;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::prelude::*;
 
 /// JSON logs on standard output (where Lambda collects them), filtered by `RUST_LOG` (default
 /// `info`).
@@ -21,15 +22,21 @@ pub fn init_tracing_to<W>(writer: W, default_filter: &str)
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    let _ = tracing_subscriber::fmt()
-        .with_writer(writer)
+    // A level per target (`info`, `info,dynoxide=error`): `EnvFilter`'s span and field
+    // directives would link a regex engine into every binary for nothing this project logs.
+    let filter: Targets = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse().ok())
+        .unwrap_or_else(|| default_filter.parse().expect("a valid default filter"));
+    let json = tracing_subscriber::fmt::layer()
         .json()
-        .with_env_filter(filter)
         .with_current_span(true)
         .with_span_list(false)
         .with_target(false)
+        .with_writer(writer);
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(json)
         .try_init();
 }
 

@@ -251,6 +251,7 @@ async fn a_response_lost_after_the_commit_is_answered_once() {
                 if again.status != 503 {
                     break;
                 }
+                tokio::time::sleep(Duration::from_millis(250)).await;
             }
             assert!([200, 503].contains(&first.status), "{path}: {first:?}");
             assert_eq!(again.status, 200, "{path}: {again:?}");

@@ -1,0 +1,494 @@
+//! Cold starts: each function's release `bootstrap` started several times under a mock Lambda
+//! Runtime API, next to a bare `lambda_http` hello (`functions/examples/hello.rs`: the same
+//! `lambda_http` features, the same profile) measured in the same run, so the ratios say what a
+//! function's own start-up work costs on whatever machine runs this. It prints figures and
+//! asserts nothing:
+//!
+//! ```sh
+//! cargo bench --bench cold_start                      # hello, get-vehicle, register-vehicle, mark-overdue
+//! cargo bench --bench cold_start -- get-book --spawns 9 --warm 100 --profile release
+//! ```
+//!
+//! It builds the binaries itself (`cargo build --release --bin <function>... --example hello` at
+//! the workspace root, as `sam build` does), starts an
+//! embedded engine with the table (seeded with `events/register-vehicle.json`, so that every
+//! event in `events/` used here succeeds), then for each spawn:
+//! - **init**: spawn → the first `GET /runtime/invocation/next`;
+//! - **first invoke**: the first event handed out → its response posted;
+//! - **warm**: the same for the next `--warm` events, back to back (p50/p99 over all spawns);
+//! - **peak RSS**: `VmHWM` from `/proc/<pid>/status`, read before the process is killed.
+//!
+//! Init, first invoke and RSS are medians over the spawns, which go round-robin over the binaries
+//! so that a noisy neighbour hurts them all alike. The environment is the one Lambda sets (and no
+//! other: no `HOME`, so no profile files), with `AWS_ENDPOINT_URL_DYNAMODB` on the engine. Sizes
+//! are the stripped x86_64 binary and its zip (`zip -9`, when `zip` is installed); an arm64
+//! `bootstrap.zip` under `<target>/lambda/<function>/` (from `cargo lambda build --release
+//! --arm64 --output-format zip --bin <function>`) is reported too when present.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::routing::{get, post};
+use serde_json::Value;
+use singlet::{engine, invoke::invoke};
+use singlet_functions::{Ctx, cursor::CursorKeys};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path as FsPath, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{Mutex, mpsc};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const HELLO: &str = "hello";
+const DEFAULT_FUNCTIONS: &[&str] = &["get-vehicle", "register-vehicle", "mark-overdue"];
+const TABLE: &str = "singlet-bench";
+/// The server secret the sample events' ids are derived under.
+const CURSOR_KEY: &str = singlet::LOCAL_SECRET;
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Args {
+    functions: Vec<String>,
+    spawns: usize,
+    warm: usize,
+    profile: String,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        functions: Vec::new(),
+        spawns: 7,
+        warm: 50,
+        profile: "release".into(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut number = |name: &str| -> usize {
+            it.next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name} takes a number"))
+        };
+        match arg.as_str() {
+            "--bench" => {} // what `cargo bench` passes
+            "--spawns" => args.spawns = number("--spawns").max(1),
+            "--warm" => args.warm = number("--warm").max(1),
+            "--profile" => args.profile = it.next().expect("--profile takes a profile's name"),
+            function => args.functions.push(function.to_owned()),
+        }
+    }
+    if args.functions.is_empty() {
+        args.functions = DEFAULT_FUNCTIONS.iter().map(|f| f.to_string()).collect();
+    }
+    args
+}
+
+/// Builds the hello and `functions` with `profile` as `sam build` does (at the workspace root,
+/// so with the workspace's features); their executables, by name.
+fn build(functions: &[String], profile: &str) -> Vec<(String, PathBuf)> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(ROOT)
+        .args(["build", "--profile", profile])
+        .args(["--message-format", "json-render-diagnostics"])
+        .args(["--example", HELLO])
+        .stderr(Stdio::inherit());
+    for function in functions {
+        command.args(["--bin", function]);
+    }
+    let output = command.output().expect("cargo runs");
+    assert!(output.status.success(), "the release build failed");
+    let mut built = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let (Some(name), Some(exe)) = (
+            message["target"]["name"].as_str(),
+            message["executable"].as_str(),
+        ) {
+            built.push((name.to_owned(), PathBuf::from(exe)));
+        }
+    }
+    let find = |name: &str| {
+        let (_, exe) = built
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("cargo built no {name}"));
+        (name.to_owned(), exe.clone())
+    };
+    std::iter::once(HELLO)
+        .chain(functions.iter().map(String::as_str))
+        .map(find)
+        .collect()
+}
+
+/// The event a function is invoked with: its file in `events/` (the hello takes get-vehicle's).
+fn event(function: &str) -> String {
+    let file = if function == HELLO {
+        "get-vehicle"
+    } else {
+        function
+    };
+    std::fs::read_to_string(format!("{ROOT}/events/{file}.json"))
+        .unwrap_or_else(|e| panic!("events/{file}.json: {e}"))
+}
+
+/// What the mock Runtime API saw, in order.
+enum Mark {
+    Next(Instant),
+    Handed(String, Instant),
+    Done {
+        id: String,
+        at: Instant,
+        error: Option<String>,
+    },
+    InitError(String),
+}
+
+struct Invocation {
+    id: String,
+    event: String,
+}
+
+#[derive(Clone)]
+struct Mock {
+    invocations: Arc<Mutex<mpsc::Receiver<Invocation>>>,
+    marks: mpsc::UnboundedSender<Mark>,
+}
+
+async fn next(State(mock): State<Mock>) -> (HeaderMap, String) {
+    let _ = mock.marks.send(Mark::Next(Instant::now()));
+    let Some(invocation) = mock.invocations.lock().await.recv().await else {
+        // The spawn is over: hang until the process is killed.
+        std::future::pending::<()>().await;
+        unreachable!()
+    };
+    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_secs(10);
+    let mut headers = HeaderMap::new();
+    let mut set = |name: &'static str, value: String| {
+        headers.insert(name, HeaderValue::from_str(&value).unwrap());
+    };
+    set("content-type", "application/json".into());
+    set("lambda-runtime-aws-request-id", invocation.id.clone());
+    set(
+        "lambda-runtime-deadline-ms",
+        deadline.as_millis().to_string(),
+    );
+    set(
+        "lambda-runtime-invoked-function-arn",
+        "arn:aws:lambda:eu-west-1:123456789012:function:bench".into(),
+    );
+    set(
+        "lambda-runtime-trace-id",
+        "Root=1-6749f3a0-3c5e1f0a2b7d4e6f8a9b0c1d;Parent=53995c3f42cd8ad8;Sampled=0".into(),
+    );
+    let _ = mock.marks.send(Mark::Handed(invocation.id, Instant::now()));
+    (headers, invocation.event)
+}
+
+async fn response(State(mock): State<Mock>, Path(id): Path<String>, body: String) -> &'static str {
+    let at = Instant::now();
+    // An HTTP function answers API Gateway's response; only a 5xx is a failure of the function.
+    let error = serde_json::from_str::<Value>(&body)
+        .ok()
+        .and_then(|v| v["statusCode"].as_u64())
+        .filter(|status| *status >= 500)
+        .map(|_| body);
+    let _ = mock.marks.send(Mark::Done { id, at, error });
+    "{}"
+}
+
+async fn error(State(mock): State<Mock>, Path(id): Path<String>, body: String) -> &'static str {
+    let at = Instant::now();
+    let _ = mock.marks.send(Mark::Done {
+        id,
+        at,
+        error: Some(body),
+    });
+    "{}"
+}
+
+async fn init_error(State(mock): State<Mock>, body: String) -> &'static str {
+    let _ = mock.marks.send(Mark::InitError(body));
+    "{}"
+}
+
+/// One spawn's figures.
+struct Spawn {
+    init: Duration,
+    first: Duration,
+    warm: Vec<Duration>,
+    rss_kb: u64,
+}
+
+async fn spawn_once(function: &str, exe: &FsPath, event: &str, engine: &str, warm: usize) -> Spawn {
+    let (give, invocations) = mpsc::channel(1);
+    let (marks, mut seen) = mpsc::unbounded_channel();
+    let mock = Mock {
+        invocations: Arc::new(Mutex::new(invocations)),
+        marks,
+    };
+    let app = Router::new()
+        .route("/2018-06-01/runtime/invocation/next", get(next))
+        .route(
+            "/2018-06-01/runtime/invocation/{id}/response",
+            post(response),
+        )
+        .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
+        .route("/2018-06-01/runtime/init/error", post(init_error))
+        .with_state(mock);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .await
+        .unwrap();
+    let api = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let started = Instant::now();
+    let mut child = Command::new(exe)
+        .env_clear()
+        .envs(lambda_env(function, &api.to_string(), engine))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+    let pid = child.id();
+
+    let mut wait = async || match tokio::time::timeout(WAIT, seen.recv()).await {
+        Ok(Some(Mark::InitError(error))) => panic!("{function} failed to start: {error}"),
+        Ok(Some(mark)) => mark,
+        Ok(None) => unreachable!("the mock holds a sender"),
+        Err(_) => panic!("{function} said nothing for {WAIT:?}"),
+    };
+    let init = loop {
+        if let Mark::Next(at) = wait().await {
+            break at - started;
+        }
+    };
+    let mut latencies = Vec::with_capacity(warm + 1);
+    for i in 0..=warm {
+        let id = format!("{function}-{pid}-{i}");
+        give.send(Invocation {
+            id: id.clone(),
+            event: event.to_owned(),
+        })
+        .await
+        .unwrap();
+        let mut handed = None;
+        let latency = loop {
+            match wait().await {
+                Mark::Handed(h, at) if h == id => handed = Some(at),
+                Mark::Done { id: d, at, error } if d == id => {
+                    if let Some(error) = error {
+                        panic!("{function} failed invocation {i}: {error}");
+                    }
+                    break at - handed.expect("handed out before answered");
+                }
+                _ => {}
+            }
+        };
+        latencies.push(latency);
+    }
+    let rss_kb = peak_rss_kb(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    server.abort();
+    Spawn {
+        init,
+        first: latencies[0],
+        warm: latencies.split_off(1),
+        rss_kb,
+    }
+}
+
+/// The environment Lambda gives a `provided.al2023` function (as `template.yaml` configures it),
+/// with the engine as DynamoDB.
+fn lambda_env(function: &str, api: &str, engine: &str) -> Vec<(&'static str, String)> {
+    [
+        ("AWS_LAMBDA_RUNTIME_API", api),
+        ("AWS_LAMBDA_FUNCTION_NAME", function),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
+        ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand"),
+        ("AWS_LAMBDA_LOG_GROUP_NAME", &format!("/aws/lambda/{function}")),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "2026/11/29/[$LATEST]0123456789abcdef"),
+        ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+        ("AWS_LAMBDA_LOG_LEVEL", "INFO"),
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_DEFAULT_REGION", "eu-west-1"),
+        ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLEEXAMPLE00"),
+        ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+        ("AWS_SESSION_TOKEN", "IQoJb3JpZ2luX2VjEXAMPLESESSIONTOKEN"),
+        ("AWS_XRAY_CONTEXT_MISSING", "LOG_ERROR"),
+        ("_HANDLER", "bootstrap"),
+        ("LAMBDA_TASK_ROOT", "/var/task"),
+        ("LAMBDA_RUNTIME_DIR", "/var/runtime"),
+        ("LANG", "en_US.UTF-8"),
+        ("TZ", ":UTC"),
+        ("PATH", "/usr/local/bin:/usr/bin/:/bin:/opt/bin"),
+        ("LD_LIBRARY_PATH", "/var/lang/lib:/lib64:/usr/lib64:/var/runtime:/var/runtime/lib:/var/task:/var/task/lib:/opt/lib"),
+        ("TABLE_NAME", TABLE),
+        ("CURSOR_KEY", CURSOR_KEY),
+        ("RUST_LOG", "info"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", engine),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_owned()))
+    .collect()
+}
+
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The zip of `file` alone (what Lambda is handed), or `None` without the `zip` tool.
+fn zipped_size(file: &FsPath) -> Option<u64> {
+    let dir = std::env::temp_dir().join(format!("cold-start-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let bootstrap = dir.join("bootstrap");
+    let zip = dir.join("bootstrap.zip");
+    std::fs::copy(file, &bootstrap).ok()?;
+    let _ = std::fs::remove_file(&zip);
+    let zipped = Command::new("zip")
+        .current_dir(&dir)
+        .args(["-q", "-9", "bootstrap.zip", "bootstrap"])
+        .status()
+        .ok()?
+        .success();
+    let size = zipped.then(|| std::fs::metadata(&zip).ok().map(|m| m.len()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    size
+}
+
+fn median<T: Copy + Ord>(mut values: Vec<T>) -> T {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn percentile(mut values: Vec<Duration>, p: f64) -> Duration {
+    values.sort();
+    values[((values.len() as f64 * p).ceil() as usize).clamp(1, values.len()) - 1]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e3)
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / 1e6)
+}
+
+fn ratio(value: f64, hello: f64) -> String {
+    format!("{:.2}×", value / hello)
+}
+
+#[tokio::main]
+async fn main() {
+    let args = args();
+    let binaries = build(&args.functions, &args.profile);
+
+    // The engine, its table, and the vehicle that get-vehicle's event asks for.
+    let (client, endpoint) = engine::start_in_memory(TABLE).await;
+    let ctx = Ctx::new(client, TABLE, CursorKeys::new(CURSOR_KEY));
+    invoke(&ctx, "register-vehicle", &event("register-vehicle"))
+        .await
+        .unwrap();
+
+    let events: Vec<String> = binaries.iter().map(|(name, _)| event(name)).collect();
+    let mut spawns: Vec<Vec<Spawn>> = binaries.iter().map(|_| Vec::new()).collect();
+    eprintln!(
+        "{} spawns of each of {} binaries, {} warm invokes each",
+        args.spawns,
+        binaries.len(),
+        args.warm
+    );
+    for _ in 0..args.spawns {
+        for (i, (name, exe)) in binaries.iter().enumerate() {
+            let spawn = spawn_once(name, exe, &events[i], &endpoint, args.warm).await;
+            spawns[i].push(spawn);
+        }
+    }
+
+    struct Row {
+        name: String,
+        init: Duration,
+        first: Duration,
+        p50: Duration,
+        p99: Duration,
+        rss: u64,
+        size: u64,
+        zip: Option<u64>,
+        arm64_zip: Option<u64>,
+    }
+    let rows: Vec<Row> = binaries
+        .iter()
+        .zip(spawns)
+        .map(|((name, exe), spawns)| {
+            let warm: Vec<Duration> = spawns.iter().flat_map(|s| s.warm.clone()).collect();
+            let target = exe.parent().and_then(|p| p.parent()).unwrap();
+            let arm64 = target.join("lambda").join(name).join("bootstrap.zip");
+            Row {
+                name: name.clone(),
+                init: median(spawns.iter().map(|s| s.init).collect()),
+                first: median(spawns.iter().map(|s| s.first).collect()),
+                p50: percentile(warm.clone(), 0.50),
+                p99: percentile(warm, 0.99),
+                rss: median(spawns.iter().map(|s| s.rss_kb).collect()) * 1024,
+                size: std::fs::metadata(exe).unwrap().len(),
+                zip: zipped_size(exe),
+                arm64_zip: std::fs::metadata(arm64).ok().map(|m| m.len()),
+            }
+        })
+        .collect();
+
+    let hello = &rows[0];
+    println!(
+        "{:<18} {:>8} {:>7} {:>9} {:>7} {:>8} {:>8} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9}",
+        "binary",
+        "init ms",
+        "×hello",
+        "1st inv",
+        "×hello",
+        "warm p50",
+        "warm p99",
+        "RSS MB",
+        "×hello",
+        "x86_64 MB",
+        "zip MB",
+        "×hello",
+        "arm64 zip"
+    );
+    for row in &rows {
+        let zip_ratio = match (row.zip, hello.zip) {
+            (Some(z), Some(h)) => ratio(z as f64, h as f64),
+            _ => "-".into(),
+        };
+        println!(
+            "{:<18} {:>8} {:>7} {:>9} {:>7} {:>8} {:>8} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9}",
+            row.name,
+            ms(row.init),
+            ratio(row.init.as_secs_f64(), hello.init.as_secs_f64()),
+            ms(row.first),
+            ratio(row.first.as_secs_f64(), hello.first.as_secs_f64()),
+            ms(row.p50),
+            ms(row.p99),
+            mb(row.rss),
+            ratio(row.rss as f64, hello.rss as f64),
+            mb(row.size),
+            row.zip.map_or("-".into(), mb),
+            zip_ratio,
+            row.arm64_zip.map_or("-".into(), mb),
+        );
+    }
+    println!(
+        "(medians of {} spawns; warm p50/p99 over {} invokes; times in ms)",
+        args.spawns,
+        args.spawns * args.warm
+    );
+}
