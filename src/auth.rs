@@ -9,7 +9,7 @@
 //! issuer and audience), so a team's own identity provider's tokens work locally too. The Lambda
 //! binaries link none of this: on AWS the authorizer has checked the token before they run.
 
-use crate::front_door::GatewayRefusal;
+use crate::refusal::GatewayRefusal;
 use axum::http::{HeaderMap, StatusCode, header};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -47,6 +47,8 @@ pub struct Authorizer {
 pub struct LocalIssuer {
     kid: String,
     key: EncodingKey,
+    /// The public key as a JWKS, as an identity provider publishes its keys.
+    jwks: Value,
 }
 
 fn unauthorized() -> GatewayRefusal {
@@ -95,9 +97,20 @@ impl Authorizer {
                 key: DecodingKey::from_rsa_pem(public_pem.as_bytes()).map_err(|e| e.to_string())?,
             },
         };
+        let jwks = {
+            use base64::Engine;
+            use rsa::traits::PublicKeyParts;
+            let b64 =
+                |bytes: Vec<u8>| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+            serde_json::json!({"keys": [{
+                "kty": "RSA", "use": "sig", "alg": "RS256", "kid": kid,
+                "n": b64(private.n().to_bytes_be()), "e": b64(private.e().to_bytes_be()),
+            }]})
+        };
         let issuer = LocalIssuer {
             kid,
             key: EncodingKey::from_rsa_pem(private_pem.as_bytes()).map_err(|e| e.to_string())?,
+            jwks,
         };
         Ok((authorizer, issuer))
     }
@@ -201,6 +214,11 @@ impl LocalIssuer {
         claims.insert("nbf".into(), now.into());
         claims.insert("exp".into(), (now + ttl_seconds).into());
         self.sign(&claims)
+    }
+
+    /// The issuer's public key as a JWKS document.
+    pub fn jwks(&self) -> &Value {
+        &self.jwks
     }
 
     /// Signs `claims` as they are (tests make expired, future and foreign tokens with it).

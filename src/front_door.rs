@@ -5,6 +5,7 @@
 //! own `404 {"message":"Not Found"}`.
 
 use crate::auth::{Authorizer, LocalIssuer, authorizer_context};
+use crate::refusal::{GatewayRefusal, gateway_message};
 use axum::body::{Body as AxumBody, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -67,15 +68,6 @@ pub async fn serve(listener: TcpListener, gateway: Gateway) -> std::io::Result<(
     axum::serve(listener, app(gateway)).await
 }
 
-fn gateway_message(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        json!({ "message": message }).to_string(),
-    )
-        .into_response()
-}
-
 async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let Ok(body) = to_bytes(body, GATEWAY_MAX_BODY).await else {
@@ -123,16 +115,6 @@ pub fn lambda_request(
     match lambda_http::request::from_str(&event.to_string()) {
         Ok(request) => Ok((route, request)),
         Err(_) => Err(GatewayRefusal(StatusCode::BAD_REQUEST, "Bad Request")),
-    }
-}
-
-/// An answer API Gateway gives itself, before any function runs: its status and message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GatewayRefusal(pub StatusCode, pub &'static str);
-
-impl IntoResponse for GatewayRefusal {
-    fn into_response(self) -> Response {
-        gateway_message(self.0, self.1)
     }
 }
 

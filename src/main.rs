@@ -158,7 +158,8 @@ async fn run(cli: Cli) -> Result<(), String> {
         }
         Some(Command::Seed) => {
             let gateway = gateway(&cli.tokens, connect(&cli.engine, false).await?)?;
-            singlet::console::seed_cli(gateway).await
+            let ctx = gateway.ctx.clone();
+            singlet::console::seed_cli(front_door::app(gateway), ctx).await
         }
         None => {
             let ctx = connect(&cli.engine, true).await?;

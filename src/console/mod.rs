@@ -96,9 +96,8 @@ pub fn mount(
 }
 
 /// `cargo run -- seed`: the data set through the API router, with a progress bar.
-pub async fn seed_cli(gateway: crate::front_door::Gateway) -> Result<(), String> {
-    let ctx = gateway.ctx.clone();
-    let api = crate::front_door::app(gateway);
+/// `cargo run -- seed`: `api` is the front door's router (`front_door::app`), over `ctx`.
+pub async fn seed_cli(api: axum::Router, ctx: Ctx) -> Result<(), String> {
     seed::run_cli(&Gateway::new(api, ctx)).await
 }
 

@@ -252,3 +252,47 @@ async fn the_audit_actor_is_the_tokens_subject(api: Api) {
         .collect();
     assert_eq!(actors, ["grace", "grace"]);
 }
+
+/// The runner trusting another issuer: its JWKS file, `iss` and `aud`. A token that issuer
+/// signed passes; the same key under another `iss` or `aud`, or a key the JWKS does not hold,
+/// does not.
+#[test]
+fn another_issuers_tokens_are_checked_against_its_jwks() {
+    use axum::http::HeaderMap;
+    use singlet::auth::Authorizer;
+    let issuer = &tokens().1;
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("other-issuer-jwks.json");
+    std::fs::write(&file, issuer.jwks().to_string()).unwrap();
+    let other = Authorizer::from_jwks(&file, "https://idp.example", "my-api").unwrap();
+    let route = singlet_functions::routes::by_function("get-vehicle").unwrap();
+    let bearer = |token: String| {
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+        headers
+    };
+    let own = |iss: &str, aud: &str| {
+        signed(&[
+            ("iss", iss.into()),
+            ("aud", aud.into()),
+            ("scope", "fleet:read".into()),
+        ])
+    };
+    let claims = other
+        .authorize(&bearer(own("https://idp.example", "my-api")), route)
+        .unwrap();
+    assert_eq!(claims["sub"], "mallory");
+    for token in [
+        own(LOCAL_ISSUER, "my-api"),
+        own("https://idp.example", LOCAL_AUDIENCE),
+    ] {
+        let refused = other.authorize(&bearer(token), route).unwrap_err();
+        assert_eq!(refused.0.as_u16(), 401);
+    }
+    // The JWKS holds no key for another kid.
+    std::fs::write(&file, r#"{"keys": []}"#).unwrap();
+    let empty = Authorizer::from_jwks(&file, "https://idp.example", "my-api").unwrap();
+    let refused = empty
+        .authorize(&bearer(own("https://idp.example", "my-api")), route)
+        .unwrap_err();
+    assert_eq!(refused.0.as_u16(), 401);
+}
