@@ -294,6 +294,9 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
             "checkoutId" => loan.map(|l| l.1.clone()),
             "cardNumber" => patron.map(|p| p.1.clone()),
             "isbn" => data.books.first().cloned(),
+            // An availability check answers for any value: taken or free.
+            "email" => Some("ada@example.com".to_owned()),
+            "username" => Some("ada".to_owned()),
             _ => None,
         };
         found.unwrap_or_else(|| {
