@@ -22,13 +22,8 @@ fn tokens() -> &'static (Authorizer, String) {
     TOKENS.get_or_init(|| {
         let dir = std::env::temp_dir().join("singlet-bench-keys");
         let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
-        let mut scopes: Vec<&str> = singlet_functions::routes::ROUTES
-            .iter()
-            .flat_map(|r| r.scopes.iter().copied())
-            .collect();
-        scopes.sort();
-        scopes.dedup();
-        let token = issuer.mint("bench", &scopes.join(" "), &Default::default(), 3600);
+        let scopes = singlet_functions::routes::all_scopes().join(" ");
+        let token = issuer.mint("bench", &scopes, &Default::default(), 3600);
         (authorizer, token)
     })
 }

@@ -215,6 +215,17 @@ pub fn find(
     })
 }
 
+/// Every scope some route takes, sorted, once each: a token with all of them reaches every route.
+pub fn all_scopes() -> Vec<&'static str> {
+    let mut scopes: Vec<&'static str> = ROUTES
+        .iter()
+        .flat_map(|route| route.scopes.iter().copied())
+        .collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    scopes
+}
+
 pub fn by_function(function: &str) -> Option<&'static Route> {
     ROUTES.iter().find(|r| r.function == function)
 }

@@ -7,17 +7,6 @@
 use crate::auth::LocalIssuer;
 use std::sync::Arc;
 
-/// Every scope some route of the route table takes: the console's person may run any pattern.
-pub fn all_scopes() -> Vec<&'static str> {
-    let mut scopes: Vec<&'static str> = singlet_functions::routes::ROUTES
-        .iter()
-        .flat_map(|route| route.scopes.iter().copied())
-        .collect();
-    scopes.sort_unstable();
-    scopes.dedup();
-    scopes
-}
-
 static ISSUER: std::sync::OnceLock<Option<Arc<LocalIssuer>>> = std::sync::OnceLock::new();
 
 /// The issuer the console mints with: the runner's own (none when the runner trusts another
@@ -30,5 +19,10 @@ pub fn use_issuer(issuer: Option<Arc<LocalIssuer>>) {
 /// `None` when the runner is not its own issuer.
 pub fn mint(subject: &str) -> Option<String> {
     let issuer = ISSUER.get()?.as_ref()?;
-    Some(issuer.mint(subject, &all_scopes().join(" "), &Default::default(), 3600))
+    Some(issuer.mint(
+        subject,
+        &singlet_functions::routes::all_scopes().join(" "),
+        &Default::default(),
+        3600,
+    ))
 }

@@ -163,13 +163,7 @@ impl Call<'_> {
 
 /// Every scope of the route table.
 pub fn all_scopes() -> String {
-    let mut scopes: Vec<&str> = singlet_functions::routes::ROUTES
-        .iter()
-        .flat_map(|r| r.scopes.iter().copied())
-        .collect();
-    scopes.sort();
-    scopes.dedup();
-    scopes.join(" ")
+    singlet_functions::routes::all_scopes().join(" ")
 }
 
 /// The runner's authorizer and issuer, their key made once for every test process.
