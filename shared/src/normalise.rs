@@ -106,6 +106,13 @@ key_part!(
     CardNumber
 );
 
+key_part!(
+    /// An audit resource's status: a short token of the id alphabet, `^[A-Za-z0-9_-]{1,64}$`
+    /// (`open`, `in_review`). Statuses are compared and shown, not prose, so free text has no
+    /// place in them; case is kept, as a client wrote it.
+    Status
+);
+
 pub const MAX_ID_LEN: usize = 64;
 pub const MAX_PLATE_LEN: usize = 32;
 pub const MAX_EMAIL_LEN: usize = 254;
@@ -126,6 +133,12 @@ impl Id {
             return Err(Invalid::Invalid);
         }
         Ok(Self(raw.to_owned()))
+    }
+}
+
+impl Status {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        Id::parse(raw).map(|id| Self(id.0))
     }
 }
 

@@ -125,9 +125,11 @@ async fn undeclared_methods_are_404() {
 /// The engine unreachable: `503` with `retry-after`, after the SDK's own retries.
 #[tokio::test]
 async fn an_unreachable_engine_is_503_with_retry_after() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let closed = format!("http://{}", listener.local_addr().unwrap());
-    drop(listener);
+    // A socket bound and never listening holds its port, so no engine another test starts can
+    // take it, and the kernel refuses every connection to it.
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let closed = format!("http://{}", held.local_addr().unwrap());
     let mut api = crate::harness::Api::start(crate::harness::Mode::Direct).await;
     api.ctx = Ctx::new(
         singlet::engine::local_client(&closed),

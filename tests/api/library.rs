@@ -2,78 +2,14 @@
 //! availability).
 
 use crate::both;
+use crate::fixtures::{
+    self, ISBN, ISBN10, add_copy, book_body, branch, branch_body, create_book, patron_body,
+    register_patron,
+};
 use crate::harness::{Api, Item, Mode, Reply, n, s};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-
-const ISBN10: &str = "0-306-40615-2";
-const ISBN13: &str = "9780306406157";
-
-fn branch_body(branch_id: &str) -> Value {
-    json!({
-        "branchId": branch_id,
-        "name": "Central Library",
-        "address": "1 Library Square",
-        "city": "Springfield",
-        "phone": "+44 20 7946 0000",
-        "openingHours": "Mon-Sat 09:00-20:00",
-    })
-}
-
-fn patron_body(card: &str, tier: &str) -> Value {
-    json!({
-        "cardNumber": card,
-        "firstName": "Ada",
-        "lastName": "Lovelace",
-        "email": " Ada@Example.COM ",
-        "membershipTier": tier,
-    })
-}
-
-fn book_body(isbn: &str) -> Value {
-    json!({
-        "isbn": isbn,
-        "title": "Fundamentals of Data Structures",
-        "author": "Ellis Horowitz",
-        "publisher": "Computer Science Press",
-        "publishYear": 1976,
-        "genre": "Computer science",
-        "description": "Arrays, stacks, queues, lists, trees and graphs.",
-        "pageCount": 564,
-    })
-}
-
-async fn branch(api: &Api, branch_id: &str) {
-    let reply = api.post("/branches", branch_body(branch_id)).await;
-    assert_eq!(reply.status, 201, "{reply:?}");
-}
-
-async fn patron(api: &Api, branch_id: &str, card: &str) -> Reply {
-    api.post(
-        format!("/branches/{branch_id}/patrons"),
-        patron_body(card, "standard"),
-    )
-    .await
-}
-
-async fn patron_id(api: &Api, branch_id: &str, card: &str) -> String {
-    let reply = patron(api, branch_id, card).await;
-    assert_eq!(reply.status, 201, "{reply:?}");
-    reply.body["patronId"].as_str().unwrap().to_owned()
-}
-
-async fn book(api: &Api, isbn: &str) -> Reply {
-    api.post("/books", book_body(isbn)).await
-}
-
-async fn copy(api: &Api, branch_id: &str, isbn: &str) -> Reply {
-    api.post(
-        format!("/branches/{branch_id}/copies"),
-        json!({"isbn": isbn, "condition": "good"}),
-    )
-    .await
-}
 
 fn with_sk_prefix<'a>(items: &'a [Item], pk: &str, prefix: &str) -> Vec<&'a Item> {
     items
@@ -314,7 +250,7 @@ async fn register_patron_writes_the_patron_and_its_card_lock(api: Api) {
     );
 
     // The standard tier's limits.
-    let standard = patron(&api, "central", "C-0002").await;
+    let standard = register_patron(&api, "central", "C-0002", "standard").await;
     assert_eq!(standard.body["membershipTier"], "standard");
     assert_eq!(standard.body["loanLimit"], 5);
     assert_eq!(standard.body["loanPeriodDays"], 21);
@@ -367,36 +303,46 @@ async fn register_patron_names_every_bad_field(api: Api) {
 }
 
 async fn register_patron_at_a_missing_branch_is_404_and_writes_nothing(api: Api) {
-    let reply = patron(&api, "nowhere", "C-0001").await;
+    let reply = register_patron(&api, "nowhere", "C-0001", "standard").await;
     reply.assert_problem(404, &[]);
     assert_eq!(reply.body["detail"], "branch not found");
     assert!(api.items().await.is_empty(), "no patron and no card lock");
     // The card is still free.
     branch(&api, "central").await;
-    assert_eq!(patron(&api, "central", "C-0001").await.status, 201);
+    assert_eq!(
+        register_patron(&api, "central", "C-0001", "standard")
+            .await
+            .status,
+        201
+    );
 }
 
 async fn a_card_number_is_held_by_one_patron(api: Api) {
     branch(&api, "central").await;
     branch(&api, "north").await;
-    let holder = patron_id(&api, "central", "C-0001").await;
-    patron(&api, "central", "C-0001")
+    let holder = fixtures::patron(&api, "central", "C-0001", "standard").await;
+    register_patron(&api, "central", "C-0001", "standard")
         .await
         .assert_problem(409, &[("cardNumber", "taken")]);
-    let other = patron(&api, "north", "C-0001").await;
+    let other = register_patron(&api, "north", "C-0001", "standard").await;
     other.assert_problem(409, &[("cardNumber", "taken")]);
     assert_eq!(other.body["detail"], "cardNumber is already registered");
     // A missing branch is named before a taken card.
-    patron(&api, "nowhere", "C-0001")
+    register_patron(&api, "nowhere", "C-0001", "standard")
         .await
         .assert_problem(404, &[]);
     // Card numbers are normalised (NFKC, lower case, trimmed) before they become keys.
     for spelling in ["c-0001", " C-0001 ", "Ｃ-０００１"] {
-        patron(&api, "north", spelling)
+        register_patron(&api, "north", spelling, "standard")
             .await
             .assert_problem(409, &[("cardNumber", "taken")]);
     }
-    assert_eq!(patron(&api, "north", "C-0002").await.status, 201);
+    assert_eq!(
+        register_patron(&api, "north", "C-0002", "standard")
+            .await
+            .status,
+        201
+    );
 
     let items = api.items().await;
     let cards: Vec<&Item> = items
@@ -464,12 +410,12 @@ async fn list_patrons_pages_each_patron_once_and_refuses_foreign_cursors(api: Ap
     branch(&api, "north").await;
     let mut expected = BTreeSet::new();
     for i in 0..7 {
-        expected.insert(patron_id(&api, "central", &format!("C-{i}")).await);
+        expected.insert(fixtures::patron(&api, "central", &format!("C-{i}"), "standard").await);
     }
-    patron_id(&api, "north", "N-1").await;
+    fixtures::patron(&api, "north", "N-1", "standard").await;
     // A copy shares the branch's partition and is never listed as a patron.
-    assert_eq!(book(&api, ISBN13).await.status, 201);
-    assert_eq!(copy(&api, "central", ISBN13).await.status, 201);
+    assert_eq!(create_book(&api, ISBN).await.status, 201);
+    assert_eq!(add_copy(&api, "central", ISBN).await.status, 201);
 
     let seen = walk(&api, "/branches/central/patrons", 3).await;
     let ids: Vec<String> = seen
@@ -569,13 +515,13 @@ async fn reads_of_missing_things_are_404(api: Api) {
 }
 
 async fn both_isbn_forms_are_one_book(api: Api) {
-    let reply = book(&api, ISBN10).await;
+    let reply = create_book(&api, ISBN10).await;
     assert_eq!(reply.status, 201, "{reply:?}");
     assert_eq!(reply.header("location"), Some("/books/9780306406157"));
     assert_eq!(
         reply.body,
         json!({
-            "isbn": ISBN13,
+            "isbn": ISBN,
             "title": "Fundamentals of Data Structures",
             "author": "Ellis Horowitz",
             "publisher": "Computer Science Press",
@@ -589,7 +535,7 @@ async fn both_isbn_forms_are_one_book(api: Api) {
         .item("BOOK#9780306406157", "BOOK#9780306406157")
         .await
         .unwrap();
-    assert_eq!(s(&item, "isbn"), ISBN13);
+    assert_eq!(s(&item, "isbn"), ISBN);
     assert_eq!(n(&item, "pageCount"), 564);
 
     for taken in [
@@ -598,7 +544,7 @@ async fn both_isbn_forms_are_one_book(api: Api) {
         "0306406152",
         "0 306 40615 2",
     ] {
-        book(&api, taken)
+        create_book(&api, taken)
             .await
             .assert_problem(409, &[("isbn", "taken")]);
     }
@@ -614,7 +560,7 @@ async fn both_isbn_forms_are_one_book(api: Api) {
         assert_eq!(read.body, reply.body);
     }
     // An ISBN-10 whose check digit is X.
-    let x = book(&api, "0-8044-2957-X").await;
+    let x = create_book(&api, "0-8044-2957-X").await;
     assert_eq!(x.status, 201, "{x:?}");
     assert_eq!(x.body["isbn"], "9780804429573");
     assert_eq!(api.get("/books/080442957x").await.status, 200);
@@ -623,7 +569,7 @@ async fn both_isbn_forms_are_one_book(api: Api) {
 
 async fn create_book_names_every_bad_field(api: Api) {
     for wrong_check_digit in ["0-306-40615-3", "978-0-306-40615-8"] {
-        book(&api, wrong_check_digit)
+        create_book(&api, wrong_check_digit)
             .await
             .assert_problem(400, &[("isbn", "invalid")]);
     }
@@ -666,13 +612,13 @@ async fn create_book_names_every_bad_field(api: Api) {
             ("title", "too_long"),
         ],
     );
-    let mut body = book_body(ISBN13);
+    let mut body = book_body(ISBN);
     body["publishYear"] = json!("1976");
     body["pageCount"] = json!(12.5);
     api.post("/books", body)
         .await
         .assert_problem(400, &[("pageCount", "invalid"), ("publishYear", "invalid")]);
-    let mut future = book_body(ISBN13);
+    let mut future = book_body(ISBN);
     future["publishYear"] = json!(3000);
     api.post("/books", future)
         .await
@@ -682,14 +628,14 @@ async fn create_book_names_every_bad_field(api: Api) {
 
 async fn add_copy_checks_the_branch_and_the_book(api: Api) {
     branch(&api, "central").await;
-    let reply = copy(&api, "central", ISBN10).await;
+    let reply = add_copy(&api, "central", ISBN10).await;
     reply.assert_problem(404, &[]);
     assert_eq!(reply.body["detail"], "book not found");
-    book(&api, ISBN13).await;
-    let reply = copy(&api, "nowhere", ISBN13).await;
+    create_book(&api, ISBN).await;
+    let reply = add_copy(&api, "nowhere", ISBN).await;
     reply.assert_problem(404, &[]);
     assert_eq!(reply.body["detail"], "branch not found");
-    let reply = copy(&api, "nowhere", "9780804429573").await;
+    let reply = add_copy(&api, "nowhere", "9780804429573").await;
     reply.assert_problem(404, &[]);
     assert_eq!(reply.body["detail"], "branch and book not found");
     assert_eq!(api.items().await.len(), 2, "no copy was written");
@@ -708,7 +654,7 @@ async fn add_copy_checks_the_branch_and_the_book(api: Api) {
         json!({
             "copyId": id,
             "branchId": "central",
-            "isbn": ISBN13,
+            "isbn": ISBN,
             "title": "Fundamentals of Data Structures",
             "condition": "new",
             "status": "available",
@@ -726,7 +672,7 @@ async fn add_copy_checks_the_branch_and_the_book(api: Api) {
     assert_eq!(s(&item, "GSI2PK"), "BOOK#9780306406157");
     assert_eq!(s(&item, "GSI2SK"), format!("available#central#{id}"));
     assert_eq!(s(&item, "status"), "available");
-    assert_eq!(s(&item, "isbn"), ISBN13);
+    assert_eq!(s(&item, "isbn"), ISBN);
     assert_eq!(s(&item, "branchId"), "central");
     assert_eq!(api.items().await.len(), 3);
 
@@ -745,7 +691,7 @@ async fn add_copy_checks_the_branch_and_the_book(api: Api) {
         let api = api.clone();
         async move {
             api.call("POST", "/branches/central/copies")
-                .json(json!({"isbn": ISBN13, "condition": condition}))
+                .json(json!({"isbn": ISBN, "condition": condition}))
                 .header("idempotency-key", "copy-1")
                 .send()
                 .await
@@ -767,16 +713,16 @@ async fn add_copy_checks_the_branch_and_the_book(api: Api) {
 async fn list_copies_pages_the_inventory(api: Api) {
     branch(&api, "central").await;
     branch(&api, "north").await;
-    book(&api, ISBN13).await;
-    book(&api, "9780804429573").await;
+    create_book(&api, ISBN).await;
+    create_book(&api, "9780804429573").await;
     let mut expected = BTreeSet::new();
     for i in 0..5 {
-        let isbn = if i % 2 == 0 { ISBN13 } else { "9780804429573" };
-        let reply = copy(&api, "central", isbn).await;
+        let isbn = if i % 2 == 0 { ISBN } else { "9780804429573" };
+        let reply = add_copy(&api, "central", isbn).await;
         expected.insert(reply.body["copyId"].as_str().unwrap().to_owned());
     }
-    copy(&api, "north", ISBN13).await;
-    patron_id(&api, "central", "C-1").await;
+    add_copy(&api, "north", ISBN).await;
+    fixtures::patron(&api, "central", "C-1", "standard").await;
 
     let seen = walk(&api, "/branches/central/copies", 2).await;
     let ids: Vec<String> = seen
@@ -805,20 +751,20 @@ async fn availability_counts_available_copies_per_branch(api: Api) {
     for b in ["b-east", "a-west", "c-none"] {
         branch(&api, b).await;
     }
-    book(&api, ISBN10).await;
-    book(&api, "9780804429573").await;
+    create_book(&api, ISBN10).await;
+    create_book(&api, "9780804429573").await;
     let none = api.get("/books/9780306406157/availability").await;
     assert_eq!(none.status, 200, "{none:?}");
-    assert_eq!(none.body, json!({"isbn": ISBN13, "branches": []}));
+    assert_eq!(none.body, json!({"isbn": ISBN, "branches": []}));
 
     let mut east = Vec::new();
     for _ in 0..3 {
-        east.push(copy(&api, "b-east", ISBN13).await.body["copyId"].clone());
+        east.push(add_copy(&api, "b-east", ISBN).await.body["copyId"].clone());
     }
-    copy(&api, "a-west", ISBN10).await;
-    copy(&api, "c-none", "9780804429573").await;
+    add_copy(&api, "a-west", ISBN10).await;
+    add_copy(&api, "c-none", "9780804429573").await;
     let expected = json!({
-        "isbn": ISBN13,
+        "isbn": ISBN,
         "branches": [
             {"branchId": "a-west", "availableCopies": 1},
             {"branchId": "b-east", "availableCopies": 3},
@@ -918,8 +864,8 @@ async fn the_readme_examples(api: Api) {
     assert_eq!(tier.body["loanLimit"], 5);
     assert_eq!(api.delete(format!("/patrons/{id}")).await.status, 204);
 
-    let created = book(&api, ISBN10).await;
-    assert_eq!(created.body["isbn"], ISBN13);
+    let created = create_book(&api, ISBN10).await;
+    assert_eq!(created.body["isbn"], ISBN);
     assert_eq!(api.get("/books/978-0-306-40615-7").await.body, created.body);
     let added = api
         .post(
@@ -934,13 +880,13 @@ async fn the_readme_examples(api: Api) {
     );
     assert_eq!(
         api.get("/books/0306406152/availability").await.body,
-        json!({"isbn": ISBN13, "branches": [{"branchId": "central", "availableCopies": 1}]})
+        json!({"isbn": ISBN, "branches": [{"branchId": "central", "availableCopies": 1}]})
     );
     assert_eq!(
         api.get("/branches/central/books/0306406152/copies")
             .await
             .body,
-        json!({"items": [{"copyId": added.body["copyId"], "branchId": "central", "isbn": ISBN13,
+        json!({"items": [{"copyId": added.body["copyId"], "branchId": "central", "isbn": ISBN,
                           "status": "available"}], "nextCursor": null})
     );
     let corrected = api
@@ -963,7 +909,7 @@ async fn one_card_raced_by_32_registrations_has_one_holder() {
     }
     let replies = futures::future::join_all((0..32).map(|i| {
         let api = api.clone();
-        async move { patron(&api, &format!("branch-{i}"), "C-RACE").await }
+        async move { register_patron(&api, &format!("branch-{i}"), "C-RACE", "standard").await }
     }))
     .await;
     let created: Vec<&Reply> = replies.iter().filter(|r| r.status == 201).collect();
@@ -1004,7 +950,7 @@ async fn availability_counts_past_one_page_of_the_index() {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
     let api = Api::start(Mode::Direct).await;
     branch(&api, "central").await;
-    book(&api, ISBN10).await;
+    create_book(&api, ISBN10).await;
     let branches: Vec<String> = (0..3).map(|b| format!("b{b}-{}", "x".repeat(60))).collect();
     let per_branch = 4_000;
     let mut requests = Vec::new();
@@ -1022,7 +968,7 @@ async fn availability_counts_past_one_page_of_the_index() {
                 ),
                 (
                     "GSI2PK".to_owned(),
-                    AttributeValue::S(format!("BOOK#{ISBN13}")),
+                    AttributeValue::S(format!("BOOK#{ISBN}")),
                 ),
                 (
                     "GSI2SK".to_owned(),
@@ -1053,7 +999,7 @@ async fn availability_counts_past_one_page_of_the_index() {
         .table_name(&*api.ctx.table)
         .index_name("GSI2")
         .key_condition_expression("GSI2PK = :pk")
-        .expression_attribute_values(":pk", AttributeValue::S(format!("BOOK#{ISBN13}")))
+        .expression_attribute_values(":pk", AttributeValue::S(format!("BOOK#{ISBN}")))
         .send()
         .await
         .unwrap();
@@ -1063,7 +1009,7 @@ async fn availability_counts_past_one_page_of_the_index() {
     );
     assert!(first_page.count < 3 * per_branch);
 
-    let reply = api.get(format!("/books/{ISBN13}/availability")).await;
+    let reply = api.get(format!("/books/{ISBN}/availability")).await;
     assert_eq!(reply.status, 200, "{reply:?}");
     let expected: Vec<Value> = branches
         .iter()
@@ -1081,8 +1027,8 @@ async fn branches_are_listed_in_id_order(api: Api) {
     for b in ["north", "central", "east"] {
         branch(&api, b).await;
     }
-    book(&api, ISBN13).await;
-    patron_id(&api, "central", "C-1").await;
+    create_book(&api, ISBN).await;
+    fixtures::patron(&api, "central", "C-1", "standard").await;
     let branches = walk(&api, "/branches", 2).await;
     let ids: Vec<&str> = branches
         .iter()
@@ -1120,24 +1066,24 @@ async fn available_copies_lists_one_branchs_shelf(api: Api) {
     for b in ["b1", "b10"] {
         branch(&api, b).await;
     }
-    book(&api, ISBN13).await;
-    book(&api, "9780804429573").await;
+    create_book(&api, ISBN).await;
+    create_book(&api, "9780804429573").await;
     let empty = api.get(format!("/branches/b1/books/{ISBN10}/copies")).await;
     assert_eq!(empty.status, 200, "{empty:?}");
     assert_eq!(empty.body, json!({"items": [], "nextCursor": null}));
 
     let mut shelf = BTreeSet::new();
     for _ in 0..3 {
-        let reply = copy(&api, "b1", ISBN13).await;
+        let reply = add_copy(&api, "b1", ISBN).await;
         shelf.insert(reply.body["copyId"].as_str().unwrap().to_owned());
     }
-    let lent = copy(&api, "b1", ISBN13).await.body["copyId"]
+    let lent = add_copy(&api, "b1", ISBN).await.body["copyId"]
         .as_str()
         .unwrap()
         .to_owned();
-    copy(&api, "b10", ISBN13).await;
-    copy(&api, "b1", "9780804429573").await;
-    let patron = patron_id(&api, "b1", "C-1").await;
+    add_copy(&api, "b10", ISBN).await;
+    add_copy(&api, "b1", "9780804429573").await;
+    let patron = fixtures::patron(&api, "b1", "C-1", "standard").await;
     let loan = api
         .post(
             "/checkouts",
@@ -1152,7 +1098,7 @@ async fn available_copies_lists_one_branchs_shelf(api: Api) {
         let id = c["copyId"].as_str().unwrap().to_owned();
         assert_eq!(
             *c,
-            json!({"copyId": id, "branchId": "b1", "isbn": ISBN13, "status": "available"})
+            json!({"copyId": id, "branchId": "b1", "isbn": ISBN, "status": "available"})
         );
         seen.insert(id);
     }
@@ -1173,7 +1119,7 @@ async fn available_copies_lists_one_branchs_shelf(api: Api) {
         )
         .await;
     assert_eq!(returned.status, 200);
-    let page = api.get(format!("/branches/b1/books/{ISBN13}/copies")).await;
+    let page = api.get(format!("/branches/b1/books/{ISBN}/copies")).await;
     assert_eq!(page.body["items"].as_array().unwrap().len(), 4);
     assert_eq!(page.body["nextCursor"], Value::Null);
     // One Query on the keys-only index: half a read unit.
@@ -1181,14 +1127,12 @@ async fn available_copies_lists_one_branchs_shelf(api: Api) {
 
     // Cursors are bound to the book and the branch.
     let first = api
-        .get(format!("/branches/b1/books/{ISBN13}/copies?limit=1"))
+        .get(format!("/branches/b1/books/{ISBN}/copies?limit=1"))
         .await;
     let cursor = first.body["nextCursor"].as_str().unwrap();
-    api.get(format!(
-        "/branches/b10/books/{ISBN13}/copies?cursor={cursor}"
-    ))
-    .await
-    .assert_problem(400, &[("cursor", "invalid")]);
+    api.get(format!("/branches/b10/books/{ISBN}/copies?cursor={cursor}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
     api.get(format!(
         "/branches/b1/books/9780804429573/copies?cursor={cursor}"
     ))
@@ -1204,7 +1148,7 @@ async fn available_copies_lists_one_branchs_shelf(api: Api) {
         }
     };
     missing(
-        format!("/branches/nowhere/books/{ISBN13}/copies"),
+        format!("/branches/nowhere/books/{ISBN}/copies"),
         "branch not found",
     )
     .await;
@@ -1225,8 +1169,8 @@ async fn available_copies_lists_one_branchs_shelf(api: Api) {
 
 async fn reissue_card_moves_the_lock_in_one_transaction(api: Api) {
     branch(&api, "central").await;
-    let id = patron_id(&api, "central", "C-1").await;
-    let other = patron_id(&api, "central", "C-9").await;
+    let id = fixtures::patron(&api, "central", "C-1", "standard").await;
+    let other = fixtures::patron(&api, "central", "C-9", "standard").await;
     let reissue = |patron: String, card: &'static str| {
         let api = api.clone();
         async move {
@@ -1281,7 +1225,12 @@ async fn reissue_card_moves_the_lock_in_one_transaction(api: Api) {
         id
     );
     // The freed card can be registered again.
-    assert_eq!(patron(&api, "central", "C-1").await.status, 201);
+    assert_eq!(
+        register_patron(&api, "central", "C-1", "standard")
+            .await
+            .status,
+        201
+    );
 
     reissue("nobody".into(), "C-3")
         .await
@@ -1301,7 +1250,7 @@ async fn reissue_card_moves_the_lock_in_one_transaction(api: Api) {
 
 async fn change_tier_sets_the_tiers_numbers(api: Api) {
     branch(&api, "central").await;
-    let id = patron_id(&api, "central", "C-1").await;
+    let id = fixtures::patron(&api, "central", "C-1", "standard").await;
     let reply = api
         .put(
             format!("/patrons/{id}/tier"),
@@ -1363,8 +1312,8 @@ async fn change_tier_sets_the_tiers_numbers(api: Api) {
 
 async fn remove_patron_takes_the_patron_and_its_card(api: Api) {
     branch(&api, "central").await;
-    let id = patron_id(&api, "central", "C-1").await;
-    let keep = patron_id(&api, "central", "C-2").await;
+    let id = fixtures::patron(&api, "central", "C-1", "standard").await;
+    let keep = fixtures::patron(&api, "central", "C-2", "standard").await;
     let reply = api.delete(format!("/patrons/{id}")).await;
     assert_eq!(reply.status, 204, "{reply:?}");
     assert_eq!(reply.body, Value::Null);
@@ -1385,29 +1334,34 @@ async fn remove_patron_takes_the_patron_and_its_card(api: Api) {
         .await
         .assert_problem(400, &[("patronId", "invalid")]);
     // The card number is free at once; the other patron is untouched.
-    assert_eq!(patron(&api, "central", "c-1").await.status, 201);
+    assert_eq!(
+        register_patron(&api, "central", "c-1", "standard")
+            .await
+            .status,
+        201
+    );
     assert_eq!(api.get(format!("/patrons/{keep}")).await.status, 200);
     assert_eq!(api.items_with_pk_prefix("CARD#").await.len(), 2);
 }
 
 async fn correct_book_sets_the_fields_given(api: Api) {
-    book(&api, ISBN13).await;
+    create_book(&api, ISBN).await;
     let reply = api
         .call("PATCH", format!("/books/{ISBN10}"))
         .json(json!({"title": " Fundamentals of Data Structures in Pascal ", "pageCount": 542, "isbn": "9780804429573"}))
         .send()
         .await;
     assert_eq!(reply.status, 200, "{reply:?}");
-    let mut expected = book_body(ISBN13);
+    let mut expected = book_body(ISBN);
     expected["title"] = json!("Fundamentals of Data Structures in Pascal");
     expected["pageCount"] = json!(542);
     assert_eq!(
         reply.body, expected,
         "the fields given, and the ISBN of the path"
     );
-    assert_eq!(api.get(format!("/books/{ISBN13}")).await.body, expected);
+    assert_eq!(api.get(format!("/books/{ISBN}")).await.body, expected);
     let row = api
-        .item(&format!("BOOK#{ISBN13}"), &format!("BOOK#{ISBN13}"))
+        .item(&format!("BOOK#{ISBN}"), &format!("BOOK#{ISBN}"))
         .await
         .unwrap();
     assert_eq!(
@@ -1435,13 +1389,13 @@ async fn correct_book_sets_the_fields_given(api: Api) {
             .is_empty(),
         "a correction never creates a book"
     );
-    let nothing = patch(ISBN13, json!({})).await;
+    let nothing = patch(ISBN, json!({})).await;
     nothing.assert_problem(400, &[]);
-    patch(ISBN13, json!({"colour": "red", "title": null}))
+    patch(ISBN, json!({"colour": "red", "title": null}))
         .await
         .assert_problem(400, &[]);
     patch(
-        ISBN13,
+        ISBN,
         json!({"title": "  ", "author": "x".repeat(101), "publishYear": 1200, "pageCount": 0,
                "genre": 7, "description": "bad\u{202E}text"}),
     )
@@ -1461,12 +1415,12 @@ async fn correct_book_sets_the_fields_given(api: Api) {
         .await
         .assert_problem(400, &[("isbn", "invalid")]);
     assert_eq!(
-        api.get(format!("/books/{ISBN13}")).await.body,
+        api.get(format!("/books/{ISBN}")).await.body,
         expected,
         "a refused correction changes nothing"
     );
     // One conditional UpdateItem, nothing read first.
-    let again = patch(ISBN13, json!({"genre": "Algorithms"})).await;
+    let again = patch(ISBN, json!({"genre": "Algorithms"})).await;
     assert_eq!(again.body["genre"], "Algorithms");
     assert_eq!(again.consumed().0, 0.0);
     assert!(again.consumed().1 >= 1.0);
@@ -1479,8 +1433,8 @@ async fn two_reissues_racing_for_one_card_have_one_winner() {
     let api = Api::start(Mode::Http).await;
     branch(&api, "central").await;
     for round in 0..8 {
-        let a = patron_id(&api, "central", &format!("a-{round}")).await;
-        let b = patron_id(&api, "central", &format!("b-{round}")).await;
+        let a = fixtures::patron(&api, "central", &format!("a-{round}"), "standard").await;
+        let b = fixtures::patron(&api, "central", &format!("b-{round}"), "standard").await;
         let card = format!("x-{round}");
         let (ra, rb) = tokio::join!(
             api.put(format!("/patrons/{a}/card"), json!({"cardNumber": card})),

@@ -23,7 +23,7 @@
 //! `if-match` already makes a retry harmless (a retry of a change that committed gets `412`
 //! naming the version it produced).
 
-use super::{Event, MAX_TEXT_LEN, Resource, load, parse_status, state};
+use super::{Event, MAX_TEXT_LEN, Resource, load, state};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
@@ -32,6 +32,7 @@ use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
 use crate::store::{ABSENT, Commit, Transaction, decode, item, n, s};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use lambda_http::Request;
+use singlet_shared::Status;
 use singlet_shared::keys::{self, MAX_VERSION};
 
 /// The transaction's parts, in order.
@@ -45,7 +46,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
     let (resource_id, status, action, expected) = (
         path_id(&req, "resourceId"),
-        body.required("status", parse_status),
+        body.required("status", Status::parse),
         body.text("action", MAX_TEXT_LEN),
         if_match(&req, MAX_VERSION),
     )
@@ -91,7 +92,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 .condition_expression("#version = :expected")
                 .expression_attribute_names("#status", "status")
                 .expression_attribute_names("#version", "version")
-                .expression_attribute_values(":status", s(&after.status))
+                .expression_attribute_values(":status", s(after.status.as_str()))
                 .expression_attribute_values(":next", n(next))
                 .expression_attribute_values(":at", n(now))
                 .expression_attribute_values(":expected", n(expected))

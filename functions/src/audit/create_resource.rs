@@ -7,7 +7,7 @@
 //! `Idempotency-Key`: the id is the client's, so a retry names the same resource and gets the
 //! first response back.
 
-use super::{CREATE_ACTION, Event, Resource, parse_status, with_etag};
+use super::{CREATE_ACTION, Event, Resource, with_etag};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
@@ -16,7 +16,7 @@ use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::store::{ABSENT, Transaction, item};
 use lambda_http::Request;
-use singlet_shared::{Id, keys};
+use singlet_shared::{Id, Status, keys};
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
     let (resource_id, status) = (
         body.required("resourceId", Id::parse),
-        body.required("status", parse_status),
+        body.required("status", Status::parse),
     )
         .all_valid()?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;

@@ -24,14 +24,14 @@ use crate::http::ok;
 use lambda_http::http::header;
 use lambda_http::{Body, Response};
 use serde::{Deserialize, Serialize};
-use singlet_shared::{Id, Invalid, keys};
+use singlet_shared::{Id, Status, keys};
 
 /// The `CURRENT` row, and the body of every route that returns a resource's state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
     pub resource_id: Id,
-    pub status: String,
+    pub status: Status,
     pub version: u64,
     /// Epoch milliseconds of the last change.
     pub updated_at: i64,
@@ -48,20 +48,14 @@ pub struct Event {
     /// Epoch milliseconds; the `updatedAt` of the state it produced.
     pub at: i64,
     /// `null` for the event that created the resource.
-    pub from_status: Option<String>,
-    pub to_status: String,
+    pub from_status: Option<Status>,
+    pub to_status: Status,
 }
 
 /// The action recorded by the event that creates a resource.
 pub const CREATE_ACTION: &str = "create";
 /// The longest `action` and `actor`, in characters.
 pub const MAX_TEXT_LEN: usize = 200;
-
-/// A status is a short token of the id alphabet, `^[A-Za-z0-9_-]{1,64}$` (`open`, `in_review`):
-/// statuses are compared and shown, not prose, so free text has no place in them.
-pub fn parse_status(raw: &str) -> Result<String, Invalid> {
-    Id::parse(raw).map(String::from)
-}
 
 /// One strongly consistent read of `CURRENT`, or `404`.
 pub async fn load(ctx: &Ctx, resource_id: &Id) -> Result<Resource, ApiError> {
