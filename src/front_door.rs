@@ -68,6 +68,15 @@ pub async fn serve(listener: TcpListener, gateway: Gateway) -> std::io::Result<(
     axum::serve(listener, app(gateway)).await
 }
 
+/// Serves `gateway` in the background on a free loopback port and answers its base URL
+/// (`http://127.0.0.1:<port>`): the front door the tests and benchmarks talk to.
+pub async fn serve_on_loopback(gateway: Gateway) -> std::io::Result<String> {
+    let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(serve(listener, gateway));
+    Ok(base)
+}
+
 async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let Ok(body) = to_bytes(body, GATEWAY_MAX_BODY).await else {

@@ -17,7 +17,6 @@ use singlet::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,10 +25,6 @@ use std::time::{Duration, Instant};
 async fn start() -> (Ctx, String) {
     let (client, _) = engine::start_in_memory("singlet").await;
     let ctx = Ctx::new(client, "singlet", CursorKeys::random());
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let (authorizer, issuer) =
         singlet::auth::Authorizer::local(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"))
             .unwrap();
@@ -38,7 +33,7 @@ async fn start() -> (Ctx, String) {
         authorizer: std::sync::Arc::new(authorizer),
         issuer: Some(std::sync::Arc::new(issuer)),
     };
-    tokio::spawn(front_door::serve(listener, gateway));
+    let base = front_door::serve_on_loopback(gateway).await.unwrap();
     (ctx, base)
 }
 

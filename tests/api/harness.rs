@@ -14,7 +14,6 @@ use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::request::answer;
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
 use std::sync::{Arc, OnceLock};
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -189,16 +188,12 @@ impl Api {
     pub async fn start(mode: Mode) -> Api {
         let (client, _) = engine::start_in_memory("singlet").await;
         let ctx = Ctx::new(client, "singlet", CursorKeys::random());
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
         let gateway = front_door::Gateway {
             ctx: ctx.clone(),
             authorizer: tokens().0.clone(),
             issuer: Some(tokens().1.clone()),
         };
-        tokio::spawn(front_door::serve(listener, gateway));
+        let base = front_door::serve_on_loopback(gateway).await.unwrap();
         Api {
             ctx,
             token: token("tester", &all_scopes(), &[]),
