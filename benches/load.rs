@@ -1,0 +1,264 @@
+//! The local runner under load: 32 concurrent clients, each sending its requests one after the
+//! other over HTTP to the runner's front door (in this process, on a loopback port, with the
+//! runner's own authorizer checking a token with every scope), next to the same DynamoDB calls
+//! made straight on the engine with the SDK client by 32 concurrent tasks. For a read
+//! (`get-vehicle`: one `GetItem`) and a write (`register-vehicle`: one `TransactWriteItems` of
+//! three puts, built with the same domain types and conditions the handler uses), it prints
+//! p50 and p99 of both, their ratio, and the errors (any non-2xx answer or failed call). It
+//! asserts nothing but zero errors. `cargo bench --bench load [-- REQUESTS_PER_CLIENT]`.
+
+use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, TransactWriteItem};
+use serde_json::json;
+use singlet::auth::Authorizer;
+use singlet::{engine, front_door};
+use singlet_functions::Ctx;
+use singlet_functions::cursor::CursorKeys;
+use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
+use singlet_functions::idempotency::new_id;
+use singlet_functions::store::{ABSENT, item, key_item, lock};
+use singlet_functions::{clock, routes};
+use singlet_shared::{Chassis, Plate, keys};
+use std::future::Future;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const CLIENTS: usize = 32;
+/// Requests each client sends, after a warm-up round that is not measured.
+const REQUESTS_PER_CLIENT: usize = 50;
+const WARM_UP: usize = 5;
+
+/// Latencies of every request and the count of errors.
+struct Measured {
+    times: Vec<Duration>,
+    errors: usize,
+}
+
+impl Measured {
+    fn percentile(&self, p: f64) -> Duration {
+        let index = ((self.times.len() as f64 - 1.0) * p).round() as usize;
+        self.times[index]
+    }
+}
+
+/// `CLIENTS` tasks, each running `call(n)` `per_client` times in turn (`n` unique across every
+/// task and round); `call` answers whether it succeeded.
+async fn under_load<F, Fut>(per_client: usize, first: usize, call: F) -> Measured
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let call = Arc::new(call);
+    let errors = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let call = call.clone();
+            let errors = errors.clone();
+            tokio::spawn(async move {
+                let mut times = Vec::with_capacity(per_client);
+                for round in 0..per_client {
+                    let started = Instant::now();
+                    let ok = call(first + round * CLIENTS + client).await;
+                    times.push(started.elapsed());
+                    if !ok {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                times
+            })
+        })
+        .collect();
+    let mut times = Vec::new();
+    for task in tasks {
+        times.extend(task.await.expect("a client finishes"));
+    }
+    times.sort();
+    Measured {
+        times,
+        errors: errors.load(Ordering::Relaxed),
+    }
+}
+
+/// The three puts `register-vehicle` commits, for a vehicle with plate `D-n` and chassis `DC-n`.
+fn registration(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
+    let vehicle_id = new_id(None);
+    let plate = Plate::parse(&format!("D-{n}")).unwrap();
+    let chassis = Chassis::parse(&format!("DC-{n}")).unwrap();
+    let vehicle = Vehicle {
+        vehicle_id: vehicle_id.clone(),
+        plate: plate.clone(),
+        chassis: chassis.clone(),
+        depot: "north".into(),
+        added_at: clock::now_millis(),
+    };
+    let plate_lock = PlateLock {
+        plate: plate.clone(),
+        vehicle_id: vehicle_id.clone(),
+    };
+    let chassis_lock = ChassisLock {
+        chassis: chassis.clone(),
+        vehicle_id,
+    };
+    let puts = [
+        ctx.put(item(&keys::vehicle(&vehicle.vehicle_id), &vehicle))
+            .condition_expression(ABSENT),
+        lock::claim(ctx, &keys::plate_lock(&plate), &plate_lock),
+        lock::claim(ctx, &keys::chassis_lock(&chassis), &chassis_lock),
+    ];
+    puts.into_iter()
+        .map(|put| {
+            TransactWriteItem::builder()
+                .put(put.build().expect("a complete put"))
+                .build()
+        })
+        .collect()
+}
+
+fn row(name: &str, api: &Measured, direct: &Measured) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{name:<38} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7.2}× {:>7.2}× {:>7}",
+        ms(direct.percentile(0.5)),
+        ms(direct.percentile(0.99)),
+        ms(api.percentile(0.5)),
+        ms(api.percentile(0.99)),
+        api.percentile(0.5).as_secs_f64() / direct.percentile(0.5).as_secs_f64(),
+        api.percentile(0.99).as_secs_f64() / direct.percentile(0.99).as_secs_f64(),
+        api.errors + direct.errors
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let per_client: usize = std::env::args()
+        .skip(1)
+        .find_map(|arg| arg.parse().ok())
+        .unwrap_or(REQUESTS_PER_CLIENT);
+    let (client, _) = engine::start_in_memory("singlet").await;
+    let ctx = Ctx::new(client, "singlet", CursorKeys::random());
+
+    let dir = std::env::temp_dir().join("singlet-bench-keys");
+    let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
+    let token = issuer.mint(
+        "bench",
+        &routes::all_scopes().join(" "),
+        &Default::default(),
+        3600,
+    );
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let gateway = front_door::Gateway {
+        ctx: ctx.clone(),
+        authorizer: Arc::new(authorizer),
+        issuer: None,
+    };
+    tokio::spawn(front_door::serve(listener, gateway));
+    let http = reqwest::Client::new();
+    let bearer = format!("Bearer {token}");
+
+    let vehicle = http
+        .post(format!("{base}/vehicles"))
+        .header("authorization", &bearer)
+        .json(&json!({"plate": "READ-1", "chassis": "READ-1", "depot": "north"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(vehicle.status(), 201);
+    let vehicle: serde_json::Value = vehicle.json().await.unwrap();
+    let vehicle_id = vehicle["vehicleId"].as_str().unwrap().to_owned();
+
+    let get_over_http = {
+        let (http, url, bearer) = (
+            http.clone(),
+            format!("{base}/vehicles/{vehicle_id}"),
+            bearer.clone(),
+        );
+        move |_: usize| {
+            let request = http.get(&url).header("authorization", &bearer);
+            async move {
+                match request.send().await {
+                    Ok(response) => {
+                        let ok = response.status().is_success();
+                        ok && response.bytes().await.is_ok()
+                    }
+                    Err(_) => false,
+                }
+            }
+        }
+    };
+    let get_direct = {
+        let ctx = ctx.clone();
+        let key = key_item(&keys::vehicle(
+            &singlet_shared::Id::parse(&vehicle_id).unwrap(),
+        ));
+        move |_: usize| {
+            let request = ctx
+                .db
+                .get_item()
+                .table_name(&*ctx.table)
+                .set_key(Some(key.clone()))
+                .consistent_read(true)
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+            async move { request.send().await.is_ok_and(|out| out.item.is_some()) }
+        }
+    };
+    let register_over_http = {
+        let (http, url, bearer) = (http.clone(), format!("{base}/vehicles"), bearer.clone());
+        move |n: usize| {
+            let request = http.post(&url).header("authorization", &bearer).json(
+                &json!({"plate": format!("P-{n}"), "chassis": format!("C-{n}"), "depot": "north"}),
+            );
+            async move {
+                match request.send().await {
+                    Ok(response) => {
+                        let ok = response.status().is_success();
+                        ok && response.bytes().await.is_ok()
+                    }
+                    Err(_) => false,
+                }
+            }
+        }
+    };
+    let register_direct = {
+        let ctx = ctx.clone();
+        move |n: usize| {
+            let request = ctx
+                .db
+                .transact_write_items()
+                .set_transact_items(Some(registration(&ctx, n)))
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+            async move { request.send().await.is_ok() }
+        }
+    };
+
+    // Warm-up: connections open, the engine's pages in memory. Unique numbers never repeat.
+    let measured_from = WARM_UP * CLIENTS;
+    under_load(WARM_UP, 0, get_direct.clone()).await;
+    under_load(WARM_UP, 0, get_over_http.clone()).await;
+    under_load(WARM_UP, 0, register_direct.clone()).await;
+    under_load(WARM_UP, 0, register_over_http.clone()).await;
+
+    let read_direct = under_load(per_client, measured_from, get_direct).await;
+    let read_api = under_load(per_client, measured_from, get_over_http).await;
+    let write_direct = under_load(per_client, measured_from, register_direct).await;
+    let write_api = under_load(per_client, measured_from, register_over_http).await;
+
+    println!(
+        "{CLIENTS} concurrent clients × {per_client} requests each; direct: the SDK client on the engine, API: HTTP through the runner's front door"
+    );
+    println!(
+        "{:<38} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "pattern (ms)", "dir p50", "dir p99", "API p50", "API p99", "p50 ×", "p99 ×", "errors"
+    );
+    row("get-vehicle (GetItem)", &read_api, &read_direct);
+    row(
+        "register-vehicle (TransactWriteItems)",
+        &write_api,
+        &write_direct,
+    );
+    let errors = read_api.errors + read_direct.errors + write_api.errors + write_direct.errors;
+    assert_eq!(errors, 0, "errors under load");
+}
