@@ -21,3 +21,4 @@ mod openapi;
 mod readme;
 mod runner;
 mod template;
+mod watch;

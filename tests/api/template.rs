@@ -325,18 +325,83 @@ fn dimension<'a>(metric: &'a Value, name: &str) -> Option<&'a Value> {
         .map(|d| &d["Value"])
 }
 
-/// Alarms on `namespace`/`metric` whose dimension `name` is `value`.
-fn alarms_on(template: &Value, namespace: &str, metric: &str, name: &str, value: &Value) -> usize {
+/// The alarms on `namespace`/`metric` whose dimension `name` is `value`.
+fn alarms_watching(
+    template: &Value,
+    namespace: &str,
+    metric: &str,
+    name: &str,
+    value: &Value,
+) -> Vec<Value> {
     resources(template, "AWS::CloudWatch::Alarm")
-        .iter()
-        .filter(|(_, alarm)| {
+        .into_iter()
+        .map(|(_, alarm)| alarm)
+        .filter(|alarm| {
             watched(alarm).iter().any(|m| {
                 m["Namespace"] == namespace
                     && m["MetricName"] == metric
                     && dimension(m, name) == Some(value)
             })
         })
-        .count()
+        .collect()
+}
+
+fn alarms_on(template: &Value, namespace: &str, metric: &str, name: &str, value: &Value) -> usize {
+    alarms_watching(template, namespace, metric, name, value).len()
+}
+
+/// Whether a metric-math alarm adds up all its metrics, each `FILL(id, 0)`: a metric with no
+/// datapoint in a period (DynamoDB reports no `ThrottledRequests` for an operation nobody was
+/// throttled on) would otherwise make the whole sum missing, and the alarm would never fire.
+fn sums_its_metrics_with_gaps_as_zero(alarm: &Value) -> bool {
+    let metrics = list(&alarm["Properties"]["Metrics"]);
+    let expressions: Vec<&str> = metrics
+        .iter()
+        .filter_map(|m| m["Expression"].as_str())
+        .collect();
+    let [expression] = expressions[..] else {
+        return false;
+    };
+    let terms: BTreeSet<String> = expression
+        .split('+')
+        .map(|term| term.trim().to_owned())
+        .collect();
+    let filled: BTreeSet<String> = metrics
+        .iter()
+        .filter(|m| m["MetricStat"].is_mapping())
+        .map(|m| format!("FILL({}, 0)", m["Id"].as_str().unwrap()))
+        .collect();
+    terms == filled
+}
+
+/// The DynamoDB operations the data layer calls (`functions/src/store/`), as CloudWatch names
+/// them: `.transact_write_items()` is `TransactWriteItems`.
+fn operations_called() -> BTreeSet<String> {
+    let mut operations = BTreeSet::new();
+    for file in std::fs::read_dir(format!("{ROOT}/functions/src/store")).unwrap() {
+        let source = std::fs::read_to_string(file.unwrap().path()).unwrap();
+        for call in [
+            "get_item",
+            "put_item",
+            "update_item",
+            "delete_item",
+            "query",
+            "scan",
+            "batch_get_item",
+            "batch_write_item",
+            "transact_get_items",
+            "transact_write_items",
+        ] {
+            if source.contains(&format!(".{call}()")) {
+                let name: String = call
+                    .split('_')
+                    .map(|word| word[..1].to_uppercase() + &word[1..])
+                    .collect();
+                operations.insert(name);
+            }
+        }
+    }
+    operations
 }
 
 #[test]
@@ -464,17 +529,28 @@ fn the_api_the_table_and_the_marker_are_watched() {
         1,
         "the API's 5xx rate"
     );
+    let called = operations_called();
+    assert!(called.contains("TransactWriteItems"), "{called:?}");
     for metric in ["ThrottledRequests", "SystemErrors"] {
-        assert_eq!(
-            alarms_on(
-                &template,
-                "AWS/DynamoDB",
-                metric,
-                "TableName",
-                &reference(&table.0)
-            ),
-            1,
-            "the table's {metric}"
+        let alarms = alarms_watching(
+            &template,
+            "AWS/DynamoDB",
+            metric,
+            "TableName",
+            &reference(&table.0),
+        );
+        assert_eq!(alarms.len(), 1, "the table's {metric}");
+        let operations: BTreeSet<String> = watched(&alarms[0])
+            .iter()
+            .filter_map(|m| dimension(m, "Operation")?.as_str().map(str::to_owned))
+            .collect();
+        assert!(
+            operations.is_superset(&called),
+            "{metric}: every operation the functions call, {called:?}, not {operations:?}"
+        );
+        assert!(
+            sums_its_metrics_with_gaps_as_zero(&alarms[0]),
+            "{metric}: FILL(x, 0) + ..."
         );
     }
 
@@ -505,6 +581,20 @@ fn the_api_the_table_and_the_marker_are_watched() {
                     })
             });
         assert!(alarmed, "a message in {queue} alarms");
+        for alarm in alarms_watching(
+            &template,
+            "AWS/SQS",
+            "ApproximateNumberOfMessagesVisible",
+            "QueueName",
+            &get_att(queue, "QueueName"),
+        ) {
+            if alarm["Properties"]["Metrics"].is_sequence() {
+                assert!(
+                    sums_its_metrics_with_gaps_as_zero(&alarm),
+                    "{queue}'s alarm: FILL(x, 0) + ..."
+                );
+            }
+        }
         let statements = &function["Properties"]["Policies"][0]["Statement"];
         for action in list(statements).iter().flat_map(|s| strings(&s["Action"])) {
             assert!(action.starts_with("dynamodb:"), "{action}");
@@ -512,17 +602,97 @@ fn the_api_the_table_and_the_marker_are_watched() {
     }
 }
 
+/// The source of the handler serving `function`: `functions/src/<area>/<function>.rs`, the
+/// binary's name with `_` for `-` (one access pattern per file).
+fn handler_source(function: &str) -> String {
+    let file = format!("{}.rs", function.replace('-', "_"));
+    let sources: Vec<String> = std::fs::read_dir(format!("{ROOT}/functions/src"))
+        .unwrap()
+        .map(|area| area.unwrap().path().join(&file))
+        .filter(|path| path.is_file())
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    assert_eq!(sources.len(), 1, "one handler file {file}");
+    sources.into_iter().next().unwrap()
+}
+
+/// The indexes named by each `Query::index(<index>, ...)` in `source`.
+fn index_queries(source: &str) -> BTreeSet<String> {
+    source
+        .split("Query::index(")
+        .skip(1)
+        .map(|rest| rest.split(',').next().unwrap().trim().to_owned())
+        .collect()
+}
+
+/// The indexes a function's code queries: those its handler queries, and GSI1 when it finds a
+/// patron by id (`library::find_patron`, the one index query outside a handler).
+fn indexes_queried(function: &str) -> BTreeSet<String> {
+    let source = handler_source(function);
+    let mut indexes = index_queries(&source);
+    if source.contains("find_patron(") {
+        indexes.insert("GSI1".to_owned());
+    }
+    indexes
+}
+
 #[test]
-fn every_statement_names_the_table_or_one_index_and_the_key_prefixes_it_may_touch() {
+fn the_one_index_query_outside_a_handler_is_find_patron_on_gsi1() {
+    let library = std::fs::read_to_string(format!("{ROOT}/functions/src/library/mod.rs")).unwrap();
+    assert_eq!(index_queries(&library), BTreeSet::from(["GSI1".to_owned()]));
+    let find_patron = &library[library.find("pub async fn find_patron(").unwrap()..];
+    let body = &find_patron[..find_patron.find("\n}\n").unwrap()];
+    assert!(
+        body.contains("Query::index(GSI1"),
+        "find_patron queries GSI1"
+    );
+    // No other shared module queries an index (`store` defines `Query::index`).
+    let handlers: BTreeSet<String> = ROUTES
+        .iter()
+        .map(|r| r.function)
+        .chain(SCHEDULED.iter().map(|s| s.function))
+        .map(|f| format!("{}.rs", f.replace('-', "_")))
+        .collect();
+    for area in std::fs::read_dir(format!("{ROOT}/functions/src")).unwrap() {
+        let area = area.unwrap().path();
+        let files: Vec<std::path::PathBuf> = if area.is_dir() {
+            std::fs::read_dir(area)
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .collect()
+        } else {
+            vec![area]
+        };
+        for file in files {
+            let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+            let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+            if handlers.contains(&name)
+                || relative.ends_with("library/mod.rs")
+                || relative.contains("/store/")
+                || file.extension().is_none_or(|e| e != "rs")
+            {
+                continue;
+            }
+            let source = std::fs::read_to_string(&file).unwrap();
+            assert!(
+                index_queries(&source).is_empty(),
+                "{relative} queries an index: add it to indexes_queried"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_index_the_code_queries()
+ {
     let template = template();
     let table = get_att("Table", "Arn");
-    let indexes: Vec<Value> = INDEXES
-        .iter()
-        .map(|index| sub(&format!("${{Table.Arn}}/index/{}", index.name)))
-        .collect();
+    let index_arn = |name: &str| sub(&format!("${{Table.Arn}}/index/{name}"));
     for (_, binary, function) in functions(&template) {
         let statements = list(&function["Properties"]["Policies"][0]["Statement"]);
         assert!(!statements.is_empty(), "{binary} has a policy");
+        let mut queried = BTreeSet::new();
+        let mut table_actions = BTreeSet::new();
         for statement in &statements {
             assert_eq!(statement["Effect"], "Allow");
             let actions = strings(&statement["Action"]);
@@ -531,37 +701,91 @@ fn every_statement_names_the_table_or_one_index_and_the_key_prefixes_it_may_touc
                 !actions.iter().any(|a| a.contains("Scan")),
                 "{binary}: a Scan carries no key to check"
             );
-            // One resource per statement: the table, or one index that the function queries.
+            // One resource per statement: the table, or one index.
             let resources = list(&statement["Resource"]);
             assert_eq!(resources.len(), 1, "{binary}: one resource per statement");
-            if resources[0] != table {
+            if resources[0] == table {
+                table_actions.extend(actions);
+                let prefixes = strings(
+                    &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
+                );
                 assert!(
-                    indexes.contains(&resources[0]),
-                    "{binary}: {:?} is the table or one of its indexes",
-                    resources[0]
+                    !prefixes.is_empty(),
+                    "{binary}: every table statement is bounded by key"
                 );
-                assert_eq!(
-                    actions,
-                    ["dynamodb:Query"],
-                    "{binary}: an index is only queried"
-                );
+                for prefix in &prefixes {
+                    assert!(
+                        prefix.len() > 1
+                            && prefix.ends_with('*')
+                            && !prefix[..prefix.len() - 1].contains('*'),
+                        "{binary}: {prefix} is one key prefix"
+                    );
+                }
+                let condition = statement["Condition"].as_mapping().unwrap();
+                assert_eq!(condition.len(), 1, "{binary}: LeadingKeys is the condition");
+                continue;
             }
-            let prefixes =
-                strings(&statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]);
+            let index = INDEXES
+                .iter()
+                .find(|index| resources[0] == index_arn(index.name))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{binary}: {:?} is the table or one of its indexes",
+                        resources[0]
+                    )
+                });
             assert!(
-                !prefixes.is_empty(),
-                "{binary}: every statement is bounded by key"
+                queried.insert(index.name.to_owned()),
+                "{binary}: {} twice",
+                index.name
             );
-            for prefix in &prefixes {
-                assert!(
-                    prefix.len() > 1
-                        && prefix.ends_with('*')
-                        && !prefix[..prefix.len() - 1].contains('*'),
-                    "{binary}: {prefix} is one key prefix"
-                );
-            }
-            let condition = statement["Condition"].as_mapping().unwrap();
-            assert_eq!(condition.len(), 1, "{binary}: LeadingKeys is the condition");
+            assert_eq!(
+                actions,
+                ["dynamodb:Query"],
+                "{binary}: an index is only queried"
+            );
+            // The documentation defines LeadingKeys by the table's partition key, so no index
+            // statement claims a key bound (template.yaml, above the functions).
+            assert!(
+                statement["Condition"].is_null(),
+                "{binary}: no LeadingKeys bound is claimed on {}",
+                index.name
+            );
+        }
+        assert_eq!(
+            queried,
+            indexes_queried(&binary),
+            "{binary}: the index statements name exactly the indexes its code queries"
+        );
+        // Everything but an index Query is allowed on the table: writes, reads and a Query on
+        // the table's own partitions.
+        let permissions: BTreeSet<String> = ROUTES
+            .iter()
+            .find(|r| r.function == binary)
+            .map(|r| r.permissions)
+            .or_else(|| {
+                SCHEDULED
+                    .iter()
+                    .find(|s| s.function == binary)
+                    .map(|s| s.permissions)
+            })
+            .unwrap()
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect();
+        let off_table: Vec<&String> = permissions
+            .iter()
+            .filter(|p| *p != "dynamodb:Query" && !table_actions.contains(*p))
+            .collect();
+        assert!(
+            off_table.is_empty(),
+            "{binary}: {off_table:?} only on the table"
+        );
+        if permissions.contains("dynamodb:Query") && queried.is_empty() {
+            assert!(
+                table_actions.contains("dynamodb:Query"),
+                "{binary} queries the table"
+            );
         }
         // A route that takes an Idempotency-Key puts and reads its record
         // IDEMPOTENCY#<route>#<key> (shared/src/keys.rs) in the table.
