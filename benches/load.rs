@@ -19,7 +19,6 @@ use singlet_functions::store::{ABSENT, item, key_item, lock};
 use singlet_functions::{clock, routes};
 use singlet_shared::{Chassis, Plate, keys};
 use std::future::Future;
-use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -146,16 +145,12 @@ async fn main() {
         &Default::default(),
         3600,
     );
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let gateway = front_door::Gateway {
         ctx: ctx.clone(),
         authorizer: Arc::new(authorizer),
         issuer: None,
     };
-    tokio::spawn(front_door::serve(listener, gateway));
+    let base = front_door::serve_on_loopback(gateway).await.unwrap();
     let http = reqwest::Client::new();
     let bearer = format!("Bearer {token}");
 

@@ -98,17 +98,12 @@ async fn every_event_replays_through_its_handler() {
             );
         }
     }
+    // Events are the `.json` files; `watch.env` is `cargo lambda watch`'s environment.
     let mut files: Vec<String> = std::fs::read_dir(format!("{ROOT}/events"))
         .unwrap()
-        .map(|e| {
-            e.unwrap()
-                .path()
-                .file_stem()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .to_owned()
-        })
+        .map(|e| e.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .map(|path| path.file_stem().unwrap().to_str().unwrap().to_owned())
         .collect();
     files.sort();
     // `env.json` is `sam local invoke --env-vars`'s file of environment variables, not an event.
