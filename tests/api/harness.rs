@@ -144,7 +144,15 @@ impl Call<'_> {
         self
     }
 
+    /// Sends the call and checks the reply against `docs/openapi.yaml` (see `contract`).
     pub async fn send(self) -> Reply {
+        let (method, path) = (self.method, self.path.clone());
+        let reply = self.send_unchecked().await;
+        crate::contract::check(method, &path, &reply);
+        reply
+    }
+
+    async fn send_unchecked(self) -> Reply {
         match self.api.mode {
             Mode::Direct => {
                 self.api

@@ -3,6 +3,7 @@
 //! the handler and end to end through the local runner's HTTP front door; races with real
 //! concurrent requests; the events in `events/` replayed; `template.yaml` kept equal to the code.
 
+mod contract;
 mod fixtures;
 mod harness;
 
