@@ -19,5 +19,6 @@ mod library;
 mod loans;
 mod openapi;
 mod readme;
+mod reliability;
 mod runner;
 mod template;
