@@ -35,11 +35,15 @@ impl Ctx {
     /// quietly talk to a default table, or sign cursors no other instance accepts, stops its cold
     /// start instead, and the reason is the one line it logs.
     pub async fn from_lambda_env() -> Result<Self, String> {
-        let table = std::env::var("TABLE_NAME")
-            .ok()
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`Ctx::from_lambda_env`] with the variables read by `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let table = var("TABLE_NAME")
             .filter(|t| !t.is_empty())
             .ok_or("TABLE_NAME is not set: the function does not know its table")?;
-        let cursors = CursorKeys::from_env()?;
+        let cursors = CursorKeys::from_vars(var)?;
         Ok(Self::new(lambda_client(), table, cursors))
     }
 }

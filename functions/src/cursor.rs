@@ -86,7 +86,12 @@ impl CursorKeys {
     /// `CURSOR_KEY_PREVIOUS_UNTIL` when set. Every instance must share the key for a cursor from
     /// one to be valid on another, so there is no fallback: the error says what is wrong.
     pub fn from_env() -> Result<Self, String> {
-        let current = std::env::var("CURSOR_KEY").unwrap_or_default();
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`CursorKeys::from_env`] with the variables read by `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let current = var("CURSOR_KEY").unwrap_or_default();
         if current.len() < MIN_KEY_LEN {
             return Err(format!(
                 "CURSOR_KEY is unset or shorter than {MIN_KEY_LEN} bytes: cursors could not be \
@@ -94,10 +99,10 @@ impl CursorKeys {
             ));
         }
         let mut keys = Self::new(current);
-        if let Ok(previous) = std::env::var("CURSOR_KEY_PREVIOUS")
+        if let Some(previous) = var("CURSOR_KEY_PREVIOUS")
             && !previous.is_empty()
         {
-            let until = std::env::var("CURSOR_KEY_PREVIOUS_UNTIL").unwrap_or_default();
+            let until = var("CURSOR_KEY_PREVIOUS_UNTIL").unwrap_or_default();
             let until = crate::clock::parse_iso(&until).ok_or(
                 "CURSOR_KEY_PREVIOUS is set without a valid CURSOR_KEY_PREVIOUS_UNTIL (ISO-8601 UTC)",
             )?;

@@ -7,6 +7,7 @@ use lambda_http::http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use singlet_shared::normalise::disguises_text;
 use singlet_shared::{Id, Invalid};
 
 pub type HandlerResult = Result<Response<Body>, ApiError>;
@@ -144,9 +145,7 @@ impl JsonBody {
 }
 
 /// Free text: trimmed, non-empty, at most `max` characters, and nothing that makes it display
-/// as something else: control characters (Unicode Cc, save tab, line feed and carriage return)
-/// and bidirectional controls are refused. Zero-width joiners and non-joiners are text (emoji
-/// sequences, Persian, Indic scripts) and are kept.
+/// as something else ([`disguises_text`]).
 pub fn text(raw: &str, max: usize) -> Result<String, Invalid> {
     let value = raw.trim();
     if value.is_empty() {
@@ -158,13 +157,6 @@ pub fn text(raw: &str, max: usize) -> Result<String, Invalid> {
     } else {
         Ok(value.to_owned())
     }
-}
-
-/// A control character other than tab, line feed and carriage return, or a bidirectional
-/// control (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069).
-pub fn disguises_text(c: char) -> bool {
-    (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
-        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The route being served, as `request::respond` puts it in the request's extensions: the

@@ -195,7 +195,7 @@ impl Email {
         let local_ok = !local.is_empty()
             && local
                 .chars()
-                .all(|c| !c.is_whitespace() && !c.is_control() && !matches!(c, '@' | '#'));
+                .all(|c| !c.is_whitespace() && !disguises_text(c) && !matches!(c, '@' | '#'));
         if !(local_ok && domain_ok) {
             return Err(Invalid::Invalid);
         }
@@ -299,6 +299,16 @@ fn isbn13_check(first12: &[u32]) -> u32 {
         .map(|(i, d)| if i % 2 == 0 { *d } else { d * 3 })
         .sum();
     (10 - sum % 10) % 10
+}
+
+/// A character that makes text display as something else (docs/API.md, "Conventions"): a
+/// control character (Unicode Cc) other than tab, line feed and carriage return, or a
+/// bidirectional control (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069). Zero-width
+/// joiners and non-joiners (U+200C, U+200D) are text (emoji sequences, Persian, Indic scripts)
+/// and are kept.
+pub fn disguises_text(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// NFKC then lower case, to a fixed point: lower-casing can yield text that NFKC changes again
@@ -426,6 +436,9 @@ mod tests {
             "ada@example..com",
             "ada#1@example.com",
             "ada@.com",
+            "mallory\u{202E}gnp.exe@example.com",
+            "ada\u{2066}@example.com",
+            "ada\u{7}@example.com",
         ] {
             assert_eq!(Email::parse(bad), Err(Invalid::Invalid), "{bad}");
         }

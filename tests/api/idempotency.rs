@@ -286,12 +286,20 @@ async fn a_forgotten_key_is_a_new_request(api: Api) {
     post(&api, VEHICLE, "old-key", vehicle("KA-11"))
         .await
         .assert_problem(422, &[]);
-    // A branch's transaction is the same request byte for byte (no timestamp in it), and
-    // DynamoDB still remembers its ClientRequestToken for 10 minutes: the token alone makes the
-    // retry a no-op that succeeds. (After those 10 minutes, with the record gone, it is `409`.)
+    // A route that derives no id (a branch) runs the request again. Its record carries the time
+    // (`replayUntil`, `expiresAt`) to the second, so within the same second the transaction would
+    // be DynamoDB's to replay by its `ClientRequestToken`, and a second later it is another
+    // request: wait for the next second, as a real reuse (a day later, when the record has
+    // expired) always is. The branch is there: `409`, nothing written.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let before = api.items().await.len();
-    let again = post(&api, "/branches", "old-key", branch).await;
-    assert_eq!(again.status, 201, "{again:?}");
+    post(&api, "/branches", "old-key", branch.clone())
+        .await
+        .assert_problem(409, &[("branchId", "taken")]);
     assert_eq!(api.items().await.len(), before, "nothing new is written");
+    // With another body, the forgotten key makes another branch.
+    let mut east = branch;
+    east["branchId"] = "east".into();
+    assert_eq!(post(&api, "/branches", "old-key", east).await.status, 201);
     assert_eq!(api.items_with_pk_prefix("VEHICLE#").await.len(), 1);
 }

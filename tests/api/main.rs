@@ -20,6 +20,7 @@ mod library;
 mod loans;
 mod openapi;
 mod readme;
+mod reliability;
 mod runner;
 mod template;
 mod watch;

@@ -37,9 +37,21 @@ pub fn with_index(mut item: Item, index: Index, key: &IndexKey) -> Item {
 pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
     serde_dynamo::from_item(item.clone()).map_err(|e| {
         let (pk, sk) = (text(item, PK), text(item, SK));
-        tracing::error!(pk, sk, error = %e, "a stored item does not decode");
+        let error = without_values(&e.to_string());
+        tracing::error!(pk, sk, error, "a stored item does not decode");
         ApiError::Internal
     })
+}
+
+/// A decode error without the stored value serde may quote in it (``unknown variant `…` ``,
+/// `invalid type: string "…"`): a stored value can be a person's name or email, and a log names
+/// items by their key only. Errors that quote a field's name, not a value, are kept whole.
+fn without_values(error: &str) -> String {
+    if error.starts_with("missing field") || error.starts_with("unknown field") {
+        return error.to_owned();
+    }
+    let kind = error.split(['`', '"']).next().unwrap_or_default();
+    kind.trim_end_matches([' ', ':', ',']).to_owned()
 }
 
 /// A string attribute of an item, or `""`.
@@ -61,4 +73,29 @@ pub fn n(value: impl ToString) -> AttributeValue {
 /// A value of an entity's field type as an attribute value (an enum as its string).
 pub fn value<T: Serialize>(value: T) -> AttributeValue {
     serde_dynamo::to_attribute_value(value).expect("field values serialise")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_values;
+
+    #[test]
+    fn a_decode_error_is_logged_without_the_value() {
+        assert_eq!(
+            without_values("unknown variant `Ada Lovelace`, expected one of `open`, `returned`"),
+            "unknown variant"
+        );
+        assert_eq!(
+            without_values("invalid type: string \"ada@example.com\", expected u32"),
+            "invalid type: string"
+        );
+        assert_eq!(
+            without_values("missing field `title`"),
+            "missing field `title`"
+        );
+        assert_eq!(
+            without_values("not a valid Email: Invalid"),
+            "not a valid Email: Invalid"
+        );
+    }
 }
