@@ -84,7 +84,7 @@ impl JsonBody {
         parse(raw).map_err(|invalid| FieldError::new(field, invalid))
     }
 
-    /// Free text that never becomes part of a key: trimmed, non-empty, at most `max` characters.
+    /// Free text that never becomes part of a key: as sent, not blank, at most `max` characters.
     pub fn text(&self, field: &'static str, max: usize) -> Result<String, FieldError> {
         self.required(field, |raw| text(raw, max))
     }
@@ -144,11 +144,12 @@ impl JsonBody {
     }
 }
 
-/// Free text: trimmed, non-empty, at most `max` characters, and nothing that makes it display
-/// as something else ([`disguises_text`]).
+/// Free text, stored exactly as sent (docs/API.md: white space included, since a value that
+/// never becomes a key has no reason to be rewritten): not blank, at most `max` characters, and
+/// nothing that makes it display as something else ([`disguises_text`]).
 pub fn text(raw: &str, max: usize) -> Result<String, Invalid> {
-    let value = raw.trim();
-    if value.is_empty() {
+    let value = raw;
+    if value.trim().is_empty() {
         Err(Invalid::Required)
     } else if value.chars().count() > max {
         Err(Invalid::TooLong)
