@@ -443,6 +443,21 @@ impl Api {
             .filter(|i| s(i, "PK").starts_with(prefix))
             .collect()
     }
+
+    /// Deletes every `IDEMPOTENCY#` record, as the table's TTL eventually does.
+    pub async fn forget_idempotency_keys(&self) {
+        for record in self.items_with_pk_prefix("IDEMPOTENCY#").await {
+            self.ctx
+                .db
+                .delete_item()
+                .table_name(&*self.ctx.table)
+                .key("PK", record["PK"].clone())
+                .key("SK", record["SK"].clone())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
 }
 
 /// A string attribute of an item.

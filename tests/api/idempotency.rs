@@ -271,17 +271,7 @@ async fn a_forgotten_key_is_a_new_request(api: Api) {
             .status,
         201
     );
-    for record in api.items_with_pk_prefix("IDEMPOTENCY#").await {
-        api.ctx
-            .db
-            .delete_item()
-            .table_name(&*api.ctx.table)
-            .key("PK", record["PK"].clone())
-            .key("SK", record["SK"].clone())
-            .send()
-            .await
-            .unwrap();
-    }
+    api.forget_idempotency_keys().await;
     // The id derived from the key is still taken by the vehicle it made: the key is spent.
     post(&api, VEHICLE, "old-key", vehicle("KA-11"))
         .await

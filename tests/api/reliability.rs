@@ -42,21 +42,6 @@ async fn snapshot(api: &Api) -> Vec<Item> {
     items
 }
 
-/// Deletes every `IDEMPOTENCY#` record, as the table's TTL eventually does.
-async fn forget_keys(api: &Api) {
-    for record in api.items_with_pk_prefix("IDEMPOTENCY#").await {
-        api.ctx
-            .db
-            .delete_item()
-            .table_name(&*api.ctx.table)
-            .key("PK", record["PK"].clone())
-            .key("SK", record["SK"].clone())
-            .send()
-            .await
-            .unwrap();
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // An id derived from a key is held once, whatever becomes of the key's record.
 
@@ -117,7 +102,7 @@ async fn a_reused_key_never_makes_a_second_holder_of_its_id(api: Api) {
         let first = post_with_key(&api, path, "reused", body).await;
         assert_eq!(first.status, 201, "{path}: {first:?}");
         let id = first.body[id_field].as_str().unwrap().to_owned();
-        forget_keys(&api).await;
+        api.forget_idempotency_keys().await;
         let before = snapshot(&api).await;
         let reused = post_with_key(&api, other_path, "reused", other).await;
         reused.assert_problem(422, &[]);
@@ -175,7 +160,7 @@ async fn a_deleted_entitys_id_never_comes_back(api: Api) {
         };
         assert!((200..300).contains(&removed.status), "{path}: {removed:?}");
     }
-    forget_keys(&api).await;
+    api.forget_idempotency_keys().await;
     // A record expires a day after its request, long after DynamoDB has forgotten the request's
     // `ClientRequestToken` (10 minutes). Within the same second the retry would be the same
     // transaction byte for byte, which the engine would answer from its token cache: the next
