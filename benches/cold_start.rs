@@ -1,4 +1,4 @@
-//! Cold starts: each function's release `bootstrap` started several times under a mock Lambda
+//! Cold starts: the release `bootstrap` serving each function started several times under a mock Lambda
 //! Runtime API, next to a bare `lambda_http` hello (`functions/examples/hello.rs`: the same
 //! `lambda_http` features, the same profile) measured in the same run, so the ratios say what a
 //! function's own start-up work costs on whatever machine runs this. It prints figures and
@@ -9,8 +9,9 @@
 //! cargo bench --bench cold_start -- get-book --spawns 9 --warm 100 --profile release
 //! ```
 //!
-//! It builds the binaries itself (`cargo build --release --bin <function>... --example hello` at
-//! the workspace root, as `sam build` does), starts an
+//! It builds the binaries itself (`cargo build --release --bin singlet-lambda --example hello` at
+//! the workspace root, as `sam build` does; each function is the one binary with its
+//! `SINGLET_FUNCTION`), starts an
 //! embedded engine with the table (seeded with `events/register-vehicle.json`, so that every
 //! event in `events/` used here succeeds), then for each spawn:
 //! - **init**: spawn → the first `GET /runtime/invocation/next`;
@@ -22,8 +23,8 @@
 //! so that a noisy neighbour hurts them all alike. The environment is the one Lambda sets (and no
 //! other: no `HOME`, so no profile files), with `AWS_ENDPOINT_URL_DYNAMODB` on the engine. Sizes
 //! are the stripped x86_64 binary and its zip (`zip -9`, when `zip` is installed); an arm64
-//! `bootstrap.zip` under `<target>/lambda/<function>/` (from `cargo lambda build --release
-//! --arm64 --output-format zip --bin <function>`) is reported too when present.
+//! `bootstrap.zip` under `<target>/lambda/singlet-lambda/` (from `cargo lambda build --release
+//! --arm64 --output-format zip --bin singlet-lambda`) is reported too when present.
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -41,6 +42,8 @@ use tokio::sync::{Mutex, mpsc};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const HELLO: &str = "hello";
+/// The one Lambda binary, which every function runs.
+const LAMBDA: &str = "singlet-lambda";
 const DEFAULT_FUNCTIONS: &[&str] = &["get-vehicle", "register-vehicle", "mark-overdue"];
 const TABLE: &str = "singlet-bench";
 /// The server secret the sample events' ids are derived under.
@@ -82,8 +85,8 @@ fn args() -> Args {
     args
 }
 
-/// Builds the hello and `functions` with `profile` as `sam build` does (at the workspace root,
-/// so with the workspace's features); their executables, by name.
+/// Builds the hello and the Lambda binary with `profile` as `sam build` does (at the workspace
+/// root, so with the workspace's features); the executable of the hello and of each function.
 fn build(functions: &[String], profile: &str) -> Vec<(String, PathBuf)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
@@ -91,11 +94,8 @@ fn build(functions: &[String], profile: &str) -> Vec<(String, PathBuf)> {
         .current_dir(ROOT)
         .args(["build", "--profile", profile])
         .args(["--message-format", "json-render-diagnostics"])
-        .args(["--example", HELLO])
+        .args(["--example", HELLO, "--bin", LAMBDA])
         .stderr(Stdio::inherit());
-    for function in functions {
-        command.args(["--bin", function]);
-    }
     let output = command.output().expect("cargo runs");
     assert!(output.status.success(), "the release build failed");
     let mut built = Vec::new();
@@ -110,16 +110,15 @@ fn build(functions: &[String], profile: &str) -> Vec<(String, PathBuf)> {
             built.push((name.to_owned(), PathBuf::from(exe)));
         }
     }
-    let find = |name: &str| {
+    let exe = |name: &str| {
         let (_, exe) = built
             .iter()
             .find(|(n, _)| n == name)
             .unwrap_or_else(|| panic!("cargo built no {name}"));
-        (name.to_owned(), exe.clone())
+        exe.clone()
     };
-    std::iter::once(HELLO)
-        .chain(functions.iter().map(String::as_str))
-        .map(find)
+    std::iter::once((HELLO.to_owned(), exe(HELLO)))
+        .chain(functions.iter().map(|f| (f.clone(), exe(LAMBDA))))
         .collect()
 }
 
@@ -302,8 +301,8 @@ async fn spawn_once(function: &str, exe: &FsPath, event: &str, engine: &str, war
     }
 }
 
-/// The environment Lambda gives a `provided.al2023` function (as `template.yaml` configures it),
-/// with the engine as DynamoDB.
+/// The environment Lambda gives a `provided.al2023` function (as `template.yaml` configures it,
+/// `SINGLET_FUNCTION` included: the hello ignores it), with the engine as DynamoDB.
 fn lambda_env(function: &str, api: &str, engine: &str) -> Vec<(&'static str, String)> {
     [
         ("AWS_LAMBDA_RUNTIME_API", api),
@@ -332,6 +331,7 @@ fn lambda_env(function: &str, api: &str, engine: &str) -> Vec<(&'static str, Str
         ("CURSOR_KEY", CURSOR_KEY),
         ("RUST_LOG", "info"),
         ("AWS_ENDPOINT_URL_DYNAMODB", engine),
+        (singlet_functions::lambda::FUNCTION_VAR, function),
     ]
     .into_iter()
     .map(|(k, v)| (k, v.to_owned()))
@@ -432,7 +432,7 @@ async fn main() {
         .map(|((name, exe), spawns)| {
             let warm: Vec<Duration> = spawns.iter().flat_map(|s| s.warm.clone()).collect();
             let target = exe.parent().and_then(|p| p.parent()).unwrap();
-            let arm64 = target.join("lambda").join(name).join("bootstrap.zip");
+            let arm64 = target.join("lambda").join(LAMBDA).join("bootstrap.zip");
             Row {
                 name: name.clone(),
                 init: median(spawns.iter().map(|s| s.init).collect()),
@@ -442,7 +442,9 @@ async fn main() {
                 rss: median(spawns.iter().map(|s| s.rss_kb).collect()) * 1024,
                 size: std::fs::metadata(exe).unwrap().len(),
                 zip: zipped_size(exe),
-                arm64_zip: std::fs::metadata(arm64).ok().map(|m| m.len()),
+                arm64_zip: (name != HELLO)
+                    .then(|| std::fs::metadata(&arm64).ok().map(|m| m.len()))
+                    .flatten(),
             }
         })
         .collect();

@@ -1,10 +1,10 @@
-//! What every Lambda binary runs: logging, the context once per cold start, then the runtime
-//! serving the function named like the binary (an HTTP route or a scheduled function).
-
+//! What the Lambda binary runs: logging, the context once per cold start, then the runtime
+//! serving the function `SINGLET_FUNCTION` names (an HTTP route or a scheduled function).
 use crate::context::Ctx;
+use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::request::answer;
-use crate::routes::{Route, Scheduled, by_function, scheduled};
+use crate::routes::{self, Route, Scheduled, by_function, scheduled};
 use lambda_http::{Request, service_fn};
 use std::time::Instant;
 use tracing_subscriber::filter::Targets;
@@ -40,10 +40,18 @@ where
         .try_init();
 }
 
-/// Serves `function` (the binary's own name) on the Lambda runtime. A context that cannot be
-/// built (no table, no cursor key) stops the cold start with one log line saying why.
-pub async fn run(function: &str) -> Result<(), lambda_runtime::Error> {
+/// The variable naming the function an instance serves: a route's function (`get-vehicle`) or a
+/// scheduled one (`mark-overdue`). `template.yaml` sets it on every function, from the route
+/// table (a test keeps the two equal).
+pub const FUNCTION_VAR: &str = "SINGLET_FUNCTION";
+
+/// Serves the function `SINGLET_FUNCTION` names on the Lambda runtime. Without it (`cargo lambda
+/// watch`, which runs the binary once for every path of its router) the instance serves every
+/// route, each request by its method and path. A context that cannot be built (no table, no
+/// cursor key) or a name no function has stops the cold start with one log line saying why.
+pub async fn run() -> Result<(), lambda_runtime::Error> {
     init_tracing();
+    let function = std::env::var(FUNCTION_VAR).ok().filter(|f| !f.is_empty());
     let ctx = match Ctx::from_lambda_env().await {
         Ok(ctx) => &*Box::leak(Box::new(ctx)),
         Err(reason) => {
@@ -51,45 +59,64 @@ pub async fn run(function: &str) -> Result<(), lambda_runtime::Error> {
             return Err(reason.into());
         }
     };
-    if let Some(route) = by_function(function) {
-        return serve_http(ctx, route).await;
+    let Some(function) = function else {
+        tracing::info!("no {FUNCTION_VAR}: serving every route by method and path");
+        return serve_http(ctx, None).await;
+    };
+    if let Some(route) = by_function(&function) {
+        return serve_http(ctx, Some(route)).await;
     }
-    if let Some(scheduled) = scheduled(function) {
+    if let Some(scheduled) = scheduled(&function) {
         return serve_scheduled(ctx, scheduled).await;
     }
-    Err(format!("no route or scheduled function is named {function}").into())
+    let reason = format!("{FUNCTION_VAR}={function} names no route or scheduled function");
+    tracing::error!(function, reason, "the function cannot start");
+    Err(reason.into())
 }
 
-async fn serve_http(ctx: &'static Ctx, route: &'static Route) -> Result<(), lambda_runtime::Error> {
-    let key = route.key();
-    lambda_http::run(service_fn(move |req: Request| {
-        let key = key.clone();
-        async move {
-            let started = Instant::now();
-            let answer = answer(ctx, route, req).await;
-            let mut metrics = Metrics::for_route(route.function, &key);
-            let status = answer.response.status().as_u16();
-            metrics
-                .request(status)
-                .consumed(answer.consumed.read_units, answer.consumed.write_units)
-                .latency(started.elapsed());
-            match status {
-                409 => {
-                    for code in problem_codes(&answer.response) {
-                        metrics.conflict(&code);
-                    }
+/// The route a request is for: the instance's own, or (serving every route) the one its method
+/// and path match.
+fn route_of(own: Option<&'static Route>, req: &Request) -> Option<&'static Route> {
+    own.or_else(|| {
+        // Undecoded: a route's fixed segments are plain ASCII, and a parameter matches anything.
+        let path = req.uri().path().trim_start_matches('/');
+        let segments: Vec<String> = path.split('/').map(str::to_owned).collect();
+        routes::find(req.method().as_str(), &segments).map(|(route, _)| route)
+    })
+}
+
+async fn serve_http(
+    ctx: &'static Ctx,
+    own: Option<&'static Route>,
+) -> Result<(), lambda_runtime::Error> {
+    lambda_http::run(service_fn(move |req: Request| async move {
+        let Some(route) = route_of(own, &req) else {
+            return Ok(ApiError::not_found("route").into_response());
+        };
+        let started = Instant::now();
+        let answer = answer(ctx, route, req).await;
+        let mut metrics = Metrics::for_route(route.function, &route.key());
+        let status = answer.response.status().as_u16();
+        metrics
+            .request(status)
+            .consumed(answer.consumed.read_units, answer.consumed.write_units)
+            .latency(started.elapsed());
+        match status {
+            409 => {
+                for code in problem_codes(&answer.response) {
+                    metrics.conflict(&code);
                 }
-                412 => {
-                    metrics.precondition_failed("precondition-failed");
-                }
-                428 => {
-                    metrics.precondition_failed("precondition-required");
-                }
-                _ => {}
             }
-            metrics.flush();
-            Ok::<_, std::convert::Infallible>(answer.response)
+            412 => {
+                metrics.precondition_failed("precondition-failed");
+            }
+            428 => {
+                metrics.precondition_failed("precondition-required");
+            }
+            _ => {}
         }
+        metrics.flush();
+        Ok::<_, std::convert::Infallible>(answer.response)
     }))
     .await
 }
@@ -133,4 +160,35 @@ async fn serve_scheduled(
         },
     ))
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::Body;
+
+    fn request(method: &str, path: &str) -> Request {
+        lambda_http::http::Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::Empty)
+            .unwrap()
+    }
+
+    #[test]
+    fn an_instance_with_its_own_route_serves_it_whatever_the_path() {
+        let own = by_function("get-vehicle");
+        let route = route_of(own, &request("POST", "/accounts")).unwrap();
+        assert_eq!(route.function, "get-vehicle");
+    }
+
+    #[test]
+    fn an_instance_serving_every_route_picks_each_by_method_and_path() {
+        let function = |method, path| route_of(None, &request(method, path)).map(|r| r.function);
+        assert_eq!(function("GET", "/vehicles/v1"), Some("get-vehicle"));
+        assert_eq!(function("DELETE", "/vehicles/v1"), Some("retire-vehicle"));
+        assert_eq!(function("GET", "/plates/AB%2012"), Some("find-by-plate"));
+        assert_eq!(function("PATCH", "/vehicles/v1"), None);
+        assert_eq!(function("GET", "/nowhere"), None);
+    }
 }

@@ -1,9 +1,9 @@
-//! `template.yaml`, `functions/src/bin/`, `events/` and the README against the code's route
-//! table and table schema, so that none of them can drift; and the template's operations
+//! `template.yaml`, `events/` and the README against the code's route table and table schema, so that none of them can drift; and the template's operations
 //! (authorizer, scopes, log groups, alarms, the marker's failure queue, keys in policies).
 
 use serde_norway::value::TaggedValue;
 use serde_norway::{Mapping, Value};
+use singlet_functions::lambda::FUNCTION_VAR;
 use singlet_functions::routes::{ROUTES, SCHEDULED};
 use singlet_shared::schema::{self, INDEXES, Projection};
 use std::collections::{BTreeMap, BTreeSet};
@@ -180,18 +180,9 @@ fn the_table_is_the_schema() {
 #[test]
 fn every_route_is_one_function_with_its_route_and_least_privilege() {
     let template = template();
-    let functions = resources(&template, "AWS::Serverless::Function");
     let mut seen = BTreeSet::new();
-    for (name, function) in &functions {
-        assert_eq!(
-            function["Metadata"]["BuildMethod"], "rust-cargolambda",
-            "{name}"
-        );
-        let binary = function["Metadata"]["BuildProperties"]["Binary"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        assert!(seen.insert(binary.clone()), "{binary} is declared twice");
+    for (_, served, function) in functions(&template) {
+        assert!(seen.insert(served.clone()), "{served} is declared twice");
         let events = function["Properties"]["Events"]
             .as_mapping()
             .cloned()
@@ -214,30 +205,30 @@ fn every_route_is_one_function_with_its_route_and_least_privilege() {
             .iter()
             .flat_map(|s| strings(&s["Action"]))
             .collect();
-        if let Some(scheduled) = SCHEDULED.iter().find(|s| s.function == binary) {
-            assert!(http.is_empty(), "{binary} has no route");
+        if let Some(scheduled) = SCHEDULED.iter().find(|s| s.function == served) {
+            assert!(http.is_empty(), "{served} has no route");
             let schedules = events.values().filter(|e| e["Type"] == "Schedule").count();
-            assert_eq!(schedules, 1, "{binary} runs on one schedule");
+            assert_eq!(schedules, 1, "{served} runs on one schedule");
             let expected: BTreeSet<String> = scheduled
                 .permissions
                 .iter()
                 .map(|p| (*p).to_owned())
                 .collect();
-            assert_eq!(actions, expected, "{binary}'s policy");
+            assert_eq!(actions, expected, "{served}'s policy");
             continue;
         }
         let route = ROUTES
             .iter()
-            .find(|r| r.function == binary)
-            .unwrap_or_else(|| panic!("{binary} is not in the route table"));
+            .find(|r| r.function == served)
+            .unwrap_or_else(|| panic!("{served} is not in the route table"));
         assert_eq!(
             http,
             vec![(route.method.to_owned(), route.path.to_owned())],
-            "{binary}"
+            "{served}"
         );
         let expected: BTreeSet<String> =
             route.permissions.iter().map(|p| (*p).to_owned()).collect();
-        assert_eq!(actions, expected, "{binary}'s policy");
+        assert_eq!(actions, expected, "{served}'s policy");
     }
     let expected: BTreeSet<String> = ROUTES
         .iter()
@@ -250,27 +241,43 @@ fn every_route_is_one_function_with_its_route_and_least_privilege() {
     );
 }
 
+/// `sam build` builds functions once per distinct CodeUri, Metadata, Handler, Runtime and
+/// architecture (SAM CLI's `FunctionBuildDefinition`): with all of them equal, the 43 functions
+/// share one build of the one binary.
 #[test]
-fn every_function_has_a_binary_an_event_and_a_line_in_the_readme() {
+fn every_function_runs_the_one_binary_built_once() {
+    let template = template();
+    let manifest = std::fs::read_to_string(format!("{ROOT}/functions/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("[[bin]]\nname = \"singlet-lambda\"\npath = \"src/main.rs\""),
+        "functions/Cargo.toml declares the singlet-lambda binary"
+    );
+    assert!(
+        !std::path::Path::new(&format!("{ROOT}/functions/src/bin")).exists(),
+        "one binary: functions/src/bin would add a build per binary"
+    );
+    let one_build: Value = serde_norway::from_str(
+        "{BuildMethod: rust-cargolambda, BuildProperties: {Binary: singlet-lambda}}",
+    )
+    .unwrap();
+    for (name, function) in resources(&template, "AWS::Serverless::Function") {
+        assert_eq!(function["Metadata"], one_build, "{name}'s Metadata");
+        assert_eq!(function["Properties"]["CodeUri"], ".", "{name}");
+        for own in ["Handler", "Runtime", "Architectures"] {
+            assert!(
+                function["Properties"].get(own).is_none(),
+                "{name} sets its own {own}: it would build on its own"
+            );
+        }
+    }
+    let globals = &template["Globals"]["Function"];
+    assert_eq!(globals["Handler"], "bootstrap");
+    assert_eq!(globals["Runtime"], "provided.al2023");
+}
+
+#[test]
+fn every_function_has_an_event_and_a_line_in_the_readme() {
     let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
-    let bins: BTreeSet<String> = std::fs::read_dir(format!("{ROOT}/functions/src/bin"))
-        .unwrap()
-        .map(|e| {
-            e.unwrap()
-                .path()
-                .file_stem()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    let functions: BTreeSet<String> = ROUTES
-        .iter()
-        .map(|r| r.function.to_owned())
-        .chain(SCHEDULED.iter().map(|s| s.function.to_owned()))
-        .collect();
-    assert_eq!(bins, functions, "one binary per function");
     for route in ROUTES {
         let event = std::fs::read_to_string(format!("{ROOT}/events/{}.json", route.function))
             .unwrap_or_else(|_| panic!("events/{}.json is missing", route.function));
@@ -290,16 +297,21 @@ fn every_function_has_a_binary_an_event_and_a_line_in_the_readme() {
     }
 }
 
-/// Every `AWS::Serverless::Function`, with its binary's name.
+/// The function a template function serves: its `SINGLET_FUNCTION`.
+fn served(function: &Value) -> String {
+    function["Properties"]["Environment"]["Variables"][FUNCTION_VAR]
+        .as_str()
+        .unwrap_or_else(|| panic!("every function sets {FUNCTION_VAR}"))
+        .to_owned()
+}
+
+/// Every `AWS::Serverless::Function`, with the name of the function it serves.
 fn functions(template: &Value) -> Vec<(String, String, Value)> {
     resources(template, "AWS::Serverless::Function")
         .into_iter()
         .map(|(logical, function)| {
-            let binary = function["Metadata"]["BuildProperties"]["Binary"]
-                .as_str()
-                .unwrap()
-                .to_owned();
-            (logical, binary, function)
+            let name = served(&function);
+            (logical, name, function)
         })
         .collect()
 }
@@ -446,21 +458,21 @@ fn every_route_needs_a_token_from_the_configured_issuer_with_one_of_its_scopes()
         assert_eq!(format[field], variable, "access log field {field}");
     }
 
-    for (_, binary, function) in functions(&template) {
-        let Some(route) = ROUTES.iter().find(|r| r.function == binary) else {
+    for (_, served, function) in functions(&template) {
+        let Some(route) = ROUTES.iter().find(|r| r.function == served) else {
             continue;
         };
         let events = function["Properties"]["Events"].as_mapping().unwrap();
         for event in events.values().filter(|e| e["Type"] == "HttpApi") {
             let event = &event["Properties"];
-            assert_eq!(target(&event["ApiId"]), Some(api.as_str()), "{binary}");
-            assert_eq!(event["Auth"]["Authorizer"], authorizer, "{binary}");
+            assert_eq!(target(&event["ApiId"]), Some(api.as_str()), "{served}");
+            assert_eq!(event["Auth"]["Authorizer"], authorizer, "{served}");
             let scopes: BTreeSet<String> = strings(&event["Auth"]["AuthorizationScopes"])
                 .into_iter()
                 .collect();
             let expected: BTreeSet<String> = route.scopes.iter().map(|s| (*s).to_owned()).collect();
-            assert!(!expected.is_empty(), "{binary} grants no scope");
-            assert_eq!(scopes, expected, "{binary}'s scopes");
+            assert!(!expected.is_empty(), "{served} grants no scope");
+            assert_eq!(scopes, expected, "{served}'s scopes");
         }
     }
 }
@@ -478,23 +490,23 @@ fn every_function_logs_to_its_own_log_group_and_alarms_on_errors_and_throttles()
     let topic = reference("AlarmTopicArn");
     assert_eq!(template["Parameters"]["AlarmTopicArn"]["Type"], "String");
 
-    for (logical, binary, function) in functions(&template) {
+    for (logical, served, function) in functions(&template) {
         let properties = &function["Properties"];
-        let name = format!("${{AWS::StackName}}-{binary}");
-        assert_eq!(properties["FunctionName"], sub(&name), "{binary}'s name");
+        let name = format!("${{AWS::StackName}}-{served}");
+        assert_eq!(properties["FunctionName"], sub(&name), "{served}'s name");
         let group = target(&properties["LoggingConfig"]["LogGroup"])
-            .unwrap_or_else(|| panic!("{binary} names no log group"));
+            .unwrap_or_else(|| panic!("{served} names no log group"));
         let group = &template["Resources"][group];
-        assert_eq!(group["Type"], "AWS::Logs::LogGroup", "{binary}");
+        assert_eq!(group["Type"], "AWS::Logs::LogGroup", "{served}");
         assert_eq!(
             group["Properties"]["LogGroupName"],
             sub(&format!("/aws/lambda/{name}")),
-            "{binary}'s log group"
+            "{served}'s log group"
         );
         assert_eq!(
             group["Properties"]["RetentionInDays"],
             reference("LogRetentionInDays"),
-            "{binary}'s log retention"
+            "{served}'s log retention"
         );
         for metric in ["Errors", "Throttles"] {
             assert_eq!(
@@ -506,7 +518,7 @@ fn every_function_logs_to_its_own_log_group_and_alarms_on_errors_and_throttles()
                     &reference(&logical)
                 ),
                 1,
-                "{binary} has one {metric} alarm"
+                "{served} has one {metric} alarm"
             );
         }
     }
@@ -560,7 +572,7 @@ fn the_api_the_table_and_the_marker_are_watched() {
     for scheduled in SCHEDULED {
         let (_, _, function) = functions(&template)
             .into_iter()
-            .find(|(_, binary, _)| binary == scheduled.function)
+            .find(|(_, served, _)| served == scheduled.function)
             .unwrap();
         let invoke = &function["Properties"]["EventInvokeConfig"];
         assert!(invoke["MaximumRetryAttempts"].is_number());
@@ -603,7 +615,7 @@ fn the_api_the_table_and_the_marker_are_watched() {
 }
 
 /// The source of the handler serving `function`: `functions/src/<area>/<function>.rs`, the
-/// binary's name with `_` for `-` (one access pattern per file).
+/// function's name with `_` for `-` (one access pattern per file).
 fn handler_source(function: &str) -> String {
     let file = format!("{}.rs", function.replace('-', "_"));
     let sources: Vec<String> = std::fs::read_dir(format!("{ROOT}/functions/src"))
@@ -688,9 +700,9 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
     let template = template();
     let table = get_att("Table", "Arn");
     let index_arn = |name: &str| sub(&format!("${{Table.Arn}}/index/{name}"));
-    for (_, binary, function) in functions(&template) {
+    for (_, served, function) in functions(&template) {
         let statements = list(&function["Properties"]["Policies"][0]["Statement"]);
-        assert!(!statements.is_empty(), "{binary} has a policy");
+        assert!(!statements.is_empty(), "{served} has a policy");
         let mut queried = BTreeSet::new();
         let mut table_actions = BTreeSet::new();
         for statement in &statements {
@@ -699,11 +711,11 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
             assert!(!actions.is_empty());
             assert!(
                 !actions.iter().any(|a| a.contains("Scan")),
-                "{binary}: a Scan carries no key to check"
+                "{served}: a Scan carries no key to check"
             );
             // One resource per statement: the table, or one index.
             let resources = list(&statement["Resource"]);
-            assert_eq!(resources.len(), 1, "{binary}: one resource per statement");
+            assert_eq!(resources.len(), 1, "{served}: one resource per statement");
             if resources[0] == table {
                 table_actions.extend(actions);
                 let prefixes = strings(
@@ -711,18 +723,18 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
                 );
                 assert!(
                     !prefixes.is_empty(),
-                    "{binary}: every table statement is bounded by key"
+                    "{served}: every table statement is bounded by key"
                 );
                 for prefix in &prefixes {
                     assert!(
                         prefix.len() > 1
                             && prefix.ends_with('*')
                             && !prefix[..prefix.len() - 1].contains('*'),
-                        "{binary}: {prefix} is one key prefix"
+                        "{served}: {prefix} is one key prefix"
                     );
                 }
                 let condition = statement["Condition"].as_mapping().unwrap();
-                assert_eq!(condition.len(), 1, "{binary}: LeadingKeys is the condition");
+                assert_eq!(condition.len(), 1, "{served}: LeadingKeys is the condition");
                 continue;
             }
             let index = INDEXES
@@ -730,43 +742,43 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
                 .find(|index| resources[0] == index_arn(index.name))
                 .unwrap_or_else(|| {
                     panic!(
-                        "{binary}: {:?} is the table or one of its indexes",
+                        "{served}: {:?} is the table or one of its indexes",
                         resources[0]
                     )
                 });
             assert!(
                 queried.insert(index.name.to_owned()),
-                "{binary}: {} twice",
+                "{served}: {} twice",
                 index.name
             );
             assert_eq!(
                 actions,
                 ["dynamodb:Query"],
-                "{binary}: an index is only queried"
+                "{served}: an index is only queried"
             );
             // The documentation defines LeadingKeys by the table's partition key, so no index
             // statement claims a key bound (template.yaml, above the functions).
             assert!(
                 statement["Condition"].is_null(),
-                "{binary}: no LeadingKeys bound is claimed on {}",
+                "{served}: no LeadingKeys bound is claimed on {}",
                 index.name
             );
         }
         assert_eq!(
             queried,
-            indexes_queried(&binary),
-            "{binary}: the index statements name exactly the indexes its code queries"
+            indexes_queried(&served),
+            "{served}: the index statements name exactly the indexes its code queries"
         );
         // Everything but an index Query is allowed on the table: writes, reads and a Query on
         // the table's own partitions.
         let permissions: BTreeSet<String> = ROUTES
             .iter()
-            .find(|r| r.function == binary)
+            .find(|r| r.function == served)
             .map(|r| r.permissions)
             .or_else(|| {
                 SCHEDULED
                     .iter()
-                    .find(|s| s.function == binary)
+                    .find(|s| s.function == served)
                     .map(|s| s.permissions)
             })
             .unwrap()
@@ -779,18 +791,18 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
             .collect();
         assert!(
             off_table.is_empty(),
-            "{binary}: {off_table:?} only on the table"
+            "{served}: {off_table:?} only on the table"
         );
         if permissions.contains("dynamodb:Query") && queried.is_empty() {
             assert!(
                 table_actions.contains("dynamodb:Query"),
-                "{binary} queries the table"
+                "{served} queries the table"
             );
         }
         // A route that takes an Idempotency-Key puts and reads its record
         // IDEMPOTENCY#<route>#<key> (shared/src/keys.rs) in the table.
-        if ROUTES.iter().any(|r| r.function == binary && r.idempotent) {
-            let record = format!("IDEMPOTENCY#{binary}#*");
+        if ROUTES.iter().any(|r| r.function == served && r.idempotent) {
+            let record = format!("IDEMPOTENCY#{served}#*");
             let allowed = statements.iter().any(|s| {
                 list(&s["Resource"]) == [table.clone()]
                     && strings(&s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"])
@@ -798,7 +810,7 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
             });
             assert!(
                 allowed,
-                "{binary} may touch its idempotency records {record}"
+                "{served} may touch its idempotency records {record}"
             );
         }
     }

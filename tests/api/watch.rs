@@ -1,6 +1,7 @@
 //! `cargo lambda watch` serves the API's real paths: the router in the workspace's Cargo metadata
 //! (`[workspace.metadata.lambda.watch.router]` in Cargo.toml) routes every route of the route
-//! table, by method and path, to its function, and nothing else.
+//! table, by method and path, to the one Lambda binary, and nothing else. Run without
+//! `SINGLET_FUNCTION`, the binary answers each request with the route its method and path match.
 
 use singlet_functions::routes::ROUTES;
 use std::collections::BTreeSet;
@@ -26,7 +27,7 @@ fn workspace_metadata() -> serde_json::Value {
 }
 
 #[test]
-fn the_watch_router_routes_every_route_to_its_function_and_nothing_else() {
+fn the_watch_router_routes_every_route_to_the_one_binary_and_nothing_else() {
     let router = workspace_metadata()["lambda"]["watch"]["router"]
         .as_object()
         .expect("a [workspace.metadata.lambda.watch.router] table")
@@ -52,7 +53,7 @@ fn the_watch_router_routes_every_route_to_its_function_and_nothing_else() {
         .iter()
         .map(|r| {
             (
-                r.function.to_owned(),
+                "singlet-lambda".to_owned(),
                 r.method.to_owned(),
                 r.path.to_owned(),
             )
