@@ -5,7 +5,9 @@
 //! (`get-vehicle`: one `GetItem`) and a write (`register-vehicle`: one `TransactWriteItems` of
 //! three puts, built with the same domain types and conditions the handler uses), it prints
 //! p50 and p99 of both, their ratio, and the errors (any non-2xx answer or failed call). It
-//! asserts nothing but zero errors. `cargo bench --bench load [-- REQUESTS_PER_CLIENT]`.
+//! asserts nothing but zero errors. A third row times the front door alone: the read without a
+//! token, which it refuses (`401`) before any token check or function runs, next to the direct
+//! read. `cargo bench --bench load [-- REQUESTS_PER_CLIENT]`.
 
 use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, TransactWriteItem};
 use serde_json::json;
@@ -200,6 +202,20 @@ async fn main() {
             async move { request.send().await.is_ok_and(|out| out.item.is_some()) }
         }
     };
+    // The front door alone: the same request without a token is API Gateway's `401`, answered
+    // before any token check or function runs, so it times the HTTP exchange itself.
+    let refused_over_http = {
+        let (http, url) = (http.clone(), format!("{base}/vehicles/{vehicle_id}"));
+        move |_: usize| {
+            let request = http.get(&url);
+            async move {
+                match request.send().await {
+                    Ok(response) => response.status() == 401 && response.bytes().await.is_ok(),
+                    Err(_) => false,
+                }
+            }
+        }
+    };
     let register_over_http = {
         let (http, url, bearer) = (http.clone(), format!("{base}/vehicles"), bearer.clone());
         move |n: usize| {
@@ -235,11 +251,13 @@ async fn main() {
     under_load(WARM_UP, 0, get_over_http.clone()).await;
     under_load(WARM_UP, 0, register_direct.clone()).await;
     under_load(WARM_UP, 0, register_over_http.clone()).await;
+    under_load(WARM_UP, 0, refused_over_http.clone()).await;
 
     let read_direct = under_load(per_client, measured_from, get_direct).await;
     let read_api = under_load(per_client, measured_from, get_over_http).await;
     let write_direct = under_load(per_client, measured_from, register_direct).await;
     let write_api = under_load(per_client, measured_from, register_over_http).await;
+    let refused = under_load(per_client, measured_from, refused_over_http).await;
 
     println!(
         "{CLIENTS} concurrent clients × {per_client} requests each; direct: the SDK client on the engine, API: HTTP through the runner's front door"
@@ -254,6 +272,12 @@ async fn main() {
         &write_api,
         &write_direct,
     );
-    let errors = read_api.errors + read_direct.errors + write_api.errors + write_direct.errors;
+    // Against the direct read: what the HTTP exchange with the front door costs by itself.
+    row("front door alone (401, no token)", &refused, &read_direct);
+    let errors = read_api.errors
+        + read_direct.errors
+        + write_api.errors
+        + write_direct.errors
+        + refused.errors;
     assert_eq!(errors, 0, "errors under load");
 }

@@ -16,7 +16,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey, LineEnding};
 use serde_json::{Map, Value};
 use singlet_functions::routes::Route;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
 
 /// The local issuer's `iss` and `aud`.
 pub const LOCAL_ISSUER: &str = "https://singlet.local";
@@ -41,7 +43,15 @@ pub struct Authorizer {
     issuer: String,
     audience: String,
     keys: Keys,
+    /// Tokens whose signature, `alg`, `iss` and `aud` have passed, with their claims: none of
+    /// those can change for a given token, so each is checked once, as a gateway would cache it.
+    /// Its time window is checked on every use.
+    verified: Mutex<HashMap<String, Claims>>,
 }
+
+/// Verified tokens kept at most; the whole cache is dropped when full (a client fleet rarely
+/// holds this many live tokens, and a dropped token is only checked again).
+const VERIFIED_TOKENS: usize = 4096;
 
 /// Signs tokens as the local issuer.
 pub struct LocalIssuer {
@@ -96,6 +106,7 @@ impl Authorizer {
                 kid: kid.clone(),
                 key: DecodingKey::from_rsa_pem(public_pem.as_bytes()).map_err(|e| e.to_string())?,
             },
+            verified: Mutex::default(),
         };
         let jwks = {
             use base64::Engine;
@@ -125,6 +136,7 @@ impl Authorizer {
             issuer: issuer.into(),
             audience: audience.into(),
             keys: Keys::Jwks(keys),
+            verified: Mutex::default(),
         })
     }
 
@@ -148,6 +160,27 @@ impl Authorizer {
     }
 
     fn verify(&self, token: &str) -> Option<Claims> {
+        let now = jsonwebtoken::get_current_timestamp();
+        let known = self
+            .verified
+            .lock()
+            .expect("not poisoned")
+            .get(token)
+            .cloned();
+        if let Some(claims) = known {
+            return in_window(&claims, now).then_some(claims);
+        }
+        let claims = self.check(token)?;
+        let mut verified = self.verified.lock().expect("not poisoned");
+        if verified.len() >= VERIFIED_TOKENS {
+            verified.clear();
+        }
+        verified.insert(token.to_owned(), claims.clone());
+        Some(claims)
+    }
+
+    /// The token's claims if its signature, `alg`, `kid`, `iss`, `aud`, `exp` and `nbf` pass.
+    fn check(&self, token: &str) -> Option<Claims> {
         // `alg: none`, or any algorithm but the issuer's, never verifies.
         let header = jsonwebtoken::decode_header(token).ok()?;
         if header.alg != ALGORITHM {
@@ -172,6 +205,14 @@ impl Authorizer {
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).ok()?;
         Some(data.claims)
     }
+}
+
+/// Whether a verified token's time window holds `now` (seconds since the epoch), as the first
+/// check had it (no leeway): not expired (`exp`), not before its `nbf`.
+fn in_window(claims: &Claims, now: u64) -> bool {
+    let second = |name: &str| claims.get(name).and_then(Value::as_f64);
+    let now = now as f64;
+    second("exp").is_some_and(|exp| exp >= now) && second("nbf").is_none_or(|nbf| nbf <= now)
 }
 
 /// The token's scopes: its `scope` claim (OAuth 2.0, space-separated) or `scp` list.
@@ -245,4 +286,59 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let mut file = options.open(&temporary).map_err(failed)?;
     file.write_all(bytes).map_err(failed)?;
     std::fs::rename(&temporary, path).map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(exp: i64, nbf: Option<i64>) -> Claims {
+        let mut claims = Claims::new();
+        claims.insert("exp".into(), exp.into());
+        if let Some(nbf) = nbf {
+            claims.insert("nbf".into(), nbf.into());
+        }
+        claims
+    }
+
+    #[test]
+    fn a_verified_token_passes_only_within_its_window() {
+        assert!(in_window(&claims(100, None), 100));
+        assert!(!in_window(&claims(100, None), 101), "expired");
+        assert!(in_window(&claims(100, Some(50)), 50));
+        assert!(!in_window(&claims(100, Some(50)), 49), "not yet valid");
+        assert!(!in_window(&Claims::new(), 0), "no exp, no pass");
+    }
+
+    #[test]
+    fn a_token_checked_once_is_checked_again_for_its_window_on_every_use() {
+        let dir = std::env::temp_dir().join(format!("singlet-auth-{}", std::process::id()));
+        let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
+        let now = jsonwebtoken::get_current_timestamp() as i64;
+        let mut short = Claims::new();
+        short.insert("sub".into(), "s".into());
+        short.insert("iss".into(), LOCAL_ISSUER.into());
+        short.insert("aud".into(), LOCAL_AUDIENCE.into());
+        short.insert("exp".into(), (now + 3600).into());
+        let token = issuer.sign(&short);
+        assert!(authorizer.verify(&token).is_some());
+        // The same token, remembered with a window that has closed since, is refused.
+        let remembered = claims(now - 1, None);
+        authorizer
+            .verified
+            .lock()
+            .unwrap()
+            .insert(token.clone(), remembered);
+        assert!(authorizer.verify(&token).is_none());
+        // A token that fails its first check is never remembered.
+        assert!(authorizer.verify("not.a.token").is_none());
+        assert!(
+            !authorizer
+                .verified
+                .lock()
+                .unwrap()
+                .contains_key("not.a.token")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -167,6 +167,10 @@ async fn run(cli: Cli) -> Result<(), String> {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            // The bound address, so that `--port 0` (a port the system picks) is told too.
+            let addr = listener
+                .local_addr()
+                .map_err(|e| format!("cannot read the listening address: {e}"))?;
             tracing::info!(api = %format!("http://{addr}"), "singlet is serving");
             if cli.mark_overdue_every > 0 {
                 let every = std::time::Duration::from_secs(cli.mark_overdue_every);

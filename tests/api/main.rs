@@ -6,6 +6,7 @@
 mod contract;
 mod fixtures;
 mod harness;
+mod process;
 
 mod accounts;
 mod audit;

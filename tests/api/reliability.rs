@@ -6,12 +6,12 @@
 use crate::both;
 use crate::fixtures::{ISBN, copy, library, patron};
 use crate::harness::{Api, Item, Mode, Reply, s};
+use crate::process::{self, Running};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn vehicle(plate: &str) -> Value {
@@ -317,31 +317,11 @@ async fn hidden_characters_are_refused_in_every_free_text_field(api: Api) {
 // ---------------------------------------------------------------------------------------------
 // mark-overdue past poison items.
 
-/// Kills a spawned runner when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The `singlet` binary on the engine at `endpoint`, nothing from the calling shell steering it.
+/// The `singlet` binary on the engine at `endpoint`, with `env` set.
 fn singlet(endpoint: &str, env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_singlet"));
+    let mut command = process::singlet();
     command
         .args(["--endpoint", endpoint])
-        .arg("--key-dir")
-        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"))
-        .env_remove("TABLE_NAME")
-        .env_remove("RUST_LOG")
-        .env_remove("CURSOR_KEY")
-        .env_remove("CURSOR_KEY_PREVIOUS")
-        .env_remove("CURSOR_KEY_PREVIOUS_UNTIL")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_REGION", "us-east-1")
         .envs(env.iter().copied());
     command
 }
@@ -463,33 +443,11 @@ async fn a_poison_item_in_every_open_loans_shard_blocks_no_loan() {
 const KEY_A: &str = "cursor-key-a-0123456789abcdefghijklmnop";
 const KEY_B: &str = "cursor-key-b-0123456789abcdefghijklmnop";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A runner serving the API on `endpoint`'s table with `env`; its base URL once it answers.
-async fn runner(endpoint: &str, env: &[(&str, &str)]) -> (Running, String) {
-    let port = free_port();
-    let running = Running(
-        singlet(endpoint, env)
-            .args(["--port", &port.to_string(), "--mark-overdue-every", "0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..300 {
-        if reqwest::get(format!("{base}/branches")).await.is_ok() {
-            return (running, base);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the runner did not start with {env:?}");
+/// A runner serving the API on `endpoint`'s table with `env`.
+fn runner(endpoint: &str, env: &[(&str, &str)]) -> Running {
+    let mut command = singlet(endpoint, env);
+    command.args(["--mark-overdue-every", "0"]);
+    process::serve(command)
 }
 
 async fn get(base: &str, path: &str) -> (u16, Value) {
@@ -529,31 +487,36 @@ async fn cursors_cross_processes_and_survive_a_rotation_within_its_grace() {
         vec![("CURSOR_KEY", KEY_B.to_owned())],
     ];
     let runners = futures::future::join_all(envs.iter().map(|env| {
-        let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let endpoint = endpoint.clone();
-        async move { runner(&endpoint, &env).await }
+        let (env, endpoint) = (env.clone(), endpoint.clone());
+        tokio::task::spawn_blocking(move || {
+            let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            runner(&endpoint, &env)
+        })
     }))
-    .await;
+    .await
+    .into_iter()
+    .map(Result::unwrap)
+    .collect::<Vec<_>>();
     let [a, b, within, after, unrelated] = &runners[..] else {
         unreachable!()
     };
-    let (status, first) = get(&a.1, "/branches?limit=1").await;
+    let (status, first) = get(&a.api, "/branches?limit=1").await;
     assert_eq!(status, 200, "{first}");
     let cursor = first["nextCursor"].as_str().unwrap().to_owned();
     let next = format!("/branches?limit=1&cursor={cursor}");
-    let (status, page) = get(&b.1, &next).await;
+    let (status, page) = get(&b.api, &next).await;
     assert_eq!(status, 200, "another process, the same key: {page}");
     assert_eq!(page["items"].as_array().unwrap().len(), 1);
     assert_ne!(page["items"][0]["branchId"], first["items"][0]["branchId"]);
-    let (status, rotated_page) = get(&within.1, &next).await;
+    let (status, rotated_page) = get(&within.api, &next).await;
     assert_eq!(
         (status, &rotated_page["items"]),
         (200, &page["items"]),
         "within the grace period (its next cursor signed with the new key)"
     );
     for (label, base) in [
-        ("after the grace period", &after.1),
-        ("another key", &unrelated.1),
+        ("after the grace period", &after.api),
+        ("another key", &unrelated.api),
     ] {
         let (status, problem) = get(base, &next).await;
         assert_eq!(status, 400, "{label}: {problem}");

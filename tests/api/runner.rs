@@ -1,31 +1,12 @@
 //! `cargo run` itself: the runner binary serves the API on one port and the embedded engine's
 //! DynamoDB endpoint on another, creates the table, and `invoke` runs one function on one event.
 
+use crate::process::{self, Running};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Kills the runner when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A client carrying a token (every scope) that the runner, started with the tests' key
 /// directory, accepts.
@@ -39,53 +20,20 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
-/// Starts the runner with `args` on a free API port; returns it and the API's base URL once it
-/// answers.
-async fn start(args: &[&str]) -> (Running, String) {
-    let port = free_port();
-    let runner = Running(
-        Command::new(env!("CARGO_BIN_EXE_singlet"))
-            .args(["--port", &port.to_string()])
-            .arg("--key-dir")
-            .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"))
-            .args(args)
-            .args(if args.contains(&"--mark-overdue-every") {
-                &[][..]
-            } else {
-                &["--mark-overdue-every", "0"][..]
-            })
-            // What the shell running the tests has set must not steer the runner.
-            .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
-            .env_remove("TABLE_NAME")
-            .env_remove("CURSOR_KEY")
-            // Any credentials do for a local engine, as for DynamoDB Local.
-            .env("AWS_ACCESS_KEY_ID", "local")
-            .env("AWS_SECRET_ACCESS_KEY", "local")
-            .env("AWS_REGION", "us-east-1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..100 {
-        if client()
-            .get(format!("{base}/vehicles/none"))
-            .send()
-            .await
-            .is_ok()
-        {
-            return (runner, base);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+/// Starts the runner with `args` (its schedule off unless `args` sets it) serving the API.
+fn start(args: &[&str]) -> Running {
+    let mut command = process::singlet();
+    command.args(args);
+    if !args.contains(&"--mark-overdue-every") {
+        command.args(["--mark-overdue-every", "0"]);
     }
-    panic!("the runner did not start with {args:?}");
+    process::serve(command)
 }
 
 #[tokio::test]
 async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
-    let engine_port = free_port();
-    let (_runner, base) = start(&["--in-memory", "--engine-port", &engine_port.to_string()]).await;
+    let runner = start(&["--in-memory"]);
+    let base = &runner.api;
     let http = client();
 
     let created = http
@@ -108,7 +56,7 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
     );
 
     // Any DynamoDB client sees the table on the engine's endpoint.
-    let engine = singlet::engine::local_client(&format!("http://127.0.0.1:{engine_port}"));
+    let engine = singlet::engine::local_client(runner.engine.as_deref().unwrap());
     let lock = engine
         .get_item()
         .table_name("singlet")
@@ -127,10 +75,8 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
 
 /// `singlet --in-memory invoke <function> --event events/<function>.json`: what it printed.
 fn invoke(function: &str) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_singlet"))
+    let output = process::singlet()
         .current_dir(ROOT)
-        .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
-        .env_remove("TABLE_NAME")
         .args([
             "--in-memory",
             "invoke",
@@ -176,8 +122,8 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
     let body = json!({"plate": "KEEP-1", "chassis": "KEEP-1", "depot": "north"});
 
     let vehicle_id = {
-        let (_runner, base) =
-            start(&["--data", data, "--engine-port", &free_port().to_string()]).await;
+        let runner = start(&["--data", data]);
+        let base = &runner.api;
         let created = client()
             .post(format!("{base}/vehicles"))
             .json(&body)
@@ -190,8 +136,8 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
             .unwrap()
             .to_owned()
     };
-    let engine_port = free_port();
-    let (_first, base) = start(&["--data", data, "--engine-port", &engine_port.to_string()]).await;
+    let first = start(&["--data", data]);
+    let base = &first.api;
     let kept = client()
         .get(format!("{base}/vehicles/{vehicle_id}"))
         .send()
@@ -199,8 +145,9 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
         .unwrap();
     assert_eq!(kept.status(), 200, "the data outlives the runner");
 
-    let endpoint = format!("http://127.0.0.1:{engine_port}");
-    let (_second, other) = start(&["--endpoint", &endpoint, "--table", "other"]).await;
+    let endpoint = first.engine.clone().unwrap();
+    let second = start(&["--endpoint", &endpoint, "--table", "other"]);
+    let other = &second.api;
     let created = client()
         .post(format!("{other}/vehicles"))
         .json(&body)
@@ -224,15 +171,8 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
 /// branch's overdue list within a tick.
 #[tokio::test]
 async fn the_runner_runs_mark_overdue_on_its_schedule() {
-    let engine_port = free_port();
-    let args = [
-        "--in-memory",
-        "--engine-port",
-        &engine_port.to_string(),
-        "--mark-overdue-every",
-        "1",
-    ];
-    let (_runner, base) = start(&args).await;
+    let runner = start(&["--in-memory", "--mark-overdue-every", "1"]);
+    let base = &runner.api;
     let http = client();
     let post = |path: &str, body: Value| http.post(format!("{base}{path}")).json(&body).send();
     let branch = json!({"branchId": "central", "name": "Central", "address": "1 Square", "city": "Springfield",
@@ -274,7 +214,7 @@ async fn the_runner_runs_mark_overdue_on_its_schedule() {
     // The loan falls due: move its due date an hour back, straight on the engine's endpoint.
     let past =
         singlet_functions::clock::iso(singlet_functions::clock::now() - time::Duration::hours(1));
-    singlet::engine::local_client(&format!("http://127.0.0.1:{engine_port}"))
+    singlet::engine::local_client(runner.engine.as_deref().unwrap())
         .update_item()
         .table_name("singlet")
         .key("PK", AttributeValue::S(format!("PATRON#{patron_id}")))

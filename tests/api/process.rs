@@ -1,0 +1,90 @@
+//! The `singlet` binary as a child process, for the tests of the runner itself: started with
+//! nothing from the calling shell steering it, on ports the system picks (`--port 0`,
+//! `--engine-port 0`: a port a test picked and freed could be taken again before the runner binds
+//! it), its addresses read from its own log lines, killed when the test ends however it ends.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The runner binary with the tests' key directory (whose tokens `harness::token` mints), local
+/// credentials, and none of the variables that would steer it from the calling shell.
+pub fn singlet() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_singlet"));
+    command
+        .arg("--key-dir")
+        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"))
+        .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
+        .env_remove("TABLE_NAME")
+        .env_remove("RUST_LOG")
+        .env_remove("CURSOR_KEY")
+        .env_remove("CURSOR_KEY_PREVIOUS")
+        .env_remove("CURSOR_KEY_PREVIOUS_UNTIL")
+        // Any credentials do for a local engine, as for DynamoDB Local.
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_REGION", "us-east-1");
+    command
+}
+
+/// A runner serving the API: its base URL, and its embedded engine's endpoint if it serves one.
+pub struct Running {
+    child: Child,
+    pub api: String,
+    pub engine: Option<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `command` serving the API on a port the system picks (and the embedded engine's
+/// endpoint too, unless `command` names a port), once it has logged where it listens.
+pub fn serve(mut command: Command) -> Running {
+    let named_engine_port = command.get_args().any(|a| a == "--engine-port");
+    command.args(["--port", "0"]);
+    if !named_engine_port {
+        command.args(["--engine-port", "0"]);
+    }
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held from here, so that a runner that never says where it serves is still killed.
+    let mut running = Running {
+        child,
+        api: String::new(),
+        engine: None,
+    };
+    // The runner logs JSON lines on standard error; the pipe is drained to the end, so that a
+    // chatty runner never blocks on a full pipe.
+    let stderr = running.child.stderr.take().unwrap();
+    let (lines, logged) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Ok(log) = serde_json::from_str::<Value>(&line) {
+                let _ = lines.send(log["fields"].clone());
+            }
+        }
+    });
+    while running.api.is_empty() {
+        let fields = logged
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| {
+                panic!("the runner did not say where it serves ({e}): {command:?}")
+            });
+        if let Some(endpoint) = fields["endpoint"].as_str() {
+            running.engine = Some(endpoint.to_owned());
+        }
+        if let Some(api) = fields["api"].as_str() {
+            running.api = api.to_owned();
+        }
+    }
+    running
+}
