@@ -19,8 +19,8 @@
 //! - **warm**: the same for the next `--warm` events, back to back (p50/p99 over all spawns);
 //! - **peak RSS**: `VmHWM` from `/proc/<pid>/status`, read before the process is killed.
 //!
-//! Init, first invoke and RSS are medians over the spawns, which go round-robin over the binaries
-//! so that a noisy neighbour hurts them all alike. The environment is the one Lambda sets (and no
+//! Init, first invoke and RSS are medians over the spawns, which go round-robin over the hello
+//! and the functions so that a noisy neighbour hurts them all alike. The environment is the one Lambda sets (and no
 //! other: no `HOME`, so no profile files), with `AWS_ENDPOINT_URL_DYNAMODB` on the engine. Sizes
 //! are the stripped x86_64 binary and its zip (`zip -9`, when `zip` is installed); an arm64
 //! `bootstrap.zip` under `<target>/lambda/singlet-lambda/` (from `cargo lambda build --release

@@ -208,10 +208,10 @@ impl Authorizer {
 }
 
 /// Whether a verified token's time window holds `now` (seconds since the epoch), as the first
-/// check had it (no leeway): not expired (`exp`), not before its `nbf`.
+/// check read it (jsonwebtoken's rules, no leeway): an `exp` in whole seconds not passed, and an
+/// `nbf` in whole seconds (any other `nbf` is not one, and is ignored) reached.
 fn in_window(claims: &Claims, now: u64) -> bool {
-    let second = |name: &str| claims.get(name).and_then(Value::as_f64);
-    let now = now as f64;
+    let second = |name: &str| claims.get(name).and_then(Value::as_u64);
     second("exp").is_some_and(|exp| exp >= now) && second("nbf").is_none_or(|nbf| nbf <= now)
 }
 
@@ -308,6 +308,12 @@ mod tests {
         assert!(in_window(&claims(100, Some(50)), 50));
         assert!(!in_window(&claims(100, Some(50)), 49), "not yet valid");
         assert!(!in_window(&Claims::new(), 0), "no exp, no pass");
+        let mut fractional = claims(100, None);
+        fractional.insert("nbf".into(), 60.5.into());
+        assert!(
+            in_window(&fractional, 50),
+            "an nbf that is no whole second is ignored"
+        );
     }
 
     #[test]

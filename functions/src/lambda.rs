@@ -1,5 +1,6 @@
 //! What the Lambda binary runs: logging, the context once per cold start, then the runtime
 //! serving the function `SINGLET_FUNCTION` names (an HTTP route or a scheduled function).
+
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -51,7 +52,7 @@ pub const FUNCTION_VAR: &str = "SINGLET_FUNCTION";
 /// cursor key) or a name no function has stops the cold start with one log line saying why.
 pub async fn run() -> Result<(), lambda_runtime::Error> {
     init_tracing();
-    let function = std::env::var(FUNCTION_VAR).ok().filter(|f| !f.is_empty());
+    let function = std::env::var(FUNCTION_VAR).ok();
     let ctx = match Ctx::from_lambda_env().await {
         Ok(ctx) => &*Box::leak(Box::new(ctx)),
         Err(reason) => {
@@ -60,7 +61,9 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
         }
     };
     let Some(function) = function else {
-        tracing::info!("no {FUNCTION_VAR}: serving every route by method and path");
+        // `cargo lambda watch`; on AWS every function sets it, and a scheduled function would
+        // fail each event here.
+        tracing::warn!("no {FUNCTION_VAR}: serving every route by method and path");
         return serve_http(ctx, None).await;
     };
     if let Some(route) = by_function(&function) {

@@ -1,6 +1,6 @@
-//! The route table: every function, declared once. The Lambda binaries (each serves the entry
-//! named like itself), the local runner, `invoke`, the tests and the template, event, README and
-//! OpenAPI parity checks all read it.
+//! The route table: every function, declared once. The Lambda binary (serving the entry its
+//! `SINGLET_FUNCTION` names), the local runner, `invoke`, the tests and the template, event,
+//! README and OpenAPI parity checks all read it.
 
 use crate::context::Ctx;
 use crate::http::HandlerResult;

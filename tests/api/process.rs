@@ -46,7 +46,9 @@ impl Drop for Running {
 /// Starts `command` serving the API on a port the system picks (and the embedded engine's
 /// endpoint too, unless `command` names a port), once it has logged where it listens.
 pub fn serve(mut command: Command) -> Running {
-    let named_engine_port = command.get_args().any(|a| a == "--engine-port");
+    let named_engine_port = command
+        .get_args()
+        .any(|a| a.to_string_lossy().starts_with("--engine-port"));
     command.args(["--port", "0"]);
     if !named_engine_port {
         command.args(["--engine-port", "0"]);
@@ -65,26 +67,31 @@ pub fn serve(mut command: Command) -> Running {
     // The runner logs JSON lines on standard error; the pipe is drained to the end, so that a
     // chatty runner never blocks on a full pipe.
     let stderr = running.child.stderr.take().unwrap();
-    let (lines, logged) = std::sync::mpsc::channel::<Value>();
+    let (lines, logged) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Ok(log) = serde_json::from_str::<Value>(&line) {
-                let _ = lines.send(log["fields"].clone());
-            }
+            let _ = lines.send(line);
         }
     });
+    // Everything it said (a refused argument, a panic, an error logged), for the failure message.
+    let mut said = Vec::new();
     while running.api.is_empty() {
-        let fields = logged
+        let line = logged
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|e| {
-                panic!("the runner did not say where it serves ({e}): {command:?}")
+                panic!(
+                    "the runner did not say where it serves ({e}): {command:?}\n{}",
+                    said.join("\n")
+                )
             });
+        let fields = serde_json::from_str::<Value>(&line).unwrap_or_default()["fields"].take();
         if let Some(endpoint) = fields["endpoint"].as_str() {
             running.engine = Some(endpoint.to_owned());
         }
         if let Some(api) = fields["api"].as_str() {
             running.api = api.to_owned();
         }
+        said.push(line);
     }
     running
 }

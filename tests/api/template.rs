@@ -1,4 +1,5 @@
-//! `template.yaml`, `events/` and the README against the code's route table and table schema, so that none of them can drift; and the template's operations
+//! `template.yaml`, `events/` and the README against the code's route table and table schema,
+//! so that none of them can drift; and the template's operations
 //! (authorizer, scopes, log groups, alarms, the marker's failure queue, keys in policies).
 
 use serde_norway::value::TaggedValue;
@@ -273,6 +274,8 @@ fn every_function_runs_the_one_binary_built_once() {
     let globals = &template["Globals"]["Function"];
     assert_eq!(globals["Handler"], "bootstrap");
     assert_eq!(globals["Runtime"], "provided.al2023");
+    let arm64: Value = serde_norway::from_str("[arm64]").unwrap();
+    assert_eq!(globals["Architectures"], arm64);
 }
 
 #[test]
