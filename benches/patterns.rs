@@ -1,5 +1,5 @@
-//! What each access pattern costs, next to a baseline measured in the same run: one bare SDK
-//! `GetItem` against the same embedded engine. Every pattern goes through its real handler (the
+//! What each access pattern costs, next to a baseline measured alongside it: one bare SDK
+//! `GetItem` against the same embedded engine, made right before each of the pattern's runs. Every pattern goes through its real handler (the
 //! request API Gateway would hand the Lambda), so the figures include validation, the SDK, the
 //! engine's HTTP endpoint and the response; the ratio says how many "bare reads" a pattern
 //! costs. It prints figures and asserts nothing: `cargo bench --bench patterns`.
@@ -78,22 +78,46 @@ fn call<'c>(
     }
 }
 
-/// The median and the 90th percentile of `RUNS` runs of the future `f(i)`, timed from its first
-/// poll: what `f` does before it answers the future is preparation, not measured.
-async fn measure<F, Fut, T>(mut f: F) -> (Duration, Duration)
+/// One pattern's figures: its median and 90th percentile, and the median of the bare calls made
+/// between its runs.
+struct Row {
+    name: &'static str,
+    median: Duration,
+    p90: Duration,
+    bare: Duration,
+}
+
+/// `RUNS` runs of the future `f(i)`, each timed from its first poll (what `f` does before it
+/// answers the future is preparation, not measured) and each right after one run of `bare`: the
+/// pattern and its baseline see the same moments of a shared machine, so their ratio holds
+/// while the machine's speed drifts.
+async fn measure<B, BareFut, F, Fut, T>(name: &'static str, bare: &B, mut f: F) -> Row
 where
+    B: Fn() -> BareFut,
+    BareFut: std::future::Future<Output = ()>,
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = T>,
 {
     let mut times = Vec::with_capacity(RUNS);
+    let mut bare_times = Vec::with_capacity(RUNS);
     for i in 0..RUNS {
+        let run = bare();
+        let started = Instant::now();
+        run.await;
+        bare_times.push(started.elapsed());
         let run = f(i);
         let started = Instant::now();
         run.await;
         times.push(started.elapsed());
     }
     times.sort();
-    (times[RUNS / 2], times[RUNS * 9 / 10])
+    bare_times.sort();
+    Row {
+        name,
+        median: times[RUNS / 2],
+        p90: times[RUNS * 9 / 10],
+        bare: bare_times[RUNS / 2],
+    }
 }
 
 #[tokio::main]
@@ -128,20 +152,18 @@ async fn main() {
                 .unwrap();
         }
     };
-    let baseline = measure(|_| bare_get(ReturnConsumedCapacity::None)).await;
-    let metered = measure(|_| bare_get(ReturnConsumedCapacity::Indexes)).await;
+    let bare = || bare_get(ReturnConsumedCapacity::None);
 
-    let mut rows: Vec<(&str, (Duration, Duration))> = vec![
-        ("baseline: bare GetItem", baseline),
-        ("bare GetItem, capacity per index", metered),
-    ];
-    rows.push((
-        "get-vehicle (GetItem)",
-        measure(|_| call(&ctx, "GET", format!("/vehicles/{vehicle_id}"), None)).await,
-    ));
-    rows.push((
-        "register-vehicle (3-put transaction)",
-        measure(|i| {
+    let mut rows = vec![
+        measure("bare GetItem, capacity per index", &bare, |_| {
+            bare_get(ReturnConsumedCapacity::Indexes)
+        })
+        .await,
+        measure("get-vehicle (GetItem)", &bare, |_| {
+            call(&ctx, "GET", format!("/vehicles/{vehicle_id}"), None)
+        })
+        .await,
+        measure("register-vehicle (3-put transaction)", &bare, |i| {
             call(
                 &ctx,
                 "POST",
@@ -150,10 +172,7 @@ async fn main() {
             )
         })
         .await,
-    ));
-    rows.push((
-        "change-plate (read + 3-part transaction)",
-        measure(|i| {
+        measure("change-plate (read + 3-part transaction)", &bare, |i| {
             call(
                 &ctx,
                 "PUT",
@@ -162,10 +181,7 @@ async fn main() {
             )
         })
         .await,
-    ));
-    rows.push((
-        "create-account (3-put transaction)",
-        measure(|i| {
+        measure("create-account (3-put transaction)", &bare, |i| {
             call(
                 &ctx,
                 "POST",
@@ -174,7 +190,7 @@ async fn main() {
             )
         })
         .await,
-    ));
+    ];
     call(
         &ctx,
         "POST",
@@ -183,9 +199,8 @@ async fn main() {
     )
     .await;
     let mut version = 1;
-    rows.push((
-        "change-resource (read + guarded transaction)",
-        measure(|i| {
+    rows.push(
+        measure("change-resource (read + guarded transaction)", &bare, |i| {
             let (route, req) = request(
                 "PATCH",
                 "/resources/bench",
@@ -200,20 +215,24 @@ async fn main() {
             }
         })
         .await,
-    ));
-
-    let base = baseline.0.as_secs_f64();
-    println!("{RUNS} runs each, against the embedded engine on a loopback port");
-    println!(
-        "{:<46} {:>10} {:>10} {:>12}",
-        "pattern", "median", "p90", "× baseline"
     );
-    for (name, (median, p90)) in rows {
+
+    println!(
+        "{RUNS} runs each, against the embedded engine on a loopback port, each after one bare \
+         GetItem (no capacity asked)"
+    );
+    println!(
+        "{:<46} {:>10} {:>10} {:>10} {:>8}",
+        "pattern", "median", "p90", "bare", "× bare"
+    );
+    for row in rows {
         println!(
-            "{name:<46} {:>8.0}µs {:>8.0}µs {:>11.2}×",
-            median.as_secs_f64() * 1e6,
-            p90.as_secs_f64() * 1e6,
-            median.as_secs_f64() / base
+            "{:<46} {:>8.0}µs {:>8.0}µs {:>8.0}µs {:>7.2}×",
+            row.name,
+            row.median.as_secs_f64() * 1e6,
+            row.p90.as_secs_f64() * 1e6,
+            row.bare.as_secs_f64() * 1e6,
+            row.median.as_secs_f64() / row.bare.as_secs_f64()
         );
     }
 }
