@@ -4,7 +4,8 @@
 //! made straight on the engine with the SDK client by 32 concurrent tasks. For a read
 //! (`get-vehicle`: one `GetItem`) and a write (`register-vehicle`: one `TransactWriteItems` of
 //! three puts, built with the same domain types and conditions the handler uses), it prints
-//! p50 and p99 of both, their ratio, and the errors (any non-2xx answer or failed call). It
+//! p50 and p99 of both, their ratio, and the errors (any non-2xx answer or failed call); the two
+//! are measured in blocks taken in turn, so that a shared machine's drift falls on both. It
 //! asserts nothing but zero errors. A third row times the front door alone: the read without a
 //! token, which it refuses (`401`) before any token check or function runs, next to the direct
 //! read. `cargo bench --bench load [-- REQUESTS_PER_CLIENT]`.
@@ -29,6 +30,9 @@ const CLIENTS: usize = 32;
 /// Requests each client sends, after a warm-up round that is not measured.
 const REQUESTS_PER_CLIENT: usize = 50;
 const WARM_UP: usize = 5;
+/// The measured requests come in this many blocks, the direct calls' and the API's in turn, so
+/// that a shared machine's drift falls on both alike.
+const BLOCKS: usize = 5;
 
 /// Latencies of every request and the count of errors.
 struct Measured {
@@ -37,6 +41,13 @@ struct Measured {
 }
 
 impl Measured {
+    fn merge(mut self, other: Measured) -> Measured {
+        self.times.extend(other.times);
+        self.times.sort();
+        self.errors += other.errors;
+        self
+    }
+
     fn percentile(&self, p: f64) -> Duration {
         let index = ((self.times.len() as f64 - 1.0) * p).round() as usize;
         self.times[index]
@@ -114,6 +125,34 @@ fn registration(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
                 .build()
         })
         .collect()
+}
+
+/// `direct` and `api` under load, `per_client` requests per client each, in `BLOCKS` blocks taken
+/// in turn; numbers from `first` on.
+async fn in_turn<D, DFut, A, AFut>(
+    per_client: usize,
+    first: usize,
+    direct: D,
+    api: A,
+) -> (Measured, Measured)
+where
+    D: Fn(usize) -> DFut + Clone + Send + Sync + 'static,
+    DFut: Future<Output = bool> + Send,
+    A: Fn(usize) -> AFut + Clone + Send + Sync + 'static,
+    AFut: Future<Output = bool> + Send,
+{
+    let per_block = per_client.div_ceil(BLOCKS);
+    let none = || Measured {
+        times: Vec::new(),
+        errors: 0,
+    };
+    let (mut direct_measured, mut api_measured) = (none(), none());
+    for block in 0..BLOCKS {
+        let first = first + block * per_block * CLIENTS;
+        direct_measured = direct_measured.merge(under_load(per_block, first, direct.clone()).await);
+        api_measured = api_measured.merge(under_load(per_block, first, api.clone()).await);
+    }
+    (direct_measured, api_measured)
 }
 
 fn row(name: &str, api: &Measured, direct: &Measured) {
@@ -253,14 +292,19 @@ async fn main() {
     under_load(WARM_UP, 0, register_over_http.clone()).await;
     under_load(WARM_UP, 0, refused_over_http.clone()).await;
 
-    let read_direct = under_load(per_client, measured_from, get_direct).await;
-    let read_api = under_load(per_client, measured_from, get_over_http).await;
-    let write_direct = under_load(per_client, measured_from, register_direct).await;
-    let write_api = under_load(per_client, measured_from, register_over_http).await;
+    let (read_direct, read_api) =
+        in_turn(per_client, measured_from, get_direct, get_over_http).await;
+    let (write_direct, write_api) = in_turn(
+        per_client,
+        measured_from,
+        register_direct,
+        register_over_http,
+    )
+    .await;
     let refused = under_load(per_client, measured_from, refused_over_http).await;
 
     println!(
-        "{CLIENTS} concurrent clients × {per_client} requests each; direct: the SDK client on the engine, API: HTTP through the runner's front door"
+        "{CLIENTS} concurrent clients × {per_client} requests each, in {BLOCKS} blocks taken in turn; direct: the SDK client on the engine, API: HTTP through the runner's front door"
     );
     println!(
         "{:<38} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
