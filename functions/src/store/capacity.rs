@@ -42,6 +42,24 @@ fn units(capacity: Option<&Capacity>) -> f64 {
     capacity.and_then(|c| c.capacity_units()).unwrap_or(0.0)
 }
 
+/// The units each index consumed, `GSI1=1,GSI2=0.5`, sorted; written only when logged.
+struct PerIndex<'c>(&'c ConsumedCapacity);
+
+impl std::fmt::Display for PerIndex<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(indexes) = self.0.global_secondary_indexes() else {
+            return Ok(());
+        };
+        let mut names: Vec<&String> = indexes.keys().collect();
+        names.sort();
+        for (i, name) in names.into_iter().enumerate() {
+            let separator = if i == 0 { "" } else { "," };
+            write!(f, "{separator}{name}={}", units(indexes.get(name)))?;
+        }
+        Ok(())
+    }
+}
+
 /// Logs what one request to the engine consumed, per table and index, and meters it.
 pub fn record<'c>(
     operation: &'static str,
@@ -52,23 +70,11 @@ pub fn record<'c>(
     for capacity in capacities {
         let all = capacity.capacity_units().unwrap_or(0.0);
         total += all;
-        let table = units(capacity.table());
-        let indexes: Vec<String> = capacity
-            .global_secondary_indexes()
-            .map(|gsis| {
-                let mut list: Vec<String> = gsis
-                    .iter()
-                    .map(|(name, c)| format!("{name}={}", units(Some(c))))
-                    .collect();
-                list.sort();
-                list
-            })
-            .unwrap_or_default();
         tracing::info!(
             operation,
             units = all,
-            table,
-            indexes = indexes.join(","),
+            table = units(capacity.table()),
+            indexes = %PerIndex(capacity),
             "consumed capacity"
         );
     }

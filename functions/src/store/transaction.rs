@@ -168,14 +168,14 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
     }
 
     async fn send(self, ctx: &Ctx) -> Result<TokenCommit<P>, ApiError> {
-        let items: Vec<TransactWriteItem> = self.parts.iter().map(|(_, i)| i.clone()).collect();
         let mut attempt = 0;
         loop {
             attempt += 1;
             let result = ctx
                 .db
                 .transact_write_items()
-                .set_transact_items(Some(items.clone()))
+                // A copy per attempt: the SDK takes the items, and a conflict sends them again.
+                .set_transact_items(Some(self.parts.iter().map(|(_, i)| i.clone()).collect()))
                 .set_client_request_token(self.token.clone())
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()
