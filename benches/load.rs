@@ -10,17 +10,18 @@
 //! token, which it refuses (`401`) before any token check or function runs, next to the direct
 //! read. `cargo bench --bench load [-- REQUESTS_PER_CLIENT]`.
 
-use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, TransactWriteItem};
+mod common;
+
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use common::registration;
 use serde_json::json;
 use singlet::auth::Authorizer;
 use singlet::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
-use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
-use singlet_functions::idempotency::new_id;
-use singlet_functions::store::{ABSENT, item, key_item, lock};
-use singlet_functions::{clock, routes};
-use singlet_shared::{Chassis, Plate, keys};
+use singlet_functions::routes;
+use singlet_functions::store::key_item;
+use singlet_shared::keys;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -90,41 +91,6 @@ where
         times,
         errors: errors.load(Ordering::Relaxed),
     }
-}
-
-/// The three puts `register-vehicle` commits, for a vehicle with plate `D-n` and chassis `DC-n`.
-fn registration(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
-    let vehicle_id = new_id(None);
-    let plate = Plate::parse(&format!("D-{n}")).unwrap();
-    let chassis = Chassis::parse(&format!("DC-{n}")).unwrap();
-    let vehicle = Vehicle {
-        vehicle_id: vehicle_id.clone(),
-        plate: plate.clone(),
-        chassis: chassis.clone(),
-        depot: "north".into(),
-        added_at: clock::now_millis(),
-    };
-    let plate_lock = PlateLock {
-        plate: plate.clone(),
-        vehicle_id: vehicle_id.clone(),
-    };
-    let chassis_lock = ChassisLock {
-        chassis: chassis.clone(),
-        vehicle_id,
-    };
-    let puts = [
-        ctx.put(item(&keys::vehicle(&vehicle.vehicle_id), &vehicle))
-            .condition_expression(ABSENT),
-        lock::claim(ctx, &keys::plate_lock(&plate), &plate_lock),
-        lock::claim(ctx, &keys::chassis_lock(&chassis), &chassis_lock),
-    ];
-    puts.into_iter()
-        .map(|put| {
-            TransactWriteItem::builder()
-                .put(put.build().expect("a complete put"))
-                .build()
-        })
-        .collect()
 }
 
 /// `direct` and `api` under load, `per_client` requests per client each, in `BLOCKS` blocks taken

@@ -4,6 +4,8 @@
 //! engine's HTTP endpoint and the response; the ratio says how many "bare reads" a pattern
 //! costs. It prints figures and asserts nothing: `cargo bench --bench patterns`.
 
+mod common;
+
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use serde_json::{Value, json};
 use singlet::auth::Authorizer;
@@ -153,10 +155,30 @@ async fn main() {
         }
     };
     let bare = || bare_get(ReturnConsumedCapacity::None);
+    // The one request of register-vehicle (its three conditional puts, for fresh numbers `n`),
+    // made with the SDK alone: what a creating pattern costs before its handler's own work.
+    let bare_registration = |n: usize, capacity: ReturnConsumedCapacity| {
+        let request = ctx
+            .db
+            .transact_write_items()
+            .set_transact_items(Some(common::registration(&ctx, n)))
+            .return_consumed_capacity(capacity);
+        async move {
+            request.send().await.unwrap();
+        }
+    };
 
     let mut rows = vec![
         measure("bare GetItem, capacity per index", &bare, |_| {
             bare_get(ReturnConsumedCapacity::Indexes)
+        })
+        .await,
+        measure("bare 3-put transaction", &bare, |i| {
+            bare_registration(i, ReturnConsumedCapacity::None)
+        })
+        .await,
+        measure("bare 3-put transaction, capacity per index", &bare, |i| {
+            bare_registration(RUNS + i, ReturnConsumedCapacity::Indexes)
         })
         .await,
         measure("get-vehicle (GetItem)", &bare, |_| {
