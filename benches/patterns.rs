@@ -181,6 +181,15 @@ async fn main() {
             bare_registration(RUNS + i, ReturnConsumedCapacity::Indexes)
         })
         .await,
+        // What the runner's front door does for a request before the function runs (its token
+        // check, the payload-2.0 event built and parsed by `lambda_http`): no I/O, timed.
+        measure("front door: get-vehicle's event, no I/O", &bare, |_| {
+            let path = format!("/vehicles/{vehicle_id}");
+            async move {
+                request("GET", &path, None, &[]);
+            }
+        })
+        .await,
         measure("get-vehicle (GetItem)", &bare, |_| {
             call(&ctx, "GET", format!("/vehicles/{vehicle_id}"), None)
         })
