@@ -93,6 +93,17 @@ where
     }
 }
 
+/// Sends `request`: whether it was answered, whole, with a status `expected` accepts.
+async fn answered(
+    request: reqwest::RequestBuilder,
+    expected: fn(reqwest::StatusCode) -> bool,
+) -> bool {
+    match request.send().await {
+        Ok(response) => expected(response.status()) && response.bytes().await.is_ok(),
+        Err(_) => false,
+    }
+}
+
 /// `direct` and `api` under load, `per_client` requests per client each, in `BLOCKS` blocks taken
 /// in turn; numbers from `first` on.
 async fn in_turn<D, DFut, A, AFut>(
@@ -180,15 +191,7 @@ async fn main() {
         );
         move |_: usize| {
             let request = http.get(&url).header("authorization", &bearer);
-            async move {
-                match request.send().await {
-                    Ok(response) => {
-                        let ok = response.status().is_success();
-                        ok && response.bytes().await.is_ok()
-                    }
-                    Err(_) => false,
-                }
-            }
+            answered(request, |status| status.is_success())
         }
     };
     let get_direct = {
@@ -213,12 +216,7 @@ async fn main() {
         let (http, url) = (http.clone(), format!("{base}/vehicles/{vehicle_id}"));
         move |_: usize| {
             let request = http.get(&url);
-            async move {
-                match request.send().await {
-                    Ok(response) => response.status() == 401 && response.bytes().await.is_ok(),
-                    Err(_) => false,
-                }
-            }
+            answered(request, |status| status == 401)
         }
     };
     let register_over_http = {
@@ -227,15 +225,7 @@ async fn main() {
             let request = http.post(&url).header("authorization", &bearer).json(
                 &json!({"plate": format!("P-{n}"), "chassis": format!("C-{n}"), "depot": "north"}),
             );
-            async move {
-                match request.send().await {
-                    Ok(response) => {
-                        let ok = response.status().is_success();
-                        ok && response.bytes().await.is_ok()
-                    }
-                    Err(_) => false,
-                }
-            }
+            answered(request, |status| status.is_success())
         }
     };
     let register_direct = {
