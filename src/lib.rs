@@ -7,6 +7,7 @@ pub mod engine;
 pub mod front_door;
 pub mod invoke;
 pub mod refusal;
+pub mod transfer;
 
 /// The server secret the runner uses when `CURSOR_KEY` is not set: public, so that ids derived
 /// from `Idempotency-Key`s, cursors and the sample events in `events/` agree across runs and

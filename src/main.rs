@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use singlet::auth::Authorizer;
-use singlet::{engine, front_door, invoke};
+use singlet::{engine, front_door, invoke, transfer};
 use singlet_functions::cursor::{CursorKeys, MIN_KEY_LEN};
 use singlet_functions::{
     Ctx,
@@ -109,6 +109,25 @@ enum Command {
     },
     /// Fill every domain that has no data with a realistic data set, through the real handlers.
     Seed,
+    /// Write the table in DynamoDB's export format (`<dir>/data/*.json.gz`, `manifest-summary.json`).
+    Export {
+        /// An empty or new directory.
+        dir: PathBuf,
+        /// Parallel `Scan` segments, one data file each.
+        #[arg(long, default_value_t = 4)]
+        segments: u32,
+        /// Print one JSON summary on standard output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write an export into an empty table (a table that holds items is refused).
+    Load {
+        /// A directory an `export` (or DynamoDB's `ExportTableToPointInTime`) wrote.
+        dir: PathBuf,
+        /// Print one JSON summary on standard output.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_claim(raw: &str) -> Result<(String, String), String> {
@@ -123,6 +142,16 @@ async fn main() -> ExitCode {
     // warning: only its errors are news here.
     init_tracing_to(std::io::stderr, "info,dynoxide=error");
     let cli = Cli::parse();
+    // The table-over-time commands answer 0, 1 or 2 (docs/API.md, "The table over time").
+    if let Some(command @ (Command::Export { .. } | Command::Load { .. })) = &cli.command {
+        return match transfer_command(&cli.engine, command).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("singlet: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -161,6 +190,9 @@ async fn run(cli: Cli) -> Result<(), String> {
             let ctx = gateway.ctx.clone();
             singlet::console::seed_cli(front_door::app(gateway), ctx).await
         }
+        Some(Command::Export { .. } | Command::Load { .. }) => {
+            unreachable!("answered by transfer_command")
+        }
         None => {
             let ctx = connect(&cli.engine, true).await?;
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port));
@@ -183,6 +215,39 @@ async fn run(cli: Cli) -> Result<(), String> {
             }
         }
     }
+}
+
+/// `export` and `load`, over the configured engine.
+async fn transfer_command(engine: &EngineArgs, command: &Command) -> Result<(), String> {
+    let ctx = connect(engine, false).await?;
+    match command {
+        Command::Export {
+            dir,
+            segments,
+            json,
+        } => {
+            let exported =
+                transfer::export(&ctx.db, &ctx.table, dir, *segments, &|item| item).await?;
+            if *json {
+                println!(
+                    "{}",
+                    serde_json::json!({"exported": exported.items, "files": exported.files.len()})
+                );
+            } else {
+                eprintln!("exported {} items to {}", exported.items, dir.display());
+            }
+        }
+        Command::Load { dir, json } => {
+            let loaded = transfer::load(&ctx.db, &ctx.table, dir).await?;
+            if *json {
+                println!("{}", serde_json::json!({"loaded": loaded}));
+            } else {
+                eprintln!("loaded {loaded} items into {}", ctx.table);
+            }
+        }
+        _ => unreachable!("only export and load"),
+    }
+    Ok(())
 }
 
 /// The front door's context and authorizer: the runner's own issuer (which the console mints

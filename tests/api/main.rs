@@ -24,4 +24,5 @@ mod readme;
 mod reliability;
 mod runner;
 mod template;
+mod transfer;
 mod watch;

@@ -1,0 +1,423 @@
+//! `export` and `load`: the table in DynamoDB's own export format, so that AWS's tools, dynoxide's
+//! `import` and this runner all read what another wrote.
+//!
+//! The format is `ExportTableToPointInTime`'s DynamoDB JSON: `<dir>/data/*.json.gz`, one
+//! `{"Item": {…}}` a line, each attribute in the wire form (`{"S": "…"}`, `{"N": "…"}`, …), and
+//! `<dir>/manifest-summary.json` with the item count (and `manifest-files.json` naming each data
+//! file with its count, as AWS writes it). One data file per scan segment: a parallel `Scan`
+//! writes them side by side.
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use flate2::Compression;
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub type Item = HashMap<String, AttributeValue>;
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exported {
+    pub items: u64,
+    pub files: Vec<PathBuf>,
+}
+
+/// Writes every item of `table` under `dir` in the export format, reading it with a parallel
+/// `Scan` of `segments` segments. Each item passes through `transform` first (the anonymiser,
+/// or nothing). `dir` must not hold an export already: an export is never mixed with another.
+pub async fn export(
+    client: &Client,
+    table: &str,
+    dir: &Path,
+    segments: u32,
+    transform: &(dyn Fn(Item) -> Item + Sync),
+) -> Result<Exported, String> {
+    let data = dir.join("data");
+    if dir.join("manifest-summary.json").exists() || data.exists() {
+        return Err(format!(
+            "{} already holds an export: choose an empty directory",
+            dir.display()
+        ));
+    }
+    std::fs::create_dir_all(&data).map_err(|e| format!("cannot create {}: {e}", data.display()))?;
+    let segments = segments.max(1);
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let written = futures::future::try_join_all((0..segments).map(|segment| {
+        let path = data.join(format!("{segment:08}.json.gz"));
+        let progress = &progress;
+        async move {
+            let file = std::fs::File::create(&path)
+                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            let mut out = GzEncoder::new(std::io::BufWriter::new(file), Compression::default());
+            let mut in_file = 0u64;
+            let mut start = None;
+            loop {
+                let page = client
+                    .scan()
+                    .table_name(table)
+                    .segment(segment as i32)
+                    .total_segments(segments as i32)
+                    .consistent_read(true)
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(|e| format!("cannot scan {table}: {}", DisplayErrorContext(e)))?;
+                let items = page.items.unwrap_or_default();
+                let in_page = items.len() as u64;
+                for item in items {
+                    let line = json!({ "Item": item_to_json(&transform(item)) });
+                    writeln!(out, "{line}")
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                }
+                in_file += in_page;
+                let total =
+                    progress.fetch_add(in_page, std::sync::atomic::Ordering::Relaxed) + in_page;
+                count_progress("exported", total);
+                match page.last_evaluated_key {
+                    Some(key) if !key.is_empty() => start = Some(key),
+                    _ => break,
+                }
+            }
+            out.finish()
+                .and_then(|mut w| w.flush())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Ok::<_, String>((path, in_file))
+        }
+    }))
+    .await?;
+    let items = progress.load(std::sync::atomic::Ordering::Relaxed);
+    let files: Vec<Value> = written
+        .iter()
+        .map(|(path, count)| {
+            json!({
+                "dataFileS3Key": format!("data/{}", path.file_name().unwrap().to_string_lossy()),
+                "itemCount": count,
+            })
+        })
+        .collect();
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("UTC times format");
+    write_json(
+        &dir.join("manifest-summary.json"),
+        &json!({
+            "version": "2020-06-30",
+            "exportTime": now,
+            "startTime": now,
+            "endTime": now,
+            "tableName": table,
+            "itemCount": items,
+            "outputFormat": "DYNAMODB_JSON",
+            "exportType": "FULL_EXPORT",
+            "manifestFilesS3Key": "manifest-files.json",
+        }),
+    )?;
+    let manifest_files: String = files.iter().map(|f| format!("{f}\n")).collect();
+    std::fs::write(dir.join("manifest-files.json"), manifest_files)
+        .map_err(|e| format!("cannot write the manifest: {e}"))?;
+    eprintln!();
+    Ok(Exported {
+        items,
+        files: written.into_iter().map(|(path, _)| path).collect(),
+    })
+}
+
+/// Writes the export under `dir` into `table`, which must be empty (a table that holds items is
+/// refused before anything is written). Items go in `BatchWriteItem`s of 25; what DynamoDB
+/// leaves unprocessed is sent again with backoff until none is left. Returns the items written.
+pub async fn load(client: &Client, table: &str, dir: &Path) -> Result<u64, String> {
+    let expected = read_manifest(dir)?;
+    let existing = client
+        .scan()
+        .table_name(table)
+        .limit(1)
+        .send()
+        .await
+        .map_err(|e| format!("cannot read {table}: {}", DisplayErrorContext(e)))?;
+    if existing.count() > 0 {
+        return Err(format!(
+            "{table} already holds items: load writes only into an empty table"
+        ));
+    }
+    let mut written = 0u64;
+    for path in data_files(dir)? {
+        let mut batch = Vec::with_capacity(25);
+        for item in read_items(&path)? {
+            batch.push(item?);
+            if batch.len() == 25 {
+                written += write_batch(client, table, std::mem::take(&mut batch)).await?;
+                count_progress("loaded", written);
+            }
+        }
+        if !batch.is_empty() {
+            written += write_batch(client, table, batch).await?;
+            count_progress("loaded", written);
+        }
+    }
+    eprintln!();
+    if written != expected {
+        return Err(format!(
+            "the manifest counts {expected} items but the data files hold {written}"
+        ));
+    }
+    Ok(written)
+}
+
+/// One `BatchWriteItem` of at most 25 puts, sent again for whatever comes back unprocessed.
+async fn write_batch(client: &Client, table: &str, items: Vec<Item>) -> Result<u64, String> {
+    let count = items.len() as u64;
+    let mut requests: Vec<WriteRequest> = items
+        .into_iter()
+        .map(|item| {
+            WriteRequest::builder()
+                .put_request(
+                    PutRequest::builder()
+                        .set_item(Some(item))
+                        .build()
+                        .expect("a put names its item"),
+                )
+                .build()
+        })
+        .collect();
+    let mut backoff = Duration::from_millis(50);
+    for _ in 0..10 {
+        let output = client
+            .batch_write_item()
+            .request_items(table, requests)
+            .send()
+            .await
+            .map_err(|e| format!("cannot write to {table}: {}", DisplayErrorContext(e)))?;
+        requests = output
+            .unprocessed_items
+            .and_then(|mut left| left.remove(table))
+            .unwrap_or_default();
+        if requests.is_empty() {
+            return Ok(count);
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(2));
+    }
+    Err(format!(
+        "{table} kept {} items unprocessed after 10 attempts: the table is throttled; run load again into an empty table",
+        requests.len()
+    ))
+}
+
+/// The item count `manifest-summary.json` declares.
+fn read_manifest(dir: &Path) -> Result<u64, String> {
+    let path = dir.join("manifest-summary.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{} is not an export: cannot read {}: {e}",
+            dir.display(),
+            path.display()
+        )
+    })?;
+    let manifest: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    manifest["itemCount"]
+        .as_u64()
+        .ok_or_else(|| format!("{} has no itemCount", path.display()))
+}
+
+/// The export's data files, in name order.
+pub fn data_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let data = dir.join("data");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&data)
+        .map_err(|e| format!("cannot read {}: {e}", data.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            name.ends_with(".json.gz") || name.ends_with(".json")
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The items of one data file (gzipped or plain), each line `{"Item": {…}}`.
+pub fn read_items(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<Item, String>> + use<>, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let reader: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(GzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    let name = path.display().to_string();
+    Ok(BufReader::new(reader)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.as_ref().map_or(true, |l| !l.trim().is_empty()))
+        .map(move |(n, line)| {
+            let line = line.map_err(|e| format!("cannot read {name}: {e}"))?;
+            let value: Value = serde_json::from_str(&line)
+                .map_err(|e| format!("{name}:{}: not JSON: {e}", n + 1))?;
+            item_from_json(&value["Item"])
+                .map_err(|e| format!("{name}:{}: not an export line: {e}", n + 1))
+        }))
+}
+
+fn write_json(path: &Path, value: &Value) -> Result<(), String> {
+    std::fs::write(
+        path,
+        serde_json::to_string_pretty(value).expect("JSON") + "\n",
+    )
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn count_progress(verb: &str, n: u64) {
+    eprint!("\r{verb} {n} items");
+}
+
+/// An item in DynamoDB JSON, the wire form an export line holds.
+pub fn item_to_json(item: &Item) -> Value {
+    let mut sorted: Vec<_> = item.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    Value::Object(
+        sorted
+            .into_iter()
+            .map(|(name, value)| (name.clone(), value_to_json(value)))
+            .collect(),
+    )
+}
+
+fn value_to_json(value: &AttributeValue) -> Value {
+    match value {
+        AttributeValue::S(s) => json!({ "S": s }),
+        AttributeValue::N(n) => json!({ "N": n }),
+        AttributeValue::B(b) => json!({ "B": BASE64.encode(b.as_ref()) }),
+        AttributeValue::Bool(b) => json!({ "BOOL": b }),
+        AttributeValue::Null(b) => json!({ "NULL": b }),
+        AttributeValue::Ss(set) => json!({ "SS": set }),
+        AttributeValue::Ns(set) => json!({ "NS": set }),
+        AttributeValue::Bs(set) => {
+            json!({ "BS": set.iter().map(|b| BASE64.encode(b.as_ref())).collect::<Vec<_>>() })
+        }
+        AttributeValue::L(list) => {
+            json!({ "L": list.iter().map(value_to_json).collect::<Vec<_>>() })
+        }
+        AttributeValue::M(map) => json!({ "M": item_to_json(map) }),
+        other => unreachable!("an attribute type this SDK does not know: {other:?}"),
+    }
+}
+
+/// An item from DynamoDB JSON.
+pub fn item_from_json(value: &Value) -> Result<Item, String> {
+    let map = value.as_object().ok_or("an item is not a JSON object")?;
+    map.iter()
+        .map(|(name, value)| Ok((name.clone(), value_from_json(value)?)))
+        .collect()
+}
+
+fn value_from_json(value: &Value) -> Result<AttributeValue, String> {
+    let object: &Map<String, Value> = value.as_object().ok_or("an attribute is not an object")?;
+    let (kind, inner) = match (object.len(), object.iter().next()) {
+        (1, Some(pair)) => pair,
+        _ => return Err("an attribute has not exactly one type".into()),
+    };
+    let text = || {
+        inner
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{kind} is not a string"))
+    };
+    let texts = || -> Result<Vec<String>, String> {
+        inner
+            .as_array()
+            .ok_or_else(|| format!("{kind} is not a list"))?
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("{kind} holds a non-string"))
+            })
+            .collect()
+    };
+    let bytes = |s: String| {
+        BASE64
+            .decode(s)
+            .map(Blob::new)
+            .map_err(|e| format!("{kind} is not base64: {e}"))
+    };
+    Ok(match kind.as_str() {
+        "S" => AttributeValue::S(text()?),
+        "N" => AttributeValue::N(text()?),
+        "B" => AttributeValue::B(bytes(text()?)?),
+        "BOOL" => AttributeValue::Bool(inner.as_bool().ok_or("BOOL is not a boolean")?),
+        "NULL" => AttributeValue::Null(inner.as_bool().ok_or("NULL is not a boolean")?),
+        "SS" => AttributeValue::Ss(texts()?),
+        "NS" => AttributeValue::Ns(texts()?),
+        "BS" => AttributeValue::Bs(texts()?.into_iter().map(bytes).collect::<Result<_, _>>()?),
+        "L" => AttributeValue::L(
+            inner
+                .as_array()
+                .ok_or("L is not a list")?
+                .iter()
+                .map(value_from_json)
+                .collect::<Result<_, _>>()?,
+        ),
+        "M" => AttributeValue::M(item_from_json(inner)?),
+        other => return Err(format!("unknown attribute type {other}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_attribute_type_round_trips_through_dynamodb_json() {
+        let item: Item = HashMap::from([
+            ("s".into(), AttributeValue::S("ada".into())),
+            ("n".into(), AttributeValue::N("1.5".into())),
+            ("b".into(), AttributeValue::B(Blob::new(vec![0, 1, 255]))),
+            ("t".into(), AttributeValue::Bool(true)),
+            ("z".into(), AttributeValue::Null(true)),
+            (
+                "ss".into(),
+                AttributeValue::Ss(vec!["a".into(), "b".into()]),
+            ),
+            ("ns".into(), AttributeValue::Ns(vec!["1".into()])),
+            ("bs".into(), AttributeValue::Bs(vec![Blob::new(vec![7])])),
+            (
+                "l".into(),
+                AttributeValue::L(vec![AttributeValue::S("x".into())]),
+            ),
+            (
+                "m".into(),
+                AttributeValue::M(HashMap::from([("k".into(), AttributeValue::N("2".into()))])),
+            ),
+        ]);
+        let json = item_to_json(&item);
+        assert_eq!(json["s"], json!({"S": "ada"}));
+        assert_eq!(json["b"], json!({"B": "AAH/"}));
+        assert_eq!(item_from_json(&json).unwrap(), item);
+    }
+
+    #[test]
+    fn a_malformed_attribute_is_refused_with_its_reason() {
+        assert!(
+            item_from_json(&json!({"a": {"S": 1}}))
+                .unwrap_err()
+                .contains("S is not a string")
+        );
+        assert!(
+            item_from_json(&json!({"a": {"X": "1"}}))
+                .unwrap_err()
+                .contains("unknown")
+        );
+        assert!(item_from_json(&json!({"a": {"S": "1", "N": "1"}})).is_err());
+    }
+}
