@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use singlet::auth::Authorizer;
-use singlet::{engine, front_door, invoke, transfer};
+use singlet::{engine, front_door, invoke, migrate, transfer};
 use singlet_functions::cursor::{CursorKeys, MIN_KEY_LEN};
 use singlet_functions::{
     Ctx,
@@ -120,6 +120,29 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the migrations and their state, or run one: `migrate vehicles-by-depot`.
+    Migrate {
+        /// The migration to run; without one, list them.
+        name: Option<String>,
+        /// Plan every item and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Parallel `Scan` segments.
+        #[arg(long, default_value_t = 4)]
+        segments: u32,
+        /// Write units per second, at most.
+        #[arg(long)]
+        max_wcu: Option<f64>,
+        /// Items per `Scan` page, at most: a checkpoint after each page.
+        #[arg(long)]
+        page_size: Option<i32>,
+        /// Print one JSON object on standard output.
+        #[arg(long)]
+        json: bool,
+        /// Stop as if killed after this many writes (for testing resumption).
+        #[arg(long, hide = true)]
+        stop_after: Option<u64>,
+    },
     /// Write an export into an empty table (a table that holds items is refused).
     Load {
         /// A directory an `export` (or DynamoDB's `ExportTableToPointInTime`) wrote.
@@ -143,9 +166,12 @@ async fn main() -> ExitCode {
     init_tracing_to(std::io::stderr, "info,dynoxide=error");
     let cli = Cli::parse();
     // The table-over-time commands answer 0, 1 or 2 (docs/API.md, "The table over time").
-    if let Some(command @ (Command::Export { .. } | Command::Load { .. })) = &cli.command {
-        return match transfer_command(&cli.engine, command).await {
-            Ok(()) => ExitCode::SUCCESS,
+    if let Some(
+        command @ (Command::Export { .. } | Command::Load { .. } | Command::Migrate { .. }),
+    ) = &cli.command
+    {
+        return match table_command(&cli.engine, command).await {
+            Ok(code) => ExitCode::from(code),
             Err(e) => {
                 eprintln!("singlet: {e}");
                 ExitCode::from(2)
@@ -190,8 +216,8 @@ async fn run(cli: Cli) -> Result<(), String> {
             let ctx = gateway.ctx.clone();
             singlet::console::seed_cli(front_door::app(gateway), ctx).await
         }
-        Some(Command::Export { .. } | Command::Load { .. }) => {
-            unreachable!("answered by transfer_command")
+        Some(Command::Export { .. } | Command::Load { .. } | Command::Migrate { .. }) => {
+            unreachable!("answered by table_command")
         }
         None => {
             let ctx = connect(&cli.engine, true).await?;
@@ -217,10 +243,81 @@ async fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-/// `export` and `load`, over the configured engine.
-async fn transfer_command(engine: &EngineArgs, command: &Command) -> Result<(), String> {
+/// The table-over-time commands, over the configured engine: `0` done, `1` done with something
+/// to report (conflicts), `Err` could not run (`2`).
+async fn table_command(engine: &EngineArgs, command: &Command) -> Result<u8, String> {
     let ctx = connect(engine, false).await?;
     match command {
+        Command::Migrate {
+            name: None, json, ..
+        } => {
+            let states = migrate::states(&ctx).await?;
+            if *json {
+                println!("{}", serde_json::json!({ "migrations": states }));
+            } else {
+                for state in states {
+                    println!(
+                        "{:<20} {:<12} {}",
+                        state.migration, state.state, state.summary
+                    );
+                }
+            }
+        }
+        Command::Migrate {
+            name: Some(name),
+            dry_run,
+            segments,
+            max_wcu,
+            page_size,
+            json,
+            stop_after,
+        } => {
+            let migration = singlet_functions::migrations::by_name(name).ok_or_else(|| {
+                let known: Vec<&str> = singlet_functions::migrations::MIGRATIONS
+                    .iter()
+                    .map(|m| m.name)
+                    .collect();
+                format!(
+                    "no migration is called {name:?}; there are: {}",
+                    known.join(", ")
+                )
+            })?;
+            if max_wcu.is_some_and(|max| max.is_nan() || max <= 0.0) {
+                return Err("--max-wcu must be more than 0".into());
+            }
+            let options = migrate::Options {
+                segments: *segments,
+                max_wcu: *max_wcu,
+                dry_run: *dry_run,
+                page_size: *page_size,
+                stop_after: *stop_after,
+            };
+            let report = migrate::run(&ctx, migration, &options).await?;
+            if *json {
+                println!("{}", serde_json::to_string(&report).expect("JSON"));
+            } else {
+                eprintln!(
+                    "{}: scanned {}, {} {}, {} already changed by another writer, {} conflicts{}",
+                    report.migration,
+                    report.scanned,
+                    if report.dry_run {
+                        "would change"
+                    } else {
+                        "changed"
+                    },
+                    report.changed,
+                    report.already_changed,
+                    report.conflicts.len(),
+                    if report.complete { ", complete" } else { "" },
+                );
+                for conflict in &report.conflicts {
+                    eprintln!("conflict: {} ({})", conflict.pk, conflict.detail);
+                }
+            }
+            if !report.conflicts.is_empty() {
+                return Ok(1);
+            }
+        }
         Command::Export {
             dir,
             segments,
@@ -245,9 +342,9 @@ async fn transfer_command(engine: &EngineArgs, command: &Command) -> Result<(), 
                 eprintln!("loaded {loaded} items into {}", ctx.table);
             }
         }
-        _ => unreachable!("only export and load"),
+        _ => unreachable!("only the table-over-time commands"),
     }
-    Ok(())
+    Ok(0)
 }
 
 /// The front door's context and authorizer: the runner's own issuer (which the console mints

@@ -25,6 +25,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod lambda;
 pub mod metrics;
+pub mod migrations;
 pub mod paging;
 pub mod request;
 pub mod routes;

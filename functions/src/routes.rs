@@ -75,6 +75,8 @@ pub static ROUTES: &[Route] = &[
         "Find the vehicle holding a plate", scopes ["fleet:read", "fleet:write"], idempotent: false, ["GetItem"]),
     route!("find-by-chassis", "GET" "/chassis/{chassis}", fleet::find_by_chassis::handle,
         "Find the vehicle holding a chassis number", scopes ["fleet:read", "fleet:write"], idempotent: false, ["GetItem"]),
+    route!("depot-vehicles", "GET" "/depots/{depot}/vehicles", fleet::depot_vehicles::handle,
+        "List a depot's vehicles, newest first", scopes ["fleet:read", "fleet:write"], idempotent: false, ["Query"]),
     route!("change-plate", "PUT" "/vehicles/{vehicleId}/plate", fleet::change_plate::handle,
         "Move a vehicle to a new plate, freeing the old one", scopes ["fleet:write"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
     route!("retire-vehicle", "DELETE" "/vehicles/{vehicleId}", fleet::retire_vehicle::handle,

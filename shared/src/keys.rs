@@ -4,7 +4,7 @@
 //! already validated, so a key's shape is defined once and no user value can put a `#` in it.
 //! The table's attribute names live in [`crate::schema`].
 
-use crate::normalise::{CardNumber, Chassis, Email, Id, Isbn13, Plate, Username};
+use crate::normalise::{CardNumber, Chassis, Depot, Email, Id, Isbn13, Plate, Username};
 use sha2::{Digest, Sha256};
 
 /// A table item's primary key.
@@ -27,8 +27,10 @@ fn same(pk: String) -> Key {
 
 // ---- Fleet ----------------------------------------------------------------------------------
 
+pub const VEHICLE_PREFIX: &str = "VEHICLE#";
+
 pub fn vehicle(vehicle_id: &Id) -> Key {
-    same(format!("VEHICLE#{vehicle_id}"))
+    same(format!("{VEHICLE_PREFIX}{vehicle_id}"))
 }
 
 pub fn plate_lock(plate: &Plate) -> Key {
@@ -37,6 +39,20 @@ pub fn plate_lock(plate: &Plate) -> Key {
 
 pub fn chassis_lock(chassis: &Chassis) -> Key {
     same(format!("CHASSIS#{chassis}"))
+}
+
+/// The GSI5 partition of one depot's vehicles.
+pub fn depot_partition(depot: &Depot) -> String {
+    format!("DEPOT#{depot}")
+}
+
+/// GSI5 on a vehicle: its depot's vehicles, sorted by `<addedAt>#<vehicleId>` (`addedAt` in
+/// epoch milliseconds, zero-padded so that string order is time order), read newest first.
+pub fn vehicle_by_depot(depot: &Depot, added_at: i64, vehicle_id: &Id) -> IndexKey {
+    IndexKey {
+        pk: depot_partition(depot),
+        sk: format!("{added_at:015}#{vehicle_id}"),
+    }
 }
 
 // ---- Accounts -------------------------------------------------------------------------------

@@ -11,4 +11,6 @@ pub mod normalise;
 pub mod schema;
 
 pub use keys::{IndexKey, Key};
-pub use normalise::{CardNumber, Chassis, Email, Id, Invalid, Isbn13, Plate, Status, Username};
+pub use normalise::{
+    CardNumber, Chassis, Depot, Email, Id, Invalid, Isbn13, Plate, Status, Username,
+};

@@ -113,6 +113,13 @@ key_part!(
     Status
 );
 
+key_part!(
+    /// A depot, as a key part of the depot index: folded (NFKC, lower case), trimmed, and every
+    /// run of white space one space, as plates are spelled, so `North`, ` north ` and `NORTH` are
+    /// one depot. The vehicle keeps the depot exactly as it was sent; only the index key folds it.
+    Depot
+);
+
 pub const MAX_ID_LEN: usize = 64;
 pub const MAX_PLATE_LEN: usize = 32;
 pub const MAX_EMAIL_LEN: usize = 254;
@@ -147,6 +154,26 @@ impl Plate {
         registration(raw).map(Self)
     }
 }
+
+impl Depot {
+    /// A depot as a key: not blank, nothing that disguises text, and within DynamoDB's key size
+    /// (the stored depot is at most 100 characters; folding can lengthen it a little).
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let value = collapse_whitespace(&fold(raw));
+        if value.is_empty() {
+            Err(Invalid::Required)
+        } else if value.len() > MAX_DEPOT_KEY_BYTES {
+            Err(Invalid::TooLong)
+        } else if value.chars().any(disguises_text) {
+            Err(Invalid::Invalid)
+        } else {
+            Ok(Self(value))
+        }
+    }
+}
+
+/// A depot key's longest form in bytes: far under DynamoDB's 2,048-byte partition key.
+pub const MAX_DEPOT_KEY_BYTES: usize = 1024;
 
 impl Chassis {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {

@@ -4,6 +4,11 @@
 pub const PK: &str = "PK";
 pub const SK: &str = "SK";
 
+/// Every item's entity type (`vehicle`, `plate-lock`, ...) and schema version (a number; an item
+/// without one is version 1): docs/API.md, "The table over time".
+pub const ENTITY_TYPE: &str = "_et";
+pub const VERSION: &str = "_v";
+
 /// Epoch seconds after which DynamoDB's TTL may delete an item (idempotency records only).
 pub const TTL_ATTRIBUTE: &str = "expiresAt";
 
@@ -53,7 +58,17 @@ pub const GSI4: Index = Index {
     projection: Projection::All,
 };
 
-pub const INDEXES: [Index; 4] = [GSI1, GSI2, GSI3, GSI4];
+/// GSI5, the depot index: a depot's vehicles, newest first (`GET /depots/{depot}/vehicles`).
+/// Added after vehicles existed: the migration `vehicles-by-depot` writes its keys on the
+/// vehicles registered before it.
+pub const GSI5: Index = Index {
+    name: "GSI5",
+    pk: "GSI5PK",
+    sk: "GSI5SK",
+    projection: Projection::All,
+};
+
+pub const INDEXES: [Index; 5] = [GSI1, GSI2, GSI3, GSI4, GSI5];
 
 /// Every key attribute of the table and its indexes; all are strings.
 pub fn key_attributes() -> Vec<&'static str> {

@@ -14,6 +14,7 @@ const REPLAY: &[(&str, u16)] = &[
     ("get-vehicle", 200),
     ("find-by-plate", 200),
     ("find-by-chassis", 200),
+    ("depot-vehicles", 200),
     ("change-plate", 200),
     ("retire-vehicle", 204),
     ("create-account", 201),

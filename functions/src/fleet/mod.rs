@@ -6,6 +6,7 @@
 //! conditioned on it still naming this vehicle.
 
 pub mod change_plate;
+pub mod depot_vehicles;
 pub mod find_by_chassis;
 pub mod find_by_plate;
 pub mod get_vehicle;
@@ -43,6 +44,12 @@ pub struct ChassisLock {
     pub chassis: Chassis,
     pub vehicle_id: Id,
 }
+
+/// A vehicle's entity type (`_et`) and schema version (`_v`): version 2 carries the depot index
+/// keys (GSI5); version 1, written before the depot route, is read the same way and migrated by
+/// `vehicles-by-depot`.
+pub const VEHICLE_TYPE: &str = "vehicle";
+pub const VEHICLE_VERSION: u32 = 2;
 
 /// The attribute of a lock that names the vehicle holding it.
 pub const HOLDER: &str = "vehicleId";

@@ -11,9 +11,10 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, Transaction, item, lock};
+use crate::store::{ABSENT, Transaction, item, lock, with_index};
 use lambda_http::Request;
-use singlet_shared::{Chassis, Plate, keys};
+use singlet_shared::schema::GSI5;
+use singlet_shared::{Chassis, Depot, Plate, keys};
 
 /// The transaction's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.text("depot", MAX_DEPOT_LEN),
     )
         .all_valid()?;
+    let depot_key = Depot::parse(&depot).map_err(|invalid| ApiError::field("depot", invalid))?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let vehicle_id = new_id(idempotency.as_ref());
 
@@ -54,8 +56,12 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .put(
             Part::Vehicle,
-            ctx.put(item(&keys::vehicle(&vehicle_id), &vehicle))
-                .condition_expression(ABSENT),
+            ctx.put(with_index(
+                item(&keys::vehicle(&vehicle_id), &vehicle),
+                GSI5,
+                &keys::vehicle_by_depot(&depot_key, vehicle.added_at, &vehicle_id),
+            ))
+            .condition_expression(ABSENT),
         )
         .put(
             Part::Plate,

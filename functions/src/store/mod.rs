@@ -17,6 +17,7 @@ pub mod capacity;
 mod failure;
 pub mod item;
 pub mod lock;
+pub mod migration;
 mod transaction;
 
 pub use failure::is_transient;

@@ -1,0 +1,403 @@
+//! `cargo run -- migrate [<name>]`: runs one of [`singlet_functions::migrations`] over the whole
+//! table, online (docs/API.md, "Migrations").
+//!
+//! - A parallel `Scan` of `--segments` segments, each read page by page; every item goes through
+//!   the migration's pure `plan`, and its writes are applied conditioned, one item at a time.
+//! - Resumable: after each page's writes, the segment's place (`LastEvaluatedKey`) is saved in the
+//!   table (`MIGRATION#<name>` / `SEGMENT#<i>`), so a run that is killed starts again at the page
+//!   it was in, and reads at most that one page again; the page's items already changed fail
+//!   their conditions and are written no second time.
+//! - Throttled: with `--max-wcu`, every write first waits until the write units consumed in the
+//!   last second (as `ReturnConsumedCapacity` reported them) leave room for it, so no one-second
+//!   window goes over the limit by more than one write.
+//! - `--dry-run` plans every item and writes nothing, checkpoints included.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::Serialize;
+use singlet_functions::Ctx;
+use singlet_functions::migrations::{Migration, Plan};
+use singlet_functions::store::Item;
+use singlet_functions::store::migration::Applied;
+use singlet_shared::Key;
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a checkpoint's put consumes: one small item.
+const CHECKPOINT_UNITS: f64 = 1.0;
+
+/// The entity type of a checkpoint item.
+pub const CHECKPOINT_TYPE: &str = "migration-checkpoint";
+
+/// How a run goes.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub segments: u32,
+    /// Write units per second, at most.
+    pub max_wcu: Option<f64>,
+    pub dry_run: bool,
+    /// Items per `Scan` page, at most (DynamoDB's own limit is 1 MB a page): a smaller page is a
+    /// checkpoint more often.
+    pub page_size: Option<i32>,
+    /// A test hook: stop as if killed after this many successful writes, before the page's
+    /// checkpoint is saved.
+    pub stop_after: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Conflict {
+    pub pk: String,
+    pub detail: String,
+}
+
+/// What a run did (`--json` prints it).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub migration: &'static str,
+    /// Items read in this run.
+    pub scanned: u64,
+    /// Items this run changed (with `--dry-run`: would change).
+    pub changed: u64,
+    /// Items whose writes found their condition failed: another writer got there first.
+    pub already_changed: u64,
+    pub conflicts: Vec<Conflict>,
+    /// Every segment has been read to its end (over this run and the runs it resumed).
+    pub complete: bool,
+    pub dry_run: bool,
+    /// With `--dry-run`: the keys of a few items it would change.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sample: Vec<String>,
+    /// The most write units consumed in any one-second window of this run.
+    pub peak_wcu_per_second: f64,
+}
+
+/// A migration's state in the table, for `migrate` without a name.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    pub migration: &'static str,
+    pub summary: &'static str,
+    /// `not started`, `in progress` or `complete`.
+    pub state: &'static str,
+    pub segments_done: u32,
+    pub segments: u32,
+}
+
+fn checkpoint_partition(migration: &Migration) -> String {
+    format!("MIGRATION#{}", migration.name)
+}
+
+fn checkpoint_key(migration: &Migration, segment: u32) -> Key {
+    Key {
+        pk: checkpoint_partition(migration),
+        sk: format!("SEGMENT#{segment:04}"),
+    }
+}
+
+/// One segment's saved place.
+#[derive(Debug, Clone, Default)]
+struct Checkpoint {
+    segments: u32,
+    last_key: Option<Item>,
+    done: bool,
+}
+
+fn read_checkpoint(item: &Item) -> Option<(u32, Checkpoint)> {
+    let segment = item.get("segment")?.as_n().ok()?.parse().ok()?;
+    let segments = item.get("segments")?.as_n().ok()?.parse().ok()?;
+    let done = *item.get("done")?.as_bool().ok()?;
+    let last_key = match item.get("lastKey") {
+        Some(AttributeValue::S(json)) => {
+            let value: serde_json::Value = serde_json::from_str(json).ok()?;
+            Some(crate::transfer::item_from_json(&value).ok()?)
+        }
+        _ => None,
+    };
+    Some((
+        segment,
+        Checkpoint {
+            segments,
+            last_key,
+            done,
+        },
+    ))
+}
+
+async fn checkpoints(ctx: &Ctx, migration: &Migration) -> Result<Vec<(u32, Checkpoint)>, String> {
+    let items = ctx
+        .partition(&checkpoint_partition(migration))
+        .await
+        .map_err(|e| format!("cannot read the checkpoints: {e:?}"))?;
+    Ok(items.iter().filter_map(read_checkpoint).collect())
+}
+
+/// Where each migration stands.
+pub async fn states(ctx: &Ctx) -> Result<Vec<State>, String> {
+    let mut states = Vec::new();
+    for migration in singlet_functions::migrations::MIGRATIONS {
+        let saved = checkpoints(ctx, migration).await?;
+        let segments = saved.first().map_or(0, |(_, c)| c.segments);
+        let done = saved.iter().filter(|(_, c)| c.done).count() as u32;
+        let state = match (segments, done) {
+            (0, _) => "not started",
+            (n, d) if d >= n => "complete",
+            _ => "in progress",
+        };
+        states.push(State {
+            migration: migration.name,
+            summary: migration.summary,
+            state,
+            segments_done: done,
+            segments,
+        });
+    }
+    Ok(states)
+}
+
+/// The write units consumed in the last second, as a sliding window, and the run's peak.
+struct Throttle {
+    max: Option<f64>,
+    window: Mutex<VecDeque<(Instant, f64)>>,
+    peak: Mutex<f64>,
+}
+
+impl Throttle {
+    fn new(max: Option<f64>) -> Self {
+        Self {
+            max,
+            window: Mutex::new(VecDeque::new()),
+            peak: Mutex::new(0.0),
+        }
+    }
+
+    /// Waits until `estimate` more units fit in the last second.
+    async fn admit(&self, estimate: f64) {
+        let Some(max) = self.max else { return };
+        loop {
+            let wait = {
+                let mut window = self.window.lock().unwrap();
+                let now = Instant::now();
+                while window
+                    .front()
+                    .is_some_and(|(at, _)| now.duration_since(*at) >= Duration::from_secs(1))
+                {
+                    window.pop_front();
+                }
+                let used: f64 = window.iter().map(|(_, units)| units).sum();
+                if used + estimate <= max || window.is_empty() {
+                    // Held in the window now, so that other segments see it before it is sent.
+                    window.push_back((now, estimate));
+                    return;
+                }
+                let oldest = window.front().expect("not empty").0;
+                Duration::from_secs(1).saturating_sub(now.duration_since(oldest))
+            };
+            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
+        }
+    }
+
+    /// Replaces an admitted estimate with what the write consumed.
+    fn settle(&self, estimate: f64, units: f64) {
+        let mut window = self.window.lock().unwrap();
+        match window.iter_mut().rev().find(|(_, u)| *u == estimate) {
+            Some(entry) if self.max.is_some() => entry.1 = units,
+            _ => window.push_back((Instant::now(), units)),
+        }
+        let now = Instant::now();
+        while window
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) >= Duration::from_secs(1))
+        {
+            window.pop_front();
+        }
+        let used: f64 = window.iter().map(|(_, units)| units).sum();
+        let mut peak = self.peak.lock().unwrap();
+        *peak = peak.max(used);
+    }
+}
+
+/// Counters shared by the segments.
+#[derive(Default)]
+struct Counters {
+    scanned: AtomicU64,
+    changed: AtomicU64,
+    already: AtomicU64,
+    written_total: AtomicU64,
+}
+
+/// Runs `migration` over the table.
+pub async fn run(
+    ctx: &Ctx,
+    migration: &'static Migration,
+    options: &Options,
+) -> Result<Report, String> {
+    let segments = options.segments.max(1);
+    let mut saved = checkpoints(ctx, migration).await?;
+    let previous = saved.first().map(|(_, c)| c.segments);
+    let unfinished = saved.iter().any(|(_, c)| !c.done);
+    if let Some(previous) = previous {
+        if unfinished && previous != segments && !options.dry_run {
+            return Err(format!(
+                "a run of {} with --segments {previous} was stopped part way: resume it with --segments {previous}",
+                migration.name
+            ));
+        }
+        if !unfinished && !options.dry_run {
+            // A finished migration run again is a new pass: it finds nothing left to change
+            // unless items of the old shape were written since.
+            ctx.delete_partition(&checkpoint_partition(migration))
+                .await
+                .map_err(|e| format!("cannot clear the finished run's checkpoints: {e:?}"))?;
+            saved.clear();
+        }
+    }
+    if options.dry_run {
+        saved.clear();
+    }
+
+    let throttle = Throttle::new(options.max_wcu);
+    let counters = Counters::default();
+    let conflicts = Mutex::new(Vec::new());
+    let sample = Mutex::new(Vec::new());
+    let stopped = std::sync::atomic::AtomicBool::new(false);
+
+    let results = futures::future::join_all((0..segments).map(|segment| {
+        let checkpoint = saved
+            .iter()
+            .find(|(s, _)| *s == segment)
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default();
+        let (throttle, counters, conflicts, sample, stopped) =
+            (&throttle, &counters, &conflicts, &sample, &stopped);
+        async move {
+            if checkpoint.done {
+                return Ok::<bool, String>(true);
+            }
+            let mut start = checkpoint.last_key;
+            // Learned from the writes themselves: what one item's writes consume.
+            let mut estimate = 1.0;
+            loop {
+                if stopped.load(Ordering::Relaxed) {
+                    return Ok(false);
+                }
+                let (items, last_key) = ctx
+                    .scan_page(segment, segments, start.clone(), options.page_size)
+                    .await
+                    .map_err(|e| format!("cannot scan segment {segment}: {e:?}"))?;
+                for item in &items {
+                    counters.scanned.fetch_add(1, Ordering::Relaxed);
+                    match (migration.plan)(item) {
+                        Plan::Skip => {}
+                        Plan::Conflict(detail) => conflicts.lock().unwrap().push(Conflict {
+                            pk: pk_of(item),
+                            detail,
+                        }),
+                        Plan::Change(_) if options.dry_run => {
+                            counters.changed.fetch_add(1, Ordering::Relaxed);
+                            let mut sample = sample.lock().unwrap();
+                            if sample.len() < 5 {
+                                sample.push(pk_of(item));
+                            }
+                        }
+                        Plan::Change(writes) => {
+                            throttle.admit(estimate).await;
+                            let applied = ctx
+                                .apply_writes(&writes)
+                                .await
+                                .map_err(|e| format!("a write failed: {e:?}"))?;
+                            throttle.settle(estimate, applied.units());
+                            estimate = applied.units().max(0.5);
+                            match applied {
+                                Applied::Written { .. } => {
+                                    counters.changed.fetch_add(1, Ordering::Relaxed);
+                                    let total =
+                                        counters.written_total.fetch_add(1, Ordering::Relaxed) + 1;
+                                    if options.stop_after.is_some_and(|limit| total >= limit) {
+                                        stopped.store(true, Ordering::Relaxed);
+                                        return Ok(false);
+                                    }
+                                }
+                                Applied::Refused { .. } => {
+                                    counters.already.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
+                        }
+                    }
+                }
+                let done = last_key.is_none();
+                if !options.dry_run {
+                    throttle.admit(CHECKPOINT_UNITS).await;
+                    let units =
+                        save(ctx, migration, segment, segments, last_key.as_ref(), done).await?;
+                    throttle.settle(CHECKPOINT_UNITS, units);
+                }
+                eprint!(
+                    "\rmigrate {}: scanned {}, changed {}",
+                    migration.name,
+                    counters.scanned.load(Ordering::Relaxed),
+                    counters.changed.load(Ordering::Relaxed)
+                );
+                if done {
+                    return Ok(true);
+                }
+                start = last_key;
+            }
+        }
+    }))
+    .await;
+    eprintln!();
+    let mut complete = true;
+    for result in results {
+        complete &= result?;
+    }
+    let mut conflicts = conflicts.into_inner().unwrap();
+    conflicts.sort_by(|a, b| a.pk.cmp(&b.pk));
+    Ok(Report {
+        migration: migration.name,
+        scanned: counters.scanned.into_inner(),
+        changed: counters.changed.into_inner(),
+        already_changed: counters.already.into_inner(),
+        conflicts,
+        complete: complete && !options.dry_run,
+        dry_run: options.dry_run,
+        sample: sample.into_inner().unwrap(),
+        peak_wcu_per_second: *throttle.peak.lock().unwrap(),
+    })
+}
+
+/// Saves one segment's place; answers the write units it consumed.
+async fn save(
+    ctx: &Ctx,
+    migration: &Migration,
+    segment: u32,
+    segments: u32,
+    last_key: Option<&Item>,
+    done: bool,
+) -> Result<f64, String> {
+    let mut item = Item::from([
+        ("segment".to_owned(), AttributeValue::N(segment.to_string())),
+        (
+            "segments".to_owned(),
+            AttributeValue::N(segments.to_string()),
+        ),
+        ("done".to_owned(), AttributeValue::Bool(done)),
+    ]);
+    if let Some(key) = last_key {
+        item.insert(
+            "lastKey".to_owned(),
+            AttributeValue::S(crate::transfer::item_to_json(key).to_string()),
+        );
+    }
+    ctx.put_record(&checkpoint_key(migration, segment), CHECKPOINT_TYPE, item)
+        .await
+        .map_err(|e| format!("cannot save the checkpoint of segment {segment}: {e:?}"))
+}
+
+fn pk_of(item: &Item) -> String {
+    item.get("PK")
+        .and_then(|pk| pk.as_s().ok())
+        .cloned()
+        .unwrap_or_default()
+}
