@@ -12,13 +12,13 @@
 //!   window goes over the limit by more than one write.
 //! - `--dry-run` plans every item and writes nothing, checkpoints included.
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 use singlet_functions::Ctx;
 use singlet_functions::migrations::{Migration, Plan};
+use singlet_functions::model::Entity;
+use singlet_functions::model::migration::MigrationCheckpoint;
 use singlet_functions::store::Item;
 use singlet_functions::store::migration::Applied;
-use singlet_shared::Key;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,9 +26,6 @@ use std::time::{Duration, Instant};
 
 /// What a checkpoint's put consumes: one small item.
 const CHECKPOINT_UNITS: f64 = 1.0;
-
-/// The entity type of a checkpoint item.
-pub const CHECKPOINT_TYPE: &str = "migration-checkpoint";
 
 /// How a run goes.
 #[derive(Debug, Clone, Default)]
@@ -85,17 +82,6 @@ pub struct State {
     pub segments: u32,
 }
 
-fn checkpoint_partition(migration: &Migration) -> String {
-    format!("MIGRATION#{}", migration.name)
-}
-
-fn checkpoint_key(migration: &Migration, segment: u32) -> Key {
-    Key {
-        pk: checkpoint_partition(migration),
-        sk: format!("SEGMENT#{segment:04}"),
-    }
-}
-
 /// One segment's saved place.
 #[derive(Debug, Clone, Default)]
 struct Checkpoint {
@@ -105,29 +91,27 @@ struct Checkpoint {
 }
 
 fn read_checkpoint(item: &Item) -> Option<(u32, Checkpoint)> {
-    let segment = item.get("segment")?.as_n().ok()?.parse().ok()?;
-    let segments = item.get("segments")?.as_n().ok()?.parse().ok()?;
-    let done = *item.get("done")?.as_bool().ok()?;
-    let last_key = match item.get("lastKey") {
-        Some(AttributeValue::S(json)) => {
+    let saved = MigrationCheckpoint::from_item(item).ok()?;
+    let last_key = match &saved.last_key {
+        Some(json) => {
             let value: serde_json::Value = serde_json::from_str(json).ok()?;
             Some(crate::transfer::item_from_json(&value).ok()?)
         }
-        _ => None,
+        None => None,
     };
     Some((
-        segment,
+        saved.segment,
         Checkpoint {
-            segments,
+            segments: saved.segments,
             last_key,
-            done,
+            done: saved.done,
         },
     ))
 }
 
 async fn checkpoints(ctx: &Ctx, migration: &Migration) -> Result<Vec<(u32, Checkpoint)>, String> {
     let items = ctx
-        .partition(&checkpoint_partition(migration))
+        .partition(&MigrationCheckpoint::partition(migration.name))
         .await
         .map_err(|e| format!("cannot read the checkpoints: {e:?}"))?;
     Ok(items.iter().filter_map(read_checkpoint).collect())
@@ -247,7 +231,7 @@ pub async fn run(
         if !unfinished && !options.dry_run {
             // A finished migration run again is a new pass: it finds nothing left to change
             // unless items of the old shape were written since.
-            ctx.delete_partition(&checkpoint_partition(migration))
+            ctx.delete_partition(&MigrationCheckpoint::partition(migration.name))
                 .await
                 .map_err(|e| format!("cannot clear the finished run's checkpoints: {e:?}"))?;
             saved.clear();
@@ -376,21 +360,14 @@ async fn save(
     last_key: Option<&Item>,
     done: bool,
 ) -> Result<f64, String> {
-    let mut item = Item::from([
-        ("segment".to_owned(), AttributeValue::N(segment.to_string())),
-        (
-            "segments".to_owned(),
-            AttributeValue::N(segments.to_string()),
-        ),
-        ("done".to_owned(), AttributeValue::Bool(done)),
-    ]);
-    if let Some(key) = last_key {
-        item.insert(
-            "lastKey".to_owned(),
-            AttributeValue::S(crate::transfer::item_to_json(key).to_string()),
-        );
-    }
-    ctx.put_record(&checkpoint_key(migration, segment), CHECKPOINT_TYPE, item)
+    let checkpoint = MigrationCheckpoint {
+        migration: migration.name.to_owned(),
+        segment,
+        segments,
+        done,
+        last_key: last_key.map(|key| crate::transfer::item_to_json(key).to_string()),
+    };
+    ctx.put_record(&checkpoint)
         .await
         .map_err(|e| format!("cannot save the checkpoint of segment {segment}: {e:?}"))
 }

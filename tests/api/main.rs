@@ -20,6 +20,7 @@ mod idempotency;
 mod library;
 mod loans;
 mod migrate;
+mod model;
 mod openapi;
 mod readme;
 mod reliability;

@@ -15,44 +15,9 @@ pub mod retire_vehicle;
 
 use crate::context::Ctx;
 use crate::error::ApiError;
-use serde::{Deserialize, Serialize};
-use singlet_shared::{Chassis, Id, Plate, keys};
+use singlet_shared::{Id, keys};
 
-/// The vehicle row, and the response body of every vehicle route.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Vehicle {
-    pub vehicle_id: Id,
-    pub plate: Plate,
-    pub chassis: Chassis,
-    pub depot: String,
-    pub added_at: i64,
-}
-
-/// A `PLATE#` lock: which vehicle holds the plate. Also the body of `GET /plates/{plate}`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlateLock {
-    pub plate: Plate,
-    pub vehicle_id: Id,
-}
-
-/// A `CHASSIS#` lock. Also the body of `GET /chassis/{chassis}`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChassisLock {
-    pub chassis: Chassis,
-    pub vehicle_id: Id,
-}
-
-/// A vehicle's entity type (`_et`) and schema version (`_v`): version 2 carries the depot index
-/// keys (GSI5); version 1, written before the depot route, is read the same way and migrated by
-/// `vehicles-by-depot`.
-pub const VEHICLE_TYPE: &str = "vehicle";
-pub const VEHICLE_VERSION: u32 = 2;
-
-/// The attribute of a lock that names the vehicle holding it.
-pub const HOLDER: &str = "vehicleId";
+pub use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
 
 pub const MAX_DEPOT_LEN: usize = 100;
 
@@ -62,6 +27,3 @@ pub async fn load(ctx: &Ctx, vehicle_id: &Id) -> Result<Vehicle, ApiError> {
         .await?
         .ok_or_else(|| ApiError::not_found("vehicle"))
 }
-
-/// A change to a vehicle raced another and lost this many times in a row: give up with `503`.
-pub const MAX_ATTEMPTS: usize = 3;

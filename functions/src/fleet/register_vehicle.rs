@@ -11,10 +11,9 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, Transaction, item, lock, with_index};
+use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
-use singlet_shared::schema::GSI5;
-use singlet_shared::{Chassis, Depot, Plate, keys};
+use singlet_shared::{Chassis, Depot, Plate};
 
 /// The transaction's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +31,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.text("depot", MAX_DEPOT_LEN),
     )
         .all_valid()?;
-    let depot_key = Depot::parse(&depot).map_err(|invalid| ApiError::field("depot", invalid))?;
+    // The depot is also a key of the depot index (GSI5): one that cannot be one is refused here.
+    Depot::parse(&depot).map_err(|invalid| ApiError::field("depot", invalid))?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let vehicle_id = new_id(idempotency.as_ref());
 
@@ -54,23 +54,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let response = created(format!("/vehicles/{vehicle_id}"), &vehicle);
 
     let transaction = Transaction::new()
-        .put(
-            Part::Vehicle,
-            ctx.put(with_index(
-                item(&keys::vehicle(&vehicle_id), &vehicle),
-                GSI5,
-                &keys::vehicle_by_depot(&depot_key, vehicle.added_at, &vehicle_id),
-            ))
-            .condition_expression(ABSENT),
-        )
-        .put(
-            Part::Plate,
-            lock::claim(ctx, &keys::plate_lock(&plate), &plate_lock),
-        )
-        .put(
-            Part::Chassis,
-            lock::claim(ctx, &keys::chassis_lock(&chassis), &chassis_lock),
-        );
+        .put(Part::Vehicle, Put::new_only(&vehicle))
+        .put(Part::Plate, lock::claim(&plate_lock))
+        .put(Part::Chassis, lock::claim(&chassis_lock));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

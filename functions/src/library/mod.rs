@@ -43,169 +43,17 @@ pub mod remove_patron;
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::HandlerResult;
+use crate::model::Entity;
 use crate::paging::Page;
-use crate::store::{PRESENT, Query, decode, n, s, value};
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
-use aws_sdk_dynamodb::types::builders::{DeleteBuilder, UpdateBuilder};
+use crate::store::{self, Delete, Query, Update, decode};
 use lambda_http::Request;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI1, GSI2};
-use singlet_shared::{CardNumber, Email, Id, Invalid, Isbn13};
+use singlet_shared::{CardNumber, Id, Isbn13};
 
-/// The branch row (`BRANCH#<branchId>`), and the body of the branch routes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Branch {
-    pub branch_id: Id,
-    pub name: String,
-    pub address: String,
-    pub city: String,
-    pub phone: String,
-    pub opening_hours: String,
-}
-
-/// A patron's membership tier: how many loans they may hold at once, and for how long.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    Standard,
-    Premium,
-}
-
-impl Tier {
-    pub fn parse(raw: &str) -> Result<Self, Invalid> {
-        match raw {
-            "standard" => Ok(Tier::Standard),
-            "premium" => Ok(Tier::Premium),
-            _ => Err(Invalid::Invalid),
-        }
-    }
-
-    /// The most loans a patron of this tier may hold at once.
-    pub fn loan_limit(self) -> u32 {
-        match self {
-            Tier::Standard => 5,
-            Tier::Premium => 10,
-        }
-    }
-
-    /// Days a loan lasts, and what each renewal adds.
-    pub fn loan_period_days(self) -> u32 {
-        match self {
-            Tier::Standard => 21,
-            Tier::Premium => 28,
-        }
-    }
-}
-
-/// The patron row (`BRANCH#<branchId>` / `PATRON#<patronId>`, GSI1 `PATRON#<patronId>`), and the
-/// body of the patron routes. `loanLimit` and `loanPeriodDays` are the tier's, copied onto the row
-/// so that a checkout can guard its update with `activeLoans < loanLimit` alone.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Patron {
-    pub patron_id: Id,
-    pub branch_id: Id,
-    pub card_number: CardNumber,
-    pub first_name: String,
-    pub last_name: String,
-    pub email: Email,
-    pub membership_tier: Tier,
-    pub loan_limit: u32,
-    pub loan_period_days: u32,
-    /// Open loans; a checkout adds one only while it is below `loanLimit`.
-    pub active_loans: u32,
-    /// ISO-8601 UTC.
-    pub created_at: String,
-}
-
-/// A `CARD#<cardNumber>` lock: which patron holds the card. Also the body of
-/// `GET /cards/{cardNumber}`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PatronCard {
-    pub card_number: CardNumber,
-    pub patron_id: Id,
-}
-
-/// The attribute of a card lock that names the patron holding it.
-pub const CARD_HOLDER: &str = "patronId";
-
-/// The book row (`BOOK#<isbn13>`), and the body of the book routes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Book {
-    /// The 13 digits, whichever form the ISBN was given in.
-    pub isbn: Isbn13,
-    pub title: String,
-    pub author: String,
-    pub publisher: String,
-    pub publish_year: i64,
-    pub genre: String,
-    pub description: String,
-    pub page_count: i64,
-}
-
-/// A copy's physical condition, as the branch records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Condition {
-    New,
-    Good,
-    Fair,
-    Poor,
-}
-
-impl Condition {
-    pub fn parse(raw: &str) -> Result<Self, Invalid> {
-        match raw {
-            "new" => Ok(Condition::New),
-            "good" => Ok(Condition::Good),
-            "fair" => Ok(Condition::Fair),
-            "poor" => Ok(Condition::Poor),
-            _ => Err(Invalid::Invalid),
-        }
-    }
-}
-
-/// The copy row (`BRANCH#<branchId>` / `COPY#<copyId>`, GSI2 from [`keys::copy_by_book`]), and
-/// the body of the copy routes. It carries what a checkout needs to build every key it touches
-/// (its branch, its book's ISBN-13), the book's title as it was when the copy was added (for the
-/// inventory; a checkout reads the book, so a loan carries the title as corrected last) and the
-/// `status` a checkout guards on.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Copy {
-    pub copy_id: Id,
-    pub branch_id: Id,
-    pub isbn: Isbn13,
-    pub title: String,
-    pub condition: Condition,
-    #[serde(with = "copy_status")]
-    pub status: CopyStatus,
-    /// ISO-8601 UTC.
-    pub added_at: String,
-}
-
-/// [`CopyStatus`] as its string: `available`, `checked_out`.
-mod copy_status {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(status: &CopyStatus, to: S) -> Result<S::Ok, S::Error> {
-        to.serialize_str(status.as_str())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<CopyStatus, D::Error> {
-        let raw = String::deserialize(from)?;
-        CopyStatus::parse(&raw)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown copy status {raw:?}")))
-    }
-}
-
-/// A change that raced another and lost this many times in a row gives up with `503`.
-pub const MAX_ATTEMPTS: usize = 3;
+pub use crate::model::library::{Book, Branch, Condition, Copy, Patron, PatronCard, Tier};
 
 pub const MAX_NAME_LEN: usize = 100;
 pub const MAX_ADDRESS_LEN: usize = 200;
@@ -284,79 +132,65 @@ pub async fn branch_page<T: DeserializeOwned + Serialize>(
 // hand back the row as it stood (`ALL_OLD`), so a pattern tells "removed" (no row) from
 // "changed" (another row) without reading again.
 
-impl Patron {
-    /// The patron row's key.
-    pub fn key(&self) -> singlet_shared::Key {
-        keys::patron(&self.branch_id, &self.patron_id)
-    }
-}
-
 /// The card moves from the card read to `card`, only if the row still holds the card read.
-pub fn change_card(ctx: &Ctx, patron: &Patron, card: &CardNumber) -> UpdateBuilder {
-    ctx.update(&patron.key())
-        .update_expression("SET cardNumber = :new")
-        .condition_expression("cardNumber = :old")
-        .expression_attribute_values(":new", s(card.as_str()))
-        .expression_attribute_values(":old", s(patron.card_number.as_str()))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+pub fn change_card(patron: &Patron, card: &CardNumber) -> Update<Patron> {
+    Update::at(patron.key())
+        .set(Patron::CARD_NUMBER, card)
+        .when(store::Condition::equals(
+            Patron::CARD_NUMBER,
+            &patron.card_number,
+        ))
+        .old_on_failure()
 }
 
 /// The tier and its numbers change together, only on a patron that exists. Loans already made
 /// keep the loan period they were made with.
-pub fn change_tier(ctx: &Ctx, patron: &Patron, tier: Tier) -> UpdateBuilder {
-    ctx.update(&patron.key())
-        .update_expression("SET membershipTier = :tier, loanLimit = :limit, loanPeriodDays = :days")
-        .condition_expression(PRESENT)
-        .expression_attribute_values(":tier", value(tier))
-        .expression_attribute_values(":limit", n(tier.loan_limit()))
-        .expression_attribute_values(":days", n(tier.loan_period_days()))
+pub fn change_tier(patron: &Patron, tier: Tier) -> Update<Patron> {
+    Update::at(patron.key())
+        .set(Patron::MEMBERSHIP_TIER, tier)
+        .set(Patron::LOAN_LIMIT, tier.loan_limit())
+        .set(Patron::LOAN_PERIOD_DAYS, tier.loan_period_days())
+        .when(store::Condition::exists())
 }
 
 /// The patron row goes, only if it still holds the card read and has no active loan: a checkout
 /// committed first makes this fail (`409 has_loans`), and one coming after finds no row.
-pub fn remove(ctx: &Ctx, patron: &Patron) -> DeleteBuilder {
-    ctx.delete(&patron.key())
-        .condition_expression("cardNumber = :card AND activeLoans = :zero")
-        .expression_attribute_values(":card", s(patron.card_number.as_str()))
-        .expression_attribute_values(":zero", n(0))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+pub fn remove(patron: &Patron) -> Delete<Patron> {
+    Delete::at(patron.key())
+        .when(
+            store::Condition::equals(Patron::CARD_NUMBER, &patron.card_number)
+                .and_equals(Patron::ACTIVE_LOANS, 0),
+        )
+        .old_on_failure()
 }
 
 /// A loan takes one of the patron's slots, only if the patron still exists and is under its
 /// limit. A failure hands back the row (`None`: the patron was removed).
-pub fn take_loan_slot(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> UpdateBuilder {
-    ctx.update(&keys::patron(branch_id, patron_id))
-        .update_expression("SET activeLoans = activeLoans + :one")
-        .condition_expression(format!("{PRESENT} AND activeLoans < loanLimit"))
-        .expression_attribute_values(":one", n(1))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+pub fn take_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
+    Update::at(keys::patron(branch_id, patron_id))
+        .add(Patron::ACTIVE_LOANS, 1)
+        .when(store::Condition::exists().and_below_field(Patron::ACTIVE_LOANS, Patron::LOAN_LIMIT))
+        .old_on_failure()
 }
 
 /// A returned loan gives its slot back.
-pub fn free_loan_slot(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> UpdateBuilder {
-    ctx.update(&keys::patron(branch_id, patron_id))
-        .update_expression("SET activeLoans = activeLoans - :one")
-        .condition_expression("activeLoans > :zero")
-        .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":zero", n(0))
+pub fn free_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
+    Update::at(keys::patron(branch_id, patron_id))
+        .add(Patron::ACTIVE_LOANS, -1)
+        .when(store::Condition::above(Patron::ACTIVE_LOANS, 0))
 }
 
 /// A copy's move between `available` and `checked_out`, for a transaction: its status and its
 /// availability-index sort key change together, only if it is `from` now. The one place a copy
 /// changes status.
 pub fn move_copy(
-    ctx: &Ctx,
     (isbn, branch_id, copy_id): (&Isbn13, &Id, &Id),
     from: CopyStatus,
     to: CopyStatus,
-) -> UpdateBuilder {
+) -> Update<Copy> {
     let index = keys::copy_by_book(isbn, to, branch_id, copy_id);
-    ctx.update(&keys::copy(branch_id, copy_id))
-        .update_expression("SET #status = :to, #gsi2sk = :sk")
-        .condition_expression("#status = :from")
-        .expression_attribute_names("#status", "status")
-        .expression_attribute_names("#gsi2sk", GSI2.sk)
-        .expression_attribute_values(":to", s(to.as_str()))
-        .expression_attribute_values(":from", s(from.as_str()))
-        .expression_attribute_values(":sk", s(index.sk))
+    Update::at(keys::copy(branch_id, copy_id))
+        .set(Copy::STATUS, to.as_str())
+        .set_index_sort(GSI2, index.sk)
+        .when(store::Condition::equals(Copy::STATUS, from.as_str()))
 }

@@ -3,11 +3,17 @@
 //! becomes version 2; the API has written version 2 since the route came, and reads both.
 
 use super::{Migration, Plan};
-use crate::fleet::{VEHICLE_TYPE, VEHICLE_VERSION, Vehicle};
+use crate::fleet::Vehicle;
+use crate::model::Entity;
 use crate::store::migration::{Condition, Write};
-use crate::store::{Item, n, s};
+use crate::store::{Item, s};
+use aws_sdk_dynamodb::types::AttributeValue;
 use singlet_shared::schema::{ENTITY_TYPE, GSI5, PK, VERSION};
 use singlet_shared::{Depot, keys};
+
+fn n(value: u32) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
 
 pub const MIGRATION: Migration = Migration {
     name: "vehicles-by-depot",
@@ -35,13 +41,13 @@ fn plan(item: &Item) -> Plan {
         set: vec![
             (GSI5.pk, s(index.pk)),
             (GSI5.sk, s(index.sk)),
-            (ENTITY_TYPE, s(VEHICLE_TYPE)),
-            (VERSION, n(VEHICLE_VERSION)),
+            (ENTITY_TYPE, s(Vehicle::TYPE.name)),
+            (VERSION, n(Vehicle::TYPE.version)),
         ],
         conditions: vec![
             Condition::Exists,
             Condition::Missing(GSI5.pk),
-            Condition::VersionBelow(VEHICLE_VERSION),
+            Condition::VersionBelow(Vehicle::TYPE.version),
         ],
     }])
 }
@@ -49,7 +55,6 @@ fn plan(item: &Item) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_dynamodb::types::AttributeValue;
 
     fn old_vehicle(depot: &str) -> Item {
         Item::from([

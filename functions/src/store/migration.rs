@@ -13,6 +13,7 @@ use super::capacity::{self, Billing};
 use super::item::{Item, key_item, s};
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::model::Entity;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -21,7 +22,7 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, Put, ReturnConsumedCapacity, TransactWriteItem, Update,
 };
 use singlet_shared::Key;
-use singlet_shared::schema::{ENTITY_TYPE, PK, VERSION};
+use singlet_shared::schema::{PK, VERSION};
 use std::collections::HashMap;
 
 /// A condition a migration's write holds to.
@@ -395,22 +396,14 @@ impl Ctx {
         }
     }
 
-    /// Puts a bookkeeping item (a checkpoint) whole, unconditionally: only its own runner
+    /// Puts a bookkeeping entity (a checkpoint) whole, unconditionally: only its own runner
     /// writes it. Answers the write units consumed.
-    pub async fn put_record(
-        &self,
-        key: &Key,
-        entity_type: &str,
-        mut item: Item,
-    ) -> Result<f64, ApiError> {
-        item.extend(key_item(key));
-        item.insert(ENTITY_TYPE.to_owned(), s(entity_type));
-        item.insert(VERSION.to_owned(), n(1));
+    pub async fn put_record(&self, record: &impl Entity) -> Result<f64, ApiError> {
         let output = self
             .db
             .put_item()
             .table_name(&*self.table)
-            .set_item(Some(item))
+            .set_item(Some(record.to_item()))
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await?;

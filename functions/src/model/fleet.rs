@@ -1,0 +1,140 @@
+//! The fleet's entities: a vehicle, and the locks that make its plate and its chassis number
+//! unique across the fleet.
+
+use super::{Entity, EntityType, Field, Held, Item, KeyShape, Lock, fields, from_attributes};
+use serde::{Deserialize, Serialize};
+use singlet_shared::schema::{GSI5, Index};
+use singlet_shared::{Chassis, Depot, Id, IndexKey, Key, Plate, keys};
+
+/// A vehicle (`VEHICLE#<vehicleId>`), and the response body of every vehicle route.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Vehicle {
+    pub vehicle_id: Id,
+    pub plate: Plate,
+    pub chassis: Chassis,
+    pub depot: String,
+    pub added_at: i64,
+}
+
+/// Version 2 carries the depot index keys (GSI5); version 1, written before
+/// `GET /depots/{depot}/vehicles`, reads the same and is migrated by `vehicles-by-depot`.
+impl Entity for Vehicle {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "vehicle",
+        version: 2,
+        keys: &[KeyShape::alone(keys::VEHICLE_PREFIX)],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::vehicle(&self.vehicle_id)
+    }
+
+    /// The depot index: the route refuses a depot that makes no key, so every vehicle it
+    /// writes has one.
+    fn index_keys(&self) -> Vec<(Index, IndexKey)> {
+        Depot::parse(&self.depot)
+            .map(|depot| {
+                vec![(
+                    GSI5,
+                    keys::vehicle_by_depot(&depot, self.added_at, &self.vehicle_id),
+                )]
+            })
+            .unwrap_or_default()
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+fields!(Vehicle, serde Vehicle, test vehicle_fields_are_serde_names {
+    PLATE = "plate",
+    CHASSIS = "chassis",
+});
+
+/// A `PLATE#` lock: which vehicle holds the plate. Also the body of `GET /plates/{plate}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlateLock {
+    pub plate: Plate,
+    pub vehicle_id: Id,
+}
+
+impl Entity for PlateLock {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "plate-lock",
+        version: 1,
+        keys: &[KeyShape::alone(keys::PLATE_PREFIX)],
+        lock: Some(Lock::Of {
+            owner: Vehicle::TYPE.name,
+            holder: Self::HOLDER.name(),
+            value: Vehicle::PLATE.name(),
+        }),
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::plate_lock(&self.plate)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// A `CHASSIS#` lock. Also the body of `GET /chassis/{chassis}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChassisLock {
+    pub chassis: Chassis,
+    pub vehicle_id: Id,
+}
+
+impl Entity for ChassisLock {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "chassis-lock",
+        version: 1,
+        keys: &[KeyShape::alone(keys::CHASSIS_PREFIX)],
+        lock: Some(Lock::Of {
+            owner: Vehicle::TYPE.name,
+            holder: Self::HOLDER.name(),
+            value: Vehicle::CHASSIS.name(),
+        }),
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::chassis_lock(&self.chassis)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+impl Held for PlateLock {
+    const HOLDER: Field<Self> = Field::new("vehicleId");
+
+    fn holder(&self) -> &Id {
+        &self.vehicle_id
+    }
+}
+
+impl Held for ChassisLock {
+    const HOLDER: Field<Self> = Field::new("vehicleId");
+
+    fn holder(&self) -> &Id {
+        &self.vehicle_id
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn lock_holders_are_serde_names() {
+    use super::serde_fields;
+    assert!(serde_fields::<PlateLock>().contains(&PlateLock::HOLDER.name()));
+    assert!(serde_fields::<ChassisLock>().contains(&ChassisLock::HOLDER.name()));
+}

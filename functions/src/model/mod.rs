@@ -1,0 +1,328 @@
+//! The model: every kind of item singlet keeps in its one table, each an [`Entity`] that owns
+//! everything about how it is stored (the modyne rule):
+//! - its entity type ([`EntityType`]): the name written on every item as `_et`, the schema version
+//!   written as `_v`, the shapes its key takes, whether it is a lock and of what, whether it may
+//!   expire;
+//! - its key and its index keys, built by `singlet_shared::keys` from its own fields;
+//! - how it becomes an item ([`Entity::to_item`], the one place `_et` and `_v` are written) and how
+//!   an item becomes it again ([`Entity::from_item`]).
+//!
+//! [`decode`] is the registry: it takes any item of the table and says which entity it is, for
+//! the handlers, the consistency checker and the console alike. Items written before `_et`
+//! existed are recognised by the shape of their key and read as version 1.
+//!
+//! This module knows nothing of HTTP or of the SDK's requests: the store (`crate::store`) turns
+//! entities into requests, the domain modules (`crate::fleet`, ...) decide what to write.
+
+pub mod accounts;
+pub mod audit;
+pub mod fleet;
+pub mod idempotency;
+pub mod library;
+pub mod loans;
+pub mod migration;
+mod registry;
+
+pub use registry::{Decoded, ENTITY_TYPES, Undecodable, decode, entity_type};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use singlet_shared::schema::{Index, PK, SK};
+use singlet_shared::{IndexKey, Key};
+use std::collections::HashMap;
+
+/// An attribute of entity `E`, named once (`Patron::ACTIVE_LOANS`): the store's conditions and
+/// updates take these, never a string, so a write can only name a field its entity has. Each is
+/// declared with [`fields!`], which checks the name against the entity's serde names in a test.
+pub struct Field<E> {
+    name: &'static str,
+    entity: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<E> Field<E> {
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            entity: std::marker::PhantomData,
+        }
+    }
+
+    /// The attribute's name in the item.
+    pub const fn name(self) -> &'static str {
+        self.name
+    }
+}
+
+impl<E> Clone for Field<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for Field<E> {}
+
+impl<E> std::fmt::Debug for Field<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Declares an entity's [`Field`]s, and a test that each name is one serde writes for the
+/// struct `$serde` (the entity itself, or the struct it flattens): renaming a field without its
+/// const fails that test.
+macro_rules! fields {
+    ($entity:ty, serde $serde:ty, test $test:ident {
+        $($(#[$doc:meta])* $name:ident = $attribute:literal),+ $(,)?
+    }) => {
+        impl $entity {
+            $($(#[$doc])* pub const $name: $crate::model::Field<$entity> =
+                $crate::model::Field::new($attribute);)+
+        }
+
+        #[cfg(test)]
+        #[test]
+        fn $test() {
+            let names = $crate::model::serde_fields::<$serde>();
+            $(assert!(
+                names.contains(&$attribute),
+                "{} has no field {:?}: {names:?}",
+                stringify!($serde),
+                $attribute
+            );)+
+        }
+    };
+}
+pub(crate) use fields;
+
+/// The field names serde reads for the struct `T`, as its derive declares them.
+#[cfg(test)]
+pub fn serde_fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+
+    struct Names(Option<&'static [&'static str]>);
+
+    impl<'de> de::Deserializer<'de> for &mut Names {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = Some(fields);
+            Err(de::Error::custom("read the names only"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut names = Names(None);
+    let _ = T::deserialize(&mut names);
+    names.0.expect("a struct")
+}
+
+/// A table item as the SDK holds it.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// The attributes naming an item's entity type ([`EntityType::name`]) and holding its schema
+/// version ([`EntityType::version`]): part of the table's definition.
+pub use singlet_shared::schema::{ENTITY_TYPE, VERSION};
+
+/// What every item of one kind has in common.
+#[derive(Debug, PartialEq, Eq)]
+pub struct EntityType {
+    /// Written as `_et`: `vehicle`, `plate-lock`, `loan`, ...
+    pub name: &'static str,
+    /// The version writers write as `_v`. Readers accept it and the one before.
+    pub version: u32,
+    /// Every shape the entity's key takes (a loan has two: active and returned). An item without
+    /// `_et` is recognised by these.
+    pub keys: &'static [KeyShape],
+    /// `Some` for a lock: an item that exists only to make a value unique, and what holds it.
+    pub lock: Option<Lock>,
+    /// Whether the item may carry the table's TTL attribute (`expiresAt`). Locks never do: a lock
+    /// that expired would free a value its holder still has.
+    pub may_expire: bool,
+}
+
+/// The shape of a key: its partition key's prefix, and its sort key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyShape {
+    pub partition: &'static str,
+    pub sort: SortShape,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortShape {
+    /// The sort key is the partition key (an item alone in its partition).
+    SameAsPartition,
+    /// The sort key is exactly this (`PROFILE`, `LOCK`, `CURRENT`).
+    Exactly(&'static str),
+    /// The sort key starts with this (`PATRON#`, `CHECKOUT#`, `EVENT#`).
+    Prefix(&'static str),
+}
+
+impl KeyShape {
+    /// An item alone in its partition, `<prefix><value>` twice.
+    pub const fn alone(prefix: &'static str) -> Self {
+        Self {
+            partition: prefix,
+            sort: SortShape::SameAsPartition,
+        }
+    }
+
+    pub const fn new(partition: &'static str, sort: SortShape) -> Self {
+        Self { partition, sort }
+    }
+
+    /// Whether `key` has this shape.
+    pub fn fits(&self, key: &Key) -> bool {
+        key.pk.len() > self.partition.len()
+            && key.pk.starts_with(self.partition)
+            && match self.sort {
+                SortShape::SameAsPartition => key.sk == key.pk,
+                SortShape::Exactly(sort) => key.sk == sort,
+                SortShape::Prefix(prefix) => {
+                    key.sk.len() > prefix.len() && key.sk.starts_with(prefix)
+                }
+            }
+    }
+}
+
+/// What a lock belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    /// A unique value of another entity: the lock's `holder` attribute names the owner's id, and
+    /// the owner's `value` attribute holds the value the lock's key is made from.
+    Of {
+        /// The owner's entity type name.
+        owner: &'static str,
+        /// The lock's attribute naming the owner's id (`vehicleId`, `accountId`, `patronId`).
+        holder: &'static str,
+        /// The owner's attribute holding the locked value (`plate`, `email`, `cardNumber`).
+        value: &'static str,
+    },
+    /// An id derived from an `Idempotency-Key` (its key is the id): it is put with the entity
+    /// created under that id and never deleted, so the id is never given out twice.
+    DerivedId,
+}
+
+/// A lock entity: its field naming the owner that holds it.
+pub trait Held: Entity {
+    /// The lock's attribute naming its holder's id.
+    const HOLDER: Field<Self>;
+
+    /// The id of the owner holding it.
+    fn holder(&self) -> &singlet_shared::Id;
+}
+
+/// One kind of stored item. Implemented by each entity of the submodules; the registry
+/// ([`decode`]) lists them all.
+pub trait Entity: Serialize + Sized {
+    /// This entity's type: `_et`, `_v`, key shapes, lock, expiry.
+    const TYPE: &'static EntityType;
+
+    /// The item's primary key.
+    fn key(&self) -> Key;
+
+    /// The item's global secondary index keys, as its state calls for (a loan's change with its
+    /// status). Most entities have none.
+    fn index_keys(&self) -> Vec<(Index, IndexKey)> {
+        Vec::new()
+    }
+
+    /// The entity from a stored item. Most entities read their attributes only
+    /// ([`from_attributes`]); one whose key holds what its attributes do not (a resource's
+    /// event, an id lock) reads it from the key.
+    fn from_item(item: &Item) -> Result<Self, String>;
+
+    /// The entity as an item: its attributes, its key, its index keys, `_et` and `_v`. The only
+    /// place an item is made from an entity.
+    fn to_item(&self) -> Item {
+        let mut item: Item = serde_dynamo::to_item(self).expect("entities serialise to items");
+        let key = self.key();
+        item.insert(PK.to_owned(), AttributeValue::S(key.pk));
+        item.insert(SK.to_owned(), AttributeValue::S(key.sk));
+        for (index, key) in self.index_keys() {
+            item.insert(index.pk.to_owned(), AttributeValue::S(key.pk));
+            item.insert(index.sk.to_owned(), AttributeValue::S(key.sk));
+        }
+        item.extend(stamp(Self::TYPE));
+        item
+    }
+}
+
+/// `_et` and `_v` of `entity_type`'s current version, as attributes.
+pub fn stamp(entity_type: &EntityType) -> [(String, AttributeValue); 2] {
+    [
+        (
+            ENTITY_TYPE.to_owned(),
+            AttributeValue::S(entity_type.name.to_owned()),
+        ),
+        (
+            VERSION.to_owned(),
+            AttributeValue::N(entity_type.version.to_string()),
+        ),
+    ]
+}
+
+/// An entity read from its attributes by serde. The error names what is wrong without quoting
+/// the stored value (it can be a person's name or email).
+pub fn from_attributes<T: DeserializeOwned>(item: &Item) -> Result<T, String> {
+    serde_dynamo::from_item(item.clone()).map_err(|e| without_values(&e.to_string()))
+}
+
+/// An item's key, if it has one.
+pub fn key_of(item: &Item) -> Option<Key> {
+    let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+    Some(Key {
+        pk: text(PK)?,
+        sk: text(SK)?,
+    })
+}
+
+/// A decode error without the stored value serde may quote in it (``unknown variant `…` ``,
+/// `invalid type: string "…"`): a stored value can be a person's name or email, and a log names
+/// items by their key only. Errors that quote a field's name, not a value, are kept whole.
+pub fn without_values(error: &str) -> String {
+    if error.starts_with("missing field") || error.starts_with("unknown field") {
+        return error.to_owned();
+    }
+    let kind = error.split(['`', '"']).next().unwrap_or_default();
+    kind.trim_end_matches([' ', ':', ',']).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_values;
+
+    #[test]
+    fn a_decode_error_is_logged_without_the_value() {
+        assert_eq!(
+            without_values("unknown variant `Ada Lovelace`, expected one of `open`, `returned`"),
+            "unknown variant"
+        );
+        assert_eq!(
+            without_values("invalid type: string \"ada@example.com\", expected u32"),
+            "invalid type: string"
+        );
+        assert_eq!(
+            without_values("missing field `title`"),
+            "missing field `title`"
+        );
+        assert_eq!(
+            without_values("not a valid Email: Invalid"),
+            "not a valid Email: Invalid"
+        );
+    }
+}
