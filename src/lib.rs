@@ -6,6 +6,7 @@ pub mod console;
 pub mod engine;
 pub mod front_door;
 pub mod invoke;
+pub mod logging;
 pub mod refusal;
 
 /// The server secret the runner uses when `CURSOR_KEY` is not set: public, so that ids derived
