@@ -2,7 +2,8 @@
 //! README cannot drift from the code. Placeholders (`<id>`, `<patronId>`, `<copyId>`,
 //! `<cursor>`, ...) are filled from earlier answers, `$TOKEN` is a token the runner accepts,
 //! and a `# 201`-style comment line after a command is the status it must get (otherwise any
-//! `2xx`).
+//! `2xx`). What a comment (on the next line, or after the command) promises of the answer is
+//! checked too: each `"field": value` it shows, and each `etag:` or `location:` header.
 
 use crate::harness::{Api, Mode};
 use std::collections::HashMap;
@@ -33,9 +34,6 @@ async fn every_curl_example_in_the_readme_runs() {
             if !line.starts_with("curl ") {
                 continue;
             }
-            let promise = lines
-                .next_if(|l| l.trim_start().starts_with('#'))
-                .map(|l| l.trim().trim_start_matches('#').trim().to_owned());
             // A quoted body may go on over several lines.
             let mut command = line.to_owned();
             while command.matches('\'').count() % 2 == 1 {
@@ -43,6 +41,10 @@ async fn every_curl_example_in_the_readme_runs() {
                 command.push(' ');
                 command.push_str(next.trim());
             }
+            let promise = lines
+                .next_if(|l| l.trim_start().starts_with('#'))
+                .map(|l| l.trim().trim_start_matches('#').trim().to_owned())
+                .or_else(|| trailing_comment(&command));
             for (name, value) in &filled {
                 command = command.replace(&format!("<{name}>"), value);
             }
@@ -58,6 +60,14 @@ async fn every_curl_example_in_the_readme_runs() {
                 Some(status) => assert_eq!(reply.status, status, "`{command}`: {reply:?}"),
                 None => assert!((200..300).contains(&reply.status), "`{command}`: {reply:?}"),
             }
+            if let Some(promise) = &promise {
+                let broken = broken_promises(promise, &reply, &filled);
+                assert!(
+                    broken.is_empty(),
+                    "`{command}`: the comment says {}: {reply:?}",
+                    broken.join(", ")
+                );
+            }
             for name in NAMED {
                 if let Some(value) = reply.body[*name].as_str() {
                     filled.insert((*name).to_owned(), value.to_owned());
@@ -67,6 +77,9 @@ async fn every_curl_example_in_the_readme_runs() {
                 && let Some(id) = NAMED.iter().find_map(|n| reply.body[*n].as_str())
             {
                 filled.insert("id".into(), id.to_owned());
+            }
+            if let Some(due) = reply.body["dueDate"].as_str() {
+                filled.insert("dueDate".into(), due.to_owned());
             }
             if let Some(cursor) = reply.body["nextCursor"].as_str() {
                 filled.insert("cursor".into(), cursor.to_owned());
@@ -152,4 +165,155 @@ fn shell_words(line: &str) -> Vec<String> {
         words.push(word);
     }
     words
+}
+
+/// The comment after a command on its line (`curl ... # {"available": true}`), if any.
+fn trailing_comment(command: &str) -> Option<String> {
+    let mut quote = None;
+    let mut previous = ' ';
+    for (at, c) in command.char_indices() {
+        match (c, quote) {
+            ('\'' | '"', None) => quote = Some(c),
+            (c, Some(q)) if c == q => quote = None,
+            ('#', None) if previous.is_whitespace() => {
+                return Some(command[at + 1..].trim().to_owned());
+            }
+            _ => {}
+        }
+        previous = c;
+    }
+    None
+}
+
+/// Fields whose value in an example is one moment's (a time, a date): not checked.
+const MOMENTS: &[&str] = &[
+    "addedAt",
+    "updatedAt",
+    "createdAt",
+    "at",
+    "dueDate",
+    "checkedOutAt",
+    "returnedDate",
+    "asOf",
+];
+
+/// What `promise` shows that `reply` does not have: each `"field": <JSON scalar>` (found
+/// anywhere in the body: an example often elides the nesting), placeholders (`<id>`) filled
+/// from earlier answers (a create's new id or a next cursor: any string); `etag: "<n>"` and the fixed part
+/// of `location: /path/<id>`; `dueDate + <n> days` against the answer before.
+fn broken_promises(
+    promise: &str,
+    reply: &crate::harness::Reply,
+    filled: &HashMap<String, String>,
+) -> Vec<String> {
+    let mut broken = Vec::new();
+    let mut rest = promise;
+    while let Some(start) = rest.find('"') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('"') else { break };
+        let key = &after[..end];
+        let tail = &after[end + 1..];
+        rest = tail;
+        let Some(value_text) = tail.strip_prefix(": ") else {
+            continue;
+        };
+        let Some(value) = scalar(value_text) else {
+            continue;
+        };
+        if MOMENTS.contains(&key) {
+            continue;
+        }
+        let value = match value.as_str() {
+            Some(text) if text.contains('<') => {
+                let name = text.trim_start_matches('<').trim_end_matches('>');
+                // A create's own new id, or the next page's cursor: some string.
+                let new = reply.status == 201 || name == "cursor";
+                match filled.get(name) {
+                    Some(known) if !new => serde_json::Value::String(known.clone()),
+                    _ => {
+                        if !holds_any_string(&reply.body, key) {
+                            broken.push(format!("\"{key}\": {text}"));
+                        }
+                        continue;
+                    }
+                }
+            }
+            _ => value,
+        };
+        if !holds(&reply.body, key, &value) {
+            broken.push(format!("\"{key}\": {value}"));
+        }
+    }
+    // `dueDate + 21 days`: against the due date the loan had in the answer before.
+    if let Some(days) = promise
+        .split("dueDate + ")
+        .nth(1)
+        .and_then(|rest| rest.split(" days").next())
+        .and_then(|n| n.parse::<i64>().ok())
+    {
+        let date = |text: &str| {
+            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+        };
+        let before = filled.get("dueDate").and_then(|d| date(d));
+        let after = reply.body["dueDate"].as_str().and_then(date);
+        match (before, after) {
+            (Some(before), Some(after)) if after - before == time::Duration::days(days) => {}
+            _ => broken.push(format!(
+                "dueDate + {days} days (was {before:?}, is {after:?})"
+            )),
+        }
+    }
+    if let Some(etag) = promise.split("etag: ").nth(1) {
+        let etag = etag.split(',').next().unwrap().trim();
+        if reply.header("etag") != Some(etag) {
+            broken.push(format!("etag: {etag}"));
+        }
+    }
+    if let Some(location) = promise.split("location: ").nth(1) {
+        let location = location.split(',').next().unwrap().trim();
+        let fixed = location.split('<').next().unwrap();
+        if !reply
+            .header("location")
+            .is_some_and(|l| l.starts_with(fixed))
+        {
+            broken.push(format!("location: {location}"));
+        }
+    }
+    broken
+}
+
+/// The JSON scalar at the start of `text` (a string, a number, `true`, `false`, `null`).
+fn scalar(text: &str) -> Option<serde_json::Value> {
+    if let Some(string) = text.strip_prefix('"') {
+        let end = string.find('"')?;
+        return Some(serde_json::Value::String(string[..end].to_owned()));
+    }
+    let token: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+        .collect();
+    serde_json::from_str(&token).ok()
+}
+
+/// Whether `body` has, at any depth, `key` with `value`.
+fn holds(body: &serde_json::Value, key: &str, value: &serde_json::Value) -> bool {
+    match body {
+        serde_json::Value::Object(map) => {
+            map.get(key) == Some(value) || map.values().any(|v| holds(v, key, value))
+        }
+        serde_json::Value::Array(items) => items.iter().any(|v| holds(v, key, value)),
+        _ => false,
+    }
+}
+
+/// Whether `body` has, at any depth, `key` with a string value.
+fn holds_any_string(body: &serde_json::Value, key: &str) -> bool {
+    match body {
+        serde_json::Value::Object(map) => {
+            map.get(key).is_some_and(serde_json::Value::is_string)
+                || map.values().any(|v| holds_any_string(v, key))
+        }
+        serde_json::Value::Array(items) => items.iter().any(|v| holds_any_string(v, key)),
+        _ => false,
+    }
 }
