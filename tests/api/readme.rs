@@ -169,15 +169,18 @@ fn shell_words(line: &str) -> Vec<String> {
 
 /// The comment after a command on its line (`curl ... # {"available": true}`), if any.
 fn trailing_comment(command: &str) -> Option<String> {
+    comment_start(command).map(|at| command[at + 1..].trim().to_owned())
+}
+
+/// Where an unquoted `#` after white space starts a comment in `command`.
+fn comment_start(command: &str) -> Option<usize> {
     let mut quote = None;
     let mut previous = ' ';
     for (at, c) in command.char_indices() {
         match (c, quote) {
             ('\'' | '"', None) => quote = Some(c),
             (c, Some(q)) if c == q => quote = None,
-            ('#', None) if previous.is_whitespace() => {
-                return Some(command[at + 1..].trim().to_owned());
-            }
+            ('#', None) if previous.is_whitespace() => return Some(at),
             _ => {}
         }
         previous = c;
@@ -316,4 +319,80 @@ fn holds_any_string(body: &serde_json::Value, key: &str) -> bool {
         serde_json::Value::Array(items) => items.iter().any(|v| holds_any_string(v, key)),
         _ => false,
     }
+}
+
+/// Every `cargo run -- <command>` line of the README's shell blocks, run as written (its
+/// comment aside) by the runner binary, in order, in a fresh directory that has the
+/// repository's `events/`: so its data and token key are under that directory's `.singlet/`,
+/// as for a reader in a fresh clone. Each must succeed; `invoke`'s output must be the JSON
+/// response, and `get-vehicle` after `register-vehicle` must find the vehicle the first made.
+#[test]
+fn every_cargo_run_command_in_the_readme_runs() {
+    let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("readme-commands-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(format!("{ROOT}/events"), dir.join("events")).unwrap();
+    let mut ran = Vec::new();
+    for block in readme.split("```sh\n").skip(1) {
+        let block = block.split("```").next().unwrap().replace("\\\n", " ");
+        for line in block.lines() {
+            let line = comment_start(line).map_or(line, |at| &line[..at]).trim();
+            // Inside `$(...)` when the line exports what it prints.
+            let line = line
+                .split_once("$(")
+                .map_or(line, |(_, inner)| inner.trim_end_matches([')', '"']));
+            let Some(args) = line
+                .strip_prefix("cargo run -q -- ")
+                .or_else(|| line.strip_prefix("cargo run -- "))
+            else {
+                continue;
+            };
+            let (args, stdin) = match args.split_once(" < ") {
+                Some((args, file)) => (args, Some(std::fs::read(dir.join(file.trim())).unwrap())),
+                None => (args, None),
+            };
+            let args = args.replace("<patronId>", "p1");
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_singlet"));
+            command
+                .args(shell_words(&args))
+                .current_dir(&dir)
+                .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
+                .env_remove("TABLE_NAME")
+                .env_remove("CURSOR_KEY")
+                .env_remove("RUST_LOG")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            let mut child = command.spawn().unwrap();
+            if let Some(stdin) = stdin {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(&stdin).unwrap();
+            }
+            drop(child.stdin.take());
+            let output = child.wait_with_output().unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                output.status.success(),
+                "`{line}`: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            if args.starts_with("invoke ") && !args.contains("--list") {
+                let response: serde_json::Value = serde_json::from_str(&stdout)
+                    .unwrap_or_else(|e| panic!("`{line}` printed no JSON ({e}): {stdout}"));
+                if args.contains("get-vehicle") {
+                    assert_eq!(response["statusCode"], 200, "`{line}`: {response}");
+                }
+            }
+            ran.push(line.to_owned());
+        }
+    }
+    assert!(ran.len() >= 7, "{ran:#?}");
+    assert!(
+        ran.iter().any(|l| l.contains("register-vehicle"))
+            && ran.iter().any(|l| l.contains("get-vehicle")),
+        "{ran:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
