@@ -82,12 +82,10 @@ where
             .unwrap_or_default();
         line.insert("timestamp".into(), timestamp.into());
         line.insert("level".into(), event.metadata().level().as_str().into());
-        line.insert("service".into(), "singlet".into());
-        if let Some(function) = std::env::var("AWS_LAMBDA_FUNCTION_NAME")
-            .ok()
-            .or_else(|| std::env::var(FUNCTION_VAR).ok())
-        {
-            line.insert("function_name".into(), function.into());
+        let (service, function) = instance_names();
+        line.insert("service".into(), service.as_str().into());
+        if let Some(function) = function {
+            line.insert("function_name".into(), function.as_str().into());
         }
         for span in ctx
             .event_scope()
@@ -114,6 +112,19 @@ where
         event.record(&mut JsonVisitor(&mut line));
         writeln!(writer, "{}", Value::Object(line))
     }
+}
+
+/// The `service` (`POWERTOOLS_SERVICE_NAME`, as Powertools reads it, else `singlet`) and the
+/// function's name (`AWS_LAMBDA_FUNCTION_NAME`, else `SINGLET_FUNCTION`), read once.
+fn instance_names() -> &'static (String, Option<String>) {
+    static NAMES: std::sync::OnceLock<(String, Option<String>)> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        (
+            var("POWERTOOLS_SERVICE_NAME").unwrap_or_else(|| "singlet".into()),
+            var("AWS_LAMBDA_FUNCTION_NAME").or_else(|| var(FUNCTION_VAR)),
+        )
+    })
 }
 
 /// Writes an event's fields into a JSON object, numbers and booleans as such.
