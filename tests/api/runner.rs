@@ -305,12 +305,32 @@ async fn a_loopback_endpoint_needs_no_aws_configuration() {
         let response: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert!(response.is_object(), "{response}");
     }
+    // And serving the API on it.
+    let mut serving = bare_singlet(&home);
+    serving.args([
+        "--endpoint",
+        &endpoint,
+        "--table",
+        "served",
+        "--mark-overdue-every",
+        "0",
+    ]);
+    let runner = process::serve(serving);
+    let created = client()
+        .post(format!("{}/vehicles", runner.api))
+        .json(&json!({"plate": "BARE 1", "chassis": "BARE1", "depot": "north"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
     let tables = singlet::engine::local_client(&endpoint)
         .list_tables()
         .send()
         .await
         .unwrap();
-    assert!(tables.table_names().contains(&"other".to_owned()));
+    for table in ["other", "served"] {
+        assert!(tables.table_names().contains(&table.to_owned()), "{table}");
+    }
 }
 
 /// A closed port and a malformed URL are each told in words, with the cause, and exit 2.
