@@ -161,7 +161,7 @@ const COULD_NOT_RUN: u8 = 2;
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let human = logging::init(cli.runner.log_format);
-    match run(cli).await {
+    match run(cli, human).await {
         Ok(code) => code,
         Err(e) => {
             if !human {
@@ -174,7 +174,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<ExitCode, String> {
+async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
     let runner = &cli.runner;
     match cli.command {
         Some(Command::Token(args)) => token(runner, args),
@@ -202,7 +202,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             singlet::console::seed_cli(front_door::app(gateway), ctx).await?;
             Ok(ExitCode::SUCCESS)
         }
-        None => serve(runner, &cli.serve).await.map(|()| ExitCode::SUCCESS),
+        None => serve(runner, &cli.serve, human)
+            .await
+            .map(|()| ExitCode::SUCCESS),
     }
 }
 
@@ -241,7 +243,8 @@ fn read_event(path: &std::path::Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-async fn serve(runner: &RunnerArgs, args: &ServeArgs) -> Result<(), String> {
+/// Serves the API; `human` logs on a terminal get the start-up banner too.
+async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
     let (ctx, engine_url) = connect(runner, Some(engine_addr)).await?;
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
@@ -255,7 +258,7 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs) -> Result<(), String> {
     let api = format!("http://{addr}");
     tracing::info!(%api, "singlet is serving");
     let gateway = gateway(&runner.key_dir, &args.issuer, ctx.clone())?;
-    if std::io::stderr().is_terminal() {
+    if human && std::io::stderr().is_terminal() {
         eprint!(
             "{}",
             logging::banner(&logging::Banner {
