@@ -27,7 +27,7 @@ pub fn open(data: Option<&Path>) -> Result<Database, String> {
 pub async fn serve(db: Database, addr: SocketAddr) -> Result<String, String> {
     let listener = TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        .map_err(|e| listen_error(addr, &e, "--engine-port"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     tokio::spawn(dynoxide::server::serve_on(listener, db));
     Ok(format!("http://{addr}"))
@@ -53,13 +53,162 @@ pub async fn start_in_memory(table: &str) -> (Client, String) {
     (client, endpoint)
 }
 
+/// Why the runner cannot listen on `addr`, naming the option that moves it when the port is
+/// taken (most often by another runner, or by DynamoDB Local on 8000).
+pub fn listen_error(addr: SocketAddr, error: &std::io::Error, option: &str) -> String {
+    if error.kind() == std::io::ErrorKind::AddrInUse {
+        format!(
+            "cannot listen on {addr}: the port is in use (another singlet?); `{option} <port>` \
+             moves it, `{option} 0` takes any free port"
+        )
+    } else {
+        format!("cannot listen on {addr}: {error}")
+    }
+}
+
+/// The region a local engine is given when the environment names none (any region does).
+pub const LOCAL_REGION: &str = "us-east-1";
+
+/// A client for an external engine at `endpoint` (`--endpoint`). On a loopback address (DynamoDB
+/// Local, LocalStack, moto, another runner's engine) a machine with no AWS configuration at all
+/// gets local credentials and region, as any of those engines accepts, rather than the SDK's
+/// search of every credential provider and a failed request; the environment's credentials
+/// and region are used when it has them. Elsewhere, the standard AWS configuration.
+pub async fn external_client(endpoint: &str) -> Result<Client, String> {
+    let host = endpoint_host(endpoint)?;
+    let loopback = is_loopback(&host);
+    if loopback && !aws_credentials_configured() {
+        return Ok(local_client_in(endpoint, env_region()));
+    }
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .http_client(singlet_functions::context::https_client())
+        .timeout_config(singlet_functions::context::timeouts())
+        .retry_config(singlet_functions::context::retries());
+    if loopback {
+        // Without this the SDK would ask the EC2 instance metadata service, and wait for it.
+        let region = match env_region() {
+            Some(region) => Some(region),
+            None => {
+                use aws_config::meta::region::ProvideRegion;
+                aws_config::profile::ProfileFileRegionProvider::new()
+                    .region()
+                    .await
+                    .map(|r| r.to_string())
+            }
+        };
+        loader = loader.region(Region::new(region.unwrap_or_else(|| LOCAL_REGION.into())));
+    }
+    Ok(Client::new(&loader.load().await))
+}
+
+/// The host of an `http://` or `https://` URL, or why `endpoint` is none.
+fn endpoint_host(endpoint: &str) -> Result<String, String> {
+    let bad = |why: &str| {
+        format!("--endpoint {endpoint:?} is not a URL such as http://127.0.0.1:8000: {why}")
+    };
+    let uri: lambda_http::http::Uri = endpoint.parse().map_err(|e| bad(&format!("{e}")))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => return Err(bad(&format!("the scheme is {other}, not http or https"))),
+        None => return Err(bad("it has no scheme (http://)")),
+    }
+    let host = uri
+        .host()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| bad("it has no host"))?;
+    Ok(host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned())
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether the environment gives the SDK credentials somewhere: variables, a profile, a
+/// container or web identity, or the shared files. (On an EC2 instance with a role and none of
+/// these, a loopback engine gets local credentials, which is what it needs.)
+fn aws_credentials_configured() -> bool {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    if [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ]
+    .iter()
+    .any(|name| set(name))
+    {
+        return true;
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let file = |var: &str, default: &str| {
+        std::env::var_os(var)
+            .map(std::path::PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".aws").join(default)))
+    };
+    file("AWS_SHARED_CREDENTIALS_FILE", "credentials").is_some_and(|f| f.is_file())
+}
+
+/// `AWS_REGION`, else `AWS_DEFAULT_REGION` (the AWS CLI v1 reads only the latter).
+fn env_region() -> Option<String> {
+    ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+}
+
+/// An SDK error as a sentence: what failed, at which endpoint, and the whole chain of causes
+/// (`dispatch failure: io error: ... Connection refused`, a TLS failure, the service's message),
+/// never the bare `unhandled error` its `Display` stops at.
+pub fn sdk_error(what: &str, endpoint: &str, error: &(dyn std::error::Error + 'static)) -> String {
+    let chain = cause_chain(error);
+    let lower = chain.to_ascii_lowercase();
+    let hint = if lower.contains("connection refused") {
+        " (nothing listens there: start the engine, or check the port)"
+    } else if lower.contains("dns error") || lower.contains("failed to lookup address") {
+        " (the host name does not resolve)"
+    } else if lower.contains("timeout") || lower.contains("timed out") {
+        " (the engine did not answer in time)"
+    } else {
+        ""
+    };
+    format!("{what} at {endpoint}{hint}: {chain}")
+}
+
+/// `error` and each of its sources, joined by `: `, each said once (a wrapper often repeats
+/// its source's message).
+pub fn cause_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        let message = e.to_string();
+        if !said.iter().any(|s| s.contains(&message)) {
+            said.push(message);
+        }
+        cause = e.source();
+    }
+    said.join(": ")
+}
+
 /// A client for a local engine at `endpoint`: fixed local credentials and region, the SDK's
 /// real HTTP stack, and the timeouts and retries the Lambdas use.
 pub fn local_client(endpoint: &str) -> Client {
+    local_client_in(endpoint, None)
+}
+
+/// [`local_client`] in `region` (else [`LOCAL_REGION`]): DynamoDB Local keeps each region's
+/// tables apart, so the AWS CLI, started with the same region, sees the same tables.
+fn local_client_in(endpoint: &str, region: Option<String>) -> Client {
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
+        .region(Region::new(region.unwrap_or_else(|| LOCAL_REGION.into())))
         .credentials_provider(Credentials::new(
             "local",
             "local",

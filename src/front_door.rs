@@ -33,32 +33,184 @@ pub struct Gateway {
 }
 
 pub fn app(gateway: Gateway) -> axum::Router {
+    app_with_cors(gateway, &[])
+}
+
+/// [`app`], with the API's routes answering CORS for `origins` (`--cors-origin`) as API Gateway
+/// does for the template's `CorsAllowedOrigins`. The console and `/openapi.json` never do.
+pub fn app_with_cors(gateway: Gateway, origins: &[String]) -> axum::Router {
     // The console at `/_console` (the runner only) sees every DynamoDB call of its requests.
     let gateway = Gateway {
         ctx: crate::console::instrument(gateway.ctx),
         ..gateway
     };
-    let api = axum::Router::new()
-        .fallback(dispatch)
-        .with_state(gateway.clone());
+    let api = with_cors(
+        axum::Router::new()
+            .fallback(dispatch)
+            .with_state(gateway.clone()),
+        origins,
+    );
     crate::console::mount(api, gateway.ctx, gateway.issuer)
         .route("/openapi.json", axum::routing::get(openapi))
+        .route("/", axum::routing::get(index))
 }
 
-/// The contract as OpenAPI 3.1 (`docs/openapi.yaml`), as JSON, for client generators and API
-/// tools. The runner only: API Gateway serves the functions' routes and nothing else.
-async fn openapi() -> Response {
-    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let json = DOCUMENT.get_or_init(|| {
-        let yaml: Value = serde_norway::from_str(OPENAPI_YAML).expect("docs/openapi.yaml parses");
-        yaml.to_string()
+/// `GET /` (the runner only; API Gateway has no such route): where things are, for a person
+/// who opened the base URL, and what every route needs.
+async fn index() -> Response {
+    let body = json!({
+        "service": "singlet",
+        "description": "singlet's API, served by the local runner",
+        "console": "/_console",
+        "openapi": "/openapi.json",
+        "authorization": "every route needs `authorization: Bearer <token>`; \
+                          `cargo run -- token --scope \"<scopes>\"` prints one",
+        "scopes": routes::all_scopes(),
+        "routes": routes::ROUTES.iter().map(|r| r.key()).collect::<Vec<_>>(),
     });
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
-        json.clone(),
+        body.to_string(),
     )
         .into_response()
+}
+
+/// The request headers a browser may send cross-origin, the methods, and the response headers
+/// it may read: the same lists as the HTTP API's `CorsConfiguration` in `template.yaml` (a test
+/// keeps them equal).
+pub const CORS_ALLOW_HEADERS: &[&str] = &[
+    "authorization",
+    "content-type",
+    "idempotency-key",
+    "if-match",
+];
+pub const CORS_ALLOW_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
+pub const CORS_EXPOSE_HEADERS: &[&str] =
+    &["etag", "location", "idempotent-replayed", "retry-after"];
+/// How long a browser may cache a preflight's answer, in seconds.
+pub const CORS_MAX_AGE: u64 = 600;
+
+/// `--cors-origin`: an origin as a browser sends it (`scheme://host[:port]`, no path).
+pub fn parse_origin(raw: &str) -> Result<String, String> {
+    let origin = raw.trim_end_matches('/');
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .ok_or_else(|| format!("{raw:?} is not an origin such as http://localhost:5173"))?;
+    if rest.is_empty() || rest.contains(['/', '?', '#', ' ']) || origin.contains('*') {
+        return Err(format!(
+            "{raw:?} is not an origin such as http://localhost:5173 (scheme, host and port only)"
+        ));
+    }
+    Ok(origin.to_ascii_lowercase())
+}
+
+/// Wraps `app` in CORS as API Gateway's HTTP API answers it when the template allows
+/// `origins`: preflights answered, and a request from an allowed origin told so; no CORS at
+/// all when `origins` is empty (the default, as deployed).
+fn with_cors(app: axum::Router, origins: &[String]) -> axum::Router {
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return app;
+    }
+    let origins: Vec<header::HeaderValue> = origins
+        .iter()
+        .filter_map(|o| header::HeaderValue::from_str(o).ok())
+        .collect();
+    let methods: Vec<axum::http::Method> = CORS_ALLOW_METHODS
+        .iter()
+        .map(|m| m.parse().expect("a method"))
+        .collect();
+    let headers: Vec<header::HeaderName> = CORS_ALLOW_HEADERS
+        .iter()
+        .map(|h| header::HeaderName::from_static(h))
+        .collect();
+    let exposed: Vec<header::HeaderName> = CORS_EXPOSE_HEADERS
+        .iter()
+        .chain([&CONSUMED_CAPACITY])
+        .map(|h| header::HeaderName::from_static(h))
+        .collect();
+    app.layer(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins))
+            .allow_methods(methods)
+            .allow_headers(headers)
+            .expose_headers(exposed)
+            .max_age(std::time::Duration::from_secs(CORS_MAX_AGE)),
+    )
+}
+
+/// The contract as OpenAPI 3.1 (`docs/openapi.yaml`), as JSON, for client generators and API
+/// tools. The runner only: API Gateway serves the functions' routes and nothing else. See
+/// [`served_openapi`] for what differs from the file.
+async fn openapi(headers: HeaderMap) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| is_host(h));
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        served_openapi(host).to_string(),
+    )
+        .into_response()
+}
+
+/// `docs/openapi.yaml` as this runner serves it: its `servers` is the address the request
+/// reached (`host`, `127.0.0.1:<port>`), so a generated client's default base URL is this
+/// runner whatever port it bound, and every response declares the runner's own
+/// [`CONSUMED_CAPACITY`] header.
+pub fn served_openapi(host: Option<&str>) -> Value {
+    static DOCUMENT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let mut document = DOCUMENT
+        .get_or_init(|| {
+            let mut document: Value =
+                serde_norway::from_str(OPENAPI_YAML).expect("docs/openapi.yaml parses");
+            let consumed = json!({"$ref": "#/components/headers/ConsumedCapacity"});
+            let declare = |response: &mut Value| {
+                if let Some(response) = response.as_object_mut() {
+                    let headers = response.entry("headers").or_insert_with(|| json!({}));
+                    headers[CONSUMED_CAPACITY] = consumed.clone();
+                }
+            };
+            for response in document["components"]["responses"]
+                .as_object_mut()
+                .into_iter()
+                .flat_map(|responses| responses.values_mut())
+            {
+                declare(response);
+            }
+            let operations = document["paths"]
+                .as_object_mut()
+                .into_iter()
+                .flat_map(|paths| paths.values_mut())
+                .filter_map(Value::as_object_mut)
+                .flat_map(|item| item.iter_mut())
+                .filter(|(key, _)| {
+                    ["get", "put", "post", "delete", "patch"].contains(&key.as_str())
+                });
+            for (_, operation) in operations {
+                let responses = operation
+                    .get_mut("responses")
+                    .and_then(Value::as_object_mut)
+                    .into_iter()
+                    .flat_map(|responses| responses.values_mut());
+                // A `$ref` names a shared response, declared above.
+                for response in responses.filter(|response| response.get("$ref").is_none()) {
+                    declare(response);
+                }
+            }
+            document
+        })
+        .clone();
+    if let Some(host) = host {
+        document["servers"] = json!([{
+            "url": format!("http://{host}"),
+            "description": "This local runner (`cargo run`).",
+        }]);
+    }
+    document
 }
 
 /// The OpenAPI document, compiled in.

@@ -5,15 +5,115 @@ use lambda_http::Body;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
 use singlet_functions::request::respond;
-use singlet_functions::routes::{by_function, scheduled};
+use singlet_functions::routes::{ROUTES, SCHEDULED, by_function, scheduled};
+
+/// Every function `invoke` runs, one a line: its name, then its route or its schedule, then
+/// what it does.
+pub fn list() -> String {
+    let width = ROUTES
+        .iter()
+        .map(|r| r.function.len())
+        .chain(SCHEDULED.iter().map(|s| s.function.len()))
+        .max()
+        .unwrap_or(0);
+    let key_width = ROUTES.iter().map(|r| r.key().len()).max().unwrap_or(0);
+    let mut text = String::new();
+    for route in ROUTES {
+        let key = route.key();
+        text += &format!(
+            "{:width$}  {key:key_width$}  {}\n",
+            route.function, route.summary
+        );
+    }
+    for scheduled in SCHEDULED {
+        text += &format!(
+            "{:width$}  {:key_width$}  {}\n",
+            scheduled.function, "(scheduled)", scheduled.summary
+        );
+    }
+    text
+}
+
+/// `Ok` when a function has that name; else an error naming the closest names.
+pub fn check_function(function: &str) -> Result<(), String> {
+    if by_function(function).is_some() || scheduled(function).is_some() {
+        return Ok(());
+    }
+    let names = ROUTES
+        .iter()
+        .map(|r| r.function)
+        .chain(SCHEDULED.iter().map(|s| s.function));
+    let mut close: Vec<(usize, &str)> = names
+        .map(|name| (edit_distance(function, name), name))
+        .filter(|(distance, name)| {
+            *distance <= (name.len() / 3).max(2) || name.contains(function) && function.len() >= 3
+        })
+        .collect();
+    close.sort();
+    let suggestion = match close.as_slice() {
+        [] => String::new(),
+        [(_, one)] => format!("; did you mean {one}?"),
+        more => {
+            let names: Vec<&str> = more.iter().take(3).map(|(_, name)| *name).collect();
+            format!("; did you mean one of {}?", names.join(", "))
+        }
+    };
+    Err(format!(
+        "no function named {function}{suggestion} (`invoke --list` lists them)"
+    ))
+}
+
+/// Levenshtein distance, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// The route an HTTP API event was made for (its `routeKey`, else its method and path), when
+/// that is not `function`'s: Lambda runs a function on any event, and so does `invoke`, but the
+/// answer is then seldom what was meant.
+pub fn other_route(function: &str, event: &Value) -> Option<String> {
+    let own = by_function(function)?;
+    let key = match event["routeKey"].as_str() {
+        Some(key) if key != "$default" => key.to_owned(),
+        _ => {
+            let method = event["requestContext"]["http"]["method"].as_str()?;
+            let path = event["rawPath"].as_str()?;
+            let segments = crate::front_door::segments(path);
+            singlet_functions::routes::find(method, &segments)?.0.key()
+        }
+    };
+    (key != own.key()).then_some(key)
+}
 
 pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, String> {
+    check_function(function)?;
+    let parsed: Value =
+        serde_json::from_str(event).map_err(|e| format!("the event is not JSON: {e}"))?;
     if let Some(scheduled) = scheduled(function) {
-        let event: Value =
-            serde_json::from_str(event).map_err(|e| format!("the event is not JSON: {e}"))?;
-        return (scheduled.handler)(ctx, event, None).await;
+        return (scheduled.handler)(ctx, parsed, None).await;
     }
-    let route = by_function(function).ok_or_else(|| format!("no function named {function}"))?;
+    let route = by_function(function).expect("checked");
+    if let Some(other) = other_route(function, &parsed) {
+        tracing::warn!(
+            function,
+            event_route = %other,
+            function_route = %route.key(),
+            "the event is for another route than the function's; running it anyway, as Lambda would"
+        );
+    }
     let request = lambda_http::request::from_str(event)
         .map_err(|e| format!("the event is not an API Gateway HTTP API event: {e}"))?;
     let response = respond(ctx, route, request).await;

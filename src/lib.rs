@@ -6,6 +6,7 @@ pub mod console;
 pub mod engine;
 pub mod front_door;
 pub mod invoke;
+pub mod logging;
 pub mod migrate;
 pub mod refusal;
 pub mod transfer;

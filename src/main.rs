@@ -1,61 +1,47 @@
 //! `cargo run`: singlet's API on 127.0.0.1:3000 over an embedded DynamoDB engine whose data
 //! lives under `.singlet/` and whose own endpoint is 127.0.0.1:8000.
+//!
+//! The command line has two kinds of options. The runner's (which engine and table, where the
+//! token key lives, how to log: [`RunnerArgs`]) are accepted before or after any subcommand. The
+//! rest belong to one command each: serving ([`ServeArgs`], no subcommand) or a subcommand's
+//! own struct, so that `singlet <command> --help` lists only what that command takes. A new
+//! subcommand is one more [`Command`] variant with its own `Args` struct and one more arm in
+//! [`run`].
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use singlet::auth::Authorizer;
+use singlet::logging::{self, LogFormat};
 use singlet::{engine, front_door, invoke, migrate, transfer};
+use singlet_functions::Ctx;
 use singlet_functions::cursor::{CursorKeys, MIN_KEY_LEN};
-use singlet_functions::{
-    Ctx,
-    lambda::init_tracing_to,
-    table::{add_missing_indexes, ensure_table},
-};
+use singlet_functions::table::{add_missing_indexes, ensure_table};
+use std::io::{IsTerminal, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// Every option is accepted before or after a subcommand (`global`).
 #[derive(Parser)]
 #[command(
     version,
-    about = "singlet's local runner: the API over an embedded DynamoDB engine"
+    about = "singlet's local runner: the API over an embedded DynamoDB engine",
+    after_help = "Without a command it serves the API. `singlet <command> --help` shows a \
+                  command's own options; the runner options go before or after it."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
-    engine: EngineArgs,
-    /// The API's port on 127.0.0.1.
-    #[arg(long, default_value_t = 3000, global = true)]
-    port: u16,
-    /// How often `mark-overdue` runs, in seconds (0: never), as its EventBridge schedule does.
-    #[arg(long, default_value_t = 900, global = true)]
-    mark_overdue_every: u64,
+    runner: RunnerArgs,
     #[command(flatten)]
-    tokens: TokenArgs,
+    serve: ServeArgs,
 }
 
-/// Whose tokens the runner accepts: its own (signed with a key under `--key-dir`), or another
-/// issuer's (`--jwks`, `--issuer`, `--audience`, all three).
-#[derive(clap::Args)]
-struct TokenArgs {
-    /// Where the runner's own token-signing key is made on first use.
-    #[arg(long, default_value = ".singlet", global = true)]
-    key_dir: PathBuf,
-    /// Trust this issuer's JWKS file instead of the runner's own key.
-    #[arg(long, requires_all = ["issuer", "audience"], global = true)]
-    jwks: Option<PathBuf>,
-    /// The trusted issuer's `iss`.
-    #[arg(long, requires = "jwks", global = true)]
-    issuer: Option<String>,
-    /// The `aud` its tokens must carry.
-    #[arg(long, requires = "jwks", global = true)]
-    audience: Option<String>,
-}
-
-#[derive(clap::Args)]
-struct EngineArgs {
+/// The options every command takes, before or after its name (`global`): the engine and table
+/// it works on, the token key, and the logs.
+#[derive(Args)]
+#[command(next_help_heading = "Runner options (before or after a command)")]
+struct RunnerArgs {
     /// Where the embedded engine keeps its data.
     #[arg(
         long,
@@ -67,90 +53,149 @@ struct EngineArgs {
     /// Keep the embedded engine's data in memory only.
     #[arg(long, global = true)]
     in_memory: bool,
-    /// An external DynamoDB endpoint instead of the embedded engine.
+    /// An external DynamoDB endpoint instead of the embedded engine (on a loopback address, local
+    /// credentials and region are used when the environment has none).
     #[arg(long, env = "AWS_ENDPOINT_URL_DYNAMODB", global = true)]
     endpoint: Option<String>,
     /// The table's name.
     #[arg(long, env = "TABLE_NAME", default_value = singlet_shared::schema::DEFAULT_TABLE_NAME, global = true)]
     table: String,
-    /// The embedded engine's DynamoDB endpoint port.
-    #[arg(long, default_value_t = 8000, global = true)]
+    /// Where the runner's own token-signing key is made on first use.
+    #[arg(long, default_value = ".singlet", global = true)]
+    key_dir: PathBuf,
+    /// `human` lines or `json` objects on standard error; `auto`: human on a terminal.
+    #[arg(long, value_enum, default_value_t = LogFormat::Auto, global = true)]
+    log_format: LogFormat,
+}
+
+/// Serving the API (no command).
+#[derive(Args)]
+#[command(next_help_heading = "Serving (without a command)")]
+struct ServeArgs {
+    /// The API's port on 127.0.0.1 (0: one the system picks).
+    #[arg(long, default_value_t = 3000)]
+    port: u16,
+    /// The embedded engine's DynamoDB endpoint port (0: one the system picks).
+    #[arg(long, default_value_t = 8000)]
     engine_port: u16,
     /// The address the engine's endpoint binds: 0.0.0.0 lets a container started by
     /// `sam local invoke` reach it.
-    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST), global = true)]
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     engine_host: IpAddr,
+    /// How often `mark-overdue` runs, in seconds (0: never), as its EventBridge schedule does.
+    #[arg(long, default_value_t = 900)]
+    mark_overdue_every: u64,
+    /// A browser origin allowed to call the API (CORS), such as http://localhost:5173;
+    /// repeatable. None by default, as the template's `CorsAllowedOrigins`.
+    #[arg(long = "cors-origin", value_name = "ORIGIN", value_parser = front_door::parse_origin)]
+    cors_origins: Vec<String>,
+    #[command(flatten)]
+    issuer: IssuerArgs,
+}
+
+/// Another issuer whose tokens the runner accepts instead of its own: all three, or none.
+#[derive(Args)]
+struct IssuerArgs {
+    /// Trust this issuer's JWKS file instead of the runner's own key.
+    #[arg(long, requires_all = ["issuer", "audience"])]
+    jwks: Option<PathBuf>,
+    /// The trusted issuer's `iss`.
+    #[arg(long, requires = "jwks")]
+    issuer: Option<String>,
+    /// The `aud` its tokens must carry.
+    #[arg(long, requires = "jwks")]
+    audience: Option<String>,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Run one function once on one event file and print its response.
-    Invoke {
-        /// The function's name, as in template.yaml (`register-vehicle`, ...).
-        function: String,
-        /// An event file, such as events/register-vehicle.json.
-        #[arg(long)]
-        event: PathBuf,
-    },
+    Invoke(InvokeArgs),
     /// Print a bearer token that a runner started in this directory accepts.
-    Token {
-        /// The token's subject (`sub`).
-        #[arg(long, default_value = "local-user")]
-        sub: String,
-        /// Space-separated scopes, such as "fleet:write library:staff".
-        #[arg(long, default_value = "")]
-        scope: String,
-        /// Another claim, `name=value` (such as `patron_id=<id>`); repeatable.
-        #[arg(long, value_parser = parse_claim)]
-        claim: Vec<(String, String)>,
-        /// Seconds the token stays valid.
-        #[arg(long, default_value_t = 3600)]
-        ttl: i64,
-    },
+    Token(TokenArgs),
     /// Fill every domain that has no data with a realistic data set, through the real handlers.
     Seed,
     /// Write the table in DynamoDB's export format (`<dir>/data/*.json.gz`, `manifest-summary.json`).
-    Export {
-        /// An empty or new directory.
-        dir: PathBuf,
-        /// Parallel `Scan` segments, one data file each.
-        #[arg(long, default_value_t = 4)]
-        segments: u32,
-        /// Print one JSON summary on standard output.
-        #[arg(long)]
-        json: bool,
-    },
-    /// List the migrations and their state, or run one: `migrate vehicles-by-depot`.
-    Migrate {
-        /// The migration to run; without one, list them.
-        name: Option<String>,
-        /// Plan every item and write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Parallel `Scan` segments.
-        #[arg(long, default_value_t = 4)]
-        segments: u32,
-        /// Write units per second, at most.
-        #[arg(long)]
-        max_wcu: Option<f64>,
-        /// Items per `Scan` page, at most: a checkpoint after each page.
-        #[arg(long)]
-        page_size: Option<i32>,
-        /// Print one JSON object on standard output.
-        #[arg(long)]
-        json: bool,
-        /// Stop as if killed after this many writes (for testing resumption).
-        #[arg(long, hide = true)]
-        stop_after: Option<u64>,
-    },
+    Export(ExportArgs),
     /// Write an export into an empty table (a table that holds items is refused).
-    Load {
-        /// A directory an `export` (or DynamoDB's `ExportTableToPointInTime`) wrote.
-        dir: PathBuf,
-        /// Print one JSON summary on standard output.
-        #[arg(long)]
-        json: bool,
-    },
+    Load(LoadArgs),
+    /// List the migrations and their state, or run one: `migrate vehicles-by-depot`.
+    Migrate(MigrateArgs),
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// An empty or new directory.
+    dir: PathBuf,
+    /// Parallel `Scan` segments, one data file each.
+    #[arg(long, default_value_t = 4)]
+    segments: u32,
+    /// Print one JSON summary on standard output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    /// A directory an `export` (or DynamoDB's `ExportTableToPointInTime`) wrote.
+    dir: PathBuf,
+    /// Print one JSON summary on standard output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct MigrateArgs {
+    /// The migration to run; without one, list them.
+    name: Option<String>,
+    /// Plan every item and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Parallel `Scan` segments.
+    #[arg(long, default_value_t = 4)]
+    segments: u32,
+    /// Write units per second, at most.
+    #[arg(long)]
+    max_wcu: Option<f64>,
+    /// Items per `Scan` page, at most: a checkpoint after each page.
+    #[arg(long)]
+    page_size: Option<i32>,
+    /// Print one JSON object on standard output.
+    #[arg(long)]
+    json: bool,
+    /// Stop as if killed after this many writes (for testing resumption).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
+}
+
+#[derive(Args)]
+struct InvokeArgs {
+    /// The function's name, as in template.yaml (`register-vehicle`, ...).
+    #[arg(required_unless_present = "list")]
+    function: Option<String>,
+    /// An event file, such as events/register-vehicle.json; `-` reads standard input.
+    #[arg(long, required_unless_present = "list")]
+    event: Option<PathBuf>,
+    /// List the functions (each one's route or schedule) instead.
+    #[arg(long, conflicts_with_all = ["function", "event"])]
+    list: bool,
+}
+
+#[derive(Args)]
+struct TokenArgs {
+    /// The token's subject (`sub`).
+    #[arg(long, default_value = "local-user")]
+    sub: String,
+    /// Space-separated scopes, such as "fleet:write library:staff" (without it, the token is
+    /// `403` on every route).
+    #[arg(long, default_value = "")]
+    scope: String,
+    /// Another claim, `name=value` (such as `patron_id=<id>`); repeatable.
+    #[arg(long, value_parser = parse_claim)]
+    claim: Vec<(String, String)>,
+    /// Seconds the token stays valid.
+    #[arg(long, default_value_t = 3600)]
+    ttl: i64,
 }
 
 fn parse_claim(raw: &str) -> Result<(String, String), String> {
@@ -159,203 +204,250 @@ fn parse_claim(raw: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("{raw:?} is not name=value"))
 }
 
+/// What a command that could not run exits with (clap's usage errors too); `1` is left to a
+/// command that ran and has something to report.
+const COULD_NOT_RUN: u8 = 2;
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    // The embedded engine logs every error answer it gives (each 409's failed condition) as a
-    // warning: only its errors are news here.
-    init_tracing_to(std::io::stderr, "info,dynoxide=error");
     let cli = Cli::parse();
-    // The table-over-time commands answer 0, 1 or 2 (docs/API.md, "The table over time").
-    if let Some(
-        command @ (Command::Export { .. } | Command::Load { .. } | Command::Migrate { .. }),
-    ) = &cli.command
-    {
-        return match table_command(&cli.engine, command).await {
-            Ok(code) => ExitCode::from(code),
-            Err(e) => {
-                eprintln!("singlet: {e}");
-                ExitCode::from(2)
-            }
-        };
-    }
-    match run(cli).await {
-        Ok(()) => ExitCode::SUCCESS,
+    let human = logging::init(cli.runner.log_format);
+    match run(cli, human).await {
+        Ok(code) => code,
         Err(e) => {
-            tracing::error!(error = %e, "singlet stopped");
-            ExitCode::FAILURE
+            if !human {
+                tracing::error!(error = %e, "singlet stopped");
+            }
+            // Said plainly too: whoever reads a failed command's output is most often a person.
+            eprintln!("error: {e}");
+            ExitCode::from(COULD_NOT_RUN)
         }
     }
 }
 
-async fn run(cli: Cli) -> Result<(), String> {
+async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
+    let runner = &cli.runner;
     match cli.command {
-        Some(Command::Token {
-            sub,
-            scope,
-            claim,
-            ttl,
-        }) => {
-            let (_, issuer) = Authorizer::local(&cli.tokens.key_dir)?;
-            let extra = claim
-                .into_iter()
-                .map(|(name, value)| (name, value.into()))
-                .collect();
-            println!("{}", issuer.mint(&sub, &scope, &extra, ttl));
-            Ok(())
-        }
-        Some(Command::Invoke { function, event }) => {
-            let ctx = connect(&cli.engine, false).await?;
-            let event = std::fs::read_to_string(&event)
-                .map_err(|e| format!("cannot read {}: {e}", event.display()))?;
+        Some(Command::Token(args)) => token(runner, args),
+        Some(Command::Invoke(args)) => {
+            let (Some(function), Some(event)) = (args.function, args.event) else {
+                print!("{}", invoke::list());
+                return Ok(ExitCode::SUCCESS);
+            };
+            // The name first: a typo is told before any engine is opened.
+            invoke::check_function(&function)?;
+            let event = read_event(&event)?;
+            let (ctx, _) = connect(runner, None).await?;
             let response = invoke::invoke(&ctx, &function, &event).await?;
             println!("{}", serde_json::to_string_pretty(&response).expect("JSON"));
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Some(Command::Seed) => {
-            let gateway = gateway(&cli.tokens, connect(&cli.engine, false).await?)?;
+            let (authorizer, issuer) = Authorizer::local(&runner.key_dir)?;
+            let gateway = front_door::Gateway {
+                ctx: connect(runner, None).await?.0,
+                authorizer: Arc::new(authorizer),
+                issuer: Some(Arc::new(issuer)),
+            };
             let ctx = gateway.ctx.clone();
-            singlet::console::seed_cli(front_door::app(gateway), ctx).await
+            singlet::console::seed_cli(front_door::app(gateway), ctx).await?;
+            Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Export { .. } | Command::Load { .. } | Command::Migrate { .. }) => {
-            unreachable!("answered by table_command")
-        }
-        None => {
-            let ctx = connect(&cli.engine, true).await?;
-            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port));
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-            // The bound address, so that `--port 0` (a port the system picks) is told too.
-            let addr = listener
-                .local_addr()
-                .map_err(|e| format!("cannot read the listening address: {e}"))?;
-            tracing::info!(api = %format!("http://{addr}"), "singlet is serving");
-            if cli.mark_overdue_every > 0 {
-                let every = std::time::Duration::from_secs(cli.mark_overdue_every);
-                tokio::spawn(invoke::schedule(ctx.clone(), every));
-            }
-            let gateway = gateway(&cli.tokens, ctx)?;
-            tokio::select! {
-                served = front_door::serve(listener, gateway) => served.map_err(|e| e.to_string()),
-                _ = tokio::signal::ctrl_c() => Ok(()),
-            }
-        }
+        Some(Command::Export(args)) => export(runner, args).await,
+        Some(Command::Load(args)) => load(runner, args).await,
+        Some(Command::Migrate(args)) => migrate_command(runner, args).await,
+        None => serve(runner, &cli.serve, human)
+            .await
+            .map(|()| ExitCode::SUCCESS),
     }
 }
 
-/// The table-over-time commands, over the configured engine: `0` done, `1` done with something
-/// to report (conflicts), `Err` could not run (`2`).
-async fn table_command(engine: &EngineArgs, command: &Command) -> Result<u8, String> {
-    let ctx = connect(engine, false).await?;
-    match command {
-        Command::Migrate {
-            name: None, json, ..
-        } => {
-            let states = migrate::states(&ctx).await?;
-            if *json {
-                println!("{}", serde_json::json!({ "migrations": states }));
-            } else {
-                for state in states {
-                    println!(
-                        "{:<20} {:<12} {}",
-                        state.migration, state.state, state.summary
-                    );
-                }
-            }
-        }
-        Command::Migrate {
-            name: Some(name),
-            dry_run,
-            segments,
-            max_wcu,
-            page_size,
-            json,
-            stop_after,
-        } => {
-            let migration = singlet_functions::migrations::by_name(name).ok_or_else(|| {
-                let known: Vec<&str> = singlet_functions::migrations::MIGRATIONS
-                    .iter()
-                    .map(|m| m.name)
-                    .collect();
-                format!(
-                    "no migration is called {name:?}; there are: {}",
-                    known.join(", ")
-                )
-            })?;
-            if max_wcu.is_some_and(|max| max.is_nan() || max <= 0.0) {
-                return Err("--max-wcu must be more than 0".into());
-            }
-            let options = migrate::Options {
-                segments: *segments,
-                max_wcu: *max_wcu,
-                dry_run: *dry_run,
-                page_size: *page_size,
-                stop_after: *stop_after,
-            };
-            let report = migrate::run(&ctx, migration, &options).await?;
-            if *json {
-                println!("{}", serde_json::to_string(&report).expect("JSON"));
-            } else {
-                eprintln!(
-                    "{}: scanned {}, {} {}, {} already changed by another writer, {} conflicts{}",
-                    report.migration,
-                    report.scanned,
-                    if report.dry_run {
-                        "would change"
-                    } else {
-                        "changed"
-                    },
-                    report.changed,
-                    report.already_changed,
-                    report.conflicts.len(),
-                    if report.complete { ", complete" } else { "" },
-                );
-                for conflict in &report.conflicts {
-                    eprintln!("conflict: {} ({})", conflict.pk, conflict.detail);
-                }
-            }
-            if !report.conflicts.is_empty() {
-                return Ok(1);
-            }
-        }
-        Command::Export {
-            dir,
-            segments,
-            json,
-        } => {
-            let exported =
-                transfer::export(&ctx.db, &ctx.table, dir, *segments, &|item| item).await?;
-            if *json {
-                println!(
-                    "{}",
-                    serde_json::json!({"exported": exported.items, "files": exported.files.len()})
-                );
-            } else {
-                eprintln!("exported {} items to {}", exported.items, dir.display());
-            }
-        }
-        Command::Load { dir, json } => {
-            let loaded = transfer::load(&ctx.db, &ctx.table, dir).await?;
-            if *json {
-                println!("{}", serde_json::json!({"loaded": loaded}));
-            } else {
-                eprintln!("loaded {loaded} items into {}", ctx.table);
-            }
-        }
-        _ => unreachable!("only the table-over-time commands"),
+fn token(runner: &RunnerArgs, args: TokenArgs) -> Result<ExitCode, String> {
+    let (_, issuer) = Authorizer::local(&runner.key_dir)?;
+    let scoped = !args.scope.trim().is_empty()
+        || args
+            .claim
+            .iter()
+            .any(|(name, _)| name == "scope" || name == "scp");
+    if !scoped {
+        eprintln!(
+            "warning: this token has no scope, so every route answers it 403. Give --scope with \
+             one or more of:\n  {}\n(each route's scopes: README, \"Authentication\")",
+            singlet_functions::routes::all_scopes().join(" ")
+        );
     }
-    Ok(0)
+    let extra = args
+        .claim
+        .into_iter()
+        .map(|(name, value)| (name, value.into()))
+        .collect();
+    println!("{}", issuer.mint(&args.sub, &args.scope, &extra, args.ttl));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `export`: the whole table in DynamoDB's export format.
+async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, String> {
+    let (ctx, _) = connect(runner, None).await?;
+    let exported =
+        transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &|item| item).await?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"exported": exported.items, "files": exported.files.len()})
+        );
+    } else {
+        eprintln!(
+            "exported {} items to {}",
+            exported.items,
+            args.dir.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `load`: an export into an empty table.
+async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
+    let (ctx, _) = connect(runner, None).await?;
+    let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir).await?;
+    if args.json {
+        println!("{}", serde_json::json!({"loaded": loaded}));
+    } else {
+        eprintln!("loaded {loaded} items into {}", ctx.table);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `migrate`: the migrations' states, or one run; `1` when conflicts were left as they were.
+async fn migrate_command(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, String> {
+    use singlet_functions::migrations::{MIGRATIONS, by_name};
+    // The name and the limits first: a typo is told before any engine is opened.
+    let migration = match &args.name {
+        None => None,
+        Some(name) => Some(by_name(name).ok_or_else(|| {
+            let known: Vec<&str> = MIGRATIONS.iter().map(|m| m.name).collect();
+            format!(
+                "no migration is called {name:?}; there are: {}",
+                known.join(", ")
+            )
+        })?),
+    };
+    if args.max_wcu.is_some_and(|max| max.is_nan() || max <= 0.0) {
+        return Err("--max-wcu must be more than 0".into());
+    }
+    let (ctx, _) = connect(runner, None).await?;
+    let Some(migration) = migration else {
+        let states = migrate::states(&ctx).await?;
+        if args.json {
+            println!("{}", serde_json::json!({ "migrations": states }));
+        } else {
+            for state in states {
+                println!(
+                    "{:<20} {:<12} {}",
+                    state.migration, state.state, state.summary
+                );
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let options = migrate::Options {
+        segments: args.segments,
+        max_wcu: args.max_wcu,
+        dry_run: args.dry_run,
+        page_size: args.page_size,
+        stop_after: args.stop_after,
+    };
+    let report = migrate::run(&ctx, migration, &options).await?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report).expect("JSON"));
+    } else {
+        eprintln!(
+            "{}: scanned {}, {} {}, {} already changed by another writer, {} conflicts{}",
+            report.migration,
+            report.scanned,
+            if report.dry_run {
+                "would change"
+            } else {
+                "changed"
+            },
+            report.changed,
+            report.already_changed,
+            report.conflicts.len(),
+            if report.complete { ", complete" } else { "" },
+        );
+        for conflict in &report.conflicts {
+            eprintln!("conflict: {} ({})", conflict.pk, conflict.detail);
+        }
+    }
+    Ok(if report.conflicts.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// An event file's text, or standard input's for `-`.
+fn read_event(path: &std::path::Path) -> Result<String, String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read the event from standard input: {e}"))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Serves the API; `human` logs on a terminal get the start-up banner too.
+async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
+    let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
+    let (ctx, engine_url) = connect(runner, Some(engine_addr)).await?;
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| engine::listen_error(addr, &e, "--port"))?;
+    // The bound address, so that `--port 0` (a port the system picks) is told too.
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the listening address: {e}"))?;
+    let api = format!("http://{addr}");
+    tracing::info!(%api, "singlet is serving");
+    let gateway = gateway(&runner.key_dir, &args.issuer, ctx.clone())?;
+    if human && std::io::stderr().is_terminal() {
+        eprint!(
+            "{}",
+            logging::banner(&logging::Banner {
+                api: &api,
+                engine: engine_url.as_deref(),
+                table: &runner.table,
+                own_tokens: gateway.issuer.is_some(),
+                key_dir: &runner.key_dir,
+            })
+        );
+    }
+    if args.mark_overdue_every > 0 {
+        let every = std::time::Duration::from_secs(args.mark_overdue_every);
+        tokio::spawn(invoke::schedule(ctx, every));
+    }
+    let app = front_door::app_with_cors(gateway, &args.cors_origins);
+    tokio::select! {
+        served = axum::serve(listener, app) => served.map_err(|e| e.to_string()),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    }
 }
 
 /// The front door's context and authorizer: the runner's own issuer (which the console mints
 /// with), or the other issuer `--jwks` names.
-fn gateway(tokens: &TokenArgs, ctx: Ctx) -> Result<front_door::Gateway, String> {
-    let (authorizer, issuer) = match (&tokens.jwks, &tokens.issuer, &tokens.audience) {
+fn gateway(
+    key_dir: &std::path::Path,
+    other: &IssuerArgs,
+    ctx: Ctx,
+) -> Result<front_door::Gateway, String> {
+    let (authorizer, issuer) = match (&other.jwks, &other.issuer, &other.audience) {
         (Some(jwks), Some(issuer), Some(audience)) => {
             (Authorizer::from_jwks(jwks, issuer, audience)?, None)
         }
         _ => {
-            let (authorizer, issuer) = Authorizer::local(&tokens.key_dir)?;
+            let (authorizer, issuer) = Authorizer::local(key_dir)?;
             (authorizer, Some(Arc::new(issuer)))
         }
     };
@@ -367,24 +459,29 @@ fn gateway(tokens: &TokenArgs, ctx: Ctx) -> Result<front_door::Gateway, String> 
 }
 
 /// The engine (embedded, or external with `--endpoint`), the table created when missing. The
-/// embedded engine's endpoint is served on its fixed port only when the runner serves the API.
-async fn connect(args: &EngineArgs, serve_engine: bool) -> Result<Ctx, String> {
-    let client = match &args.endpoint {
-        Some(endpoint) => singlet_functions::context::client_from_env(Some(endpoint)).await,
+/// embedded engine's endpoint is served on `serve_engine_on` when given (the runner serving the
+/// API; its URL is returned too), else on a free loopback port that only this process uses.
+async fn connect(
+    args: &RunnerArgs,
+    serve_engine_on: Option<SocketAddr>,
+) -> Result<(Ctx, Option<String>), String> {
+    let mut served = None;
+    let (client, endpoint) = match &args.endpoint {
+        Some(endpoint) => (engine::external_client(endpoint).await?, endpoint.clone()),
         None => {
-            let port = if serve_engine { args.engine_port } else { 0 };
+            let addr = serve_engine_on.unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
             let data = (!args.in_memory).then_some(args.data.as_path());
-            let (client, endpoint) =
-                engine::start(data, SocketAddr::from((args.engine_host, port))).await?;
-            if serve_engine {
+            let (client, endpoint) = engine::start(data, addr).await?;
+            if serve_engine_on.is_some() {
                 tracing::info!(%endpoint, "the embedded engine's DynamoDB endpoint");
+                served = Some(endpoint.clone());
             }
-            client
+            (client, endpoint)
         }
     };
     if ensure_table(&client, &args.table)
         .await
-        .map_err(|e| format!("cannot create the table: {e}"))?
+        .map_err(|e| engine::sdk_error("cannot create the table", &endpoint, &e))?
     {
         tracing::info!(table = %args.table, "created the table");
     } else if args.endpoint.is_none() {
@@ -392,12 +489,14 @@ async fn connect(args: &EngineArgs, serve_engine: bool) -> Result<Ctx, String> {
         // An external table is left as its owner (a template, a team) made it.
         let added = add_missing_indexes(&client, &args.table)
             .await
-            .map_err(|e| format!("cannot add the table's missing indexes: {e}"))?;
+            .map_err(|e| {
+                engine::sdk_error("cannot add the table's missing indexes", &endpoint, &e)
+            })?;
         if !added.is_empty() {
             tracing::info!(table = %args.table, indexes = ?added, "added the indexes the table lacked");
         }
     }
-    Ok(Ctx::new(client, args.table.clone(), cursor_keys()?))
+    Ok((Ctx::new(client, args.table.clone(), cursor_keys()?), served))
 }
 
 /// `CURSOR_KEY` (and its rotation) when set, else the published local secret.

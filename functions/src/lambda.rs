@@ -8,27 +8,42 @@ use crate::request::answer;
 use crate::routes::{self, Route, Scheduled, by_function, scheduled};
 use lambda_http::{Request, service_fn};
 use std::time::Instant;
+use tracing::Instrument;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
 /// JSON logs on standard output (where Lambda collects them), filtered by `RUST_LOG` (default
-/// `info`).
+/// `info`), one flat object a line as Powertools for AWS Lambda writes them: every line of an
+/// invocation carries its `function_request_id`, `xray_trace_id` and `cold_start`
+/// ([`PowertoolsJson`]).
 pub fn init_tracing() {
-    init_tracing_to(std::io::stdout, "info");
+    let layer = tracing_subscriber::fmt::layer()
+        .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+        .event_format(PowertoolsJson)
+        .with_writer(std::io::stdout);
+    let _ = tracing_subscriber::registry()
+        .with(filter_or("info"))
+        .with(layer)
+        .try_init();
 }
 
-/// JSON logs to `writer`, filtered by `RUST_LOG` or else `default_filter`: the local runner logs
-/// to standard error, so that what `invoke` prints on standard output is the response alone.
+/// `RUST_LOG`, else `default_filter`. A level per target (`info`, `info,dynoxide=error`):
+/// `EnvFilter`'s span and field directives would link a regex engine into every binary for
+/// nothing this project logs.
+fn filter_or(default_filter: &str) -> Targets {
+    std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse().ok())
+        .unwrap_or_else(|| default_filter.parse().expect("a valid default filter"))
+}
+
+/// JSON logs to `writer`, in `tracing`'s own layout (the event's fields under `fields`, its span's
+/// under `span`), filtered by `RUST_LOG` or else `default_filter`: the local runner logs so to
+/// standard error, so that what `invoke` prints on standard output is the response alone.
 pub fn init_tracing_to<W>(writer: W, default_filter: &str)
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    // A level per target (`info`, `info,dynoxide=error`): `EnvFilter`'s span and field
-    // directives would link a regex engine into every binary for nothing this project logs.
-    let filter: Targets = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|directives| directives.parse().ok())
-        .unwrap_or_else(|| default_filter.parse().expect("a valid default filter"));
     let json = tracing_subscriber::fmt::layer()
         .json()
         .with_current_span(true)
@@ -36,9 +51,112 @@ where
         .with_target(false)
         .with_writer(writer);
     let _ = tracing_subscriber::registry()
-        .with(filter)
+        .with(filter_or(default_filter))
         .with(json)
         .try_init();
+}
+
+/// One log line as Powertools' logger writes it: `timestamp`, `level`, `message`, `service`, the
+/// event's fields, and the fields of every span it is in, outermost first (an inner span's field
+/// wins). The runtime's own span names the invocation `requestId` and `xrayTraceId`; they are
+/// written under Powertools' names, `function_request_id` and `xray_trace_id`, which CloudWatch
+/// Logs Insights queries and dashboards built for Powertools expect.
+pub struct PowertoolsJson;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for PowertoolsJson
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use serde_json::{Map, Value};
+        let mut line = Map::new();
+        let now = time::OffsetDateTime::now_utc();
+        let timestamp = now
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        line.insert("timestamp".into(), timestamp.into());
+        line.insert("level".into(), event.metadata().level().as_str().into());
+        let (service, function) = instance_names();
+        line.insert("service".into(), service.as_str().into());
+        if let Some(function) = function {
+            line.insert("function_name".into(), function.as_str().into());
+        }
+        for span in ctx
+            .event_scope()
+            .into_iter()
+            .flat_map(|scope| scope.from_root())
+        {
+            let extensions = span.extensions();
+            let Some(fields) = extensions.get::<tracing_subscriber::fmt::FormattedFields<N>>()
+            else {
+                continue;
+            };
+            let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(fields) else {
+                continue;
+            };
+            for (name, value) in fields {
+                let name = match name.as_str() {
+                    "requestId" => "function_request_id".to_owned(),
+                    "xrayTraceId" => "xray_trace_id".to_owned(),
+                    _ => name,
+                };
+                line.insert(name, value);
+            }
+        }
+        event.record(&mut JsonVisitor(&mut line));
+        writeln!(writer, "{}", Value::Object(line))
+    }
+}
+
+/// The `service` (`POWERTOOLS_SERVICE_NAME`, as Powertools reads it, else `singlet`) and the
+/// function's name (`AWS_LAMBDA_FUNCTION_NAME`, else `SINGLET_FUNCTION`), read once.
+fn instance_names() -> &'static (String, Option<String>) {
+    static NAMES: std::sync::OnceLock<(String, Option<String>)> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        (
+            var("POWERTOOLS_SERVICE_NAME").unwrap_or_else(|| "singlet".into()),
+            var("AWS_LAMBDA_FUNCTION_NAME").or_else(|| var(FUNCTION_VAR)),
+        )
+    })
+}
+
+/// Writes an event's fields into a JSON object, numbers and booleans as such.
+struct JsonVisitor<'a>(&'a mut serde_json::Map<String, serde_json::Value>);
+
+impl tracing::field::Visit for JsonVisitor<'_> {
+    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_bool(&mut self, field: &tracing::field::Field, value: bool) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0
+            .insert(field.name().into(), format!("{value:?}").into());
+    }
+}
+
+/// Whether this is the instance's first invocation, answered once per invocation: `true` the
+/// first time only.
+fn cold_start() -> bool {
+    static COLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+    COLD.swap(false, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The variable naming the function an instance serves: a route's function (`get-vehicle`) or a
@@ -92,34 +210,42 @@ async fn serve_http(
     ctx: &'static Ctx,
     own: Option<&'static Route>,
 ) -> Result<(), lambda_runtime::Error> {
-    lambda_http::run(service_fn(move |req: Request| async move {
-        let Some(route) = route_of(own, &req) else {
-            return Ok(ApiError::not_found("route").into_response());
-        };
-        let started = Instant::now();
-        let answer = answer(ctx, route, req).await;
-        let mut metrics = Metrics::for_route(route.function, &route.key());
-        let status = answer.response.status().as_u16();
-        metrics
-            .request(status)
-            .consumed(answer.consumed.read_units, answer.consumed.write_units)
-            .latency(started.elapsed());
-        match status {
-            409 => {
-                for code in problem_codes(&answer.response) {
-                    metrics.conflict(&code);
+    lambda_http::run(service_fn(move |req: Request| {
+        let cold_start = cold_start();
+        async move {
+            let Some(route) = route_of(own, &req) else {
+                return Ok(ApiError::not_found("route").into_response());
+            };
+            let started = Instant::now();
+            let answer = answer(ctx, route, req).await;
+            let mut metrics = Metrics::for_route(route.function, &route.key());
+            if cold_start {
+                metrics.cold_start();
+            }
+            let status = answer.response.status().as_u16();
+            metrics
+                .request(status)
+                .consumed(answer.consumed.read_units, answer.consumed.write_units)
+                .latency(started.elapsed());
+            match status {
+                409 => {
+                    for code in problem_codes(&answer.response) {
+                        metrics.conflict(&code);
+                    }
                 }
+                412 => {
+                    metrics.precondition_failed("precondition-failed");
+                }
+                428 => {
+                    metrics.precondition_failed("precondition-required");
+                }
+                _ => {}
             }
-            412 => {
-                metrics.precondition_failed("precondition-failed");
-            }
-            428 => {
-                metrics.precondition_failed("precondition-required");
-            }
-            _ => {}
+            metrics.flush();
+            Ok::<_, std::convert::Infallible>(answer.response)
         }
-        metrics.flush();
-        Ok::<_, std::convert::Infallible>(answer.response)
+        // Every line the invocation logs says whether it paid the cold start.
+        .instrument(tracing::info_span!("invocation", cold_start))
     }))
     .await
 }
@@ -144,22 +270,30 @@ async fn serve_scheduled(
     scheduled: &'static Scheduled,
 ) -> Result<(), lambda_runtime::Error> {
     lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: lambda_runtime::LambdaEvent<serde_json::Value>| async move {
-            let deadline = event.context.deadline();
-            let started = Instant::now();
-            let report = (scheduled.handler)(ctx, event.payload, Some(deadline))
-                .await
-                .map_err(lambda_runtime::Error::from)?;
-            // A run's report counts what it did (`mark-overdue`: loans marked, items skipped or
-            // unreadable, pages read).
-            let count = |name: &str| report[name].as_u64().unwrap_or(0);
-            Metrics::new(scheduled.function)
-                .loans_marked(count("marked"))
-                .items_skipped(count("skipped") + count("unreadable"))
-                .pages_read(count("pagesRead"))
-                .duration(started.elapsed())
-                .flush();
-            Ok::<_, lambda_runtime::Error>(report)
+        move |event: lambda_runtime::LambdaEvent<serde_json::Value>| {
+            let cold_start = cold_start();
+            async move {
+                let deadline = event.context.deadline();
+                let started = Instant::now();
+                let report = (scheduled.handler)(ctx, event.payload, Some(deadline))
+                    .await
+                    .map_err(lambda_runtime::Error::from)?;
+                // A run's report counts what it did (`mark-overdue`: loans marked, items skipped or
+                // unreadable, pages read).
+                let count = |name: &str| report[name].as_u64().unwrap_or(0);
+                let mut metrics = Metrics::new(scheduled.function);
+                if cold_start {
+                    metrics.cold_start();
+                }
+                metrics
+                    .loans_marked(count("marked"))
+                    .items_skipped(count("skipped") + count("unreadable"))
+                    .pages_read(count("pagesRead"))
+                    .duration(started.elapsed())
+                    .flush();
+                Ok::<_, lambda_runtime::Error>(report)
+            }
+            .instrument(tracing::info_span!("invocation", cold_start))
         },
     ))
     .await
@@ -169,6 +303,81 @@ async fn serve_scheduled(
 mod tests {
     use super::*;
     use lambda_http::Body;
+    use std::sync::{Arc, Mutex};
+
+    /// What a Powertools-style logger wrote while `log` ran, one JSON object per line.
+    fn logged(log: impl FnOnce()) -> Vec<serde_json::Value> {
+        #[derive(Clone, Default)]
+        struct Buffer(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let written = buffer.clone();
+        let layer = tracing_subscriber::fmt::layer()
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(PowertoolsJson)
+            .with_writer(move || buffer.clone());
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, log);
+        let text = String::from_utf8(written.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn every_line_of_an_invocation_carries_its_ids_and_cold_start() {
+        let lines = logged(|| {
+            let runtime = tracing::info_span!(
+                "Lambda runtime invoke",
+                requestId = "8f5e3b8a-request",
+                xrayTraceId = "Root=1-6750a1b2-0123456789abcdef01234567"
+            );
+            let _runtime = runtime.enter();
+            let invocation = tracing::info_span!("invocation", cold_start = true);
+            let _invocation = invocation.enter();
+            let request = tracing::info_span!("request", route = "GET /vehicles/{vehicleId}");
+            let _request = request.enter();
+            tracing::info!(status = 200u16, read_units = 0.5, "request handled");
+            tracing::warn!("something else");
+        });
+        assert_eq!(lines.len(), 2);
+        for line in &lines {
+            assert_eq!(line["function_request_id"], "8f5e3b8a-request");
+            assert_eq!(
+                line["xray_trace_id"],
+                "Root=1-6750a1b2-0123456789abcdef01234567"
+            );
+            assert_eq!(line["cold_start"], true);
+            assert_eq!(line["route"], "GET /vehicles/{vehicleId}");
+            assert_eq!(line["service"], "singlet");
+            assert!(line["timestamp"].as_str().unwrap().ends_with('Z'));
+            assert!(
+                line.get("requestId").is_none(),
+                "under Powertools' name only"
+            );
+        }
+        assert_eq!(lines[0]["level"], "INFO");
+        assert_eq!(lines[0]["message"], "request handled");
+        assert_eq!(lines[0]["status"], 200);
+        assert_eq!(lines[0]["read_units"], 0.5);
+        assert_eq!(lines[1]["level"], "WARN");
+    }
+
+    #[test]
+    fn only_the_first_invocation_is_a_cold_start() {
+        // The flag is per process: this test is the only one in this binary that reads it.
+        assert!(cold_start());
+        assert!(!cold_start());
+        assert!(!cold_start());
+    }
 
     fn request(method: &str, path: &str) -> Request {
         lambda_http::http::Request::builder()

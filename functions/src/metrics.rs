@@ -198,6 +198,11 @@ impl Metrics {
         self.milliseconds("Duration", duration)
     }
 
+    /// The invocation that started its instance: `ColdStart` (1), as Powertools reports it.
+    pub fn cold_start(&mut self) -> &mut Self {
+        self.count("ColdStart", 1)
+    }
+
     // ---- Writing -------------------------------------------------------------------------
 
     /// Nothing recorded yet (or since the last flush).
@@ -462,6 +467,15 @@ mod tests {
         assert_eq!(root["LoansMarked"], 40);
         assert_eq!(root["ItemsSkipped"], 2);
         assert_eq!(root["Duration"], json!([850.0]));
+    }
+
+    #[test]
+    fn a_cold_start_is_counted() {
+        let mut metrics = Metrics::for_route("get-vehicle", "GET /vehicles/{vehicleId}");
+        metrics.cold_start().request(200);
+        let root = valid_emf(&metrics.to_line(1).unwrap());
+        assert_eq!(root["ColdStart"], 1);
+        assert!(names(&root).contains(&"ColdStart".to_owned()));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use tracing::instrument::WithSubscriber;
 
 const VEHICLES: &[(&str, &str, &str)] = &[
-    ("KA19 XTR", "WVWZZZ1JZXW000001", "north"),
+    ("KA51 MN2040", "WVWZZZ1JZXW004410", "north"),
     ("MH12 DE1433", "JTDBR32E720051234", "north"),
     ("DL8C AF5030", "1HGCM82633A004352", "south"),
     ("TN09 BZ2211", "WBA3A5C5XDF598765", "east"),
@@ -39,7 +39,7 @@ type Change = (&'static str, &'static str, &'static str);
 
 const RESOURCES: &[(&str, &str, &[Change])] = &[
     (
-        "door-7",
+        "gate-12",
         "closed",
         &[("open", "unlock", "grace"), ("closed", "lock", "alan")],
     ),
@@ -76,8 +76,8 @@ const RESOURCES: &[(&str, &str, &[Change])] = &[
 
 const BRANCHES: &[(&str, &str, &str, &str)] = &[
     (
-        "central",
-        "Central Library",
+        "old-town",
+        "Old Town Library",
         "1 Library Square",
         "+44 20 7946 0000",
     ),
@@ -211,7 +211,7 @@ const DUE: &[(usize, i64)] = &[
     (5, 5),
 ];
 
-/// The branches a book's copies are at: every book at central, some at the others too.
+/// The branches a book's copies are at: every book at old-town, some at the others too.
 fn copies_of(book: usize) -> Vec<usize> {
     let mut at = vec![0];
     if book < 4 {
@@ -399,7 +399,7 @@ async fn seed_accounts(seeder: &mut Seeder<'_>) {
     }
     if let Some(id) = ids.first() {
         let sent = Sent::new("PUT", format!("/accounts/{id}/email"))
-            .json(json!({"email": "ada@analytical.engine"}));
+            .json(json!({"email": "first.account@example.net"}));
         seeder.send("change-email", sent).await;
     }
 }

@@ -218,20 +218,7 @@ impl Api {
         answer: impl Fn(&str) -> (u16, Value) + Send + Sync + 'static,
     ) -> Api {
         use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-        use aws_smithy_http_client::test_util::infallible_client_fn;
-        let http = infallible_client_fn(move |request| {
-            let target = request
-                .headers()
-                .get("x-amz-target")
-                .and_then(|t| t.to_str().ok())
-                .unwrap_or("");
-            let (status, body) = answer(target.trim_start_matches("DynamoDB_20120810."));
-            lambda_http::http::Response::builder()
-                .status(status)
-                .header("content-type", "application/x-amz-json-1.0")
-                .body(body.to_string())
-                .unwrap()
-        });
+        let http = canned::Canned(Arc::new(answer));
         let config = aws_sdk_dynamodb::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))
@@ -494,4 +481,57 @@ macro_rules! both {
             }
         )*
     };
+}
+
+/// The SDK's HTTP seam answering every request itself, from the operation's name: the engine of
+/// [`Api::on_canned_engine`]. (The SDK's own `test-util` helper would do, but that feature
+/// changes `serde_json`'s features for the whole test build, and so `cargo run` after
+/// `cargo test` would rebuild half the dependencies.)
+mod canned {
+    use aws_smithy_runtime_api::client::http::{
+        HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
+    };
+    use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+    use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+    use aws_smithy_runtime_api::http::StatusCode;
+    use aws_smithy_runtime_api::shared::IntoShared;
+    use aws_smithy_types::body::SdkBody;
+    use serde_json::Value;
+    use std::sync::Arc;
+
+    type Answer = dyn Fn(&str) -> (u16, Value) + Send + Sync;
+
+    #[derive(Clone)]
+    pub struct Canned(pub Arc<Answer>);
+
+    impl std::fmt::Debug for Canned {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Canned")
+        }
+    }
+
+    impl HttpClient for Canned {
+        fn http_connector(
+            &self,
+            _: &HttpConnectorSettings,
+            _: &RuntimeComponents,
+        ) -> SharedHttpConnector {
+            self.clone().into_shared()
+        }
+    }
+
+    impl HttpConnector for Canned {
+        fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+            let target = request.headers().get("x-amz-target").unwrap_or("");
+            let (status, body) = (self.0)(target.trim_start_matches("DynamoDB_20120810."));
+            let mut response = HttpResponse::new(
+                StatusCode::try_from(status).expect("an HTTP status"),
+                SdkBody::from(body.to_string()),
+            );
+            response
+                .headers_mut()
+                .insert("content-type", "application/x-amz-json-1.0");
+            HttpConnectorFuture::ready(Ok(response))
+        }
+    }
 }

@@ -246,3 +246,423 @@ async fn the_runner_runs_mark_overdue_on_its_schedule() {
     }
     panic!("the scheduled mark-overdue did not mark the loan");
 }
+
+/// The runner binary with nothing from the calling shell at all: no AWS variable, and a `HOME`
+/// with no `.aws` in it, as on a fresh machine.
+fn bare_singlet(home: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_singlet"));
+    command
+        .env_clear()
+        .env("HOME", home)
+        .current_dir(ROOT)
+        .arg("--key-dir")
+        .arg(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"));
+    command
+}
+
+fn empty_home(name: &str) -> std::path::PathBuf {
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("empty-home-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    home
+}
+
+/// A loopback `--endpoint` (here another runner's engine) works on a machine with no AWS
+/// configuration: local credentials and region, and no credential-lookup dump on standard error.
+#[tokio::test]
+async fn a_loopback_endpoint_needs_no_aws_configuration() {
+    let engine = start(&["--in-memory"]);
+    let endpoint = engine.engine.clone().unwrap();
+    let home = empty_home("endpoint");
+    for args in [
+        vec![
+            "invoke",
+            "get-vehicle",
+            "--event",
+            "events/get-vehicle.json",
+            "--endpoint",
+            &endpoint,
+        ],
+        vec![
+            "--endpoint",
+            &endpoint,
+            "--table",
+            "other",
+            "invoke",
+            "mark-overdue",
+            "--event",
+            "events/mark-overdue.json",
+        ],
+    ] {
+        let output = bare_singlet(&home).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        assert!(
+            !stderr.to_lowercase().contains("credential"),
+            "{args:?}: no credential lookup is told: {stderr}"
+        );
+        let response: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert!(response.is_object(), "{response}");
+    }
+    // And serving the API on it.
+    let mut serving = bare_singlet(&home);
+    serving.args([
+        "--endpoint",
+        &endpoint,
+        "--table",
+        "served",
+        "--mark-overdue-every",
+        "0",
+    ]);
+    let runner = process::serve(serving);
+    let created = client()
+        .post(format!("{}/vehicles", runner.api))
+        .json(&json!({"plate": "BARE 1", "chassis": "BARE1", "depot": "north"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let tables = singlet::engine::local_client(&endpoint)
+        .list_tables()
+        .send()
+        .await
+        .unwrap();
+    for table in ["other", "served"] {
+        assert!(tables.table_names().contains(&table.to_owned()), "{table}");
+    }
+}
+
+/// A closed port and a malformed URL are each told in words, with the cause, and exit 2.
+#[test]
+fn a_bad_endpoint_says_what_is_wrong() {
+    let home = empty_home("bad-endpoint");
+    // A port nothing listens on: bound, then freed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let cases = [
+        (format!("http://{closed}"), "nothing listens there"),
+        ("not a url".to_owned(), "is not a URL"),
+        ("ftp://127.0.0.1:8000".to_owned(), "not http or https"),
+        ("127.0.0.1:8000".to_owned(), "is not a URL"),
+    ];
+    for (endpoint, told) in cases {
+        let output = bare_singlet(&home)
+            .args([
+                "invoke",
+                "get-vehicle",
+                "--event",
+                "events/get-vehicle.json",
+            ])
+            .args(["--endpoint", &endpoint])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{endpoint}: {stderr}");
+        assert!(stderr.contains(told), "{endpoint}: {stderr}");
+        assert!(
+            !stderr.contains("unhandled error\n"),
+            "{endpoint}: {stderr}"
+        );
+        if told == "nothing listens there" {
+            assert!(
+                stderr.to_lowercase().contains("connection refused"),
+                "the cause chain: {stderr}"
+            );
+        }
+    }
+}
+
+/// `invoke --list` lists every function; a misspelt one is answered with the closest names;
+/// `--event -` reads standard input; an event of another route is run, with a warning.
+#[test]
+fn invoke_lists_suggests_reads_stdin_and_warns() {
+    let listed = process::singlet()
+        .args(["invoke", "--list"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    for route in singlet_functions::routes::ROUTES {
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.starts_with(route.function) && l.contains(&route.key())),
+            "{} in {listed}",
+            route.function
+        );
+    }
+    assert!(listed.contains("mark-overdue"));
+
+    let typo = process::singlet()
+        .args([
+            "--in-memory",
+            "invoke",
+            "get-vehicel",
+            "--event",
+            "events/get-vehicle.json",
+        ])
+        .current_dir(ROOT)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert_eq!(typo.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did you mean get-vehicle?"), "{stderr}");
+
+    let event = std::fs::read(format!("{ROOT}/events/get-vehicle.json")).unwrap();
+    let mut child = process::singlet()
+        .args(["--in-memory", "invoke", "get-vehicle", "--event", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&event).unwrap();
+    let piped = child.wait_with_output().unwrap();
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    let response: Value = serde_json::from_slice(&piped.stdout).unwrap();
+    assert_eq!(response["statusCode"], 404);
+
+    let other = process::singlet()
+        .current_dir(ROOT)
+        .args([
+            "--in-memory",
+            "invoke",
+            "find-by-plate",
+            "--event",
+            "events/get-vehicle.json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(other.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("another route") && stderr.contains("GET /vehicles/{vehicleId}"),
+        "{stderr}"
+    );
+}
+
+/// Each subcommand's `--help` shows its own options and the runner's, not the server's.
+#[test]
+fn each_command_helps_with_its_own_options() {
+    let help = |args: &[&str]| {
+        let output = process::singlet().args(args).output().unwrap();
+        assert!(output.status.success());
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let serving = [
+        "--port",
+        "--engine-port",
+        "--engine-host",
+        "--mark-overdue-every",
+        "--jwks",
+        "--cors-origin",
+    ];
+    for (command, own) in [
+        ("invoke", &["--event", "--list"][..]),
+        ("token", &["--scope", "--sub", "--ttl"][..]),
+        ("seed", &[][..]),
+    ] {
+        let text = help(&[command, "--help"]);
+        for option in own.iter().chain(&["--endpoint", "--table", "--data"]) {
+            assert!(
+                text.contains(option),
+                "{command} --help lacks {option}:\n{text}"
+            );
+        }
+        for option in serving {
+            assert!(
+                !text.contains(option),
+                "{command} --help shows {option}:\n{text}"
+            );
+        }
+    }
+    let top = help(&["--help"]);
+    for option in serving {
+        assert!(top.contains(option), "--help lacks {option}");
+    }
+}
+
+/// `token` without `--scope` still prints a token, and warns that it opens no route, naming the
+/// scopes there are.
+#[test]
+fn a_token_without_scope_is_warned_about() {
+    let output = process::singlet()
+        .args(["token", "--sub", "ada"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .matches('.')
+            .count(),
+        2,
+        "a JWT"
+    );
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("403"), "{stderr}");
+    for scope in singlet_functions::routes::all_scopes() {
+        assert!(stderr.contains(scope), "{scope}: {stderr}");
+    }
+    let scoped = process::singlet()
+        .args(["token", "--scope", "fleet:read"])
+        .output()
+        .unwrap();
+    assert!(
+        scoped.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&scoped.stderr)
+    );
+}
+
+/// A port already taken is told with the option that moves it.
+#[test]
+fn a_taken_port_names_its_option() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    for (option, other) in [("--port", "--engine-port"), ("--engine-port", "--port")] {
+        let output = process::singlet()
+            .args([
+                "--in-memory",
+                "--mark-overdue-every",
+                "0",
+                option,
+                &port,
+                other,
+                "0",
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("in use") && stderr.contains(&format!("`{option} <port>`")),
+            "{option}: {stderr}"
+        );
+    }
+}
+
+/// `/` tells a person where things are; logs are JSON when standard error is not a terminal,
+/// and readable lines with `--log-format human`.
+#[tokio::test]
+async fn the_root_and_the_log_formats() {
+    let runner = start(&["--in-memory"]);
+    let index: Value = reqwest::get(format!("{}/", runner.api))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(index["console"], "/_console");
+    assert_eq!(index["openapi"], "/openapi.json");
+    assert!(index["authorization"].as_str().unwrap().contains("token"));
+
+    let output = process::singlet()
+        .current_dir(ROOT)
+        .args([
+            "--log-format",
+            "human",
+            "--in-memory",
+            "invoke",
+            "get-vehicle",
+        ])
+        .args(["--event", "events/get-vehicle.json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("request handled"), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_err()),
+        "{stderr}"
+    );
+}
+
+/// `--cors-origin` answers preflights and tells an allowed origin so, as API Gateway does with
+/// the template's `CorsAllowedOrigins`; other origins, and a runner without it, get no CORS.
+#[tokio::test]
+async fn cors_origins_are_allowed_only_when_named() {
+    let allowed = "http://localhost:5173";
+    let runner = start(&["--in-memory", "--cors-origin", allowed]);
+    let http = reqwest::Client::new();
+    let preflight = |base: &str, origin: &str| {
+        http.request(reqwest::Method::OPTIONS, format!("{base}/vehicles"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "authorization,content-type,idempotency-key",
+            )
+            .send()
+    };
+    let answer = preflight(&runner.api, allowed).await.unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+    let headers = answer.headers();
+    assert_eq!(headers["access-control-allow-origin"], allowed);
+    let methods = headers["access-control-allow-methods"].to_str().unwrap();
+    assert!(
+        methods.contains("POST") && methods.contains("PATCH"),
+        "{methods}"
+    );
+    let allowed_headers = headers["access-control-allow-headers"].to_str().unwrap();
+    assert!(
+        allowed_headers.contains("idempotency-key"),
+        "{allowed_headers}"
+    );
+
+    let read = client()
+        .get(format!("{}/vehicles/nope", runner.api))
+        .header("origin", allowed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 404);
+    assert_eq!(read.headers()["access-control-allow-origin"], allowed);
+    let exposed = read.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap();
+    assert!(
+        exposed.contains("etag") && exposed.contains("location"),
+        "{exposed}"
+    );
+
+    let stranger = preflight(&runner.api, "https://evil.example")
+        .await
+        .unwrap();
+    assert!(
+        stranger
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+
+    let plain = start(&["--in-memory"]);
+    let answer = preflight(&plain.api, allowed).await.unwrap();
+    assert_eq!(
+        answer.status(),
+        404,
+        "no CORS: a preflight is an undeclared route"
+    );
+    assert!(
+        answer
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+
+    let refused = process::singlet()
+        .args(["--in-memory", "--cors-origin", "localhost:5173/app"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is not an origin"));
+}

@@ -841,9 +841,10 @@ fn the_env_vars_file_names_every_function_and_only_declared_variables() {
         for name in ["AWS_ENDPOINT_URL_DYNAMODB", "TABLE_NAME", "CURSOR_KEY"] {
             assert!(variables.contains_key(name), "{function} sets {name}");
         }
-        assert!(
-            variables["CURSOR_KEY"].len() >= 32,
-            "{function}: a usable cursor key"
+        assert_eq!(
+            variables["CURSOR_KEY"],
+            singlet::LOCAL_SECRET,
+            "{function}: the runner's key, so the ids the events name are the ones it derives"
         );
         for name in variables.keys() {
             assert!(
@@ -857,4 +858,34 @@ fn the_env_vars_file_names_every_function_and_only_declared_variables() {
         reference("DynamoDbEndpoint")
     );
     assert_eq!(template["Parameters"]["DynamoDbEndpoint"]["Default"], "");
+}
+
+/// CORS on the HTTP API comes from `CorsAllowedOrigins` (none by default: no configuration at
+/// all), with the same headers and methods as the runner's `--cors-origin`.
+#[test]
+fn cors_is_a_parameter_off_by_default_with_the_runners_lists() {
+    use singlet::front_door::{
+        CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, CORS_MAX_AGE,
+    };
+    let template = template();
+    assert_eq!(template["Parameters"]["CorsAllowedOrigins"]["Default"], "");
+    let condition = &template["Conditions"]["AllowsCors"]["Fn::Not"][0]["Fn::Equals"];
+    assert_eq!(condition[0], reference("CorsAllowedOrigins"));
+    assert_eq!(condition[1], "");
+    let (_, api) = resources(&template, "AWS::Serverless::HttpApi")
+        .into_iter()
+        .next()
+        .unwrap();
+    let cors = &api["Properties"]["CorsConfiguration"]["Fn::If"];
+    assert_eq!(cors[0], "AllowsCors");
+    assert_eq!(cors[2], reference("AWS::NoValue"), "no origin, no CORS");
+    let allowed = &cors[1];
+    assert_eq!(
+        allowed["AllowOrigins"]["Fn::Split"][1],
+        reference("CorsAllowedOrigins")
+    );
+    assert_eq!(strings(&allowed["AllowHeaders"]), CORS_ALLOW_HEADERS);
+    assert_eq!(strings(&allowed["AllowMethods"]), CORS_ALLOW_METHODS);
+    assert_eq!(strings(&allowed["ExposeHeaders"]), CORS_EXPOSE_HEADERS);
+    assert_eq!(allowed["MaxAge"].as_u64(), Some(CORS_MAX_AGE));
 }

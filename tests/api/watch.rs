@@ -99,7 +99,11 @@ fn the_watch_env_file_points_the_functions_at_the_local_engine() {
         "http://127.0.0.1:8000"
     );
     assert_eq!(variables["TABLE_NAME"], "singlet");
-    assert!(variables["CURSOR_KEY"].len() >= 32, "a usable cursor key");
+    assert_eq!(
+        variables["CURSOR_KEY"],
+        singlet::LOCAL_SECRET,
+        "the runner's key: the ids the events name are the ones `cargo run` derives"
+    );
     for name in ["AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
         assert!(!variables[name].is_empty(), "{name}");
     }

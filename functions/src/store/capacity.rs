@@ -60,7 +60,9 @@ impl std::fmt::Display for PerIndex<'_> {
     }
 }
 
-/// Logs what one request to the engine consumed, per table and index, and meters it.
+/// Logs what one request to the engine consumed, per table and index (at `debug`: each
+/// request's total is in its `request handled` line, a marker run's in `mark-overdue finished`),
+/// and meters it.
 pub fn record<'c>(
     operation: &'static str,
     billing: Billing,
@@ -70,7 +72,7 @@ pub fn record<'c>(
     for capacity in capacities {
         let all = capacity.capacity_units().unwrap_or(0.0);
         total += all;
-        tracing::info!(
+        tracing::debug!(
             operation,
             units = all,
             table = units(capacity.table()),

@@ -1,0 +1,99 @@
+//! The runner's logs and its start-up banner. The Lambdas log JSON for CloudWatch
+//! (`singlet_functions::lambda`); a person at a terminal gets one readable line per event
+//! instead, and a pipe, a file or CI gets the JSON.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::prelude::*;
+
+/// How the runner writes its logs on standard error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `human` on a terminal, `json` otherwise.
+    Auto,
+    /// One readable line per event.
+    Human,
+    /// One JSON object per line, as the Lambdas write them.
+    Json,
+}
+
+/// The filter without `RUST_LOG`: the embedded engine logs every error answer it gives (each
+/// `409`'s failed condition) as a warning, and the SDK's credential lookups explain at length
+/// why each provider had nothing: only their errors are news here.
+pub const DEFAULT_FILTER: &str = "info,dynoxide=error,aws_config=error";
+
+/// Starts logging to standard error in `format`, filtered by `RUST_LOG` or else
+/// [`DEFAULT_FILTER`]; answers whether the logs are for a person.
+pub fn init(format: LogFormat) -> bool {
+    let human = match format {
+        LogFormat::Auto => std::io::stderr().is_terminal(),
+        LogFormat::Human => true,
+        LogFormat::Json => false,
+    };
+    if !human {
+        singlet_functions::lambda::init_tracing_to(std::io::stderr, DEFAULT_FILTER);
+        return false;
+    }
+    let filter: Targets = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse().ok())
+        .unwrap_or_else(|| DEFAULT_FILTER.parse().expect("a valid default filter"));
+    let lines = tracing_subscriber::fmt::layer()
+        .compact()
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .try_init();
+    true
+}
+
+/// What the banner tells.
+pub struct Banner<'a> {
+    /// The API's base URL, `http://127.0.0.1:3000`.
+    pub api: &'a str,
+    /// The embedded engine's DynamoDB endpoint, when the runner serves one.
+    pub engine: Option<&'a str>,
+    /// The table's name.
+    pub table: &'a str,
+    /// Whether the runner accepts its own tokens (not another issuer's, `--jwks`).
+    pub own_tokens: bool,
+    /// Where its token key is, for the `token` command to copy.
+    pub key_dir: &'a Path,
+}
+
+/// The lines a person sees when the runner starts on a terminal: where everything is, and the
+/// command that gets a token, since every route needs one.
+pub fn banner(b: &Banner) -> String {
+    let (api, table) = (b.api, b.table);
+    let mut text = format!(
+        "\nsinglet is serving\n\
+         \x20 API       {api}\n\
+         \x20 console   {api}/_console\n\
+         \x20 OpenAPI   {api}/openapi.json\n"
+    );
+    if let Some(engine) = b.engine {
+        text += &format!(
+            "  DynamoDB  {engine}   (aws dynamodb scan --table-name {table} --endpoint-url {engine})\n"
+        );
+    }
+    if b.own_tokens {
+        let key_dir = if b.key_dir == Path::new(".singlet") {
+            String::new()
+        } else {
+            format!(" --key-dir {}", b.key_dir.display())
+        };
+        let scopes = singlet_functions::routes::all_scopes().join(" ");
+        text += &format!(
+            "\nEvery route needs a bearer token. In another terminal, in this directory:\n\
+             \x20 export TOKEN=$(cargo run -q --{key_dir} token --scope \"{scopes}\")\n\
+             \x20 curl -H \"authorization: Bearer $TOKEN\" {api}/branches\n"
+        );
+    } else {
+        text += "\nEvery route needs a bearer token from the issuer that --jwks names.\n";
+    }
+    text += "\nCtrl-C stops it.\n\n";
+    text
+}
