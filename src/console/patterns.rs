@@ -47,7 +47,8 @@ pub struct Pattern {
 #[derive(Default)]
 pub(super) struct Data {
     pub(super) taken: HashSet<String>,
-    pub(super) vehicles: Vec<(String, String, String)>,
+    /// (vehicleId, plate, chassis, depot)
+    pub(super) vehicles: Vec<(String, String, String, String)>,
     pub(super) accounts: Vec<String>,
     pub(super) resources: Vec<(String, String, i64)>,
     pub(super) branches: Vec<String>,
@@ -75,9 +76,10 @@ impl Data {
             };
             let (entity, _) = super::table::entity(pk, sk, item);
             match entity {
-                "Vehicle" => data
-                    .vehicles
-                    .push((s("vehicleId"), s("plate"), s("chassis"))),
+                "Vehicle" => {
+                    data.vehicles
+                        .push((s("vehicleId"), s("plate"), s("chassis"), s("depot")))
+                }
                 "Account" => data.accounts.push(s("accountId")),
                 "CurrentState" => data
                     .resources
@@ -282,6 +284,7 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
             "vehicleId" => vehicle.map(|v| v.0.clone()),
             "plate" => vehicle.map(|v| v.1.to_uppercase()),
             "chassis" => vehicle.map(|v| v.2.to_uppercase()),
+            "depot" => vehicle.map(|v| v.3.clone()),
             "accountId" => account.cloned(),
             "resourceId" => resource.map(|r| r.0.clone()),
             "branchId" => branch.clone(),
@@ -422,6 +425,7 @@ fn fallback(name: &str) -> &'static str {
         "vehicleId" => "28ddc0627a475ed790f5b11aa0071fe7",
         "plate" => "KA19 XTR",
         "chassis" => "WVWZZZ1JZXW000001",
+        "depot" => "north",
         "accountId" => "c28c8a3c640850a59440b94ad65c4ac9",
         "resourceId" => "door-7",
         "branchId" => "central",
