@@ -109,6 +109,9 @@ enum Command {
     },
     /// Fill every domain that has no data with a realistic data set, through the real handlers.
     Seed,
+    /// Check every rule that spans items, and repair what can be (exit 0 clean, 1 findings, 2
+    /// could not run).
+    Fsck(singlet::fsck::Args),
 }
 
 fn parse_claim(raw: &str) -> Result<(String, String), String> {
@@ -123,6 +126,12 @@ async fn main() -> ExitCode {
     // warning: only its errors are news here.
     init_tracing_to(std::io::stderr, "info,dynoxide=error");
     let cli = Cli::parse();
+    if let Some(Command::Fsck(args)) = &cli.command {
+        return match connect(&cli.engine, false).await {
+            Ok(ctx) => singlet::fsck::cli(&ctx, args).await,
+            Err(reason) => singlet::fsck::could_not_run(&reason),
+        };
+    }
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -161,6 +170,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             let ctx = gateway.ctx.clone();
             singlet::console::seed_cli(front_door::app(gateway), ctx).await
         }
+        Some(Command::Fsck(_)) => unreachable!("fsck runs before the other commands"),
         None => {
             let ctx = connect(&cli.engine, true).await?;
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port));
