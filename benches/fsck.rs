@@ -53,6 +53,7 @@ async fn main() {
             &ctx,
             Options {
                 segments,
+                progress: std::env::var_os("FSCK_PROGRESS").is_some(),
                 ..Options::default()
             },
         )

@@ -7,7 +7,7 @@
 //! tells entities apart: the model registry replaces it.
 
 use serde::de::DeserializeOwned;
-use singlet_functions::accounts::{self, AccountRow, UniqueLock, UniqueValue};
+use singlet_functions::accounts::{self, AccountRow, UniqueValue};
 use singlet_functions::audit::{Event, Resource};
 use singlet_functions::fleet::{self, ChassisLock, PlateLock, Vehicle};
 use singlet_functions::library::{self, Book, Branch, Copy, Patron, PatronCard};
@@ -15,7 +15,7 @@ use singlet_functions::loans::{Checkout, MarkerRun};
 use singlet_functions::store::{Item, item};
 use singlet_shared::keys::{self, CHECKOUT_PREFIX, COPY_PREFIX, EVENT_PREFIX, PATRON_PREFIX};
 use singlet_shared::schema::{PK, SK};
-use singlet_shared::{Id, Key};
+use singlet_shared::{CardNumber, Chassis, Email, Id, Key, Plate, Username};
 
 /// The attribute that names an item's entity type, on items written since the model registry.
 pub const ENTITY_TYPE: &str = "_et";
@@ -110,85 +110,108 @@ pub struct Claim {
     pub owner: Key,
     pub holder: String,
     pub lock: Key,
-    /// The lock item the API writes for this claim: what a repair puts.
-    pub lock_item: Item,
+}
+
+impl Claim {
+    /// The lock item the API writes for this claim: what a repair puts. Built from the owner's
+    /// stored (already normalised) value, through the API's own lock types.
+    pub fn lock_item(&self) -> Result<Item, String> {
+        let invalid = |_| format!("the owner's {} no longer parses", self.kind.owner_field());
+        let holder = Id::parse(&self.holder).map_err(invalid)?;
+        Ok(match self.kind {
+            LockKind::Plate => item(
+                &self.lock,
+                &PlateLock {
+                    plate: Plate::parse(&self.value).map_err(invalid)?,
+                    vehicle_id: holder,
+                },
+            ),
+            LockKind::Chassis => item(
+                &self.lock,
+                &ChassisLock {
+                    chassis: Chassis::parse(&self.value).map_err(invalid)?,
+                    vehicle_id: holder,
+                },
+            ),
+            LockKind::Email => {
+                let email = UniqueValue::Email(Email::parse(&self.value).map_err(invalid)?);
+                item(&self.lock, &email.lock(&holder))
+            }
+            LockKind::Username => {
+                let username =
+                    UniqueValue::Username(Username::parse(&self.value).map_err(invalid)?);
+                item(&self.lock, &username.lock(&holder))
+            }
+            LockKind::Card => item(
+                &self.lock,
+                &PatronCard {
+                    card_number: CardNumber::parse(&self.value).map_err(invalid)?,
+                    patron_id: holder,
+                },
+            ),
+        })
+    }
 }
 
 impl Entity {
     /// The unique values this entity holds, each with its lock, built by the API's own functions.
     pub fn claims(&self) -> Vec<Claim> {
+        let claim = |kind, value: &str, owner: &Key, holder: &Id, lock| Claim {
+            kind,
+            value: value.to_owned(),
+            owner: owner.clone(),
+            holder: holder.to_string(),
+            lock,
+        };
         match self {
             Entity::Vehicle(v) => {
                 let owner = keys::vehicle(&v.vehicle_id);
-                let plate = keys::plate_lock(&v.plate);
-                let chassis = keys::chassis_lock(&v.chassis);
-                let plate_lock = PlateLock {
-                    plate: v.plate.clone(),
-                    vehicle_id: v.vehicle_id.clone(),
-                };
-                let chassis_lock = ChassisLock {
-                    chassis: v.chassis.clone(),
-                    vehicle_id: v.vehicle_id.clone(),
-                };
                 vec![
-                    Claim {
-                        kind: LockKind::Plate,
-                        value: v.plate.to_string(),
-                        owner: owner.clone(),
-                        holder: v.vehicle_id.to_string(),
-                        lock_item: item(&plate, &plate_lock),
-                        lock: plate,
-                    },
-                    Claim {
-                        kind: LockKind::Chassis,
-                        value: v.chassis.to_string(),
-                        owner,
-                        holder: v.vehicle_id.to_string(),
-                        lock_item: item(&chassis, &chassis_lock),
-                        lock: chassis,
-                    },
+                    claim(
+                        LockKind::Plate,
+                        v.plate.as_str(),
+                        &owner,
+                        &v.vehicle_id,
+                        keys::plate_lock(&v.plate),
+                    ),
+                    claim(
+                        LockKind::Chassis,
+                        v.chassis.as_str(),
+                        &owner,
+                        &v.vehicle_id,
+                        keys::chassis_lock(&v.chassis),
+                    ),
                 ]
             }
             Entity::Account(row) => {
                 let account = &row.account;
                 let owner = keys::account(&account.account_id);
-                [
-                    (LockKind::Email, UniqueValue::Email(account.email.clone())),
-                    (
+                let email = UniqueValue::Email(account.email.clone());
+                let username = UniqueValue::Username(account.username.clone());
+                vec![
+                    claim(
+                        LockKind::Email,
+                        email.as_str(),
+                        &owner,
+                        &account.account_id,
+                        email.lock_key(),
+                    ),
+                    claim(
                         LockKind::Username,
-                        UniqueValue::Username(account.username.clone()),
+                        username.as_str(),
+                        &owner,
+                        &account.account_id,
+                        username.lock_key(),
                     ),
                 ]
-                .into_iter()
-                .map(|(kind, value)| {
-                    let lock = value.lock_key();
-                    let lock_body: UniqueLock = value.lock(&account.account_id);
-                    Claim {
-                        kind,
-                        value: value.as_str().to_owned(),
-                        owner: owner.clone(),
-                        holder: account.account_id.to_string(),
-                        lock_item: item(&lock, &lock_body),
-                        lock,
-                    }
-                })
-                .collect()
             }
-            Entity::Patron(p) => {
-                let lock = keys::card_lock(&p.card_number);
-                let card = PatronCard {
-                    card_number: p.card_number.clone(),
-                    patron_id: p.patron_id.clone(),
-                };
-                vec![Claim {
-                    kind: LockKind::Card,
-                    value: p.card_number.to_string(),
-                    owner: p.key(),
-                    holder: p.patron_id.to_string(),
-                    lock_item: item(&lock, &card),
-                    lock,
-                }]
-            }
+            Entity::Patron(p) => vec![claim(
+                LockKind::Card,
+                p.card_number.as_str(),
+                &p.key(),
+                &p.patron_id,
+                keys::card_lock(&p.card_number),
+            )],
             _ => Vec::new(),
         }
     }
@@ -227,8 +250,8 @@ pub fn key_of(item: &Item) -> Key {
 }
 
 /// The entity an item is, or why it is none.
-pub fn decode(item: &Item) -> Result<Entity, String> {
-    let key = key_of(item);
+pub fn decode(item: Item) -> Result<Entity, String> {
+    let key = key_of(&item);
     if item
         .get(ENTITY_TYPE)
         .and_then(|v| v.as_s().ok())
@@ -319,8 +342,8 @@ pub fn decode(item: &Item) -> Result<Entity, String> {
     Err("no entity has this key shape".into())
 }
 
-fn entity<T: DeserializeOwned>(item: &Item) -> Result<T, String> {
-    serde_dynamo::from_item(item.clone()).map_err(|e| without_values(&e.to_string()))
+fn entity<T: DeserializeOwned>(item: Item) -> Result<T, String> {
+    serde_dynamo::from_item(item).map_err(|e| without_values(&e.to_string()))
 }
 
 /// An entity found at the key its own fields make, or an error naming the mismatch.

@@ -100,6 +100,7 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
             eprintln!("fsck: {line}");
         }
     };
+    let started = std::time::Instant::now();
     let counter = scan::Counter::default();
     let ticker = options.progress.then(|| {
         let counter = counter.clone();
@@ -119,13 +120,16 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
         table.insert(stored);
     }
     let scanned = table.items.len() as u64;
+    let read = started.elapsed();
     let mut candidates: Vec<Finding> = table
         .items
         .keys()
         .flat_map(|at| check(&table, at))
         .collect();
     progress(format!(
-        "scanned {scanned} items; {} findings to confirm",
+        "read {scanned} items in {:.2} s, checked them in {:.2} s; {} findings to confirm",
+        read.as_secs_f64(),
+        (started.elapsed() - read).as_secs_f64(),
         candidates.len()
     ));
     candidates.sort_by(|a, b| (a.rule, &a.key.pk, &a.key.sk).cmp(&(b.rule, &b.key.pk, &b.key.sk)));

@@ -167,7 +167,7 @@ impl Repair {
                 transaction.commit(ctx).await.map(done).map_err(failed)
             }
             Repair::ClaimLock { claim, held_by } => {
-                let mut put = ctx.put(claim.lock_item.clone());
+                let mut put = ctx.put(claim.lock_item()?);
                 put = match held_by {
                     None => put.condition_expression(ABSENT),
                     Some((holder, _)) => put

@@ -81,17 +81,35 @@ pub fn key(at: &At) -> Key {
     }
 }
 
-/// An item as read, and what it decodes to.
+/// An item as read: its key, what it decodes to, and the attributes the rules read besides the
+/// entity's fields (its TTL and its index keys).
 #[derive(Debug, Clone)]
 pub struct Stored {
-    pub item: Item,
+    pub key: Key,
     pub entity: Result<Entity, String>,
+    pub expires_at: Option<String>,
+    pub index_keys: BTreeMap<&'static str, String>,
 }
 
 impl Stored {
     pub fn new(item: Item) -> Self {
-        let entity = decode(&item);
-        Self { item, entity }
+        let key = key_of(&item);
+        let expires_at = item.get(TTL_ATTRIBUTE).and_then(|v| v.as_n().ok()).cloned();
+        let index_keys = INDEXES
+            .iter()
+            .flat_map(|index| [index.pk, index.sk])
+            .filter_map(|name| Some((name, item.get(name)?.as_s().ok()?.clone())))
+            .collect();
+        Self {
+            key,
+            entity: decode(item),
+            expires_at,
+            index_keys,
+        }
+    }
+
+    fn index_key(&self, name: &str) -> Option<&String> {
+        self.index_keys.get(name)
     }
 }
 
@@ -109,7 +127,7 @@ pub struct Table {
 
 impl Table {
     pub fn insert(&mut self, stored: Stored) {
-        let key = key_of(&stored.item);
+        let key = stored.key.clone();
         let at = at(&key);
         match &stored.entity {
             Ok(Entity::ActiveLoan(loan)) => {
@@ -197,7 +215,7 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
         }
     };
     let mut found = Vec::new();
-    expiry(&key, &stored.item, entity, &mut found);
+    expiry(&key, stored, entity, &mut found);
     match entity {
         Entity::Lock(lock) => lock_orphan(table, &key, lock, &mut found),
         Entity::Vehicle(_) | Entity::Account(_) => {
@@ -223,9 +241,9 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
                 });
             }
         }
-        Entity::Copy(copy) => copy_status(table, &key, &stored.item, copy, &mut found),
+        Entity::Copy(copy) => copy_status(table, &key, stored, copy, &mut found),
         Entity::ActiveLoan(loan) | Entity::ReturnedLoan(loan) => {
-            loan_index(&key, &stored.item, loan, &mut found);
+            loan_index(&key, stored, loan, &mut found);
         }
         Entity::Resource(_) => audit_history(table, &key, &mut found),
         Entity::ResourceEvent(_) => {
@@ -242,9 +260,8 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
     found
 }
 
-fn expiry(key: &Key, item: &Item, entity: &Entity, found: &mut Vec<Finding>) {
-    let expires = item.get(TTL_ATTRIBUTE).and_then(|v| v.as_n().ok());
-    match expires {
+fn expiry(key: &Key, stored: &Stored, entity: &Entity, found: &mut Vec<Finding>) {
+    match &stored.expires_at {
         Some(seen) if entity.must_not_expire() => found.push(Finding {
             rule: Rule::Expiry,
             about: "",
@@ -384,7 +401,7 @@ fn lock_missing(table: &Table, owner: &Entity, found: &mut Vec<Finding>) {
     }
 }
 
-fn copy_status(table: &Table, key: &Key, item: &Item, copy: &Copy, found: &mut Vec<Finding>) {
+fn copy_status(table: &Table, key: &Key, stored: &Stored, copy: &Copy, found: &mut Vec<Finding>) {
     let loans = table.open_loans_of_copy(copy.branch_id.as_str(), copy.copy_id.as_str());
     let status = copy.status.as_str();
     let (detail, to) = match (copy.status, loans.as_slice()) {
@@ -400,8 +417,9 @@ fn copy_status(table: &Table, key: &Key, item: &Item, copy: &Copy, found: &mut V
             // The status is right; its availability index key must say the same.
             let expected =
                 keys::copy_by_book(&copy.isbn, copy.status, &copy.branch_id, &copy.copy_id);
-            let text = |name| item.get(name).and_then(|v| v.as_s().ok());
-            if text(GSI2.pk) == Some(&expected.pk) && text(GSI2.sk) == Some(&expected.sk) {
+            if stored.index_key(GSI2.pk) == Some(&expected.pk)
+                && stored.index_key(GSI2.sk) == Some(&expected.sk)
+            {
                 return;
             }
             (
@@ -471,7 +489,7 @@ fn loan_index_keys(key: &Key, loan: &Checkout) -> Result<BTreeMap<&'static str, 
     Ok(expected)
 }
 
-fn loan_index(key: &Key, item: &Item, loan: &Checkout, found: &mut Vec<Finding>) {
+fn loan_index(key: &Key, stored: &Stored, loan: &Checkout, found: &mut Vec<Finding>) {
     let expected = match loan_index_keys(key, loan) {
         Ok(expected) => expected,
         Err(why) => {
@@ -488,8 +506,7 @@ fn loan_index(key: &Key, item: &Item, loan: &Checkout, found: &mut Vec<Finding>)
     let mut wrong = Vec::new();
     let mut remove = Vec::new();
     for name in INDEXES.iter().flat_map(|index| [index.pk, index.sk]) {
-        let actual = item.get(name).and_then(|v| v.as_s().ok());
-        match (expected.get(name), actual) {
+        match (expected.get(name), stored.index_key(name)) {
             (Some(want), Some(got)) if want == got => {}
             (Some(_), _) => wrong.push(name),
             (None, Some(_)) => {
