@@ -6,7 +6,7 @@
 //! afterwards. It asserts only the counts: 100 marked, 100 listed, all overdue.
 //!
 //! The loans are written straight to the engine with `BatchWriteItem`, each one the item
-//! `checkout-book` writes (`loans::open_item` of a `Checkout`), so the load is quick and the
+//! `checkout-book` writes (`Checkout::to_item` of an open loan), so the load is quick and the
 //! marker finds exactly what the API would have left. `cargo bench --bench overdue [-- SIZES]`:
 //! the sizes default to `10000 100000`.
 
@@ -18,7 +18,8 @@ use singlet::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::idempotency::new_id;
-use singlet_functions::loans::{Checkout, LoanStatus, open_item};
+use singlet_functions::loans::{Checkout, LoanStatus};
+use singlet_functions::model::Entity;
 use singlet_functions::request::answer;
 use singlet_functions::{clock, routes};
 use singlet_shared::{Id, Isbn13};
@@ -120,7 +121,7 @@ async fn load(ctx: &Ctx, loans: &[Checkout]) {
                     WriteRequest::builder()
                         .put_request(
                             PutRequest::builder()
-                                .set_item(Some(open_item(loan)))
+                                .set_item(Some(loan.to_item()))
                                 .build()
                                 .expect("a put has an item"),
                         )

@@ -5,8 +5,8 @@ use singlet_functions::Ctx;
 use singlet_functions::clock;
 use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
 use singlet_functions::idempotency::new_id;
-use singlet_functions::store::{ABSENT, item, lock};
-use singlet_shared::{Chassis, Plate, keys};
+use singlet_functions::store::{ABSENT, lock};
+use singlet_shared::{Chassis, Plate};
 
 /// The three puts `register-vehicle` commits, for a vehicle with plate `D-n` and chassis `DC-n`.
 pub fn registration(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
@@ -29,10 +29,9 @@ pub fn registration(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
         vehicle_id,
     };
     let puts = [
-        ctx.put(item(&keys::vehicle(&vehicle.vehicle_id), &vehicle))
-            .condition_expression(ABSENT),
-        lock::claim(ctx, &keys::plate_lock(&plate), &plate_lock),
-        lock::claim(ctx, &keys::chassis_lock(&chassis), &chassis_lock),
+        ctx.put(&vehicle).condition_expression(ABSENT),
+        lock::claim(ctx, &plate_lock),
+        lock::claim(ctx, &chassis_lock),
     ];
     puts.into_iter()
         .map(|put| {

@@ -22,11 +22,11 @@
 use crate::context::Ctx;
 use crate::error::{ApiError, Code};
 use crate::http::{header_str, served_route};
-use crate::store::{ABSENT, Cancelled, Commit, Item, TokenCommit, Transaction, decode, item};
+use crate::model::idempotency::{IdLock, IdempotencyRecord as Record};
+use crate::store::{ABSENT, Cancelled, Commit, Item, TokenCommit, Transaction, decode};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use lambda_http::http::{HeaderName, HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use singlet_shared::{Id, Key, keys};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -44,19 +44,6 @@ pub struct Idempotency {
     key: Id,
     fingerprint: String,
     derived: Uuid,
-}
-
-/// What a record keeps of the first response.
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Record {
-    fingerprint: String,
-    status: u16,
-    body: String,
-    location: Option<String>,
-    etag: Option<String>,
-    replay_until: u64,
-    expires_at: u64,
 }
 
 impl Idempotency {
@@ -106,7 +93,7 @@ impl Idempotency {
         keys::idempotency_record(self.route, &self.key)
     }
 
-    fn record(&self, response: &Response<Body>) -> Item {
+    fn record(&self, response: &Response<Body>) -> Record {
         let text = |name: HeaderName| {
             response
                 .headers()
@@ -118,7 +105,8 @@ impl Idempotency {
             Body::Text(text) => text.clone(),
             _ => String::new(),
         };
-        let record = Record {
+        Record {
+            key: self.record_key(),
             fingerprint: self.fingerprint.clone(),
             status: response.status().as_u16(),
             body,
@@ -126,8 +114,7 @@ impl Idempotency {
             etag: text(header::ETAG),
             replay_until: now_seconds() + WINDOW_SECONDS,
             expires_at: now_seconds() + KEEP_SECONDS,
-        };
-        item(&self.record_key(), &record)
+        }
     }
 
     /// The recorded response, or `422` if the key was used for another request or is spent.
@@ -212,19 +199,17 @@ pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
         });
     };
     let record = ctx
-        .put(idempotency.record(&response))
+        .put(&idempotency.record(&response))
         .condition_expression(ABSENT)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
     let mut tagged = transaction.map(Tagged::Part).put(Tagged::Record, record);
     if derived_id {
         tagged = tagged.put(
             Tagged::IdLock,
-            ctx.put(item(
-                &keys::id_lock(&idempotency.derived_id()),
-                &IdLock {
-                    route: idempotency.route,
-                },
-            ))
+            ctx.put(&IdLock {
+                id: idempotency.derived_id(),
+                route: idempotency.route.to_owned(),
+            })
             .condition_expression(ABSENT),
         );
     }
@@ -263,12 +248,6 @@ pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
             _ => None,
         }))),
     }
-}
-
-/// The lock of a derived id: which route derived it.
-#[derive(Serialize)]
-struct IdLock {
-    route: &'static str,
 }
 
 /// Hashes a JSON value with object keys in sorted order at every depth, so that neither white

@@ -7,6 +7,7 @@
 //! - [`claims`]: who is asking, and what they may reach;
 //! - [`error`]: the one error type and its problem documents;
 //! - [`http`]: bodies, fields, path parameters and responses;
+//! - [`model`]: every stored entity, its keys, `_et`/`_v`, and the registry that decodes any item;
 //! - [`store`]: the data layer, every DynamoDB request (reads, writes, transactions, locks,
 //!   capacity, SDK failures);
 //! - [`paging`] and [`cursor`]: lists and their signed cursors;
@@ -25,6 +26,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod lambda;
 pub mod metrics;
+pub mod model;
 pub mod paging;
 pub mod request;
 pub mod routes;

@@ -8,7 +8,7 @@ use crate::normalise::{CardNumber, Chassis, Email, Id, Isbn13, Plate, Username};
 use sha2::{Digest, Sha256};
 
 /// A table item's primary key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Key {
     pub pk: String,
     pub sk: String,
@@ -25,40 +25,65 @@ fn same(pk: String) -> Key {
     Key { sk: pk.clone(), pk }
 }
 
+// Every key prefix, named once: the functions below build keys with them, and the model's
+// registry (`singlet_functions::model`) recognises an item by them.
+pub const VEHICLE_PREFIX: &str = "VEHICLE#";
+pub const PLATE_PREFIX: &str = "PLATE#";
+pub const CHASSIS_PREFIX: &str = "CHASSIS#";
+pub const ACCOUNT_PREFIX: &str = "ACCT#";
+/// The sort key of an account.
+pub const PROFILE: &str = "PROFILE";
+pub const EMAIL_LOCK_PREFIX: &str = "UNIQ#EMAIL#";
+pub const HANDLE_LOCK_PREFIX: &str = "UNIQ#HANDLE#";
+/// The sort key of an email or username lock.
+pub const LOCK: &str = "LOCK";
+pub const BRANCH_PREFIX: &str = "BRANCH#";
+pub const CARD_PREFIX: &str = "CARD#";
+pub const BOOK_PREFIX: &str = "BOOK#";
+pub const HISTORY_PREFIX: &str = "HISTORY#";
+pub const OPEN_PREFIX: &str = "OPEN#";
+pub const OVERDUE_PREFIX: &str = "OVERDUE#";
+pub const MARKER_PREFIX: &str = "MARKER#";
+pub const RESOURCE_PREFIX: &str = "RESOURCE#";
+/// The sort key of a resource's present state.
+pub const CURRENT: &str = "CURRENT";
+pub const IDEMPOTENCY_PREFIX: &str = "IDEMPOTENCY#";
+pub const ID_PREFIX: &str = "ID#";
+
 // ---- Fleet ----------------------------------------------------------------------------------
 
 pub fn vehicle(vehicle_id: &Id) -> Key {
-    same(format!("VEHICLE#{vehicle_id}"))
+    same(format!("{VEHICLE_PREFIX}{vehicle_id}"))
 }
 
 pub fn plate_lock(plate: &Plate) -> Key {
-    same(format!("PLATE#{plate}"))
+    same(format!("{PLATE_PREFIX}{plate}"))
 }
 
 pub fn chassis_lock(chassis: &Chassis) -> Key {
-    same(format!("CHASSIS#{chassis}"))
+    same(format!("{CHASSIS_PREFIX}{chassis}"))
 }
 
 // ---- Accounts -------------------------------------------------------------------------------
 
 pub fn account(account_id: &Id) -> Key {
     Key {
-        pk: format!("ACCT#{account_id}"),
-        sk: "PROFILE".into(),
+        pk: format!("{ACCOUNT_PREFIX}{account_id}"),
+        sk: PROFILE.into(),
     }
 }
 
 pub fn email_lock(email: &Email) -> Key {
     Key {
-        pk: format!("UNIQ#EMAIL#{email}"),
-        sk: "LOCK".into(),
+        pk: format!("{EMAIL_LOCK_PREFIX}{email}"),
+        sk: LOCK.into(),
     }
 }
 
 pub fn handle_lock(username: &Username) -> Key {
     Key {
-        pk: format!("UNIQ#HANDLE#{username}"),
-        sk: "LOCK".into(),
+        pk: format!("{HANDLE_LOCK_PREFIX}{username}"),
+        sk: LOCK.into(),
     }
 }
 
@@ -82,7 +107,7 @@ pub fn branch_listing(branch_id: &Id) -> IndexKey {
 
 /// The partition that holds a branch, its patrons and its copies.
 pub fn branch_partition(branch_id: &Id) -> String {
-    format!("BRANCH#{branch_id}")
+    format!("{BRANCH_PREFIX}{branch_id}")
 }
 
 pub const PATRON_PREFIX: &str = "PATRON#";
@@ -105,11 +130,11 @@ pub fn patron_by_id(patron_id: &Id) -> IndexKey {
 }
 
 pub fn card_lock(card_number: &CardNumber) -> Key {
-    same(format!("CARD#{card_number}"))
+    same(format!("{CARD_PREFIX}{card_number}"))
 }
 
 pub fn book(isbn: &Isbn13) -> Key {
-    same(format!("BOOK#{isbn}"))
+    same(format!("{BOOK_PREFIX}{isbn}"))
 }
 
 pub fn copy(branch_id: &Id, copy_id: &Id) -> Key {
@@ -153,7 +178,7 @@ pub fn copy_by_book(isbn: &Isbn13, status: CopyStatus, branch_id: &Id, copy_id: 
 
 /// The GSI2 partition of a book's copies, at every branch and in every status.
 pub fn copies_of_book(isbn: &Isbn13) -> String {
-    format!("BOOK#{isbn}")
+    format!("{BOOK_PREFIX}{isbn}")
 }
 
 /// The GSI2 sort-key prefix of a book's copies in one status, across all branches.
@@ -208,7 +233,7 @@ pub fn patron_loans_partition(patron_id: &Id) -> String {
 
 /// The GSI1 partition of a patron's returned loans.
 pub fn loan_history_partition(patron_id: &Id) -> String {
-    format!("HISTORY#{patron_id}")
+    format!("{HISTORY_PREFIX}{patron_id}")
 }
 
 /// GSI1 on a returned loan: its patron's history, sorted by `<returnedDate>#<checkoutId>`, so
@@ -232,7 +257,7 @@ pub fn open_loan_shard(checkout_id: &Id) -> u32 {
 }
 
 pub fn open_loans_partition(shard: u32) -> String {
-    format!("OPEN#{shard:02}")
+    format!("{OPEN_PREFIX}{shard:02}")
 }
 
 /// GSI1 on a checkout while it is open and not yet marked overdue. `due_date` is an ISO-8601 UTC
@@ -245,7 +270,7 @@ pub fn open_loan(checkout_id: &Id, due_date: &str) -> IndexKey {
 }
 
 pub fn overdue_partition(branch_id: &Id) -> String {
-    format!("OVERDUE#{branch_id}")
+    format!("{OVERDUE_PREFIX}{branch_id}")
 }
 
 /// GSI3 on a checkout once it is overdue: a branch's overdue loans, oldest due first.
@@ -272,7 +297,7 @@ pub fn overdue_anywhere(checkout_id: &Id, due_date: &str) -> IndexKey {
 /// The item that records the last complete `mark-overdue` run: its `time` is the overdue lists'
 /// `asOf`.
 pub fn mark_overdue_run() -> Key {
-    same("MARKER#mark-overdue".to_owned())
+    same(format!("{MARKER_PREFIX}mark-overdue"))
 }
 
 // ---- Change & audit log ---------------------------------------------------------------------
@@ -290,13 +315,13 @@ const _: () = assert!(MAX_VERSION >= 1_000_000);
 pub const EVENT_PREFIX: &str = "EVENT#";
 
 pub fn resource_partition(resource_id: &Id) -> String {
-    format!("RESOURCE#{resource_id}")
+    format!("{RESOURCE_PREFIX}{resource_id}")
 }
 
 pub fn resource_current(resource_id: &Id) -> Key {
     Key {
         pk: resource_partition(resource_id),
-        sk: "CURRENT".into(),
+        sk: CURRENT.into(),
     }
 }
 
@@ -312,13 +337,13 @@ pub fn resource_event(resource_id: &Id, sequence: u64) -> Key {
 
 /// The record of one `Idempotency-Key` on one creating route.
 pub fn idempotency_record(route: &str, key: &Id) -> Key {
-    same(format!("IDEMPOTENCY#{route}#{key}"))
+    same(format!("{IDEMPOTENCY_PREFIX}{route}#{key}"))
 }
 
 /// The lock of an id derived from an `Idempotency-Key`, put with the entity and never deleted:
 /// a derived id is held by one entity at most, once, whatever becomes of the key's record.
 pub fn id_lock(id: &Id) -> Key {
-    same(format!("ID#{id}"))
+    same(format!("{ID_PREFIX}{id}"))
 }
 
 #[cfg(test)]

@@ -9,12 +9,14 @@
 //! anywhere (loans live under their patron): its loans are looked for again by a filtered scan
 //! that starts after the first one ended, so a loan committed during the first scan is found.
 
-use super::entity::{Entity, LockKind, key_of};
+use super::entity::{LockKind, claims, key_of, lock};
 use super::rules::{At, Finding, Rule, Stored, Table, at, check, owner_key};
 use super::scan::{self, Counter, Filter};
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{Get, TransactGetItem};
 use singlet_functions::Ctx;
+use singlet_functions::loans::LoanStatus;
+use singlet_functions::model::Decoded;
 use singlet_functions::store::{Item, Query, key_item, s};
 use singlet_shared::Key;
 use singlet_shared::keys::{self, CHECKOUT_PREFIX};
@@ -78,10 +80,11 @@ async fn reread(
     let key = &finding.key;
     match finding.rule {
         Rule::LockOrphan => {
-            let Some(Ok(Entity::Lock(lock))) = snapshot(ctx, std::slice::from_ref(key))
-                .await?
+            let read = snapshot(ctx, std::slice::from_ref(key)).await?;
+            let Some(lock) = read
                 .first()
-                .map(|s| s.entity.clone())
+                .and_then(|s| s.entity.as_ref().ok())
+                .and_then(lock)
             else {
                 return Ok(fresh);
             };
@@ -101,10 +104,10 @@ async fn reread(
                 return Ok(fresh);
             };
             let mut keys = vec![key.clone()];
-            keys.extend(entity.claims().into_iter().map(|claim| claim.lock));
+            keys.extend(claims(&entity).into_iter().map(|claim| claim.lock_key));
             let mut holders = Vec::new();
             for stored in snapshot(ctx, &keys).await? {
-                if let Ok(Entity::Lock(lock)) = &stored.entity
+                if let Some(lock) = stored.entity.as_ref().ok().and_then(lock)
                     && let Some(owner) = locate(ctx, table, lock.kind, &lock.holder).await?
                     && owner != *key
                 {
@@ -117,7 +120,7 @@ async fn reread(
         }
         Rule::ActiveLoans => {
             let patron = snapshot(ctx, std::slice::from_ref(key)).await?;
-            let Some(Ok(Entity::Patron(p))) = patron.first().map(|s| s.entity.clone()) else {
+            let Some(Ok(Decoded::Patron(p))) = patron.first().map(|s| s.entity.clone()) else {
                 return Ok(fresh);
             };
             fill(&mut fresh, patron);
@@ -129,7 +132,7 @@ async fn reread(
         }
         Rule::CopyStatus => {
             let mut keys = vec![key.clone()];
-            if let Some(Ok(Entity::Copy(copy))) = table.entity(key) {
+            if let Some(Ok(Decoded::Copy(copy))) = table.entity(key) {
                 let (branch, copy) = (copy.branch_id.to_string(), copy.copy_id.to_string());
                 keys.extend(
                     table
@@ -250,7 +253,7 @@ async fn loans_of_unlent_copies(
         .iter()
         .filter(|f| f.rule == Rule::CopyStatus)
         .filter_map(|f| match table.entity(&f.key) {
-            Some(Ok(Entity::Copy(copy))) => {
+            Some(Ok(Decoded::Copy(copy))) => {
                 Some((copy.branch_id.to_string(), copy.copy_id.to_string()))
             }
             _ => None,
@@ -270,7 +273,9 @@ async fn loans_of_unlent_copies(
     })
     .await?;
     for stored in loans {
-        if let Ok(Entity::ActiveLoan(loan)) = &stored.entity {
+        if let Ok(Decoded::Loan(loan)) = &stored.entity
+            && loan.status != LoanStatus::Returned
+        {
             let copy = (loan.branch_id.to_string(), loan.copy_id.to_string());
             if wanted.contains(&copy) {
                 found.entry(copy).or_default().push(loan.active_key());

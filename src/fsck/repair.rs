@@ -7,14 +7,16 @@
 //! released (or taken over) only while the owner it names still does not.
 
 use super::entity::{Claim, LockKind};
+use aws_sdk_dynamodb::types::builders::PutBuilder;
 use singlet_functions::Ctx;
 use singlet_functions::idempotency::KEEP_SECONDS;
 use singlet_functions::library::Copy;
 use singlet_functions::loans::Checkout;
-use singlet_functions::store::{ABSENT, Commit, Transaction, n, s};
-use singlet_shared::Key;
+use singlet_functions::model::Decoded;
+use singlet_functions::store::{ABSENT, Commit, Transaction, lock, n, s};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI2, TTL_ATTRIBUTE};
+use singlet_shared::{Id, Key};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What the table said about the owner a lock names, when the finding was confirmed.
@@ -115,7 +117,7 @@ impl Repair {
                 };
                 format!(
                     "put {} naming {} {}, {over}, while the owner still holds its {}",
-                    at(&claim.lock),
+                    at(&claim.lock_key),
                     claim.kind.holder_field(),
                     claim.holder,
                     claim.kind.owner_field()
@@ -155,11 +157,8 @@ impl Repair {
                 holder,
                 holder_owner,
             } => {
-                let release = ctx
-                    .delete(lock)
-                    .condition_expression("#holder = :holder")
-                    .expression_attribute_names("#holder", kind.holder_field())
-                    .expression_attribute_values(":holder", s(holder));
+                let holder = Id::parse(holder).map_err(|_| "a lock's holder is no id")?;
+                let release = lock::release(ctx, lock, kind.holder_field(), &holder);
                 let mut transaction = Transaction::new().delete(Part::Lock, release);
                 if let Some(check) = unchanged(ctx, holder_owner) {
                     transaction = transaction.check(Part::Owner, check);
@@ -167,10 +166,9 @@ impl Repair {
                 transaction.commit(ctx).await.map(done).map_err(failed)
             }
             Repair::ClaimLock { claim, held_by } => {
-                let mut put = ctx.put(claim.lock_item()?);
-                put = match held_by {
-                    None => put.condition_expression(ABSENT),
-                    Some((holder, _)) => put
+                let put = match held_by {
+                    None => put_lock(ctx, &claim.lock).condition_expression(ABSENT),
+                    Some((holder, _)) => put_lock(ctx, &claim.lock)
                         .condition_expression(format!("{ABSENT} OR #holder = :holder"))
                         .expression_attribute_names("#holder", claim.kind.holder_field())
                         .expression_attribute_values(":holder", s(holder)),
@@ -289,6 +287,21 @@ impl Repair {
                 .map(|written| written.is_some())
                 .map_err(failed),
         }
+    }
+}
+
+/// A put of a lock as the API puts it (`Entity::to_item`: its key, `_et` and `_v`).
+fn put_lock(ctx: &Ctx, lock: &Decoded) -> PutBuilder {
+    match lock {
+        Decoded::PlateLock(lock) => ctx.put(lock),
+        Decoded::ChassisLock(lock) => ctx.put(lock),
+        Decoded::EmailLock(lock) => ctx.put(lock),
+        Decoded::UsernameLock(lock) => ctx.put(lock),
+        Decoded::CardLock(lock) => ctx.put(lock),
+        other => unreachable!(
+            "a claim's lock is a lock, not a {}",
+            other.entity_type().name
+        ),
     }
 }
 

@@ -3,12 +3,14 @@
 //! The same functions judge the whole table after the scan and, to confirm a finding, the few
 //! items re-read for it: a finding is only reported when the fresh items break the rule too.
 
-use super::entity::{Entity, Lock, LockKind, decode, key_of};
+use super::entity::{
+    LockItem, LockKind, claims, decode, key_of, lock, must_expire, must_not_expire,
+};
 use super::repair::{Holder, Repair};
 use serde::Serialize;
 use singlet_functions::library::Copy;
 use singlet_functions::loans::{Checkout, LoanStatus};
-use singlet_functions::store::Item;
+use singlet_functions::model::{Decoded, Entity, Item};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI2, INDEXES, TTL_ATTRIBUTE};
 use singlet_shared::{Id, Key};
@@ -86,7 +88,7 @@ pub fn key(at: &At) -> Key {
 #[derive(Debug, Clone)]
 pub struct Stored {
     pub key: Key,
-    pub entity: Result<Entity, String>,
+    pub entity: Result<Decoded, String>,
     pub expires_at: Option<String>,
     pub index_keys: BTreeMap<&'static str, String>,
 }
@@ -102,7 +104,7 @@ impl Stored {
             .collect();
         Self {
             key,
-            entity: decode(item),
+            entity: decode(&item),
             expires_at,
             index_keys,
         }
@@ -130,7 +132,7 @@ impl Table {
         let key = stored.key.clone();
         let at = at(&key);
         match &stored.entity {
-            Ok(Entity::ActiveLoan(loan)) => {
+            Ok(Decoded::Loan(loan)) if loan.status != LoanStatus::Returned => {
                 self.open_loans_by_patron
                     .entry(loan.patron_id.to_string())
                     .or_default()
@@ -140,7 +142,7 @@ impl Table {
                     .or_default()
                     .insert(at.clone());
             }
-            Ok(Entity::Patron(patron)) => {
+            Ok(Decoded::Patron(patron)) => {
                 self.patrons
                     .insert(patron.patron_id.to_string(), patron.key());
             }
@@ -159,7 +161,7 @@ impl Table {
         self.items.get(&at(key))
     }
 
-    pub fn entity(&self, key: &Key) -> Option<&Result<Entity, String>> {
+    pub fn entity(&self, key: &Key) -> Option<&Result<Decoded, String>> {
         self.get(key).map(|stored| &stored.entity)
     }
 
@@ -178,7 +180,7 @@ impl Table {
         keys.into_iter()
             .flatten()
             .filter_map(|at| match self.items.get(at).map(|s| &s.entity) {
-                Some(Ok(Entity::ActiveLoan(loan))) => Some(loan),
+                Some(Ok(Decoded::Loan(loan))) => Some(loan),
                 _ => None,
             })
             .collect()
@@ -216,13 +218,12 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
     };
     let mut found = Vec::new();
     expiry(&key, stored, entity, &mut found);
+    if let Some(lock) = lock(entity) {
+        lock_orphan(table, &key, &lock, &mut found);
+    }
+    lock_missing(table, entity, &mut found);
     match entity {
-        Entity::Lock(lock) => lock_orphan(table, &key, lock, &mut found),
-        Entity::Vehicle(_) | Entity::Account(_) => {
-            lock_missing(table, entity, &mut found);
-        }
-        Entity::Patron(patron) => {
-            lock_missing(table, entity, &mut found);
+        Decoded::Patron(patron) => {
             let open = table.open_loans_of_patron(patron.patron_id.as_str()).len() as u32;
             if open != patron.active_loans {
                 found.push(Finding {
@@ -241,16 +242,14 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
                 });
             }
         }
-        Entity::Copy(copy) => copy_status(table, &key, stored, copy, &mut found),
-        Entity::ActiveLoan(loan) | Entity::ReturnedLoan(loan) => {
-            loan_index(&key, stored, loan, &mut found);
-        }
-        Entity::Resource(_) => audit_history(table, &key, &mut found),
-        Entity::ResourceEvent(_) => {
+        Decoded::Copy(copy) => copy_status(table, &key, stored, copy, &mut found),
+        Decoded::Loan(loan) => loan_index(&key, stored, loan, &mut found),
+        Decoded::Resource(_) => audit_history(table, &key, &mut found),
+        Decoded::ResourceEvent(_) => {
             // A history without its `CURRENT` is reported once, on its first event.
             let partition = table.resources.get(&key.pk);
             let first = partition.and_then(|sks| sks.first());
-            let has_current = partition.is_some_and(|sks| sks.contains("CURRENT"));
+            let has_current = partition.is_some_and(|sks| sks.contains(keys::CURRENT));
             if !has_current && first == Some(&key.sk) {
                 audit_history(table, &key, &mut found);
             }
@@ -260,9 +259,9 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
     found
 }
 
-fn expiry(key: &Key, stored: &Stored, entity: &Entity, found: &mut Vec<Finding>) {
+fn expiry(key: &Key, stored: &Stored, entity: &Decoded, found: &mut Vec<Finding>) {
     match &stored.expires_at {
-        Some(seen) if entity.must_not_expire() => found.push(Finding {
+        Some(seen) if must_not_expire(entity) => found.push(Finding {
             rule: Rule::Expiry,
             about: "",
             key: key.clone(),
@@ -272,7 +271,7 @@ fn expiry(key: &Key, stored: &Stored, entity: &Entity, found: &mut Vec<Finding>)
                 seen: seen.clone(),
             }),
         }),
-        None if entity.must_expire() => found.push(Finding {
+        None if must_expire(entity) => found.push(Finding {
             rule: Rule::Expiry,
             about: "",
             key: key.clone(),
@@ -293,8 +292,7 @@ fn holder_state(table: &Table, owner: Option<Key>, kind: LockKind) -> Option<(Ho
         // An owner that does not decode is reported as such; its locks wait for a person.
         Some(Err(_)) => None,
         Some(Ok(entity)) => {
-            let value = entity
-                .claims()
+            let value = claims(entity)
                 .into_iter()
                 .find(|claim| claim.kind == kind)
                 .map(|claim| claim.value)?;
@@ -313,13 +311,12 @@ fn holder_state(table: &Table, owner: Option<Key>, kind: LockKind) -> Option<(Ho
 /// Whether the entity at `owner` holds the lock at `lock`.
 fn holds(table: &Table, owner: Option<&Key>, lock: &Key, holder: &str) -> bool {
     let entity = owner.and_then(|owner| table.entity(owner));
-    matches!(entity, Some(Ok(entity)) if entity
-        .claims()
+    matches!(entity, Some(Ok(entity)) if claims(entity)
         .iter()
-        .any(|claim| claim.lock == *lock && claim.holder == holder))
+        .any(|claim| claim.lock_key == *lock && claim.holder == holder))
 }
 
-fn lock_orphan(table: &Table, key: &Key, lock: &Lock, found: &mut Vec<Finding>) {
+fn lock_orphan(table: &Table, key: &Key, lock: &LockItem, found: &mut Vec<Finding>) {
     let owner = owner_key(lock.kind, &lock.holder, &table.patrons);
     if holds(table, owner.as_ref(), key, &lock.holder) {
         return;
@@ -351,8 +348,8 @@ fn lock_orphan(table: &Table, key: &Key, lock: &Lock, found: &mut Vec<Finding>) 
     });
 }
 
-fn lock_missing(table: &Table, owner: &Entity, found: &mut Vec<Finding>) {
-    for claim in owner.claims() {
+fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
+    for claim in claims(owner) {
         let field = claim.kind.owner_field();
         let finding = |detail: String, repair: Option<Repair>| Finding {
             rule: Rule::LockMissing,
@@ -361,7 +358,17 @@ fn lock_missing(table: &Table, owner: &Entity, found: &mut Vec<Finding>) {
             detail,
             repair,
         };
-        match table.entity(&claim.lock) {
+        let held = match table.entity(&claim.lock_key) {
+            None => None,
+            Some(Ok(entity)) => match lock(entity) {
+                Some(lock) => Some(lock),
+                // Something else at the lock's key: reported as undecodable.
+                None => continue,
+            },
+            // Nothing decodable at the lock's key: reported as undecodable.
+            Some(Err(_)) => continue,
+        };
+        match held {
             None => found.push(finding(
                 format!("its {field} has no lock"),
                 Some(Repair::ClaimLock {
@@ -369,11 +376,11 @@ fn lock_missing(table: &Table, owner: &Entity, found: &mut Vec<Finding>) {
                     held_by: None,
                 }),
             )),
-            Some(Ok(Entity::Lock(lock))) if lock.holder == claim.holder => {}
-            Some(Ok(Entity::Lock(lock))) => {
+            Some(lock) if lock.holder == claim.holder => {}
+            Some(lock) => {
                 let other = owner_key(lock.kind, &lock.holder, &table.patrons);
                 let holder_field = lock.kind.holder_field();
-                if holds(table, other.as_ref(), &claim.lock, &lock.holder) {
+                if holds(table, other.as_ref(), &claim.lock_key, &lock.holder) {
                     found.push(finding(
                         format!(
                             "its {field} is locked by {holder_field} {}, which holds the same \
@@ -395,8 +402,6 @@ fn lock_missing(table: &Table, owner: &Entity, found: &mut Vec<Finding>) {
                     ));
                 }
             }
-            // Something else, or nothing decodable, at the lock's key: reported as undecodable.
-            Some(_) => {}
         }
     }
 }
@@ -415,11 +420,15 @@ fn copy_status(table: &Table, key: &Key, stored: &Stored, copy: &Copy, found: &m
         ),
         (CopyStatus::CheckedOut, [_]) | (CopyStatus::Available, []) => {
             // The status is right; its availability index key must say the same.
-            let expected =
-                keys::copy_by_book(&copy.isbn, copy.status, &copy.branch_id, &copy.copy_id);
-            if stored.index_key(GSI2.pk) == Some(&expected.pk)
-                && stored.index_key(GSI2.sk) == Some(&expected.sk)
-            {
+            let expected = copy
+                .index_keys()
+                .into_iter()
+                .find(|(index, _)| index.name == GSI2.name)
+                .map(|(_, key)| key);
+            if expected.is_some_and(|expected| {
+                stored.index_key(GSI2.pk) == Some(&expected.pk)
+                    && stored.index_key(GSI2.sk) == Some(&expected.sk)
+            }) {
                 return;
             }
             (
@@ -452,45 +461,21 @@ fn copy_status(table: &Table, key: &Key, stored: &Stored, copy: &Copy, found: &m
     });
 }
 
-/// The index keys a loan carries in each state: the API's own key functions, by state.
-fn loan_index_keys(key: &Key, loan: &Checkout) -> Result<BTreeMap<&'static str, String>, String> {
-    let returned = key.sk.starts_with(keys::RETURNED_PREFIX);
-    let mut expected = BTreeMap::new();
-    let mut put = |index: singlet_shared::schema::Index, keys: singlet_shared::IndexKey| {
-        expected.insert(index.pk, keys.pk);
-        expected.insert(index.sk, keys.sk);
-    };
-    use singlet_shared::schema::{GSI1, GSI3, GSI4};
-    match (returned, loan.status) {
-        (false, LoanStatus::Open) => put(GSI1, keys::open_loan(&loan.checkout_id, &loan.due_date)),
-        (false, LoanStatus::Overdue) => {
-            put(
-                GSI3,
-                keys::overdue_loan(&loan.branch_id, &loan.checkout_id, &loan.due_date),
-            );
-            put(
-                GSI4,
-                keys::overdue_anywhere(&loan.checkout_id, &loan.due_date),
-            );
-        }
-        (true, LoanStatus::Returned) => {
-            let date = loan
-                .returned_date
-                .as_deref()
-                .ok_or("a returned loan without a returnedDate")?;
-            put(
-                GSI1,
-                keys::returned_loan(&loan.patron_id, &loan.checkout_id, date),
-            );
-        }
-        (false, LoanStatus::Returned) => return Err("a returned loan among active loans".into()),
-        (true, _) => return Err("a loan among returned loans that is not returned".into()),
+/// The index keys a loan carries in its state: the model's own (`Checkout::index_keys`, what
+/// every handler writes), as attribute names and values.
+fn loan_index_keys(loan: &Checkout) -> Result<BTreeMap<&'static str, String>, String> {
+    if loan.status == LoanStatus::Returned && loan.returned_date.is_none() {
+        return Err("a returned loan without a returnedDate".into());
     }
-    Ok(expected)
+    Ok(loan
+        .index_keys()
+        .into_iter()
+        .flat_map(|(index, key)| [(index.pk, key.pk), (index.sk, key.sk)])
+        .collect())
 }
 
 fn loan_index(key: &Key, stored: &Stored, loan: &Checkout, found: &mut Vec<Finding>) {
-    let expected = match loan_index_keys(key, loan) {
+    let expected = match loan_index_keys(loan) {
         Ok(expected) => expected,
         Err(why) => {
             found.push(Finding {
@@ -553,9 +538,9 @@ fn audit_history(table: &Table, anchor: &Key, found: &mut Vec<Finding>) {
             sk: sk.clone(),
         };
         match table.entity(&key) {
-            Some(Ok(Entity::Resource(resource))) => current = Some(resource),
-            Some(Ok(Entity::ResourceEvent(event))) => {
-                events.insert(event.sequence, event);
+            Some(Ok(Decoded::Resource(resource))) => current = Some(resource),
+            Some(Ok(Decoded::ResourceEvent(stored))) => {
+                events.insert(stored.event.sequence, &stored.event);
             }
             _ => {}
         }

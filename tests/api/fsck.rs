@@ -641,6 +641,9 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
     // What the repairs wrote.
     let lock = api.item("PLATE#v1", "PLATE#v1").await.unwrap();
     assert_eq!(s(&lock, "vehicleId"), v1);
+    // As the API writes a lock: through the model, with its entity type and version.
+    assert_eq!(s(&lock, "_et"), "plate-lock");
+    assert_eq!(lock["_v"].as_n().unwrap(), "1");
     assert_eq!(
         s(
             &api.item("PLATE#v2", "PLATE#v2").await.unwrap(),

@@ -20,6 +20,7 @@ mod fsck;
 mod idempotency;
 mod library;
 mod loans;
+mod model;
 mod openapi;
 mod readme;
 mod reliability;

@@ -12,9 +12,9 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, Transaction, item, lock};
+use crate::store::{ABSENT, Transaction};
 use lambda_http::Request;
-use singlet_shared::{Email, Username, keys};
+use singlet_shared::{Email, Username};
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
@@ -38,20 +38,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     let mut transaction = Transaction::new().put(
         Part::Account,
-        ctx.put(item(
-            &keys::account(&account_id),
-            &AccountRow {
-                account: account.clone(),
-                owner: principal(&req).subject.clone(),
-            },
-        ))
+        ctx.put(&AccountRow {
+            account: account.clone(),
+            owner: principal(&req).subject.clone(),
+        })
         .condition_expression(ABSENT),
     );
     for value in [UniqueValue::Email(email), UniqueValue::Username(username)] {
-        transaction = transaction.put(
-            Part::Lock(value.kind()),
-            lock::claim(ctx, &value.lock_key(), &value.lock(&account_id)),
-        );
+        transaction = transaction.put(Part::Lock(value.kind()), value.claim(ctx, &account_id));
     }
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

@@ -19,41 +19,11 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path, path_id};
 use crate::store::{Commit, Transaction, lock, s};
+use aws_sdk_dynamodb::types::builders::PutBuilder;
 use lambda_http::Request;
-use serde::{Deserialize, Serialize};
 use singlet_shared::{Email, Id, Invalid, Key, Username, keys};
 
-/// The account row, and the response body of every account route.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Account {
-    pub account_id: Id,
-    pub email: Email,
-    pub username: Username,
-    pub display_name: Option<String>,
-    pub created_at: i64,
-}
-
-/// The stored account: the account, and the subject (the token's `sub`) that created and owns
-/// it. The owner is never part of an answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AccountRow {
-    #[serde(flatten)]
-    pub account: Account,
-    /// Empty for an account no subject owns (made before accounts had owners): only
-    /// `accounts:admin` reaches it.
-    #[serde(default)]
-    pub owner: String,
-}
-
-/// A lock item: which account holds a unique value.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UniqueLock {
-    pub account_id: Id,
-    pub value: String,
-}
+pub use crate::model::accounts::{Account, AccountRow, EmailLock, HOLDER, UsernameLock};
 
 /// The attributes that are unique across all accounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,10 +81,24 @@ impl UniqueValue {
         }
     }
 
-    pub fn lock(&self, account_id: &Id) -> UniqueLock {
-        UniqueLock {
-            account_id: account_id.clone(),
-            value: self.as_str().to_owned(),
+    /// A put of this value's lock naming `account_id`, unless another holds it.
+    pub fn claim(&self, ctx: &Ctx, account_id: &Id) -> PutBuilder {
+        let account_id = account_id.clone();
+        match self {
+            UniqueValue::Email(email) => lock::claim(
+                ctx,
+                &EmailLock {
+                    account_id,
+                    value: email.clone(),
+                },
+            ),
+            UniqueValue::Username(username) => lock::claim(
+                ctx,
+                &UsernameLock {
+                    account_id,
+                    value: username.clone(),
+                },
+            ),
         }
     }
 
@@ -144,9 +128,6 @@ pub enum Part {
     /// The lock being released.
     OldLock(Unique),
 }
-
-/// The attribute of a lock that names the account holding it.
-pub const HOLDER: &str = "accountId";
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 pub const MAX_ATTEMPTS: usize = 3;
@@ -197,10 +178,7 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
         }
 
         let commit = Transaction::new()
-            .put(
-                Part::Lock(unique),
-                lock::claim(ctx, &value.lock_key(), &value.lock(&account_id)),
-            )
+            .put(Part::Lock(unique), value.claim(ctx, &account_id))
             .delete(
                 Part::OldLock(unique),
                 lock::release(ctx, &old.lock_key(), HOLDER, &account_id),

@@ -23,13 +23,13 @@
 //! `if-match` already makes a retry harmless (a retry of a change that committed gets `412`
 //! naming the version it produced).
 
-use super::{Event, MAX_TEXT_LEN, Resource, load, state};
+use super::{Event, MAX_TEXT_LEN, Resource, ResourceEvent, load, state};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
-use crate::store::{ABSENT, Commit, Transaction, decode, item, n, s};
+use crate::store::{ABSENT, Commit, Transaction, decode, n, s};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use lambda_http::Request;
 use singlet_shared::Status;
@@ -102,8 +102,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         )
         .put(
             Part::Event,
-            ctx.put(item(&keys::resource_event(&resource_id, next), &event))
-                .condition_expression(ABSENT),
+            ctx.put(&ResourceEvent {
+                resource_id: resource_id.clone(),
+                event,
+            })
+            .condition_expression(ABSENT),
         )
         .commit(ctx)
         .await?;

@@ -7,16 +7,16 @@
 //! `Idempotency-Key`: the id is the client's, so a retry names the same resource and gets the
 //! first response back.
 
-use super::{CREATE_ACTION, Event, Resource, with_etag};
+use super::{CREATE_ACTION, Event, Resource, ResourceEvent, with_etag};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{ABSENT, Transaction, item};
+use crate::store::{ABSENT, Transaction};
 use lambda_http::Request;
-use singlet_shared::{Id, Status, keys};
+use singlet_shared::{Id, Status};
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,13 +57,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .put(
             Part::Current,
-            ctx.put(item(&keys::resource_current(&resource_id), &resource))
-                .condition_expression(ABSENT),
+            ctx.put(&resource).condition_expression(ABSENT),
         )
         .put(
             Part::FirstEvent,
-            ctx.put(item(&keys::resource_event(&resource_id, 1), &event))
-                .condition_expression(ABSENT),
+            ctx.put(&ResourceEvent {
+                resource_id: resource_id.clone(),
+                event,
+            })
+            .condition_expression(ABSENT),
         );
 
     // The id is the client's, not derived from the key: its own guard is its lock.

@@ -23,34 +23,9 @@ use crate::headers::etag;
 use crate::http::ok;
 use lambda_http::http::header;
 use lambda_http::{Body, Response};
-use serde::{Deserialize, Serialize};
-use singlet_shared::{Id, Status, keys};
+use singlet_shared::{Id, keys};
 
-/// The `CURRENT` row, and the body of every route that returns a resource's state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Resource {
-    pub resource_id: Id,
-    pub status: Status,
-    pub version: u64,
-    /// Epoch milliseconds of the last change.
-    pub updated_at: i64,
-}
-
-/// An `EVENT#<seq>` row: one change, as the history lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Event {
-    /// The version this change produced.
-    pub sequence: u64,
-    pub action: String,
-    pub actor: String,
-    /// Epoch milliseconds; the `updatedAt` of the state it produced.
-    pub at: i64,
-    /// `null` for the event that created the resource.
-    pub from_status: Option<Status>,
-    pub to_status: Status,
-}
+pub use crate::model::audit::{Event, Resource, ResourceEvent};
 
 /// The action recorded by the event that creates a resource.
 pub const CREATE_ACTION: &str = "create";

@@ -41,10 +41,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         };
 
         let commit = Transaction::new()
-            .put(
-                Part::NewPlate,
-                lock::claim(ctx, &keys::plate_lock(&plate), &new_lock),
-            )
+            .put(Part::NewPlate, lock::claim(ctx, &new_lock))
             .delete(
                 Part::OldPlate,
                 lock::release(ctx, &keys::plate_lock(&old), HOLDER, &vehicle_id),

@@ -14,38 +14,9 @@ pub mod retire_vehicle;
 
 use crate::context::Ctx;
 use crate::error::ApiError;
-use serde::{Deserialize, Serialize};
-use singlet_shared::{Chassis, Id, Plate, keys};
+use singlet_shared::{Id, keys};
 
-/// The vehicle row, and the response body of every vehicle route.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Vehicle {
-    pub vehicle_id: Id,
-    pub plate: Plate,
-    pub chassis: Chassis,
-    pub depot: String,
-    pub added_at: i64,
-}
-
-/// A `PLATE#` lock: which vehicle holds the plate. Also the body of `GET /plates/{plate}`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlateLock {
-    pub plate: Plate,
-    pub vehicle_id: Id,
-}
-
-/// A `CHASSIS#` lock. Also the body of `GET /chassis/{chassis}`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChassisLock {
-    pub chassis: Chassis,
-    pub vehicle_id: Id,
-}
-
-/// The attribute of a lock that names the vehicle holding it.
-pub const HOLDER: &str = "vehicleId";
+pub use crate::model::fleet::{ChassisLock, HOLDER, PlateLock, Vehicle};
 
 pub const MAX_DEPOT_LEN: usize = 100;
 

@@ -11,9 +11,9 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, Transaction, item, lock};
+use crate::store::{ABSENT, Transaction, lock};
 use lambda_http::Request;
-use singlet_shared::{Chassis, Plate, keys};
+use singlet_shared::{Chassis, Plate};
 
 /// The transaction's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,17 +54,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .put(
             Part::Vehicle,
-            ctx.put(item(&keys::vehicle(&vehicle_id), &vehicle))
-                .condition_expression(ABSENT),
+            ctx.put(&vehicle).condition_expression(ABSENT),
         )
-        .put(
-            Part::Plate,
-            lock::claim(ctx, &keys::plate_lock(&plate), &plate_lock),
-        )
-        .put(
-            Part::Chassis,
-            lock::claim(ctx, &keys::chassis_lock(&chassis), &chassis_lock),
-        );
+        .put(Part::Plate, lock::claim(ctx, &plate_lock))
+        .put(Part::Chassis, lock::claim(ctx, &chassis_lock));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

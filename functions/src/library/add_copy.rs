@@ -16,12 +16,11 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, PRESENT, Transaction, item, with_index};
+use crate::store::{ABSENT, PRESENT, Transaction};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
 use singlet_shared::Isbn13;
 use singlet_shared::keys::{self, CopyStatus};
-use singlet_shared::schema::GSI2;
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,15 +65,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ctx.check(&keys::branch(&branch_id))
                 .condition_expression(PRESENT),
         )
-        .put(
-            Part::Copy,
-            ctx.put(with_index(
-                item(&keys::copy(&branch_id, &copy_id), &copy),
-                GSI2,
-                &keys::copy_by_book(&isbn, copy.status, &branch_id, &copy_id),
-            ))
-            .condition_expression(ABSENT),
-        );
+        .put(Part::Copy, ctx.put(&copy).condition_expression(ABSENT));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

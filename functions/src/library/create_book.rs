@@ -15,9 +15,9 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{ABSENT, Transaction, item};
+use crate::store::{ABSENT, Transaction};
 use lambda_http::Request;
-use singlet_shared::{Isbn13, keys};
+use singlet_shared::Isbn13;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -52,11 +52,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/books/{isbn}"), &book);
 
-    let transaction = Transaction::new().put(
-        Part::Book,
-        ctx.put(item(&keys::book(&isbn), &book))
-            .condition_expression(ABSENT),
-    );
+    let transaction =
+        Transaction::new().put(Part::Book, ctx.put(&book).condition_expression(ABSENT));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
         Outcome::Done(response) => {

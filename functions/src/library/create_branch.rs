@@ -12,10 +12,9 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{ABSENT, Transaction, item, with_index};
+use crate::store::{ABSENT, Transaction};
 use lambda_http::Request;
-use singlet_shared::schema::GSI1;
-use singlet_shared::{Id, keys};
+use singlet_shared::Id;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -45,15 +44,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/branches/{branch_id}"), &branch);
 
-    let transaction = Transaction::new().put(
-        Part::Branch,
-        ctx.put(with_index(
-            item(&keys::branch(&branch_id), &branch),
-            GSI1,
-            &keys::branch_listing(&branch_id),
-        ))
-        .condition_expression(ABSENT),
-    );
+    let transaction =
+        Transaction::new().put(Part::Branch, ctx.put(&branch).condition_expression(ABSENT));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
         Outcome::Done(response) => {

@@ -18,9 +18,8 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, PRESENT, Transaction, item, lock, with_index};
+use crate::store::{ABSENT, PRESENT, Transaction, lock};
 use lambda_http::Request;
-use singlet_shared::schema::GSI1;
 use singlet_shared::{CardNumber, Email, keys};
 
 /// The transaction's parts, in order.
@@ -70,19 +69,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ctx.check(&keys::branch(&branch_id))
                 .condition_expression(PRESENT),
         )
-        .put(
-            Part::Patron,
-            ctx.put(with_index(
-                item(&keys::patron(&branch_id, &patron_id), &patron),
-                GSI1,
-                &keys::patron_by_id(&patron_id),
-            ))
-            .condition_expression(ABSENT),
-        )
-        .put(
-            Part::Card,
-            lock::claim(ctx, &keys::card_lock(&card_number), &card),
-        );
+        .put(Part::Patron, ctx.put(&patron).condition_expression(ABSENT))
+        .put(Part::Card, lock::claim(ctx, &card));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

@@ -49,10 +49,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         };
 
         let commit = Transaction::new()
-            .put(
-                Part::NewCard,
-                lock::claim(ctx, &keys::card_lock(&card), &new_lock),
-            )
+            .put(Part::NewCard, lock::claim(ctx, &new_lock))
             .delete(
                 Part::OldCard,
                 lock::release(

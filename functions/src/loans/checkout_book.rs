@@ -15,7 +15,7 @@
 //! onto every copy of the book instead would cost a write per copy, could not be one transaction,
 //! and would race copies being added.
 
-use super::{Checkout, LoanStatus, open_item};
+use super::{Checkout, LoanStatus};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
@@ -74,10 +74,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let response = json(StatusCode::CREATED, &loan.clone().as_read(now));
 
     let transaction = Transaction::new()
-        .put(
-            Part::Loan,
-            ctx.put(open_item(&loan)).condition_expression(ABSENT),
-        )
+        .put(Part::Loan, ctx.put(&loan).condition_expression(ABSENT))
         .update(
             Part::Copy,
             move_copy(

@@ -29,44 +29,16 @@ use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{HandlerResult, ok};
+use crate::model::{ENTITY_TYPE, Entity, VERSION};
 use crate::paging::{Page, Paged};
-use crate::store::{Item, Query, item, n, s, value, with_index};
+use crate::store::{Query, n, s, value};
 use aws_sdk_dynamodb::types::builders::{DeleteBuilder, UpdateBuilder};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use singlet_shared::schema::{GSI1, GSI3, GSI4};
 use singlet_shared::{Id, Isbn13, keys};
 use time::OffsetDateTime;
 
-/// Where a loan is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LoanStatus {
-    Open,
-    Overdue,
-    Returned,
-}
-
-/// The loan row, and the response body of every loan route. Dates are ISO-8601 UTC strings.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Checkout {
-    pub checkout_id: Id,
-    pub patron_id: Id,
-    /// The patron's home branch: where the patron row (and its loan counter) lives.
-    pub patron_branch_id: Id,
-    /// The branch the copy was lent from.
-    pub branch_id: Id,
-    pub copy_id: Id,
-    pub isbn: Isbn13,
-    pub title: String,
-    pub status: LoanStatus,
-    pub checked_out_at: String,
-    pub due_date: String,
-    pub renewal_count: u32,
-    /// The tier's loan period when the loan was made: what a renewal adds.
-    pub loan_period_days: u32,
-    pub returned_date: Option<String>,
-}
+pub use crate::model::loans::{Checkout, LoanStatus, MarkerRun};
 
 impl Checkout {
     /// The loan as it reads at `now`: an open loan whose due date has passed is `overdue`, the
@@ -130,24 +102,10 @@ pub async fn load_active(
 // leaves both indexes in the return's transaction.
 
 impl Checkout {
-    /// The key of the loan while it is active.
-    pub fn active_key(&self) -> singlet_shared::Key {
-        keys::checkout(&self.patron_id, &self.checkout_id)
-    }
-
     /// The copy lent: its book, its branch, its id.
     pub fn copy(&self) -> (&Isbn13, &Id, &Id) {
         (&self.isbn, &self.branch_id, &self.copy_id)
     }
-}
-
-/// A new open loan as an item: in the open-loans index, by due date.
-pub fn open_item(loan: &Checkout) -> Item {
-    with_index(
-        item(&loan.active_key(), loan),
-        GSI1,
-        &keys::open_loan(&loan.checkout_id, &loan.due_date),
-    )
 }
 
 /// Open → overdue: out of the open-loans index, into the branch's overdue index (GSI3) and the
@@ -204,38 +162,20 @@ pub fn remove_active(ctx: &Ctx, loan: &Checkout) -> DeleteBuilder {
         .expression_attribute_values(":renewals", n(loan.renewal_count))
 }
 
-/// Returned, part two: the loan as history, `RETURNED#<checkoutId>`, in no open or overdue
-/// index, and in its patron's history (GSI1 `HISTORY#<patronId>`, by return date).
-pub fn returned_item(returned: &Checkout) -> Item {
-    let returned_date = returned.returned_date.as_deref().unwrap_or_default();
-    with_index(
-        item(
-            &keys::returned_checkout(&returned.patron_id, &returned.checkout_id),
-            returned,
-        ),
-        GSI1,
-        &keys::returned_loan(&returned.patron_id, &returned.checkout_id, returned_date),
-    )
-}
-
 // ---- The overdue lists ----------------------------------------------------------------------
-
-/// The record of the last complete `mark-overdue` run, `MARKER#mark-overdue`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MarkerRun {
-    /// The run's "now": its event's `time`, ISO-8601 UTC.
-    pub time: String,
-}
 
 /// A complete run records its time, only ever moving it forward: of two overlapping runs, the
 /// one that completes last with the earlier time leaves the later time in place.
 pub fn record_run(ctx: &Ctx, time: &str) -> UpdateBuilder {
     ctx.update(&keys::mark_overdue_run())
-        .update_expression("SET #time = :time")
+        .update_expression("SET #time = :time, #et = :et, #v = :v")
         .condition_expression("attribute_not_exists(#time) OR #time < :time")
         .expression_attribute_names("#time", "time")
+        .expression_attribute_names("#et", ENTITY_TYPE)
+        .expression_attribute_names("#v", VERSION)
         .expression_attribute_values(":time", s(time))
+        .expression_attribute_values(":et", s(MarkerRun::TYPE.name))
+        .expression_attribute_values(":v", n(MarkerRun::TYPE.version))
 }
 
 /// `asOf`: the time of the last complete `mark-overdue` run, `None` before the first. One

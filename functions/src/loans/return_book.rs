@@ -8,7 +8,7 @@
 //! Safe to retry with `Idempotency-Key`: a retry after a lost response gets the first answer,
 //! where a retry without one would be told `409 returned`.
 
-use super::{Checkout, LoanStatus, MAX_ATTEMPTS, load_active, remove_active, returned_item};
+use super::{Checkout, LoanStatus, MAX_ATTEMPTS, load_active, remove_active};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
@@ -47,8 +47,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .delete(Part::ActiveLoan, remove_active(ctx, &loan))
             .put(
                 Part::ReturnedLoan,
-                ctx.put(returned_item(&returned))
-                    .condition_expression(ABSENT),
+                ctx.put(&returned).condition_expression(ABSENT),
             )
             .update(
                 Part::Copy,

@@ -1,15 +1,16 @@
-//! Entities to items and back. An entity is a serde struct of validated types; it becomes an item
-//! under its key (and its index keys), and an item decodes into it here, in one place: a stored
-//! value that does not decode is logged with its key, and the request is a `500`.
+//! Items and attribute values. An entity becomes an item in the model
+//! ([`crate::model::Entity::to_item`]); a stored item decodes into the type a pattern asks for
+//! here, in one place: a stored value that does not decode is logged with its key, and the request
+//! is a `500`.
 
 use crate::error::ApiError;
+pub use crate::model::Item;
+use crate::model::without_values;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Serialize, de::DeserializeOwned};
-use singlet_shared::schema::{Index, PK, SK};
-use singlet_shared::{IndexKey, Key};
+use singlet_shared::Key;
+use singlet_shared::schema::{PK, SK};
 use std::collections::HashMap;
-
-pub type Item = HashMap<String, AttributeValue>;
 
 /// A key as the item attributes `PK` and `SK`.
 pub fn key_item(key: &Key) -> Item {
@@ -17,20 +18,6 @@ pub fn key_item(key: &Key) -> Item {
         (PK.to_owned(), AttributeValue::S(key.pk.clone())),
         (SK.to_owned(), AttributeValue::S(key.sk.clone())),
     ])
-}
-
-/// An entity as a table item under `key`.
-pub fn item<T: Serialize>(key: &Key, entity: &T) -> Item {
-    let mut item: Item = serde_dynamo::to_item(entity).expect("entities serialise to items");
-    item.extend(key_item(key));
-    item
-}
-
-/// Adds one index's keys to an item.
-pub fn with_index(mut item: Item, index: Index, key: &IndexKey) -> Item {
-    item.insert(index.pk.to_owned(), AttributeValue::S(key.pk.clone()));
-    item.insert(index.sk.to_owned(), AttributeValue::S(key.sk.clone()));
-    item
 }
 
 /// An item as its entity. The only place a stored item is decoded.
@@ -41,17 +28,6 @@ pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
         tracing::error!(pk, sk, error, "a stored item does not decode");
         ApiError::Internal
     })
-}
-
-/// A decode error without the stored value serde may quote in it (``unknown variant `…` ``,
-/// `invalid type: string "…"`): a stored value can be a person's name or email, and a log names
-/// items by their key only. Errors that quote a field's name, not a value, are kept whole.
-fn without_values(error: &str) -> String {
-    if error.starts_with("missing field") || error.starts_with("unknown field") {
-        return error.to_owned();
-    }
-    let kind = error.split(['`', '"']).next().unwrap_or_default();
-    kind.trim_end_matches([' ', ':', ',']).to_owned()
 }
 
 /// A string attribute of an item, or `""`.
@@ -73,29 +49,4 @@ pub fn n(value: impl ToString) -> AttributeValue {
 /// A value of an entity's field type as an attribute value (an enum as its string).
 pub fn value<T: Serialize>(value: T) -> AttributeValue {
     serde_dynamo::to_attribute_value(value).expect("field values serialise")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_values;
-
-    #[test]
-    fn a_decode_error_is_logged_without_the_value() {
-        assert_eq!(
-            without_values("unknown variant `Ada Lovelace`, expected one of `open`, `returned`"),
-            "unknown variant"
-        );
-        assert_eq!(
-            without_values("invalid type: string \"ada@example.com\", expected u32"),
-            "invalid type: string"
-        );
-        assert_eq!(
-            without_values("missing field `title`"),
-            "missing field `title`"
-        );
-        assert_eq!(
-            without_values("not a valid Email: Invalid"),
-            "not a valid Email: Invalid"
-        );
-    }
 }

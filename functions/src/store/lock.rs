@@ -9,16 +9,16 @@
 //! these three functions.
 
 use super::ABSENT;
-use super::item::{Item, item, s, text};
+use super::item::{Item, s, text};
 use crate::context::Ctx;
+use crate::model::Entity;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use aws_sdk_dynamodb::types::builders::{DeleteBuilder, PutBuilder};
-use serde::Serialize;
 use singlet_shared::{Id, Key};
 
-/// Puts `lock` at `key` unless the key is taken.
-pub fn claim<T: Serialize>(ctx: &Ctx, key: &Key, lock: &T) -> PutBuilder {
-    ctx.put(item(key, lock))
+/// Puts `lock` unless its key is taken.
+pub fn claim<E: Entity>(ctx: &Ctx, lock: &E) -> PutBuilder {
+    ctx.put(lock)
         .condition_expression(ABSENT)
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
 }

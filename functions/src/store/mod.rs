@@ -20,11 +20,12 @@ pub mod lock;
 mod transaction;
 
 pub use failure::is_transient;
-pub use item::{Item, decode, item, key_item, n, s, value, with_index};
+pub use item::{Item, decode, key_item, n, s, value};
 pub use transaction::{CONFLICT_ATTEMPTS, Cancelled, Commit, TokenCommit, Transaction};
 
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::model::Entity;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
@@ -254,8 +255,13 @@ impl Ctx {
         }
     }
 
+    /// A put of `entity` as an item (with its `_et` and `_v`), for a [`Transaction`].
+    pub fn put<E: Entity>(&self, entity: &E) -> PutBuilder {
+        self.put_item(entity.to_item())
+    }
+
     /// A put of `item`, for a [`Transaction`].
-    pub fn put(&self, item: Item) -> PutBuilder {
+    fn put_item(&self, item: Item) -> PutBuilder {
         aws_sdk_dynamodb::types::Put::builder()
             .table_name(&*self.table)
             .set_item(Some(item))

@@ -1,0 +1,119 @@
+//! The accounts' entities: an account, and the locks that make its email and its username unique.
+
+use super::{Entity, EntityType, Item, KeyShape, Lock, SortShape, from_attributes};
+use serde::{Deserialize, Serialize};
+use singlet_shared::{Email, Id, Key, Username, keys};
+
+/// An account as every account route answers it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Account {
+    pub account_id: Id,
+    pub email: Email,
+    pub username: Username,
+    pub display_name: Option<String>,
+    pub created_at: i64,
+}
+
+/// The stored account (`ACCT#<accountId>`/`PROFILE`): the account, and the subject (the token's
+/// `sub`) that created and owns it. The owner is never part of an answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountRow {
+    #[serde(flatten)]
+    pub account: Account,
+    /// Empty for an account no subject owns (made before accounts had owners): only
+    /// `accounts:admin` reaches it.
+    #[serde(default)]
+    pub owner: String,
+}
+
+impl Entity for AccountRow {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "account",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::ACCOUNT_PREFIX,
+            SortShape::Exactly(keys::PROFILE),
+        )],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::account(&self.account.account_id)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// The attribute of an email or username lock that names the account holding it.
+pub const HOLDER: &str = "accountId";
+
+/// A `UNIQ#EMAIL#<email>`/`LOCK` lock: which account holds the email.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailLock {
+    pub account_id: Id,
+    pub value: Email,
+}
+
+impl Entity for EmailLock {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "email-lock",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::EMAIL_LOCK_PREFIX,
+            SortShape::Exactly(keys::LOCK),
+        )],
+        lock: Some(Lock::Of {
+            owner: "account",
+            holder: HOLDER,
+            value: "email",
+        }),
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::email_lock(&self.value)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// A `UNIQ#HANDLE#<username>`/`LOCK` lock: which account holds the username.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsernameLock {
+    pub account_id: Id,
+    pub value: Username,
+}
+
+impl Entity for UsernameLock {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "username-lock",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::HANDLE_LOCK_PREFIX,
+            SortShape::Exactly(keys::LOCK),
+        )],
+        lock: Some(Lock::Of {
+            owner: "account",
+            holder: HOLDER,
+            value: "username",
+        }),
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::handle_lock(&self.value)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}

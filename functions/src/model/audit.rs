@@ -1,0 +1,93 @@
+//! The change & audit log's entities: a resource's present state and each event of its history.
+
+use super::{Entity, EntityType, Item, KeyShape, SortShape, from_attributes, key_of};
+use serde::{Deserialize, Serialize};
+use singlet_shared::{Id, Key, Status, keys};
+
+/// A resource's present state (`RESOURCE#<resourceId>`/`CURRENT`), and the body of every route
+/// that returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    pub resource_id: Id,
+    pub status: Status,
+    pub version: u64,
+    /// Epoch milliseconds of the last change.
+    pub updated_at: i64,
+}
+
+impl Entity for Resource {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "resource",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::RESOURCE_PREFIX,
+            SortShape::Exactly(keys::CURRENT),
+        )],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::resource_current(&self.resource_id)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// One change, as the history lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// The version this change produced.
+    pub sequence: u64,
+    pub action: String,
+    pub actor: String,
+    /// Epoch milliseconds; the `updatedAt` of the state it produced.
+    pub at: i64,
+    /// `null` for the event that created the resource.
+    pub from_status: Option<Status>,
+    pub to_status: Status,
+}
+
+/// A stored event, `RESOURCE#<resourceId>`/`EVENT#<seq>`: the event, under its resource's
+/// partition. The resource's id is in the key only, as it always was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResourceEvent {
+    #[serde(skip)]
+    pub resource_id: Id,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+impl Entity for ResourceEvent {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "resource-event",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::RESOURCE_PREFIX,
+            SortShape::Prefix(keys::EVENT_PREFIX),
+        )],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::resource_event(&self.resource_id, self.event.sequence)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        let resource_id = key_of(item)
+            .and_then(|key| {
+                let id = key.pk.strip_prefix(keys::RESOURCE_PREFIX)?.to_owned();
+                Id::parse(&id).ok()
+            })
+            .ok_or("the key names no resource")?;
+        Ok(Self {
+            resource_id,
+            event: from_attributes(item)?,
+        })
+    }
+}

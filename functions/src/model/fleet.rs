@@ -1,0 +1,98 @@
+//! The fleet's entities: a vehicle, and the locks that make its plate and its chassis number
+//! unique across the fleet.
+
+use super::{Entity, EntityType, Item, KeyShape, Lock, from_attributes};
+use serde::{Deserialize, Serialize};
+use singlet_shared::{Chassis, Id, Key, Plate, keys};
+
+/// A vehicle (`VEHICLE#<vehicleId>`), and the response body of every vehicle route.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Vehicle {
+    pub vehicle_id: Id,
+    pub plate: Plate,
+    pub chassis: Chassis,
+    pub depot: String,
+    pub added_at: i64,
+}
+
+impl Entity for Vehicle {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "vehicle",
+        version: 1,
+        keys: &[KeyShape::alone(keys::VEHICLE_PREFIX)],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::vehicle(&self.vehicle_id)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// The attribute of a plate or chassis lock that names the vehicle holding it.
+pub const HOLDER: &str = "vehicleId";
+
+/// A `PLATE#` lock: which vehicle holds the plate. Also the body of `GET /plates/{plate}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlateLock {
+    pub plate: Plate,
+    pub vehicle_id: Id,
+}
+
+impl Entity for PlateLock {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "plate-lock",
+        version: 1,
+        keys: &[KeyShape::alone(keys::PLATE_PREFIX)],
+        lock: Some(Lock::Of {
+            owner: "vehicle",
+            holder: HOLDER,
+            value: "plate",
+        }),
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::plate_lock(&self.plate)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// A `CHASSIS#` lock. Also the body of `GET /chassis/{chassis}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChassisLock {
+    pub chassis: Chassis,
+    pub vehicle_id: Id,
+}
+
+impl Entity for ChassisLock {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "chassis-lock",
+        version: 1,
+        keys: &[KeyShape::alone(keys::CHASSIS_PREFIX)],
+        lock: Some(Lock::Of {
+            owner: "vehicle",
+            holder: HOLDER,
+            value: "chassis",
+        }),
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::chassis_lock(&self.chassis)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}

@@ -1,0 +1,81 @@
+//! The entities of `Idempotency-Key` (see `crate::idempotency`): the record of a key's first
+//! response, and the lock of an id derived from a key.
+
+use super::{Entity, EntityType, Item, KeyShape, Lock, from_attributes, key_of};
+use serde::{Deserialize, Serialize};
+use singlet_shared::{Id, Key, keys};
+
+/// What a record keeps of the first response (`IDEMPOTENCY#<route>#<key>`). It expires
+/// (`expiresAt`) a day after it was written.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdempotencyRecord {
+    /// The record's key: made from the route and the caller's key, neither of which it stores.
+    #[serde(skip)]
+    pub key: Key,
+    pub fingerprint: String,
+    pub status: u16,
+    pub body: String,
+    pub location: Option<String>,
+    pub etag: Option<String>,
+    pub replay_until: u64,
+    pub expires_at: u64,
+}
+
+impl Entity for IdempotencyRecord {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "idempotency-record",
+        version: 1,
+        keys: &[KeyShape::alone(keys::IDEMPOTENCY_PREFIX)],
+        lock: None,
+        may_expire: true,
+    };
+
+    fn key(&self) -> Key {
+        self.key.clone()
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        let key = key_of(item).ok_or("no key")?;
+        Ok(Self {
+            key,
+            ..from_attributes(item)?
+        })
+    }
+}
+
+/// The lock of a derived id (`ID#<id>`): which route derived it. The id is in the key only.
+#[derive(Debug, Clone, Serialize)]
+pub struct IdLock {
+    #[serde(skip)]
+    pub id: Id,
+    pub route: String,
+}
+
+/// An id lock's stored attributes.
+#[derive(Deserialize)]
+struct IdLockAttributes {
+    route: String,
+}
+
+impl Entity for IdLock {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "id-lock",
+        version: 1,
+        keys: &[KeyShape::alone(keys::ID_PREFIX)],
+        lock: Some(Lock::DerivedId),
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::id_lock(&self.id)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        let id = key_of(item)
+            .and_then(|key| Id::parse(key.pk.strip_prefix(keys::ID_PREFIX)?).ok())
+            .ok_or("the key names no id")?;
+        let IdLockAttributes { route } = from_attributes(item)?;
+        Ok(Self { id, route })
+    }
+}

@@ -1,0 +1,273 @@
+//! The library's entities: branches, patrons and the locks of their cards, books, and copies.
+
+use super::{Entity, EntityType, Item, KeyShape, Lock, SortShape, from_attributes};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use singlet_shared::keys::{self, CopyStatus};
+use singlet_shared::schema::{GSI1, GSI2, Index};
+use singlet_shared::{CardNumber, Email, Id, IndexKey, Invalid, Isbn13, Key};
+
+/// A branch (`BRANCH#<branchId>`, listed on GSI1 `BRANCHES`), and the body of the branch routes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Branch {
+    pub branch_id: Id,
+    pub name: String,
+    pub address: String,
+    pub city: String,
+    pub phone: String,
+    pub opening_hours: String,
+}
+
+impl Entity for Branch {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "branch",
+        version: 1,
+        keys: &[KeyShape::alone(keys::BRANCH_PREFIX)],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::branch(&self.branch_id)
+    }
+
+    fn index_keys(&self) -> Vec<(Index, IndexKey)> {
+        vec![(GSI1, keys::branch_listing(&self.branch_id))]
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// A patron's membership tier: how many loans they may hold at once, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Standard,
+    Premium,
+}
+
+impl Tier {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "standard" => Ok(Tier::Standard),
+            "premium" => Ok(Tier::Premium),
+            _ => Err(Invalid::Invalid),
+        }
+    }
+
+    /// The most loans a patron of this tier may hold at once.
+    pub fn loan_limit(self) -> u32 {
+        match self {
+            Tier::Standard => 5,
+            Tier::Premium => 10,
+        }
+    }
+
+    /// Days a loan lasts, and what each renewal adds.
+    pub fn loan_period_days(self) -> u32 {
+        match self {
+            Tier::Standard => 21,
+            Tier::Premium => 28,
+        }
+    }
+}
+
+/// A patron (`BRANCH#<branchId>` / `PATRON#<patronId>`, GSI1 `PATRON#<patronId>`), and the body
+/// of the patron routes. `loanLimit` and `loanPeriodDays` are the tier's, copied onto the row so
+/// that a checkout can guard its update with `activeLoans < loanLimit` alone.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Patron {
+    pub patron_id: Id,
+    pub branch_id: Id,
+    pub card_number: CardNumber,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Email,
+    pub membership_tier: Tier,
+    pub loan_limit: u32,
+    pub loan_period_days: u32,
+    /// Open loans; a checkout adds one only while it is below `loanLimit`.
+    pub active_loans: u32,
+    /// ISO-8601 UTC.
+    pub created_at: String,
+}
+
+impl Entity for Patron {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "patron",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::BRANCH_PREFIX,
+            SortShape::Prefix(keys::PATRON_PREFIX),
+        )],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::patron(&self.branch_id, &self.patron_id)
+    }
+
+    fn index_keys(&self) -> Vec<(Index, IndexKey)> {
+        vec![(GSI1, keys::patron_by_id(&self.patron_id))]
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// The attribute of a card lock that names the patron holding it.
+pub const CARD_HOLDER: &str = "patronId";
+
+/// A `CARD#<cardNumber>` lock: which patron holds the card. Also the body of
+/// `GET /cards/{cardNumber}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PatronCard {
+    pub card_number: CardNumber,
+    pub patron_id: Id,
+}
+
+impl Entity for PatronCard {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "card-lock",
+        version: 1,
+        keys: &[KeyShape::alone(keys::CARD_PREFIX)],
+        lock: Some(Lock::Of {
+            owner: "patron",
+            holder: CARD_HOLDER,
+            value: "cardNumber",
+        }),
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::card_lock(&self.card_number)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// A book (`BOOK#<isbn13>`), and the body of the book routes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Book {
+    /// The 13 digits, whichever form the ISBN was given in.
+    pub isbn: Isbn13,
+    pub title: String,
+    pub author: String,
+    pub publisher: String,
+    pub publish_year: i64,
+    pub genre: String,
+    pub description: String,
+    pub page_count: i64,
+}
+
+impl Entity for Book {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "book",
+        version: 1,
+        keys: &[KeyShape::alone(keys::BOOK_PREFIX)],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::book(&self.isbn)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// A copy's physical condition, as the branch records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Condition {
+    New,
+    Good,
+    Fair,
+    Poor,
+}
+
+impl Condition {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "new" => Ok(Condition::New),
+            "good" => Ok(Condition::Good),
+            "fair" => Ok(Condition::Fair),
+            "poor" => Ok(Condition::Poor),
+            _ => Err(Invalid::Invalid),
+        }
+    }
+}
+
+/// A copy (`BRANCH#<branchId>` / `COPY#<copyId>`, GSI2 from [`keys::copy_by_book`]), and the
+/// body of the copy routes. It carries what a checkout needs to build every key it touches (its
+/// branch, its book's ISBN-13), the book's title as it was when the copy was added (for the
+/// inventory; a checkout reads the book, so a loan carries the title as corrected last) and the
+/// `status` a checkout guards on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Copy {
+    pub copy_id: Id,
+    pub branch_id: Id,
+    pub isbn: Isbn13,
+    pub title: String,
+    pub condition: Condition,
+    #[serde(with = "copy_status")]
+    pub status: CopyStatus,
+    /// ISO-8601 UTC.
+    pub added_at: String,
+}
+
+impl Entity for Copy {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "copy",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::BRANCH_PREFIX,
+            SortShape::Prefix(keys::COPY_PREFIX),
+        )],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::copy(&self.branch_id, &self.copy_id)
+    }
+
+    /// In the availability index under its status: moving between statuses moves it there.
+    fn index_keys(&self) -> Vec<(Index, IndexKey)> {
+        vec![(
+            GSI2,
+            keys::copy_by_book(&self.isbn, self.status, &self.branch_id, &self.copy_id),
+        )]
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// [`CopyStatus`] as its string: `available`, `checked_out`.
+mod copy_status {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(status: &CopyStatus, to: S) -> Result<S::Ok, S::Error> {
+        to.serialize_str(status.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<CopyStatus, D::Error> {
+        let raw = String::deserialize(from)?;
+        CopyStatus::parse(&raw)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown copy status {raw:?}")))
+    }
+}

@@ -1,0 +1,131 @@
+//! The loans' entities: a loan, whose key and index keys follow its status, and the record of
+//! the overdue marker's last complete run.
+
+use super::{Entity, EntityType, Item, KeyShape, SortShape, from_attributes};
+use serde::{Deserialize, Serialize};
+use singlet_shared::keys;
+use singlet_shared::schema::{GSI1, GSI3, GSI4, Index};
+use singlet_shared::{Id, IndexKey, Isbn13, Key};
+
+/// Where a loan is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoanStatus {
+    Open,
+    Overdue,
+    Returned,
+}
+
+/// A loan, and the response body of every loan route. Dates are ISO-8601 UTC strings.
+///
+/// Its key and index keys follow its stored status (see `crate::loans` for the lifecycle):
+/// - `open`: `PATRON#<patronId>`/`CHECKOUT#<checkoutId>`, in an open-loans shard of GSI1 by due
+///   date;
+/// - `overdue` (marked by `mark-overdue`): the same key, in its branch's GSI3 partition and in
+///   GSI4, by due date;
+/// - `returned`: `PATRON#<patronId>`/`RETURNED#<checkoutId>`, in its patron's history (GSI1
+///   `HISTORY#<patronId>`, by return date).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkout {
+    pub checkout_id: Id,
+    pub patron_id: Id,
+    /// The patron's home branch: where the patron row (and its loan counter) lives.
+    pub patron_branch_id: Id,
+    /// The branch the copy was lent from.
+    pub branch_id: Id,
+    pub copy_id: Id,
+    pub isbn: Isbn13,
+    pub title: String,
+    pub status: LoanStatus,
+    pub checked_out_at: String,
+    pub due_date: String,
+    pub renewal_count: u32,
+    /// The tier's loan period when the loan was made: what a renewal adds.
+    pub loan_period_days: u32,
+    pub returned_date: Option<String>,
+}
+
+impl Checkout {
+    /// The key of the loan while it is active (open or overdue).
+    pub fn active_key(&self) -> Key {
+        keys::checkout(&self.patron_id, &self.checkout_id)
+    }
+}
+
+impl Entity for Checkout {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "loan",
+        version: 1,
+        keys: &[
+            KeyShape::new(
+                keys::PATRON_PREFIX,
+                SortShape::Prefix(keys::CHECKOUT_PREFIX),
+            ),
+            KeyShape::new(
+                keys::PATRON_PREFIX,
+                SortShape::Prefix(keys::RETURNED_PREFIX),
+            ),
+        ],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        match self.status {
+            LoanStatus::Open | LoanStatus::Overdue => self.active_key(),
+            LoanStatus::Returned => keys::returned_checkout(&self.patron_id, &self.checkout_id),
+        }
+    }
+
+    fn index_keys(&self) -> Vec<(Index, IndexKey)> {
+        let (checkout_id, due_date) = (&self.checkout_id, &self.due_date);
+        match self.status {
+            LoanStatus::Open => vec![(GSI1, keys::open_loan(checkout_id, due_date))],
+            LoanStatus::Overdue => vec![
+                (
+                    GSI3,
+                    keys::overdue_loan(&self.branch_id, checkout_id, due_date),
+                ),
+                (GSI4, keys::overdue_anywhere(checkout_id, due_date)),
+            ],
+            LoanStatus::Returned => {
+                let returned_date = self.returned_date.as_deref().unwrap_or_default();
+                vec![(
+                    GSI1,
+                    keys::returned_loan(&self.patron_id, checkout_id, returned_date),
+                )]
+            }
+        }
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}
+
+/// The record of the last complete `mark-overdue` run, `MARKER#mark-overdue`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MarkerRun {
+    /// The run's "now": its event's `time`, ISO-8601 UTC.
+    pub time: String,
+}
+
+impl Entity for MarkerRun {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "marker-run",
+        version: 1,
+        keys: &[KeyShape::alone(keys::MARKER_PREFIX)],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::mark_overdue_run()
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        from_attributes(item)
+    }
+}

@@ -1,0 +1,220 @@
+//! The model: every kind of item singlet keeps in its one table, each an [`Entity`] that owns
+//! everything about how it is stored (the modyne rule):
+//! - its entity type ([`EntityType`]): the name written on every item as `_et`, the schema version
+//!   written as `_v`, the shapes its key takes, whether it is a lock and of what, whether it may
+//!   expire;
+//! - its key and its index keys, built by `singlet_shared::keys` from its own fields;
+//! - how it becomes an item ([`Entity::to_item`], the one place `_et` and `_v` are written) and how
+//!   an item becomes it again ([`Entity::from_item`]).
+//!
+//! [`decode`] is the registry: it takes any item of the table and says which entity it is, for
+//! the handlers, the consistency checker and the console alike. Items written before `_et`
+//! existed are recognised by the shape of their key and read as version 1.
+//!
+//! This module knows nothing of HTTP or of the SDK's requests: the store (`crate::store`) turns
+//! entities into requests, the domain modules (`crate::fleet`, ...) decide what to write.
+
+pub mod accounts;
+pub mod audit;
+pub mod fleet;
+pub mod idempotency;
+pub mod library;
+pub mod loans;
+mod registry;
+
+pub use registry::{Decoded, ENTITY_TYPES, Undecodable, decode, entity_type};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use singlet_shared::schema::{Index, PK, SK};
+use singlet_shared::{IndexKey, Key};
+use std::collections::HashMap;
+
+/// A table item as the SDK holds it.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// The attribute naming an item's entity type ([`EntityType::name`]).
+pub const ENTITY_TYPE: &str = "_et";
+/// The attribute holding an item's schema version ([`EntityType::version`]).
+pub const VERSION: &str = "_v";
+
+/// What every item of one kind has in common.
+#[derive(Debug, PartialEq, Eq)]
+pub struct EntityType {
+    /// Written as `_et`: `vehicle`, `plate-lock`, `loan`, ...
+    pub name: &'static str,
+    /// The version writers write as `_v`. Readers accept it and the one before.
+    pub version: u32,
+    /// Every shape the entity's key takes (a loan has two: active and returned). An item without
+    /// `_et` is recognised by these.
+    pub keys: &'static [KeyShape],
+    /// `Some` for a lock: an item that exists only to make a value unique, and what holds it.
+    pub lock: Option<Lock>,
+    /// Whether the item may carry the table's TTL attribute (`expiresAt`). Locks never do: a lock
+    /// that expired would free a value its holder still has.
+    pub may_expire: bool,
+}
+
+/// The shape of a key: its partition key's prefix, and its sort key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyShape {
+    pub partition: &'static str,
+    pub sort: SortShape,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortShape {
+    /// The sort key is the partition key (an item alone in its partition).
+    SameAsPartition,
+    /// The sort key is exactly this (`PROFILE`, `LOCK`, `CURRENT`).
+    Exactly(&'static str),
+    /// The sort key starts with this (`PATRON#`, `CHECKOUT#`, `EVENT#`).
+    Prefix(&'static str),
+}
+
+impl KeyShape {
+    /// An item alone in its partition, `<prefix><value>` twice.
+    pub const fn alone(prefix: &'static str) -> Self {
+        Self {
+            partition: prefix,
+            sort: SortShape::SameAsPartition,
+        }
+    }
+
+    pub const fn new(partition: &'static str, sort: SortShape) -> Self {
+        Self { partition, sort }
+    }
+
+    /// Whether `key` has this shape.
+    pub fn fits(&self, key: &Key) -> bool {
+        key.pk.len() > self.partition.len()
+            && key.pk.starts_with(self.partition)
+            && match self.sort {
+                SortShape::SameAsPartition => key.sk == key.pk,
+                SortShape::Exactly(sort) => key.sk == sort,
+                SortShape::Prefix(prefix) => {
+                    key.sk.len() > prefix.len() && key.sk.starts_with(prefix)
+                }
+            }
+    }
+}
+
+/// What a lock belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    /// A unique value of another entity: the lock's `holder` attribute names the owner's id, and
+    /// the owner's `value` attribute holds the value the lock's key is made from.
+    Of {
+        /// The owner's entity type name.
+        owner: &'static str,
+        /// The lock's attribute naming the owner's id (`vehicleId`, `accountId`, `patronId`).
+        holder: &'static str,
+        /// The owner's attribute holding the locked value (`plate`, `email`, `cardNumber`).
+        value: &'static str,
+    },
+    /// An id derived from an `Idempotency-Key` (its key is the id): it is put with the entity
+    /// created under that id and never deleted, so the id is never given out twice.
+    DerivedId,
+}
+
+/// One kind of stored item. Implemented by each entity of the submodules; the registry
+/// ([`decode`]) lists them all.
+pub trait Entity: Serialize + Sized {
+    /// This entity's type: `_et`, `_v`, key shapes, lock, expiry.
+    const TYPE: &'static EntityType;
+
+    /// The item's primary key.
+    fn key(&self) -> Key;
+
+    /// The item's global secondary index keys, as its state calls for (a loan's change with its
+    /// status). Most entities have none.
+    fn index_keys(&self) -> Vec<(Index, IndexKey)> {
+        Vec::new()
+    }
+
+    /// The entity from a stored item. Most entities read their attributes only
+    /// ([`from_attributes`]); one whose key holds what its attributes do not (a resource's
+    /// event, an id lock) reads it from the key.
+    fn from_item(item: &Item) -> Result<Self, String>;
+
+    /// The entity as an item: its attributes, its key, its index keys, `_et` and `_v`. The only
+    /// place an item is made from an entity.
+    fn to_item(&self) -> Item {
+        let mut item: Item = serde_dynamo::to_item(self).expect("entities serialise to items");
+        let key = self.key();
+        item.insert(PK.to_owned(), AttributeValue::S(key.pk));
+        item.insert(SK.to_owned(), AttributeValue::S(key.sk));
+        for (index, key) in self.index_keys() {
+            item.insert(index.pk.to_owned(), AttributeValue::S(key.pk));
+            item.insert(index.sk.to_owned(), AttributeValue::S(key.sk));
+        }
+        item.extend(stamp(Self::TYPE));
+        item
+    }
+}
+
+/// `_et` and `_v` of `entity_type`'s current version, as attributes.
+pub fn stamp(entity_type: &EntityType) -> [(String, AttributeValue); 2] {
+    [
+        (
+            ENTITY_TYPE.to_owned(),
+            AttributeValue::S(entity_type.name.to_owned()),
+        ),
+        (
+            VERSION.to_owned(),
+            AttributeValue::N(entity_type.version.to_string()),
+        ),
+    ]
+}
+
+/// An entity read from its attributes by serde. The error names what is wrong without quoting
+/// the stored value (it can be a person's name or email).
+pub fn from_attributes<T: DeserializeOwned>(item: &Item) -> Result<T, String> {
+    serde_dynamo::from_item(item.clone()).map_err(|e| without_values(&e.to_string()))
+}
+
+/// An item's key, if it has one.
+pub fn key_of(item: &Item) -> Option<Key> {
+    let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+    Some(Key {
+        pk: text(PK)?,
+        sk: text(SK)?,
+    })
+}
+
+/// A decode error without the stored value serde may quote in it (``unknown variant `…` ``,
+/// `invalid type: string "…"`): a stored value can be a person's name or email, and a log names
+/// items by their key only. Errors that quote a field's name, not a value, are kept whole.
+pub fn without_values(error: &str) -> String {
+    if error.starts_with("missing field") || error.starts_with("unknown field") {
+        return error.to_owned();
+    }
+    let kind = error.split(['`', '"']).next().unwrap_or_default();
+    kind.trim_end_matches([' ', ':', ',']).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_values;
+
+    #[test]
+    fn a_decode_error_is_logged_without_the_value() {
+        assert_eq!(
+            without_values("unknown variant `Ada Lovelace`, expected one of `open`, `returned`"),
+            "unknown variant"
+        );
+        assert_eq!(
+            without_values("invalid type: string \"ada@example.com\", expected u32"),
+            "invalid type: string"
+        );
+        assert_eq!(
+            without_values("missing field `title`"),
+            "missing field `title`"
+        );
+        assert_eq!(
+            without_values("not a valid Email: Invalid"),
+            "not a valid Email: Invalid"
+        );
+    }
+}
