@@ -1,8 +1,8 @@
 //! `singlet fsck`: proves the table keeps every rule that spans items, and repairs what it can
 //! (`shared/API.md`, "Consistency check: `fsck`").
 //!
-//! 1. [`scan`]: a parallel `Scan` reads every item; each is decoded into its entity
-//!    ([`entity`]).
+//! 1. [`scan`]: a parallel `Scan` reads every item; each is decoded by the model's registry
+//!    ([`entity`] adds what the rules ask of an entity: its lock, the values it holds).
 //! 2. [`rules`]: every rule is a pure function of the items involved, run over the whole table.
 //! 3. [`confirm`]: each finding's items are read again, strongly consistently, and judged by the
 //!    same function, twice; a write in flight during the scan raises nothing.
