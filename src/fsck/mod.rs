@@ -121,11 +121,7 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
     }
     let scanned = table.items.len() as u64;
     let read = started.elapsed();
-    let mut candidates: Vec<Finding> = table
-        .items
-        .keys()
-        .flat_map(|at| check(&table, at))
-        .collect();
+    let mut candidates = check_all(&table);
     progress(format!(
         "read {scanned} items in {:.2} s, checked them in {:.2} s; {} findings to confirm",
         read.as_secs_f64(),
@@ -168,6 +164,29 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
         scanned,
         findings,
         repaired,
+    })
+}
+
+/// Every rule over every item, on every core: the rules only read the table.
+fn check_all(table: &Table) -> Vec<Finding> {
+    let keys: Vec<&rules::At> = table.items.keys().collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = keys.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = keys
+            .chunks(chunk)
+            .map(|keys| {
+                scope.spawn(move || {
+                    keys.iter()
+                        .flat_map(|at| check(table, at))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().expect("a check does not panic"))
+            .collect()
     })
 }
 
