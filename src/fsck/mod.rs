@@ -115,17 +115,47 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
     if let Some(ticker) = ticker {
         ticker.abort();
     }
+    let scanned = scanned?;
+    progress(format!(
+        "read {} items in {:.2} s",
+        scanned.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    judge(ctx, scanned, options).await
+}
+
+/// Judges `items` as a scan read them (each item at its own moment, so possibly half of a
+/// transaction), against the table as it is now: the findings the items show, each confirmed by
+/// re-reading the table, and repaired with `options.repair`.
+pub async fn judge_items(
+    ctx: &Ctx,
+    items: Vec<singlet_functions::model::Item>,
+    options: Options,
+) -> Result<Report, String> {
+    judge(
+        ctx,
+        items.into_iter().map(rules::Stored::new).collect(),
+        options,
+    )
+    .await
+}
+
+async fn judge(ctx: &Ctx, scanned: Vec<rules::Stored>, options: Options) -> Result<Report, String> {
+    let progress = |line: String| {
+        if options.progress {
+            eprintln!("fsck: {line}");
+        }
+    };
+    let started = std::time::Instant::now();
     let mut table = Table::default();
-    for stored in scanned? {
+    for stored in scanned {
         table.insert(stored);
     }
     let scanned = table.items.len() as u64;
-    let read = started.elapsed();
     let mut candidates = check_all(&table);
     progress(format!(
-        "read {scanned} items in {:.2} s, checked them in {:.2} s; {} findings to confirm",
-        read.as_secs_f64(),
-        (started.elapsed() - read).as_secs_f64(),
+        "checked them in {:.2} s; {} findings to confirm",
+        started.elapsed().as_secs_f64(),
         candidates.len()
     ));
     candidates.sort_by(|a, b| (a.rule, &a.key.pk, &a.key.sk).cmp(&(b.rule, &b.key.pk, &b.key.sk)));
