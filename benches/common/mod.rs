@@ -5,7 +5,7 @@ use singlet_functions::Ctx;
 use singlet_functions::clock;
 use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
 use singlet_functions::idempotency::new_id;
-use singlet_functions::store::{ABSENT, lock};
+use singlet_functions::store::{Put, lock};
 use singlet_shared::{Chassis, Plate};
 
 /// The three puts `register-vehicle` commits, for a vehicle with plate `D-n` and chassis `DC-n`.
@@ -29,15 +29,11 @@ pub fn registration(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
         vehicle_id,
     };
     let puts = [
-        ctx.put(&vehicle).condition_expression(ABSENT),
-        lock::claim(ctx, &plate_lock),
-        lock::claim(ctx, &chassis_lock),
+        Put::new_only(&vehicle),
+        lock::claim(&plate_lock),
+        lock::claim(&chassis_lock),
     ];
     puts.into_iter()
-        .map(|put| {
-            TransactWriteItem::builder()
-                .put(put.build().expect("a complete put"))
-                .build()
-        })
+        .map(|put| put.transact_item(&ctx.table))
         .collect()
 }

@@ -23,8 +23,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code};
 use crate::http::{header_str, served_route};
 use crate::model::idempotency::{IdLock, IdempotencyRecord as Record};
-use crate::store::{ABSENT, Cancelled, Commit, Item, TokenCommit, Transaction, decode};
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use crate::store::{Cancelled, Commit, Item, Put, TokenCommit, Transaction, decode};
 use lambda_http::http::{HeaderName, HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use sha2::{Digest, Sha256};
@@ -198,19 +197,15 @@ pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
             Commit::Cancelled(cancelled) => Outcome::Cancelled(cancelled),
         });
     };
-    let record = ctx
-        .put(&idempotency.record(&response))
-        .condition_expression(ABSENT)
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    let record = Put::new_only(&idempotency.record(&response)).old_on_failure();
     let mut tagged = transaction.map(Tagged::Part).put(Tagged::Record, record);
     if derived_id {
         tagged = tagged.put(
             Tagged::IdLock,
-            ctx.put(&IdLock {
+            Put::new_only(&IdLock {
                 id: idempotency.derived_id(),
                 route: idempotency.route.to_owned(),
-            })
-            .condition_expression(ABSENT),
+            }),
         );
     }
     let commit = match tagged

@@ -1,22 +1,25 @@
 //! Repairs: each a conditional write on the items exactly as the confirmation read them, so that
 //! a repair never undoes a write that came after, a second `--repair` finds nothing to write, and
-//! a lock is never taken from an owner that holds its value.
+//! a lock is never taken from an owner that holds its value. Written as the store's typed writes
+//! (`Put`, `Update<E>`, `Delete<E>`, `Check<E>` on the entity's own fields), as every handler's.
 //!
-//! A repair that depends on a second item says so with a `ConditionCheck` on it in the same
-//! transaction: a lock is claimed only while its owner still holds the value, and an orphan is
-//! released (or taken over) only while the owner it names still does not.
+//! A repair that depends on a second item says so with a `Check` on it in the same transaction: a
+//! lock is claimed only while its owner still holds the value, and an orphan is released only
+//! while the owner it names is still absent or still holds another value.
 
 use super::entity::{Claim, LockKind};
-use aws_sdk_dynamodb::types::builders::PutBuilder;
 use singlet_functions::Ctx;
+use singlet_functions::accounts::{AccountRow, EmailLock, UsernameLock};
+use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
 use singlet_functions::idempotency::KEEP_SECONDS;
-use singlet_functions::library::Copy;
+use singlet_functions::library::{Copy, Patron, PatronCard};
 use singlet_functions::loans::Checkout;
-use singlet_functions::model::Decoded;
-use singlet_functions::store::{ABSENT, Commit, Transaction, lock, n, s};
-use singlet_shared::keys::{self, CopyStatus};
-use singlet_shared::schema::{GSI2, TTL_ATTRIBUTE};
-use singlet_shared::{Id, Key};
+use singlet_functions::model::idempotency::{IdLock, IdempotencyRecord};
+use singlet_functions::model::{Decoded, Entity, Field, Held};
+use singlet_functions::store::{Check, Commit, Condition, Transaction, Update, lock};
+use singlet_shared::keys::CopyStatus;
+use singlet_shared::schema::{INDEXES, Index, TTL_ATTRIBUTE};
+use singlet_shared::{IndexKey, Key};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What the table said about the owner a lock names, when the finding was confirmed.
@@ -38,20 +41,17 @@ pub enum Holder {
 /// A write that makes a finding hold no more.
 #[derive(Debug, Clone)]
 pub enum Repair {
-    /// `lock-orphan`: delete the lock, if it still names `holder` and that holder's owner is
+    /// `lock-orphan`: delete the lock, if it still names its holder and that holder's owner is
     /// still as it was (absent, or holding another value).
     ReleaseLock {
-        lock: Key,
+        lock: Decoded,
         kind: LockKind,
-        holder: String,
         holder_owner: Holder,
     },
-    /// `lock-missing`: put the owner's lock, while the owner still holds the value, where the key
-    /// is free or held by an orphan (`held_by`: its holder, whose owner must still not hold it).
-    ClaimLock {
-        claim: Claim,
-        held_by: Option<(String, Holder)>,
-    },
+    /// `lock-missing`: put the owner's lock, where the key is free, while the owner still holds
+    /// the value. A lock held by an orphan (`over`: its holder) is released first, by that
+    /// orphan's own `lock-orphan` repair.
+    ClaimLock { claim: Claim, over: Option<String> },
     /// `active-loans`: set the counter to the open loans, if it is still `seen`.
     SetActiveLoans { patron: Key, seen: u32, open: u32 },
     /// `copy-status`: set the status (and its availability index keys) the loans say, if the
@@ -61,17 +61,22 @@ pub enum Repair {
         to: CopyStatus,
         loan: Option<Key>,
     },
-    /// `loan-index`: rewrite the index keys the loan's state makes, if the loan is still as read.
+    /// `loan-index`: write the index keys the loan's state makes and remove any other, if the
+    /// loan is still as read.
     RewriteLoanIndex {
         key: Key,
         loan: Checkout,
-        set: Vec<(&'static str, String)>,
-        remove: Vec<&'static str>,
+        set: Vec<(Index, IndexKey)>,
+        remove: Vec<Index>,
     },
     /// `expiry`: give an item that must expire its `expiresAt`, a day from now.
-    SetExpiry { key: Key },
+    SetExpiry { key: Key, entity: &'static str },
     /// `expiry`: take `expiresAt` off a lock or a lock's owner, if it is still `seen`.
-    RemoveExpiry { key: Key, seen: String },
+    RemoveExpiry {
+        key: Key,
+        entity: &'static str,
+        seen: u64,
+    },
 }
 
 /// The parts of a repair's transaction.
@@ -79,9 +84,26 @@ pub enum Repair {
 enum Part {
     Lock,
     Owner,
-    OtherOwner,
     Copy,
     Loan,
+}
+
+/// The entity types whose `expiresAt` a repair can set or remove (every type the `expiry` rule
+/// names that the registry has).
+pub fn expiry_repairable(entity: &str) -> bool {
+    [
+        "vehicle",
+        "account",
+        "patron",
+        "plate-lock",
+        "chassis-lock",
+        "email-lock",
+        "username-lock",
+        "card-lock",
+        "id-lock",
+        "idempotency-record",
+    ]
+    .contains(&entity)
 }
 
 impl Repair {
@@ -98,22 +120,18 @@ impl Repair {
     pub fn describe(&self) -> String {
         let at = |key: &Key| format!("{} / {}", key.pk, key.sk);
         match self {
-            Repair::ReleaseLock {
-                lock, kind, holder, ..
-            } => format!(
-                "delete {} if it still names {} {holder}",
-                at(lock),
+            Repair::ReleaseLock { lock, kind, .. } => format!(
+                "delete {} if it still names the same {}",
+                at(&lock.key()),
                 kind.holder_field()
             ),
-            Repair::ClaimLock { claim, held_by } => {
-                let over = match held_by {
+            Repair::ClaimLock { claim, over } => {
+                let over = match over {
                     None => "if the key is free".to_owned(),
-                    Some((holder, _)) => {
-                        format!(
-                            "over the lock naming {} {holder}",
-                            claim.kind.holder_field()
-                        )
-                    }
+                    Some(holder) => format!(
+                        "once the orphan naming {} {holder} is deleted",
+                        claim.kind.holder_field()
+                    ),
                 };
                 format!(
                     "put {} naming {} {}, {over}, while the owner still holds its {}",
@@ -128,19 +146,27 @@ impl Repair {
             }
             Repair::SetCopyStatus { copy, to, .. } => format!(
                 "set status of {} from {} to {} (and its availability index keys)",
-                at(&keys::copy(&copy.branch_id, &copy.copy_id)),
+                at(&copy.key()),
                 copy.status.as_str(),
                 to.as_str()
             ),
             Repair::RewriteLoanIndex {
                 key, set, remove, ..
             } => {
-                let mut parts: Vec<String> =
-                    set.iter().map(|(name, _)| format!("set {name}")).collect();
-                parts.extend(remove.iter().map(|name| format!("remove {name}")));
+                let mut parts: Vec<String> = set
+                    .iter()
+                    .map(|(index, _)| format!("set {} keys", index.name))
+                    .collect();
+                parts.extend(
+                    remove
+                        .iter()
+                        .map(|index| format!("remove {} keys", index.name)),
+                );
                 format!("{} on {}", parts.join(", "), at(key))
             }
-            Repair::SetExpiry { key } => format!("set expiresAt on {} to a day from now", at(key)),
+            Repair::SetExpiry { key, .. } => {
+                format!("set expiresAt on {} to a day from now", at(key))
+            }
             Repair::RemoveExpiry { key, .. } => format!("remove expiresAt from {}", at(key)),
         }
     }
@@ -148,74 +174,71 @@ impl Repair {
     /// Writes the repair: `Ok(true)` when it wrote, `Ok(false)` when its condition no longer held
     /// (the table changed since the finding was confirmed, and nothing was written).
     pub async fn apply(&self, ctx: &Ctx) -> Result<bool, String> {
-        let done = |commit: Commit<Part>| matches!(commit, Commit::Done);
-        let failed = |e| format!("the engine refused a repair: {e:?}");
-        match self {
+        let written = match self {
             Repair::ReleaseLock {
                 lock,
                 kind,
-                holder,
                 holder_owner,
             } => {
-                let holder = Id::parse(holder).map_err(|_| "a lock's holder is no id")?;
-                let release = lock::release(ctx, lock, kind.holder_field(), &holder);
-                let mut transaction = Transaction::new().delete(Part::Lock, release);
-                if let Some(check) = unchanged(ctx, holder_owner) {
-                    transaction = transaction.check(Part::Owner, check);
-                }
-                transaction.commit(ctx).await.map(done).map_err(failed)
-            }
-            Repair::ClaimLock { claim, held_by } => {
-                let put = match held_by {
-                    None => put_lock(ctx, &claim.lock).condition_expression(ABSENT),
-                    Some((holder, _)) => put_lock(ctx, &claim.lock)
-                        .condition_expression(format!("{ABSENT} OR #holder = :holder"))
-                        .expression_attribute_names("#holder", claim.kind.holder_field())
-                        .expression_attribute_values(":holder", s(holder)),
+                let release = match lock {
+                    Decoded::PlateLock(lock) => release(lock),
+                    Decoded::ChassisLock(lock) => release(lock),
+                    Decoded::EmailLock(lock) => release(lock),
+                    Decoded::UsernameLock(lock) => release(lock),
+                    Decoded::CardLock(lock) => release(lock),
+                    other => return Err(format!("{} is not a lock", other.entity_type().name)),
                 };
-                let owner = ctx
-                    .check(&claim.owner)
-                    .condition_expression("#field = :value")
-                    .expression_attribute_names("#field", claim.kind.owner_field())
-                    .expression_attribute_values(":value", s(&claim.value));
-                let mut transaction = Transaction::new()
-                    .put(Part::Lock, put)
-                    .check(Part::Owner, owner);
-                if let Some(check) = held_by.as_ref().and_then(|(_, h)| unchanged(ctx, h)) {
-                    transaction = transaction.check(Part::OtherOwner, check);
-                }
-                transaction.commit(ctx).await.map(done).map_err(failed)
+                let transaction = match holder_owner {
+                    Holder::Unknown => release,
+                    Holder::Absent(owner) => check_owner(release, *kind, owner, None),
+                    Holder::Holds { owner, value, .. } => {
+                        check_owner(release, *kind, owner, Some(value))
+                    }
+                };
+                transaction.commit(ctx).await.map(done)
+            }
+            Repair::ClaimLock { claim, .. } => {
+                let put = match &claim.lock {
+                    Decoded::PlateLock(lock) => lock::claim(lock),
+                    Decoded::ChassisLock(lock) => lock::claim(lock),
+                    Decoded::EmailLock(lock) => lock::claim(lock),
+                    Decoded::UsernameLock(lock) => lock::claim(lock),
+                    Decoded::CardLock(lock) => lock::claim(lock),
+                    other => return Err(format!("{} is not a lock", other.entity_type().name)),
+                };
+                let transaction = Transaction::new().put(Part::Lock, put);
+                check_owner(transaction, claim.kind, &claim.owner, Some(&claim.value))
+                    .commit(ctx)
+                    .await
+                    .map(done)
             }
             Repair::SetActiveLoans { patron, seen, open } => ctx
                 .update_item(
-                    ctx.update(patron)
-                        .update_expression("SET activeLoans = :open")
-                        .condition_expression("activeLoans = :seen")
-                        .expression_attribute_values(":open", n(open))
-                        .expression_attribute_values(":seen", n(seen)),
+                    Update::<Patron>::at(patron.clone())
+                        .set(Patron::ACTIVE_LOANS, open)
+                        .when(Condition::equals(Patron::ACTIVE_LOANS, seen)),
                 )
                 .await
-                .map(|written| written.is_some())
-                .map_err(failed),
+                .map(|written| written.is_some()),
             Repair::SetCopyStatus { copy, to, loan } => {
-                let index = keys::copy_by_book(&copy.isbn, *to, &copy.branch_id, &copy.copy_id);
-                let update = ctx
-                    .update(&keys::copy(&copy.branch_id, &copy.copy_id))
-                    .update_expression("SET #status = :to, #gsi2pk = :pk, #gsi2sk = :sk")
-                    .condition_expression("#status = :from")
-                    .expression_attribute_names("#status", "status")
-                    .expression_attribute_names("#gsi2pk", GSI2.pk)
-                    .expression_attribute_names("#gsi2sk", GSI2.sk)
-                    .expression_attribute_values(":to", s(to.as_str()))
-                    .expression_attribute_values(":from", s(copy.status.as_str()))
-                    .expression_attribute_values(":pk", s(index.pk))
-                    .expression_attribute_values(":sk", s(index.sk));
+                let moved = Copy {
+                    status: *to,
+                    ..copy.clone()
+                };
+                let mut update = Update::<Copy>::at(copy.key())
+                    .set(Copy::STATUS, to.as_str())
+                    .when(Condition::equals(Copy::STATUS, copy.status.as_str()));
+                for (index, key) in moved.index_keys() {
+                    update = update.set_index(index, key);
+                }
                 let mut transaction = Transaction::new().update(Part::Copy, update);
                 if let Some(loan) = loan {
-                    let check = ctx.check(loan).condition_expression("attribute_exists(PK)");
-                    transaction = transaction.check(Part::Loan, check);
+                    transaction = transaction.check(
+                        Part::Loan,
+                        Check::<Checkout>::at(loan.clone(), Condition::exists()),
+                    );
                 }
-                transaction.commit(ctx).await.map(done).map_err(failed)
+                transaction.commit(ctx).await.map(done)
             }
             Repair::RewriteLoanIndex {
                 key,
@@ -223,108 +246,117 @@ impl Repair {
                 set,
                 remove,
             } => {
-                let mut expression = Vec::new();
-                let mut update = ctx
-                    .update(key)
-                    .condition_expression(
-                        "#status = :status AND dueDate = :due AND renewalCount = :renewals",
-                    )
-                    .expression_attribute_names("#status", "status")
-                    .expression_attribute_values(
-                        ":status",
-                        singlet_functions::store::value(loan.status),
-                    )
-                    .expression_attribute_values(":due", s(&loan.due_date))
-                    .expression_attribute_values(":renewals", n(loan.renewal_count));
-                if !set.is_empty() {
-                    let sets: Vec<String> =
-                        (0..set.len()).map(|i| format!("#s{i} = :s{i}")).collect();
-                    expression.push(format!("SET {}", sets.join(", ")));
+                let mut update = Update::<Checkout>::at(key.clone()).when(
+                    Condition::equals(Checkout::STATUS, loan.status)
+                        .and_equals(Checkout::DUE_DATE, &loan.due_date)
+                        .and_equals(Checkout::RENEWAL_COUNT, loan.renewal_count),
+                );
+                for (index, index_key) in set {
+                    update = update.set_index(*index, index_key.clone());
                 }
-                if !remove.is_empty() {
-                    let removes: Vec<String> =
-                        (0..remove.len()).map(|i| format!("#r{i}")).collect();
-                    expression.push(format!("REMOVE {}", removes.join(", ")));
+                for index in remove {
+                    update = update.remove_index(*index);
                 }
-                for (i, (name, value)) in set.iter().enumerate() {
-                    update = update
-                        .expression_attribute_names(format!("#s{i}"), *name)
-                        .expression_attribute_values(format!(":s{i}"), s(value));
-                }
-                for (i, name) in remove.iter().enumerate() {
-                    update = update.expression_attribute_names(format!("#r{i}"), *name);
-                }
-                ctx.update_item(update.update_expression(expression.join(" ")))
+                ctx.update_item(update)
                     .await
                     .map(|written| written.is_some())
-                    .map_err(failed)
             }
-            Repair::SetExpiry { key } => ctx
-                .update_item(
-                    ctx.update(key)
-                        .update_expression("SET #expires = :at")
-                        .condition_expression(
-                            "attribute_exists(PK) AND attribute_not_exists(#expires)",
-                        )
-                        .expression_attribute_names("#expires", TTL_ATTRIBUTE)
-                        .expression_attribute_values(":at", n(now_seconds() + KEEP_SECONDS)),
-                )
-                .await
-                .map(|written| written.is_some())
-                .map_err(failed),
-            Repair::RemoveExpiry { key, seen } => ctx
-                .update_item(
-                    ctx.update(key)
-                        .update_expression("REMOVE #expires")
-                        .condition_expression("#expires = :seen")
-                        .expression_attribute_names("#expires", TTL_ATTRIBUTE)
-                        .expression_attribute_values(
-                            ":seen",
-                            aws_sdk_dynamodb::types::AttributeValue::N(seen.clone()),
-                        ),
-                )
-                .await
-                .map(|written| written.is_some())
-                .map_err(failed),
+            Repair::SetExpiry { key, entity } => match *entity {
+                "idempotency-record" => set_expiry::<IdempotencyRecord>(ctx, key).await,
+                other => return Err(format!("cannot set the expiry of a {other}")),
+            },
+            Repair::RemoveExpiry { key, entity, seen } => {
+                let (key, seen) = (key.clone(), *seen);
+                match *entity {
+                    "vehicle" => remove_expiry::<Vehicle>(ctx, key, seen).await,
+                    "account" => remove_expiry::<AccountRow>(ctx, key, seen).await,
+                    "patron" => remove_expiry::<Patron>(ctx, key, seen).await,
+                    "plate-lock" => remove_expiry::<PlateLock>(ctx, key, seen).await,
+                    "chassis-lock" => remove_expiry::<ChassisLock>(ctx, key, seen).await,
+                    "email-lock" => remove_expiry::<EmailLock>(ctx, key, seen).await,
+                    "username-lock" => remove_expiry::<UsernameLock>(ctx, key, seen).await,
+                    "card-lock" => remove_expiry::<PatronCard>(ctx, key, seen).await,
+                    "id-lock" => remove_expiry::<IdLock>(ctx, key, seen).await,
+                    other => return Err(format!("cannot remove the expiry of a {other}")),
+                }
+            }
+        };
+        written.map_err(|e| format!("the engine refused a repair: {e:?}"))
+    }
+}
+
+fn done(commit: Commit<Part>) -> bool {
+    matches!(commit, Commit::Done)
+}
+
+/// The lock's delete, if it still names its holder: the API's own `lock::release`.
+fn release<L: Held>(lock: &L) -> Transaction<Part> {
+    Transaction::new().delete(Part::Lock, lock::release(lock))
+}
+
+/// Adds a check that the owner of a `kind` lock at `owner` is as the confirmation saw it:
+/// holding `value` in the locked field, or (`None`) absent. The field is the model's own
+/// (`Vehicle::PLATE`, `AccountRow::EMAIL`, `Patron::CARD_NUMBER`, ...).
+fn check_owner(
+    transaction: Transaction<Part>,
+    kind: LockKind,
+    owner: &Key,
+    value: Option<&String>,
+) -> Transaction<Part> {
+    fn is<E>(owner: &Key, field: Field<E>, value: Option<&String>) -> Check<E> {
+        let condition = match value {
+            Some(value) => Condition::equals(field, value),
+            None => Condition::absent(),
+        };
+        Check::at(owner.clone(), condition)
+    }
+    match kind {
+        LockKind::Plate => transaction.check(Part::Owner, is(owner, Vehicle::PLATE, value)),
+        LockKind::Chassis => transaction.check(Part::Owner, is(owner, Vehicle::CHASSIS, value)),
+        LockKind::Email => transaction.check(Part::Owner, is(owner, AccountRow::EMAIL, value)),
+        LockKind::Username => {
+            transaction.check(Part::Owner, is(owner, AccountRow::USERNAME, value))
         }
+        LockKind::Card => transaction.check(Part::Owner, is(owner, Patron::CARD_NUMBER, value)),
     }
 }
 
-/// A put of a lock as the API puts it (`Entity::to_item`: its key, `_et` and `_v`).
-fn put_lock(ctx: &Ctx, lock: &Decoded) -> PutBuilder {
-    match lock {
-        Decoded::PlateLock(lock) => ctx.put(lock),
-        Decoded::ChassisLock(lock) => ctx.put(lock),
-        Decoded::EmailLock(lock) => ctx.put(lock),
-        Decoded::UsernameLock(lock) => ctx.put(lock),
-        Decoded::CardLock(lock) => ctx.put(lock),
-        other => unreachable!(
-            "a claim's lock is a lock, not a {}",
-            other.entity_type().name
-        ),
-    }
+/// The table's TTL attribute as a field of `E`: the store's conditions and updates take fields.
+fn expires_at<E>() -> Field<E> {
+    Field::new(TTL_ATTRIBUTE)
 }
 
-/// A condition that the owner a lock names is as the confirmation saw it: still absent, or
-/// still holding its other value. `None` when no owner could be located.
-fn unchanged(
+async fn set_expiry<E: Entity>(ctx: &Ctx, key: &Key) -> Result<bool, singlet_functions::ApiError> {
+    let at = now_seconds() + KEEP_SECONDS;
+    ctx.update_item(
+        Update::<E>::at(key.clone())
+            .set(expires_at(), at)
+            .when(Condition::exists().and_missing(expires_at())),
+    )
+    .await
+    .map(|written| written.is_some())
+}
+
+async fn remove_expiry<E: Entity>(
     ctx: &Ctx,
-    holder: &Holder,
-) -> Option<aws_sdk_dynamodb::types::builders::ConditionCheckBuilder> {
-    match holder {
-        Holder::Unknown => None,
-        Holder::Absent(owner) => Some(ctx.check(owner).condition_expression(ABSENT)),
-        Holder::Holds {
-            owner,
-            field,
-            value,
-        } => Some(
-            ctx.check(owner)
-                .condition_expression("#field = :value")
-                .expression_attribute_names("#field", *field)
-                .expression_attribute_values(":value", s(value)),
-        ),
-    }
+    key: Key,
+    seen: u64,
+) -> Result<bool, singlet_functions::ApiError> {
+    ctx.update_item(
+        Update::<E>::at(key)
+            .remove(expires_at())
+            .when(Condition::equals(expires_at(), seen)),
+    )
+    .await
+    .map(|written| written.is_some())
+}
+
+/// Every index a loan may have keys in, but not in `keep`.
+pub fn other_indexes(keep: &[(Index, IndexKey)]) -> Vec<Index> {
+    INDEXES
+        .into_iter()
+        .filter(|index| !keep.iter().any(|(kept, _)| kept.name == index.name))
+        .collect()
 }
 
 fn now_seconds() -> u64 {

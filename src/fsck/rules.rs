@@ -6,7 +6,7 @@
 use super::entity::{
     LockItem, LockKind, claims, decode, key_of, lock, must_expire, must_not_expire,
 };
-use super::repair::{Holder, Repair};
+use super::repair::{Holder, Repair, expiry_repairable, other_indexes};
 use serde::Serialize;
 use singlet_functions::library::Copy;
 use singlet_functions::loans::{Checkout, LoanStatus};
@@ -219,7 +219,7 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
     let mut found = Vec::new();
     expiry(&key, stored, entity, &mut found);
     if let Some(lock) = lock(entity) {
-        lock_orphan(table, &key, &lock, &mut found);
+        lock_orphan(table, &key, entity, &lock, &mut found);
     }
     lock_missing(table, entity, &mut found);
     match entity {
@@ -266,17 +266,25 @@ fn expiry(key: &Key, stored: &Stored, entity: &Decoded, found: &mut Vec<Finding>
             about: "",
             key: key.clone(),
             detail: "a lock or a lock's owner carries expiresAt: TTL would free its value".into(),
-            repair: Some(Repair::RemoveExpiry {
-                key: key.clone(),
-                seen: seen.clone(),
-            }),
+            repair: seen
+                .parse()
+                .ok()
+                .filter(|_| expiry_repairable(entity.entity_type().name))
+                .map(|seen| Repair::RemoveExpiry {
+                    key: key.clone(),
+                    entity: entity.entity_type().name,
+                    seen,
+                }),
         }),
         None if must_expire(entity) => found.push(Finding {
             rule: Rule::Expiry,
             about: "",
             key: key.clone(),
             detail: "an item that must expire has no expiresAt".into(),
-            repair: Some(Repair::SetExpiry { key: key.clone() }),
+            repair: expiry_repairable(entity.entity_type().name).then(|| Repair::SetExpiry {
+                key: key.clone(),
+                entity: entity.entity_type().name,
+            }),
         }),
         _ => {}
     }
@@ -316,7 +324,13 @@ fn holds(table: &Table, owner: Option<&Key>, lock: &Key, holder: &str) -> bool {
         .any(|claim| claim.lock_key == *lock && claim.holder == holder))
 }
 
-fn lock_orphan(table: &Table, key: &Key, lock: &LockItem, found: &mut Vec<Finding>) {
+fn lock_orphan(
+    table: &Table,
+    key: &Key,
+    entity: &Decoded,
+    lock: &LockItem,
+    found: &mut Vec<Finding>,
+) {
     let owner = owner_key(lock.kind, &lock.holder, &table.patrons);
     if holds(table, owner.as_ref(), key, &lock.holder) {
         return;
@@ -340,9 +354,8 @@ fn lock_orphan(table: &Table, key: &Key, lock: &LockItem, found: &mut Vec<Findin
         key: key.clone(),
         detail,
         repair: Some(Repair::ReleaseLock {
-            lock: key.clone(),
+            lock: entity.clone(),
             kind: lock.kind,
-            holder: lock.holder.clone(),
             holder_owner: holder,
         }),
     });
@@ -373,7 +386,7 @@ fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
                 format!("its {field} has no lock"),
                 Some(Repair::ClaimLock {
                     claim: claim.clone(),
-                    held_by: None,
+                    over: None,
                 }),
             )),
             Some(lock) if lock.holder == claim.holder => {}
@@ -389,7 +402,7 @@ fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
                         ),
                         None,
                     ));
-                } else if let Some((state, _)) = holder_state(table, other, lock.kind) {
+                } else if holder_state(table, other, lock.kind).is_some() {
                     found.push(finding(
                         format!(
                             "its {field}'s lock names {holder_field} {}, which does not hold it",
@@ -397,7 +410,7 @@ fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
                         ),
                         Some(Repair::ClaimLock {
                             claim: claim.clone(),
-                            held_by: Some((lock.holder.clone(), state)),
+                            over: Some(lock.holder.clone()),
                         }),
                     ));
                 }
@@ -489,16 +502,11 @@ fn loan_index(key: &Key, stored: &Stored, loan: &Checkout, found: &mut Vec<Findi
         }
     };
     let mut wrong = Vec::new();
-    let mut remove = Vec::new();
     for name in INDEXES.iter().flat_map(|index| [index.pk, index.sk]) {
         match (expected.get(name), stored.index_key(name)) {
             (Some(want), Some(got)) if want == got => {}
-            (Some(_), _) => wrong.push(name),
-            (None, Some(_)) => {
-                wrong.push(name);
-                remove.push(name);
-            }
             (None, None) => {}
+            _ => wrong.push(name),
         }
     }
     if wrong.is_empty() {
@@ -520,11 +528,13 @@ fn loan_index(key: &Key, stored: &Stored, loan: &Checkout, found: &mut Vec<Findi
         repair: Some(Repair::RewriteLoanIndex {
             loan: loan.clone(),
             key: key.clone(),
-            set: expected
+            remove: other_indexes(&loan.index_keys())
                 .into_iter()
-                .filter(|(name, _)| wrong.contains(name))
+                .filter(|index| {
+                    stored.index_key(index.pk).is_some() || stored.index_key(index.sk).is_some()
+                })
                 .collect(),
-            remove,
+            set: loan.index_keys(),
         }),
     });
 }

@@ -12,7 +12,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, Transaction};
+use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::{Email, Username};
 
@@ -38,14 +38,13 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     let mut transaction = Transaction::new().put(
         Part::Account,
-        ctx.put(&AccountRow {
+        Put::new_only(&AccountRow {
             account: account.clone(),
             owner: principal(&req).subject.clone(),
-        })
-        .condition_expression(ABSENT),
+        }),
     );
     for value in [UniqueValue::Email(email), UniqueValue::Username(username)] {
-        transaction = transaction.put(Part::Lock(value.kind()), value.claim(ctx, &account_id));
+        transaction = transaction.put(Part::Lock(value.kind()), value.claim(&account_id));
     }
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

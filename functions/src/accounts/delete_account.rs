@@ -5,11 +5,11 @@
 //! the account only if it still holds what we read, and releasing each lock only if it still
 //! names this account.
 
-use super::{HOLDER, MAX_ATTEMPTS, Part, UniqueValue, load};
+use super::{AccountRow, Part, Unique, email_lock, load, username_lock};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
-use crate::store::{Commit, Transaction, lock, s};
+use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
 
@@ -18,22 +18,22 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     for _ in 0..MAX_ATTEMPTS {
         let account = load(ctx, &req, &account_id).await?;
-        let mut transaction = Transaction::new().delete(
-            Part::Account,
-            ctx.delete(&keys::account(&account_id))
-                .condition_expression("email = :email AND username = :username")
-                .expression_attribute_values(":email", s(account.email.as_str()))
-                .expression_attribute_values(":username", s(account.username.as_str())),
-        );
-        for value in [
-            UniqueValue::Email(account.email.clone()),
-            UniqueValue::Username(account.username.clone()),
-        ] {
-            transaction = transaction.delete(
-                Part::OldLock(value.kind()),
-                lock::release(ctx, &value.lock_key(), HOLDER, &account_id),
+        let transaction = Transaction::new()
+            .delete(
+                Part::Account,
+                Delete::<AccountRow>::at(keys::account(&account_id)).when(
+                    Condition::equals(AccountRow::EMAIL, &account.email)
+                        .and_equals(AccountRow::USERNAME, &account.username),
+                ),
+            )
+            .delete(
+                Part::OldLock(Unique::Email),
+                lock::release(&email_lock(&account_id, &account.email)),
+            )
+            .delete(
+                Part::OldLock(Unique::Username),
+                lock::release(&username_lock(&account_id, &account.username)),
             );
-        }
         match transaction.commit(ctx).await? {
             Commit::Done => {
                 tracing::info!(%account_id, "account deleted");

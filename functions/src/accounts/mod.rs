@@ -18,12 +18,13 @@ use crate::claims::principal;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path, path_id};
-use crate::store::{Commit, Transaction, lock, s};
-use aws_sdk_dynamodb::types::builders::PutBuilder;
+use crate::model::Field;
+use crate::store::lock::{self, Swapped};
+use crate::store::{Condition, MAX_ATTEMPTS, Put, Update};
 use lambda_http::Request;
 use singlet_shared::{Email, Id, Invalid, Key, Username, keys};
 
-pub use crate::model::accounts::{Account, AccountRow, EmailLock, HOLDER, UsernameLock};
+pub use crate::model::accounts::{Account, AccountRow, EmailLock, UsernameLock};
 
 /// The attributes that are unique across all accounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,14 @@ impl Unique {
         match self {
             Unique::Email => "email",
             Unique::Username => "username",
+        }
+    }
+
+    /// The account's attribute holding the value.
+    pub fn attribute(self) -> Field<AccountRow> {
+        match self {
+            Unique::Email => AccountRow::EMAIL,
+            Unique::Username => AccountRow::USERNAME,
         }
     }
 
@@ -82,23 +91,38 @@ impl UniqueValue {
     }
 
     /// A put of this value's lock naming `account_id`, unless another holds it.
-    pub fn claim(&self, ctx: &Ctx, account_id: &Id) -> PutBuilder {
-        let account_id = account_id.clone();
+    pub fn claim(&self, account_id: &Id) -> Put {
         match self {
-            UniqueValue::Email(email) => lock::claim(
-                ctx,
-                &EmailLock {
-                    account_id,
-                    value: email.clone(),
-                },
-            ),
-            UniqueValue::Username(username) => lock::claim(
-                ctx,
-                &UsernameLock {
-                    account_id,
-                    value: username.clone(),
-                },
-            ),
+            UniqueValue::Email(email) => lock::claim(&email_lock(account_id, email)),
+            UniqueValue::Username(username) => lock::claim(&username_lock(account_id, username)),
+        }
+    }
+
+    /// Moves the account `account_id` from `old` (of the same attribute) to this value: its
+    /// lock claimed, the old one released, the account updated only if it still holds `old`.
+    async fn swap(
+        &self,
+        ctx: &Ctx,
+        old: &UniqueValue,
+        account_id: &Id,
+    ) -> Result<Swapped, ApiError> {
+        let attribute = self.kind().attribute();
+        let update = Update::<AccountRow>::at(keys::account(account_id))
+            .set(attribute, self.as_str())
+            .when(Condition::equals(attribute, old.as_str()));
+        match (self, old) {
+            (UniqueValue::Email(new), UniqueValue::Email(old)) => {
+                let (new, old) = (email_lock(account_id, new), email_lock(account_id, old));
+                lock::swap(ctx, &new, &old, update).await
+            }
+            (UniqueValue::Username(new), UniqueValue::Username(old)) => {
+                let (new, old) = (
+                    username_lock(account_id, new),
+                    username_lock(account_id, old),
+                );
+                lock::swap(ctx, &new, &old, update).await
+            }
+            _ => unreachable!("a value is swapped for one of the same attribute"),
         }
     }
 
@@ -119,6 +143,22 @@ impl UniqueValue {
     }
 }
 
+/// The lock of `email` naming `account_id`.
+pub fn email_lock(account_id: &Id, email: &Email) -> EmailLock {
+    EmailLock {
+        account_id: account_id.clone(),
+        value: email.clone(),
+    }
+}
+
+/// The lock of `username` naming `account_id`.
+pub fn username_lock(account_id: &Id, username: &Username) -> UsernameLock {
+    UsernameLock {
+        account_id: account_id.clone(),
+        value: username.clone(),
+    }
+}
+
 /// The parts of every account transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
@@ -130,7 +170,6 @@ pub enum Part {
 }
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
-pub const MAX_ATTEMPTS: usize = 3;
 
 /// One strongly consistent read of an account the caller may reach, or `404`: another subject's
 /// account is answered as if it did not exist.
@@ -157,8 +196,8 @@ pub async fn check_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRes
     Ok(ok(&body))
 }
 
-/// `PUT /accounts/{accountId}/<field>` `{<field>}`: read the account, then one transaction that
-/// claims the new value's lock (`attribute_not_exists`), deletes the old lock only if it still
+/// `PUT /accounts/{accountId}/<field>` `{<field>}`: read the account, then one transaction
+/// ([`lock::swap`]) that claims the new value's lock (`attribute_not_exists`), deletes the old lock only if it still
 /// names this account, and updates the account only if it still holds the old value. An account
 /// changed between the read and the write is read again; a value held by another account is `409`.
 pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerResult {
@@ -177,40 +216,20 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
             return Ok(ok(&account));
         }
 
-        let commit = Transaction::new()
-            .put(Part::Lock(unique), value.claim(ctx, &account_id))
-            .delete(
-                Part::OldLock(unique),
-                lock::release(ctx, &old.lock_key(), HOLDER, &account_id),
-            )
-            .update(
-                Part::Account,
-                ctx.update(&keys::account(&account_id))
-                    .update_expression("SET #field = :new")
-                    .condition_expression("#field = :old")
-                    .expression_attribute_names("#field", field)
-                    .expression_attribute_values(":new", s(value.as_str()))
-                    .expression_attribute_values(":old", s(old.as_str())),
-            )
-            .commit(ctx)
-            .await?;
-
-        match commit {
-            Commit::Done => {
+        match value.swap(ctx, &old, &account_id).await? {
+            Swapped::Done => {
                 tracing::info!(%account_id, field, "unique value changed");
                 value.set_on(&mut account);
                 return Ok(ok(&account));
             }
-            Commit::Cancelled(cancelled) => {
-                let holder = lock::holder(cancelled.old(Part::Lock(unique)), HOLDER);
-                if holder.is_some_and(|holder| holder != account_id.as_str()) {
-                    return Err(ApiError::conflict(vec![FieldError::new(
-                        field,
-                        Code::Taken,
-                    )]));
-                }
-                // The account changed since we read it: read it again.
+            Swapped::Taken => {
+                return Err(ApiError::conflict(vec![FieldError::new(
+                    field,
+                    Code::Taken,
+                )]));
             }
+            // The account changed since we read it: read it again.
+            Swapped::OwnerChanged(_) | Swapped::LockDisagrees => {}
         }
     }
     Err(ApiError::Unavailable)

@@ -29,8 +29,7 @@ use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
-use crate::store::{ABSENT, Commit, Transaction, decode, n, s};
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use crate::store::{Commit, Condition, Put, Transaction, Update, decode};
 use lambda_http::Request;
 use singlet_shared::Status;
 use singlet_shared::keys::{self, MAX_VERSION};
@@ -87,26 +86,19 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let commit = Transaction::new()
         .update(
             Part::Current,
-            ctx.update(&keys::resource_current(&resource_id))
-                .update_expression("SET #status = :status, #version = :next, updatedAt = :at")
-                .condition_expression("#version = :expected")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_names("#version", "version")
-                .expression_attribute_values(":status", s(after.status.as_str()))
-                .expression_attribute_values(":next", n(next))
-                .expression_attribute_values(":at", n(now))
-                .expression_attribute_values(":expected", n(expected))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                ),
+            Update::<Resource>::at(keys::resource_current(&resource_id))
+                .set(Resource::STATUS, &after.status)
+                .set(Resource::VERSION, next)
+                .set(Resource::UPDATED_AT, now)
+                .when(Condition::equals(Resource::VERSION, expected))
+                .old_on_failure(),
         )
         .put(
             Part::Event,
-            ctx.put(&ResourceEvent {
+            Put::new_only(&ResourceEvent {
                 resource_id: resource_id.clone(),
                 event,
-            })
-            .condition_expression(ABSENT),
+            }),
         )
         .commit(ctx)
         .await?;

@@ -14,7 +14,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{ABSENT, Transaction};
+use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::{Id, Status};
 
@@ -55,17 +55,13 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     );
 
     let transaction = Transaction::new()
-        .put(
-            Part::Current,
-            ctx.put(&resource).condition_expression(ABSENT),
-        )
+        .put(Part::Current, Put::new_only(&resource))
         .put(
             Part::FirstEvent,
-            ctx.put(&ResourceEvent {
+            Put::new_only(&ResourceEvent {
                 resource_id: resource_id.clone(),
                 event,
-            })
-            .condition_expression(ABSENT),
+            }),
         );
 
     // The id is the client's, not derived from the key: its own guard is its lock.

@@ -1,25 +1,19 @@
 //! `PUT /vehicles/{vehicleId}/plate` `{plate}` → `200` vehicle; the old plate is free at once.
 //!
-//! Read the vehicle (to learn its current plate), then one `TransactWriteItems`: claim the new
-//! plate's lock (`attribute_not_exists`), release the old lock only if it still names this
+//! Read the vehicle (to learn its current plate), then one `TransactWriteItems`
+//! ([`lock::swap`], as for an email, a username or a library card): claim the new plate's lock (`attribute_not_exists`), release the old lock only if it still names this
 //! vehicle, and update the vehicle only if it still has the plate we read. A vehicle changed or
 //! retired between the read and the write fails its condition and is read again; a new plate
 //! held by another vehicle is `409`.
 
-use super::{HOLDER, MAX_ATTEMPTS, PlateLock, load};
+use super::{PlateLock, Vehicle, load};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
-use crate::store::{Commit, Transaction, lock, s};
+use crate::store::lock::{self, Swapped};
+use crate::store::{Condition, MAX_ATTEMPTS, Update};
 use lambda_http::Request;
 use singlet_shared::{Plate, keys};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Part {
-    NewPlate,
-    OldPlate,
-    Vehicle,
-}
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
@@ -34,45 +28,27 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         if vehicle.plate == plate {
             return Ok(ok(&vehicle));
         }
-        let old = vehicle.plate.clone();
-        let new_lock = PlateLock {
+        let lock_of = |plate: &Plate| PlateLock {
             plate: plate.clone(),
             vehicle_id: vehicle_id.clone(),
         };
-
-        let commit = Transaction::new()
-            .put(Part::NewPlate, lock::claim(ctx, &new_lock))
-            .delete(
-                Part::OldPlate,
-                lock::release(ctx, &keys::plate_lock(&old), HOLDER, &vehicle_id),
-            )
-            .update(
-                Part::Vehicle,
-                ctx.update(&keys::vehicle(&vehicle_id))
-                    .update_expression("SET plate = :new")
-                    .condition_expression("plate = :old")
-                    .expression_attribute_values(":new", s(plate.as_str()))
-                    .expression_attribute_values(":old", s(old.as_str())),
-            )
-            .commit(ctx)
-            .await?;
-
-        match commit {
-            Commit::Done => {
+        let update = Update::<Vehicle>::at(keys::vehicle(&vehicle_id))
+            .set(Vehicle::PLATE, &plate)
+            .when(Condition::equals(Vehicle::PLATE, &vehicle.plate));
+        match lock::swap(ctx, &lock_of(&plate), &lock_of(&vehicle.plate), update).await? {
+            Swapped::Done => {
                 tracing::info!(%vehicle_id, "plate changed");
                 vehicle.plate = plate;
                 return Ok(ok(&vehicle));
             }
-            Commit::Cancelled(cancelled) => {
-                let holder = lock::holder(cancelled.old(Part::NewPlate), HOLDER);
-                if holder.is_some_and(|holder| holder != vehicle_id.as_str()) {
-                    return Err(ApiError::conflict(vec![FieldError::new(
-                        "plate",
-                        Code::Taken,
-                    )]));
-                }
-                // The vehicle changed (or its new plate became its own) since we read it: again.
+            Swapped::Taken => {
+                return Err(ApiError::conflict(vec![FieldError::new(
+                    "plate",
+                    Code::Taken,
+                )]));
             }
+            // The vehicle changed (or its new plate became its own) since we read it: again.
+            Swapped::OwnerChanged(_) | Swapped::LockDisagrees => {}
         }
     }
     Err(ApiError::Unavailable)

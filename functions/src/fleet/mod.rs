@@ -16,7 +16,7 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use singlet_shared::{Id, keys};
 
-pub use crate::model::fleet::{ChassisLock, HOLDER, PlateLock, Vehicle};
+pub use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
 
 pub const MAX_DEPOT_LEN: usize = 100;
 
@@ -26,6 +26,3 @@ pub async fn load(ctx: &Ctx, vehicle_id: &Id) -> Result<Vehicle, ApiError> {
         .await?
         .ok_or_else(|| ApiError::not_found("vehicle"))
 }
-
-/// A change to a vehicle raced another and lost this many times in a row: give up with `503`.
-pub const MAX_ATTEMPTS: usize = 3;

@@ -11,7 +11,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, Transaction, lock};
+use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::{Chassis, Plate};
 
@@ -52,12 +52,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let response = created(format!("/vehicles/{vehicle_id}"), &vehicle);
 
     let transaction = Transaction::new()
-        .put(
-            Part::Vehicle,
-            ctx.put(&vehicle).condition_expression(ABSENT),
-        )
-        .put(Part::Plate, lock::claim(ctx, &plate_lock))
-        .put(Part::Chassis, lock::claim(ctx, &chassis_lock));
+        .put(Part::Vehicle, Put::new_only(&vehicle))
+        .put(Part::Plate, lock::claim(&plate_lock))
+        .put(Part::Chassis, lock::claim(&chassis_lock));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

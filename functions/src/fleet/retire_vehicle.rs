@@ -5,11 +5,11 @@
 //! vehicle only if it still has what we read, and releasing each lock only if it still names this
 //! vehicle.
 
-use super::{HOLDER, MAX_ATTEMPTS, load};
+use super::{ChassisLock, PlateLock, Vehicle, load};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
-use crate::store::{Commit, Transaction, lock, s};
+use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
 
@@ -28,23 +28,24 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         let commit = Transaction::new()
             .delete(
                 Part::Vehicle,
-                ctx.delete(&keys::vehicle(&vehicle_id))
-                    .condition_expression("plate = :plate AND chassis = :chassis")
-                    .expression_attribute_values(":plate", s(vehicle.plate.as_str()))
-                    .expression_attribute_values(":chassis", s(vehicle.chassis.as_str())),
+                Delete::<Vehicle>::at(keys::vehicle(&vehicle_id)).when(
+                    Condition::equals(Vehicle::PLATE, &vehicle.plate)
+                        .and_equals(Vehicle::CHASSIS, &vehicle.chassis),
+                ),
             )
             .delete(
                 Part::PlateLock,
-                lock::release(ctx, &keys::plate_lock(&vehicle.plate), HOLDER, &vehicle_id),
+                lock::release(&PlateLock {
+                    plate: vehicle.plate.clone(),
+                    vehicle_id: vehicle_id.clone(),
+                }),
             )
             .delete(
                 Part::ChassisLock,
-                lock::release(
-                    ctx,
-                    &keys::chassis_lock(&vehicle.chassis),
-                    HOLDER,
-                    &vehicle_id,
-                ),
+                lock::release(&ChassisLock {
+                    chassis: vehicle.chassis.clone(),
+                    vehicle_id: vehicle_id.clone(),
+                }),
             )
             .commit(ctx)
             .await?;

@@ -10,13 +10,13 @@
 //! id is generated here, derived from the `Idempotency-Key` when there is one. There is no
 //! route for one copy, so the `201` has no `location`.
 
-use super::{Book, Condition, Copy};
+use super::{Book, Branch, Condition, Copy};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, PRESENT, Transaction};
+use crate::store::{self, Check, Put, Transaction};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
 use singlet_shared::Isbn13;
@@ -62,10 +62,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .check(
             Part::Branch,
-            ctx.check(&keys::branch(&branch_id))
-                .condition_expression(PRESENT),
+            Check::<Branch>::at(keys::branch(&branch_id), store::Condition::exists()),
         )
-        .put(Part::Copy, ctx.put(&copy).condition_expression(ABSENT));
+        .put(Part::Copy, Put::new_only(&copy));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

@@ -25,7 +25,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .all_valid()?;
     let patron = find_patron(ctx, &patron_id).await?;
     let changed = ctx
-        .update_item(change_tier(ctx, &patron, tier))
+        .update_item(change_tier(&patron, tier))
         .await?
         .ok_or_else(|| ApiError::not_found("patron"))?;
     let changed: Patron = decode(&changed)?;

@@ -20,8 +20,7 @@ use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path};
-use crate::store::{PRESENT, decode, n, s};
-use aws_sdk_dynamodb::types::AttributeValue;
+use crate::store::{self, Update, decode};
 use lambda_http::Request;
 use singlet_shared::{Isbn13, keys};
 
@@ -40,38 +39,36 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     )
         .all_valid()?;
 
-    let changes: Vec<(&str, AttributeValue)> = [
-        ("title", title.map(s)),
-        ("author", author.map(s)),
-        ("publisher", publisher.map(s)),
-        ("publishYear", publish_year.map(n)),
-        ("genre", genre.map(s)),
-        ("description", description.map(s)),
-        ("pageCount", page_count.map(n)),
-    ]
-    .into_iter()
-    .filter_map(|(field, value)| value.map(|value| (field, value)))
-    .collect();
-    if changes.is_empty() {
+    let mut update = Update::<Book>::at(keys::book(&isbn)).when(store::Condition::exists());
+    let mut corrections = 0;
+    for (field, value) in [
+        (Book::TITLE, title),
+        (Book::AUTHOR, author),
+        (Book::PUBLISHER, publisher),
+        (Book::GENRE, genre),
+        (Book::DESCRIPTION, description),
+    ] {
+        if let Some(value) = value {
+            update = update.set(field, value);
+            corrections += 1;
+        }
+    }
+    for (field, value) in [
+        (Book::PUBLISH_YEAR, publish_year),
+        (Book::PAGE_COUNT, page_count),
+    ] {
+        if let Some(value) = value {
+            update = update.set(field, value);
+            corrections += 1;
+        }
+    }
+    if corrections == 0 {
         return Err(ApiError::malformed(
             "the body names no field to correct: title, author, publisher, publishYear, genre, \
              description or pageCount",
         ));
     }
 
-    let sets: Vec<String> = changes
-        .iter()
-        .map(|(field, _)| format!("#{field} = :{field}"))
-        .collect();
-    let mut update = ctx
-        .update(&keys::book(&isbn))
-        .update_expression(format!("SET {}", sets.join(", ")))
-        .condition_expression(PRESENT);
-    for (field, value) in changes {
-        update = update
-            .expression_attribute_names(format!("#{field}"), field)
-            .expression_attribute_values(format!(":{field}"), value);
-    }
     let corrected = ctx
         .update_item(update)
         .await?

@@ -15,7 +15,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{ABSENT, Transaction};
+use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::Isbn13;
 
@@ -52,8 +52,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/books/{isbn}"), &book);
 
-    let transaction =
-        Transaction::new().put(Part::Book, ctx.put(&book).condition_expression(ABSENT));
+    let transaction = Transaction::new().put(Part::Book, Put::new_only(&book));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
         Outcome::Done(response) => {

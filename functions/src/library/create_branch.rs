@@ -12,7 +12,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{ABSENT, Transaction};
+use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::Id;
 
@@ -44,8 +44,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/branches/{branch_id}"), &branch);
 
-    let transaction =
-        Transaction::new().put(Part::Branch, ctx.put(&branch).condition_expression(ABSENT));
+    let transaction = Transaction::new().put(Part::Branch, Put::new_only(&branch));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
         Outcome::Done(response) => {

@@ -43,10 +43,9 @@ pub mod remove_patron;
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::HandlerResult;
+use crate::model::Entity;
 use crate::paging::Page;
-use crate::store::{PRESENT, Query, decode, n, s, value};
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
-use aws_sdk_dynamodb::types::builders::{DeleteBuilder, UpdateBuilder};
+use crate::store::{self, Delete, Query, Update, decode};
 use lambda_http::Request;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -54,12 +53,7 @@ use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI1, GSI2};
 use singlet_shared::{CardNumber, Id, Isbn13};
 
-pub use crate::model::library::{
-    Book, Branch, CARD_HOLDER, Condition, Copy, Patron, PatronCard, Tier,
-};
-
-/// A change that raced another and lost this many times in a row gives up with `503`.
-pub const MAX_ATTEMPTS: usize = 3;
+pub use crate::model::library::{Book, Branch, Condition, Copy, Patron, PatronCard, Tier};
 
 pub const MAX_NAME_LEN: usize = 100;
 pub const MAX_ADDRESS_LEN: usize = 200;
@@ -138,79 +132,65 @@ pub async fn branch_page<T: DeserializeOwned + Serialize>(
 // hand back the row as it stood (`ALL_OLD`), so a pattern tells "removed" (no row) from
 // "changed" (another row) without reading again.
 
-impl Patron {
-    /// The patron row's key.
-    pub fn key(&self) -> singlet_shared::Key {
-        keys::patron(&self.branch_id, &self.patron_id)
-    }
-}
-
 /// The card moves from the card read to `card`, only if the row still holds the card read.
-pub fn change_card(ctx: &Ctx, patron: &Patron, card: &CardNumber) -> UpdateBuilder {
-    ctx.update(&patron.key())
-        .update_expression("SET cardNumber = :new")
-        .condition_expression("cardNumber = :old")
-        .expression_attribute_values(":new", s(card.as_str()))
-        .expression_attribute_values(":old", s(patron.card_number.as_str()))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+pub fn change_card(patron: &Patron, card: &CardNumber) -> Update<Patron> {
+    Update::at(patron.key())
+        .set(Patron::CARD_NUMBER, card)
+        .when(store::Condition::equals(
+            Patron::CARD_NUMBER,
+            &patron.card_number,
+        ))
+        .old_on_failure()
 }
 
 /// The tier and its numbers change together, only on a patron that exists. Loans already made
 /// keep the loan period they were made with.
-pub fn change_tier(ctx: &Ctx, patron: &Patron, tier: Tier) -> UpdateBuilder {
-    ctx.update(&patron.key())
-        .update_expression("SET membershipTier = :tier, loanLimit = :limit, loanPeriodDays = :days")
-        .condition_expression(PRESENT)
-        .expression_attribute_values(":tier", value(tier))
-        .expression_attribute_values(":limit", n(tier.loan_limit()))
-        .expression_attribute_values(":days", n(tier.loan_period_days()))
+pub fn change_tier(patron: &Patron, tier: Tier) -> Update<Patron> {
+    Update::at(patron.key())
+        .set(Patron::MEMBERSHIP_TIER, tier)
+        .set(Patron::LOAN_LIMIT, tier.loan_limit())
+        .set(Patron::LOAN_PERIOD_DAYS, tier.loan_period_days())
+        .when(store::Condition::exists())
 }
 
 /// The patron row goes, only if it still holds the card read and has no active loan: a checkout
 /// committed first makes this fail (`409 has_loans`), and one coming after finds no row.
-pub fn remove(ctx: &Ctx, patron: &Patron) -> DeleteBuilder {
-    ctx.delete(&patron.key())
-        .condition_expression("cardNumber = :card AND activeLoans = :zero")
-        .expression_attribute_values(":card", s(patron.card_number.as_str()))
-        .expression_attribute_values(":zero", n(0))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+pub fn remove(patron: &Patron) -> Delete<Patron> {
+    Delete::at(patron.key())
+        .when(
+            store::Condition::equals(Patron::CARD_NUMBER, &patron.card_number)
+                .and_equals(Patron::ACTIVE_LOANS, 0),
+        )
+        .old_on_failure()
 }
 
 /// A loan takes one of the patron's slots, only if the patron still exists and is under its
 /// limit. A failure hands back the row (`None`: the patron was removed).
-pub fn take_loan_slot(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> UpdateBuilder {
-    ctx.update(&keys::patron(branch_id, patron_id))
-        .update_expression("SET activeLoans = activeLoans + :one")
-        .condition_expression(format!("{PRESENT} AND activeLoans < loanLimit"))
-        .expression_attribute_values(":one", n(1))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+pub fn take_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
+    Update::at(keys::patron(branch_id, patron_id))
+        .add(Patron::ACTIVE_LOANS, 1)
+        .when(store::Condition::exists().and_below_field(Patron::ACTIVE_LOANS, Patron::LOAN_LIMIT))
+        .old_on_failure()
 }
 
 /// A returned loan gives its slot back.
-pub fn free_loan_slot(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> UpdateBuilder {
-    ctx.update(&keys::patron(branch_id, patron_id))
-        .update_expression("SET activeLoans = activeLoans - :one")
-        .condition_expression("activeLoans > :zero")
-        .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":zero", n(0))
+pub fn free_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
+    Update::at(keys::patron(branch_id, patron_id))
+        .add(Patron::ACTIVE_LOANS, -1)
+        .when(store::Condition::above(Patron::ACTIVE_LOANS, 0))
 }
 
 /// A copy's move between `available` and `checked_out`, for a transaction: its status and its
 /// availability-index sort key change together, only if it is `from` now. The one place a copy
 /// changes status.
 pub fn move_copy(
-    ctx: &Ctx,
     (isbn, branch_id, copy_id): (&Isbn13, &Id, &Id),
     from: CopyStatus,
     to: CopyStatus,
-) -> UpdateBuilder {
+) -> Update<Copy> {
     let index = keys::copy_by_book(isbn, to, branch_id, copy_id);
-    ctx.update(&keys::copy(branch_id, copy_id))
-        .update_expression("SET #status = :to, #gsi2sk = :sk")
-        .condition_expression("#status = :from")
-        .expression_attribute_names("#status", "status")
-        .expression_attribute_names("#gsi2sk", GSI2.sk)
-        .expression_attribute_values(":to", s(to.as_str()))
-        .expression_attribute_values(":from", s(from.as_str()))
-        .expression_attribute_values(":sk", s(index.sk))
+    Update::at(keys::copy(branch_id, copy_id))
+        .set(Copy::STATUS, to.as_str())
+        .set_index_sort(GSI2, index.sk)
+        .when(store::Condition::equals(Copy::STATUS, from.as_str()))
 }

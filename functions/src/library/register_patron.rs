@@ -12,13 +12,13 @@
 //! The tier's limits are copied onto the row with `activeLoans` at 0, so a checkout guards its
 //! increment with `activeLoans < loanLimit` on this one item.
 
-use super::{MAX_NAME_LEN, Patron, PatronCard, Tier};
+use super::{Branch, MAX_NAME_LEN, Patron, PatronCard, Tier};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{ABSENT, PRESENT, Transaction, lock};
+use crate::store::{Check, Condition, Put, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::{CardNumber, Email, keys};
 
@@ -66,11 +66,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .check(
             Part::Branch,
-            ctx.check(&keys::branch(&branch_id))
-                .condition_expression(PRESENT),
+            Check::<Branch>::at(keys::branch(&branch_id), Condition::exists()),
         )
-        .put(Part::Patron, ctx.put(&patron).condition_expression(ABSENT))
-        .put(Part::Card, lock::claim(ctx, &card));
+        .put(Part::Patron, Put::new_only(&patron))
+        .put(Part::Card, lock::claim(&card));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

@@ -15,13 +15,12 @@
 //! only by id (its name, email and card go with the row) and are the library's record of what
 //! was lent, readable by staff through the patron's history and its loans by id.
 
-use super::{CARD_HOLDER, MAX_ATTEMPTS, Patron, find_patron, remove};
+use super::{Patron, PatronCard, find_patron, remove};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
-use crate::store::{Commit, Transaction, decode, lock};
+use crate::store::{Commit, MAX_ATTEMPTS, Transaction, decode, lock};
 use lambda_http::Request;
-use singlet_shared::keys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -40,15 +39,13 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             None => find_patron(ctx, &patron_id).await?,
         };
         let commit = Transaction::new()
-            .delete(Part::Patron, remove(ctx, &patron))
+            .delete(Part::Patron, remove(&patron))
             .delete(
                 Part::Card,
-                lock::release(
-                    ctx,
-                    &keys::card_lock(&patron.card_number),
-                    CARD_HOLDER,
-                    &patron_id,
-                ),
+                lock::release(&PatronCard {
+                    card_number: patron.card_number.clone(),
+                    patron_id: patron_id.clone(),
+                }),
             )
             .commit(ctx)
             .await?;

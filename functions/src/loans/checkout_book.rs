@@ -22,7 +22,7 @@ use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::library::{find_patron, load_book, load_copy, move_copy, take_loan_slot};
-use crate::store::{ABSENT, Transaction};
+use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
 use singlet_shared::Id;
@@ -74,17 +74,12 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let response = json(StatusCode::CREATED, &loan.clone().as_read(now));
 
     let transaction = Transaction::new()
-        .put(Part::Loan, ctx.put(&loan).condition_expression(ABSENT))
+        .put(Part::Loan, Put::new_only(&loan))
         .update(
             Part::Copy,
-            move_copy(
-                ctx,
-                loan.copy(),
-                CopyStatus::Available,
-                CopyStatus::CheckedOut,
-            ),
+            move_copy(loan.copy(), CopyStatus::Available, CopyStatus::CheckedOut),
         )
-        .update(Part::Patron, take_loan_slot(ctx, &home_branch, &patron_id));
+        .update(Part::Patron, take_loan_slot(&home_branch, &patron_id));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

@@ -133,7 +133,7 @@ pub async fn mark_overdue(
                 }
             }
             let marks = loans.iter().map(|loan| {
-                crate::store::capacity::metered(ctx.update_item(super::mark_overdue(ctx, loan)))
+                crate::store::capacity::metered(ctx.update_item(super::mark_overdue(loan)))
             });
             for (outcome, consumed) in futures::future::join_all(marks).await {
                 report.capacity_units += consumed.write_units;
@@ -152,7 +152,7 @@ pub async fn mark_overdue(
     report.complete = true;
     // Only a complete run moves `asOf`; an older run completing late leaves a newer time.
     let (recorded, consumed) =
-        crate::store::capacity::metered(ctx.update_item(super::record_run(ctx, &before))).await;
+        crate::store::capacity::metered(ctx.update_item(super::record_run(&before))).await;
     recorded?;
     report.capacity_units += consumed.write_units;
     info!(

@@ -29,12 +29,11 @@ use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{HandlerResult, ok};
-use crate::model::{ENTITY_TYPE, Entity, VERSION};
+use crate::model::Entity;
 use crate::paging::{Page, Paged};
-use crate::store::{Query, n, s, value};
-use aws_sdk_dynamodb::types::builders::{DeleteBuilder, UpdateBuilder};
+use crate::store::{Condition, Delete, Query, Update};
 use serde::Serialize;
-use singlet_shared::schema::{GSI1, GSI3, GSI4};
+use singlet_shared::schema::GSI1;
 use singlet_shared::{Id, Isbn13, keys};
 use time::OffsetDateTime;
 
@@ -69,8 +68,6 @@ pub fn as_read(page: Paged<Checkout>) -> Paged<Checkout> {
 
 /// A loan may be renewed this many times.
 pub const MAX_RENEWALS: u32 = 2;
-/// A change that raced another and lost this many times in a row gives up with `503`.
-pub const MAX_ATTEMPTS: usize = 3;
 
 /// The active loan; `409` `checkoutId` `returned` for a returned one; `404` for none.
 pub async fn load_active(
@@ -108,74 +105,61 @@ impl Checkout {
     }
 }
 
-/// Open → overdue: out of the open-loans index, into the branch's overdue index (GSI3) and the
-/// library's (GSI4), only if the loan is still open with the due date that was read.
-pub fn mark_overdue(ctx: &Ctx, loan: &Checkout) -> UpdateBuilder {
-    let overdue = keys::overdue_loan(&loan.branch_id, &loan.checkout_id, &loan.due_date);
-    let anywhere = keys::overdue_anywhere(&loan.checkout_id, &loan.due_date);
+/// Open → overdue: out of the open-loans index, into the overdue indexes an overdue loan has
+/// (its branch's, GSI3, and the library's, GSI4), only if the loan is still open with the due
+/// date that was read.
+pub fn mark_overdue(loan: &Checkout) -> Update<Checkout> {
+    let overdue = Checkout {
+        status: LoanStatus::Overdue,
+        ..loan.clone()
+    };
     let open = keys::open_loan(&loan.checkout_id, &loan.due_date);
-    ctx.update(&loan.active_key())
-        .update_expression(
-            "SET #status = :overdue, #g3pk = :g3pk, #g3sk = :g3sk, #g4pk = :g4pk, #g4sk = :g4sk \
-             REMOVE #g1pk, #g1sk",
+    let update = Update::at(loan.active_key())
+        .set(Checkout::STATUS, LoanStatus::Overdue)
+        .remove_index(GSI1);
+    overdue
+        .index_keys()
+        .into_iter()
+        .fold(update, |update, (index, key)| update.set_index(index, key))
+        .when(
+            Condition::in_index_partition(GSI1, open.pk)
+                .and_equals(Checkout::DUE_DATE, &loan.due_date),
         )
-        .condition_expression("#g1pk = :open AND dueDate = :due")
-        .expression_attribute_names("#status", "status")
-        .expression_attribute_names("#g1pk", GSI1.pk)
-        .expression_attribute_names("#g1sk", GSI1.sk)
-        .expression_attribute_names("#g3pk", GSI3.pk)
-        .expression_attribute_names("#g3sk", GSI3.sk)
-        .expression_attribute_names("#g4pk", GSI4.pk)
-        .expression_attribute_names("#g4sk", GSI4.sk)
-        .expression_attribute_values(":overdue", value(LoanStatus::Overdue))
-        .expression_attribute_values(":g3pk", s(overdue.pk))
-        .expression_attribute_values(":g3sk", s(overdue.sk))
-        .expression_attribute_values(":g4pk", s(anywhere.pk))
-        .expression_attribute_values(":g4sk", s(anywhere.sk))
-        .expression_attribute_values(":open", s(open.pk))
-        .expression_attribute_values(":due", s(&loan.due_date))
 }
 
 /// Open, renewed: the due date and the open-index sort key move together, only if the loan is
 /// still as read and still open.
-pub fn renew(ctx: &Ctx, loan: &Checkout, new_due: &str) -> UpdateBuilder {
+pub fn renew(loan: &Checkout, new_due: &str) -> Update<Checkout> {
     let open = keys::open_loan(&loan.checkout_id, new_due);
-    ctx.update(&loan.active_key())
-        .update_expression("SET dueDate = :new, renewalCount = renewalCount + :one, #g1sk = :sk")
-        .condition_expression(
-            "dueDate = :due AND renewalCount = :renewals AND attribute_exists(#g1pk)",
+    Update::at(loan.active_key())
+        .set(Checkout::DUE_DATE, new_due)
+        .add(Checkout::RENEWAL_COUNT, 1)
+        .set_index_sort(GSI1, open.sk)
+        .when(
+            Condition::equals(Checkout::DUE_DATE, &loan.due_date)
+                .and_equals(Checkout::RENEWAL_COUNT, loan.renewal_count)
+                .and_in_index(GSI1),
         )
-        .expression_attribute_names("#g1pk", GSI1.pk)
-        .expression_attribute_names("#g1sk", GSI1.sk)
-        .expression_attribute_values(":new", s(new_due))
-        .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":sk", s(open.sk))
-        .expression_attribute_values(":due", s(&loan.due_date))
-        .expression_attribute_values(":renewals", n(loan.renewal_count))
 }
 
 /// Returned, part one: the active loan goes (from whichever index it is in), only if it is as read.
-pub fn remove_active(ctx: &Ctx, loan: &Checkout) -> DeleteBuilder {
-    ctx.delete(&loan.active_key())
-        .condition_expression("dueDate = :due AND renewalCount = :renewals")
-        .expression_attribute_values(":due", s(&loan.due_date))
-        .expression_attribute_values(":renewals", n(loan.renewal_count))
+/// Part two is the returned loan's put: a `Checkout` whose status is `returned` is keyed, and
+/// indexed, as history.
+pub fn remove_active(loan: &Checkout) -> Delete<Checkout> {
+    Delete::at(loan.active_key()).when(
+        Condition::equals(Checkout::DUE_DATE, &loan.due_date)
+            .and_equals(Checkout::RENEWAL_COUNT, loan.renewal_count),
+    )
 }
 
 // ---- The overdue lists ----------------------------------------------------------------------
 
 /// A complete run records its time, only ever moving it forward: of two overlapping runs, the
 /// one that completes last with the earlier time leaves the later time in place.
-pub fn record_run(ctx: &Ctx, time: &str) -> UpdateBuilder {
-    ctx.update(&keys::mark_overdue_run())
-        .update_expression("SET #time = :time, #et = :et, #v = :v")
-        .condition_expression("attribute_not_exists(#time) OR #time < :time")
-        .expression_attribute_names("#time", "time")
-        .expression_attribute_names("#et", ENTITY_TYPE)
-        .expression_attribute_names("#v", VERSION)
-        .expression_attribute_values(":time", s(time))
-        .expression_attribute_values(":et", s(MarkerRun::TYPE.name))
-        .expression_attribute_values(":v", n(MarkerRun::TYPE.version))
+pub fn record_run(time: &str) -> Update<MarkerRun> {
+    Update::at(keys::mark_overdue_run())
+        .set(MarkerRun::TIME, time)
+        .when(Condition::missing_or_below(MarkerRun::TIME, time))
 }
 
 /// `asOf`: the time of the last complete `mark-overdue` run, `None` before the first. One

@@ -12,14 +12,14 @@
 //! key's record (twice the write units, paid only by a request that asks for it), and a retry
 //! after a lost response gets the first answer instead of a second renewal.
 
-use super::{Checkout, LoanStatus, MAX_ATTEMPTS, MAX_RENEWALS, load_active, renew};
+use super::{Checkout, LoanStatus, MAX_RENEWALS, load_active, renew};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{Transaction, decode};
+use crate::store::{MAX_ATTEMPTS, Transaction, decode};
 use lambda_http::Request;
 
 /// The renewal, the one part of its transaction when it carries an `Idempotency-Key`.
@@ -54,7 +54,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             return refuse(Code::RenewalLimit);
         }
         let new_due = clock::iso(due + clock::days(loan.loan_period_days.into()));
-        let update = renew(ctx, &loan, &new_due);
+        let update = renew(&loan, &new_due);
 
         let renewed = match &idempotency {
             None => match ctx.update_item(update).await? {

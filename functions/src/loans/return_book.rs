@@ -8,14 +8,14 @@
 //! Safe to retry with `Idempotency-Key`: a retry after a lost response gets the first answer,
 //! where a retry without one would be told `409 returned`.
 
-use super::{Checkout, LoanStatus, MAX_ATTEMPTS, load_active, remove_active};
+use super::{Checkout, LoanStatus, load_active, remove_active};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::library::{free_loan_slot, move_copy};
-use crate::store::{ABSENT, Transaction};
+use crate::store::{MAX_ATTEMPTS, Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::keys::CopyStatus;
 
@@ -44,23 +44,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ..loan.clone()
         };
         let transaction = Transaction::new()
-            .delete(Part::ActiveLoan, remove_active(ctx, &loan))
-            .put(
-                Part::ReturnedLoan,
-                ctx.put(&returned).condition_expression(ABSENT),
-            )
+            .delete(Part::ActiveLoan, remove_active(&loan))
+            .put(Part::ReturnedLoan, Put::new_only(&returned))
             .update(
                 Part::Copy,
-                move_copy(
-                    ctx,
-                    loan.copy(),
-                    CopyStatus::CheckedOut,
-                    CopyStatus::Available,
-                ),
+                move_copy(loan.copy(), CopyStatus::CheckedOut, CopyStatus::Available),
             )
             .update(
                 Part::Patron,
-                free_loan_slot(ctx, &loan.patron_branch_id, &patron_id),
+                free_loan_slot(&loan.patron_branch_id, &patron_id),
             );
 
         let response = ok(&returned.clone().as_read(now));

@@ -1,6 +1,8 @@
 //! The accounts' entities: an account, and the locks that make its email and its username unique.
 
-use super::{Entity, EntityType, Item, KeyShape, Lock, SortShape, from_attributes};
+use super::{
+    Entity, EntityType, Field, Held, Item, KeyShape, Lock, SortShape, fields, from_attributes,
+};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Email, Id, Key, Username, keys};
 
@@ -49,8 +51,10 @@ impl Entity for AccountRow {
     }
 }
 
-/// The attribute of an email or username lock that names the account holding it.
-pub const HOLDER: &str = "accountId";
+fields!(AccountRow, serde Account, test account_fields_are_serde_names {
+    EMAIL = "email",
+    USERNAME = "username",
+});
 
 /// A `UNIQ#EMAIL#<email>`/`LOCK` lock: which account holds the email.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,9 +73,9 @@ impl Entity for EmailLock {
             SortShape::Exactly(keys::LOCK),
         )],
         lock: Some(Lock::Of {
-            owner: "account",
-            holder: HOLDER,
-            value: "email",
+            owner: AccountRow::TYPE.name,
+            holder: Self::HOLDER.name(),
+            value: AccountRow::EMAIL.name(),
         }),
         may_expire: false,
     };
@@ -102,9 +106,9 @@ impl Entity for UsernameLock {
             SortShape::Exactly(keys::LOCK),
         )],
         lock: Some(Lock::Of {
-            owner: "account",
-            holder: HOLDER,
-            value: "username",
+            owner: AccountRow::TYPE.name,
+            holder: Self::HOLDER.name(),
+            value: AccountRow::USERNAME.name(),
         }),
         may_expire: false,
     };
@@ -116,4 +120,28 @@ impl Entity for UsernameLock {
     fn from_item(item: &Item) -> Result<Self, String> {
         from_attributes(item)
     }
+}
+
+impl Held for EmailLock {
+    const HOLDER: Field<Self> = Field::new("accountId");
+
+    fn holder(&self) -> &Id {
+        &self.account_id
+    }
+}
+
+impl Held for UsernameLock {
+    const HOLDER: Field<Self> = Field::new("accountId");
+
+    fn holder(&self) -> &Id {
+        &self.account_id
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn lock_holders_are_serde_names() {
+    use super::serde_fields;
+    assert!(serde_fields::<EmailLock>().contains(&EmailLock::HOLDER.name()));
+    assert!(serde_fields::<UsernameLock>().contains(&UsernameLock::HOLDER.name()));
 }

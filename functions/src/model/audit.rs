@@ -1,6 +1,6 @@
 //! The change & audit log's entities: a resource's present state and each event of its history.
 
-use super::{Entity, EntityType, Item, KeyShape, SortShape, from_attributes, key_of};
+use super::{Entity, EntityType, Item, KeyShape, SortShape, fields, from_attributes, key_of};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Id, Key, Status, keys};
 
@@ -36,6 +36,12 @@ impl Entity for Resource {
         from_attributes(item)
     }
 }
+
+fields!(Resource, serde Resource, test resource_fields_are_serde_names {
+    STATUS = "status",
+    VERSION = "version",
+    UPDATED_AT = "updatedAt",
+});
 
 /// One change, as the history lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

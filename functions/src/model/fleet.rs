@@ -1,7 +1,7 @@
 //! The fleet's entities: a vehicle, and the locks that make its plate and its chassis number
 //! unique across the fleet.
 
-use super::{Entity, EntityType, Item, KeyShape, Lock, from_attributes};
+use super::{Entity, EntityType, Field, Held, Item, KeyShape, Lock, fields, from_attributes};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Chassis, Id, Key, Plate, keys};
 
@@ -34,8 +34,10 @@ impl Entity for Vehicle {
     }
 }
 
-/// The attribute of a plate or chassis lock that names the vehicle holding it.
-pub const HOLDER: &str = "vehicleId";
+fields!(Vehicle, serde Vehicle, test vehicle_fields_are_serde_names {
+    PLATE = "plate",
+    CHASSIS = "chassis",
+});
 
 /// A `PLATE#` lock: which vehicle holds the plate. Also the body of `GET /plates/{plate}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,9 +53,9 @@ impl Entity for PlateLock {
         version: 1,
         keys: &[KeyShape::alone(keys::PLATE_PREFIX)],
         lock: Some(Lock::Of {
-            owner: "vehicle",
-            holder: HOLDER,
-            value: "plate",
+            owner: Vehicle::TYPE.name,
+            holder: Self::HOLDER.name(),
+            value: Vehicle::PLATE.name(),
         }),
         may_expire: false,
     };
@@ -81,9 +83,9 @@ impl Entity for ChassisLock {
         version: 1,
         keys: &[KeyShape::alone(keys::CHASSIS_PREFIX)],
         lock: Some(Lock::Of {
-            owner: "vehicle",
-            holder: HOLDER,
-            value: "chassis",
+            owner: Vehicle::TYPE.name,
+            holder: Self::HOLDER.name(),
+            value: Vehicle::CHASSIS.name(),
         }),
         may_expire: false,
     };
@@ -95,4 +97,28 @@ impl Entity for ChassisLock {
     fn from_item(item: &Item) -> Result<Self, String> {
         from_attributes(item)
     }
+}
+
+impl Held for PlateLock {
+    const HOLDER: Field<Self> = Field::new("vehicleId");
+
+    fn holder(&self) -> &Id {
+        &self.vehicle_id
+    }
+}
+
+impl Held for ChassisLock {
+    const HOLDER: Field<Self> = Field::new("vehicleId");
+
+    fn holder(&self) -> &Id {
+        &self.vehicle_id
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn lock_holders_are_serde_names() {
+    use super::serde_fields;
+    assert!(serde_fields::<PlateLock>().contains(&PlateLock::HOLDER.name()));
+    assert!(serde_fields::<ChassisLock>().contains(&ChassisLock::HOLDER.name()));
 }

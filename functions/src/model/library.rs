@@ -1,6 +1,8 @@
 //! The library's entities: branches, patrons and the locks of their cards, books, and copies.
 
-use super::{Entity, EntityType, Item, KeyShape, Lock, SortShape, from_attributes};
+use super::{
+    Entity, EntityType, Field, Held, Item, KeyShape, Lock, SortShape, fields, from_attributes,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI1, GSI2, Index};
@@ -120,8 +122,13 @@ impl Entity for Patron {
     }
 }
 
-/// The attribute of a card lock that names the patron holding it.
-pub const CARD_HOLDER: &str = "patronId";
+fields!(Patron, serde Patron, test patron_fields_are_serde_names {
+    CARD_NUMBER = "cardNumber",
+    MEMBERSHIP_TIER = "membershipTier",
+    LOAN_LIMIT = "loanLimit",
+    LOAN_PERIOD_DAYS = "loanPeriodDays",
+    ACTIVE_LOANS = "activeLoans",
+});
 
 /// A `CARD#<cardNumber>` lock: which patron holds the card. Also the body of
 /// `GET /cards/{cardNumber}`.
@@ -138,9 +145,9 @@ impl Entity for PatronCard {
         version: 1,
         keys: &[KeyShape::alone(keys::CARD_PREFIX)],
         lock: Some(Lock::Of {
-            owner: "patron",
-            holder: CARD_HOLDER,
-            value: "cardNumber",
+            owner: Patron::TYPE.name,
+            holder: Self::HOLDER.name(),
+            value: Patron::CARD_NUMBER.name(),
         }),
         may_expire: false,
     };
@@ -186,6 +193,16 @@ impl Entity for Book {
         from_attributes(item)
     }
 }
+
+fields!(Book, serde Book, test book_fields_are_serde_names {
+    TITLE = "title",
+    AUTHOR = "author",
+    PUBLISHER = "publisher",
+    PUBLISH_YEAR = "publishYear",
+    GENRE = "genre",
+    DESCRIPTION = "description",
+    PAGE_COUNT = "pageCount",
+});
 
 /// A copy's physical condition, as the branch records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -257,6 +274,10 @@ impl Entity for Copy {
     }
 }
 
+fields!(Copy, serde Copy, test copy_fields_are_serde_names {
+    STATUS = "status",
+});
+
 /// [`CopyStatus`] as its string: `available`, `checked_out`.
 mod copy_status {
     use super::*;
@@ -270,4 +291,18 @@ mod copy_status {
         CopyStatus::parse(&raw)
             .ok_or_else(|| serde::de::Error::custom(format!("unknown copy status {raw:?}")))
     }
+}
+
+impl Held for PatronCard {
+    const HOLDER: Field<Self> = Field::new("patronId");
+
+    fn holder(&self) -> &Id {
+        &self.patron_id
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn the_card_holder_is_a_serde_name() {
+    assert!(super::serde_fields::<PatronCard>().contains(&PatronCard::HOLDER.name()));
 }

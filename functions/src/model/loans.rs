@@ -1,7 +1,7 @@
 //! The loans' entities: a loan, whose key and index keys follow its status, and the record of
 //! the overdue marker's last complete run.
 
-use super::{Entity, EntityType, Item, KeyShape, SortShape, from_attributes};
+use super::{Entity, EntityType, Item, KeyShape, SortShape, fields, from_attributes};
 use serde::{Deserialize, Serialize};
 use singlet_shared::keys;
 use singlet_shared::schema::{GSI1, GSI3, GSI4, Index};
@@ -104,6 +104,12 @@ impl Entity for Checkout {
     }
 }
 
+fields!(Checkout, serde Checkout, test loan_fields_are_serde_names {
+    STATUS = "status",
+    DUE_DATE = "dueDate",
+    RENEWAL_COUNT = "renewalCount",
+});
+
 /// The record of the last complete `mark-overdue` run, `MARKER#mark-overdue`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -129,3 +135,7 @@ impl Entity for MarkerRun {
         from_attributes(item)
     }
 }
+
+fields!(MarkerRun, serde MarkerRun, test marker_fields_are_serde_names {
+    TIME = "time",
+});

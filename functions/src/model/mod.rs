@@ -31,6 +31,105 @@ use singlet_shared::schema::{Index, PK, SK};
 use singlet_shared::{IndexKey, Key};
 use std::collections::HashMap;
 
+/// An attribute of entity `E`, named once (`Patron::ACTIVE_LOANS`): the store's conditions and
+/// updates take these, never a string, so a write can only name a field its entity has. Each is
+/// declared with [`fields!`], which checks the name against the entity's serde names in a test.
+pub struct Field<E> {
+    name: &'static str,
+    entity: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<E> Field<E> {
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            entity: std::marker::PhantomData,
+        }
+    }
+
+    /// The attribute's name in the item.
+    pub const fn name(self) -> &'static str {
+        self.name
+    }
+}
+
+impl<E> Clone for Field<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for Field<E> {}
+
+impl<E> std::fmt::Debug for Field<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Declares an entity's [`Field`]s, and a test that each name is one serde writes for the
+/// struct `$serde` (the entity itself, or the struct it flattens): renaming a field without its
+/// const fails that test.
+macro_rules! fields {
+    ($entity:ty, serde $serde:ty, test $test:ident {
+        $($(#[$doc:meta])* $name:ident = $attribute:literal),+ $(,)?
+    }) => {
+        impl $entity {
+            $($(#[$doc])* pub const $name: $crate::model::Field<$entity> =
+                $crate::model::Field::new($attribute);)+
+        }
+
+        #[cfg(test)]
+        #[test]
+        fn $test() {
+            let names = $crate::model::serde_fields::<$serde>();
+            $(assert!(
+                names.contains(&$attribute),
+                "{} has no field {:?}: {names:?}",
+                stringify!($serde),
+                $attribute
+            );)+
+        }
+    };
+}
+pub(crate) use fields;
+
+/// The field names serde reads for the struct `T`, as its derive declares them.
+#[cfg(test)]
+pub fn serde_fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+
+    struct Names(Option<&'static [&'static str]>);
+
+    impl<'de> de::Deserializer<'de> for &mut Names {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = Some(fields);
+            Err(de::Error::custom("read the names only"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut names = Names(None);
+    let _ = T::deserialize(&mut names);
+    names.0.expect("a struct")
+}
+
 /// A table item as the SDK holds it.
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -116,6 +215,15 @@ pub enum Lock {
     /// An id derived from an `Idempotency-Key` (its key is the id): it is put with the entity
     /// created under that id and never deleted, so the id is never given out twice.
     DerivedId,
+}
+
+/// A lock entity: its field naming the owner that holds it.
+pub trait Held: Entity {
+    /// The lock's attribute naming its holder's id.
+    const HOLDER: Field<Self>;
+
+    /// The id of the owner holding it.
+    fn holder(&self) -> &singlet_shared::Id;
 }
 
 /// One kind of stored item. Implemented by each entity of the submodules; the registry

@@ -7,7 +7,7 @@ use crate::error::ApiError;
 pub use crate::model::Item;
 use crate::model::without_values;
 use aws_sdk_dynamodb::types::AttributeValue;
-use serde::{Serialize, de::DeserializeOwned};
+use serde::de::DeserializeOwned;
 use singlet_shared::Key;
 use singlet_shared::schema::{PK, SK};
 use std::collections::HashMap;
@@ -40,13 +40,4 @@ pub fn text<'i>(item: &'i Item, name: &str) -> &'i str {
 
 pub fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
-}
-
-pub fn n(value: impl ToString) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
-/// A value of an entity's field type as an attribute value (an enum as its string).
-pub fn value<T: Serialize>(value: T) -> AttributeValue {
-    serde_dynamo::to_attribute_value(value).expect("field values serialise")
 }

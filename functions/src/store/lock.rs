@@ -1,38 +1,87 @@
 //! A unique value's lock: an item keyed by the value (`PLATE#<plate>`, `UNIQ#EMAIL#<email>`,
-//! `CARD#<cardNumber>`) that names its holder. Uniqueness is a key collision:
+//! `CARD#<cardNumber>`) that names its holder ([`Held`]). Uniqueness is a key collision:
 //! - [`claim`] puts the lock only if no item has its key, and asks for the item as it stood if
 //!   one does, so [`holder`] can tell "taken by another" from "already mine";
 //! - [`release`] deletes it only if it still names the holder, so a write that read stale data
-//!   can never free a value that someone else holds now.
+//!   can never free a value that someone else holds now;
+//! - [`swap`] moves an owner from one value to another in one transaction: claim the new lock,
+//!   release the old one, update the owner only if it still holds the old value.
 //!
 //! The fleet (plates, chassis numbers), accounts (emails, usernames) and library cards all use
-//! these three functions.
+//! these.
 
-use super::ABSENT;
-use super::item::{Item, s, text};
+use super::item::{Item, text};
+use super::transaction::{Commit, Transaction};
+use super::write::{Condition, Delete, Put, Update};
 use crate::context::Ctx;
-use crate::model::Entity;
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
-use aws_sdk_dynamodb::types::builders::{DeleteBuilder, PutBuilder};
-use singlet_shared::{Id, Key};
+use crate::error::ApiError;
+use crate::model::{Entity, Held};
 
 /// Puts `lock` unless its key is taken.
-pub fn claim<E: Entity>(ctx: &Ctx, lock: &E) -> PutBuilder {
-    ctx.put(lock)
-        .condition_expression(ABSENT)
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+pub fn claim<L: Held>(lock: &L) -> Put {
+    Put::new_only(lock).old_on_failure()
 }
 
-/// Deletes the lock at `key` only if its `holder_field` still names `holder`.
-pub fn release(ctx: &Ctx, key: &Key, holder_field: &'static str, holder: &Id) -> DeleteBuilder {
-    ctx.delete(key)
-        .condition_expression("#holder = :holder")
-        .expression_attribute_names("#holder", holder_field)
-        .expression_attribute_values(":holder", s(holder.as_str()))
+/// Deletes `lock` only if it still names its holder.
+pub fn release<L: Held>(lock: &L) -> Delete<L> {
+    Delete::at(lock.key()).when(Condition::equals(L::HOLDER, lock.holder()))
 }
 
-/// Who holds a lock whose claim failed, from the item the cancellation returned.
-pub fn holder<'i>(old: Option<&'i Item>, holder_field: &str) -> Option<&'i str> {
-    old.map(|item| text(item, holder_field))
+/// Who holds a lock of type `L` whose claim failed, from the item the cancellation returned.
+pub fn holder<L: Held>(old: Option<&Item>) -> Option<&str> {
+    old.map(|item| text(item, L::HOLDER.name()))
         .filter(|holder| !holder.is_empty())
+}
+
+/// How one [`swap`] ended.
+#[derive(Debug)]
+pub enum Swapped {
+    Done,
+    /// Another owner holds the new value.
+    Taken,
+    /// The owner's update failed its condition: it changed or went since it was read. The row
+    /// as it stood when the update asked for it (`old_on_failure`), `None` when it is gone.
+    OwnerChanged(Option<Item>),
+    /// Only a lock's condition failed: the old lock names another holder, or the new one is
+    /// already this owner's.
+    LockDisagrees,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    NewLock,
+    OldLock,
+    Owner,
+}
+
+/// One transaction that moves an owner from the value of `old` to the value of `new` (both
+/// naming the owner): claim `new`, release `old` if it still names the owner, and apply
+/// `owner`, whose condition should be that the owner still holds the old value. Nothing
+/// changes unless all three do. The caller reads the owner again and retries on anything but
+/// [`Swapped::Done`] and [`Swapped::Taken`], at most [`super::MAX_ATTEMPTS`] times.
+pub async fn swap<L: Held, O: Entity>(
+    ctx: &Ctx,
+    new: &L,
+    old: &L,
+    owner: Update<O>,
+) -> Result<Swapped, ApiError> {
+    let commit = Transaction::new()
+        .put(Part::NewLock, claim(new))
+        .delete(Part::OldLock, release(old))
+        .update(Part::Owner, owner)
+        .commit(ctx)
+        .await?;
+    Ok(match commit {
+        Commit::Done => Swapped::Done,
+        Commit::Cancelled(cancelled) => {
+            let holder = holder::<L>(cancelled.old(Part::NewLock));
+            if holder.is_some_and(|holder| holder != new.holder().as_str()) {
+                Swapped::Taken
+            } else if cancelled.failed(Part::Owner) {
+                Swapped::OwnerChanged(cancelled.old(Part::Owner).cloned())
+            } else {
+                Swapped::LockDisagrees
+            }
+        }
+    })
 }

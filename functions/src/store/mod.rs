@@ -8,40 +8,37 @@
 //!
 //! - reads: [`Ctx::get`] (one strongly consistent `GetItem`) and [`Ctx::query`] (one page of one
 //!   partition of the table or of an index, described by a [`Query`]);
+//! - writes as typed values ([`write`]): [`Put`], [`Update`], [`Delete`], [`Check`] of one
+//!   entity type, guarded by a [`Condition`] on its fields; no other module writes an expression;
 //! - single-item writes: [`Ctx::update_item`], [`Ctx::delete_item`];
-//! - several items at once: [`Transaction`], built from [`Ctx::put`], [`Ctx::update`],
-//!   [`Ctx::delete`] and [`Ctx::check`];
-//! - unique values: [`lock`].
+//! - several items at once: [`Transaction`] of those writes;
+//! - unique values: [`lock`], and the swap of one for another ([`lock::swap`]).
 
 pub mod capacity;
 mod failure;
 pub mod item;
 pub mod lock;
 mod transaction;
+pub mod write;
 
 pub use failure::is_transient;
-pub use item::{Item, decode, key_item, n, s, value};
+pub use item::{Item, decode, key_item, s};
 pub use transaction::{CONFLICT_ATTEMPTS, Cancelled, Commit, TokenCommit, Transaction};
+pub use write::{Check, Condition, Delete, Put, Update};
 
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::model::Entity;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{
-    ReturnConsumedCapacity, ReturnValue,
-    builders::{ConditionCheckBuilder, DeleteBuilder, PutBuilder, UpdateBuilder},
-};
+use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue};
 use capacity::Billing;
 use serde::de::DeserializeOwned;
 use singlet_shared::Key;
 use singlet_shared::schema::{Index, PK, SK};
 
-/// The condition of a put that claims a key: a lock, an id, a sequence number. Two writers of
-/// one key can never both succeed.
-pub const ABSENT: &str = "attribute_not_exists(PK)";
-/// The condition that an item exists: a `ConditionCheck` on a branch or a book.
-pub const PRESENT: &str = "attribute_exists(PK)";
+/// A change that raced another and lost this many times in a row gives up with `503`: every
+/// read-then-write pattern (a plate change, a return, a removal, ...) tries this often.
+pub const MAX_ATTEMPTS: usize = 3;
 
 /// One page of one partition: of the table (strongly consistent) or of an index (eventually
 /// consistent: DynamoDB cannot read a global index strongly).
@@ -190,19 +187,18 @@ impl Ctx {
 
     /// One conditional `UpdateItem` described as a transaction's update is: the item as it is
     /// after the update, or `None` when its condition failed.
-    pub async fn update_item(&self, update: UpdateBuilder) -> Result<Option<Item>, ApiError> {
-        let update = update
-            .build()
-            .expect("an update names its key and expression");
+    pub async fn update_item<E>(&self, update: Update<E>) -> Result<Option<Item>, ApiError> {
+        let update = update.raw();
+        let (expression, condition, placeholders) = update.render();
         let result = self
             .db
             .update_item()
-            .table_name(update.table_name)
-            .set_key(Some(update.key))
-            .update_expression(update.update_expression)
-            .set_condition_expression(update.condition_expression)
-            .set_expression_attribute_names(update.expression_attribute_names)
-            .set_expression_attribute_values(update.expression_attribute_values)
+            .table_name(&*self.table)
+            .set_key(Some(update.key()))
+            .update_expression(expression)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(Some(placeholders.names))
+            .set_expression_attribute_values(Some(placeholders.values))
             .return_values(ReturnValue::AllNew)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
@@ -225,16 +221,19 @@ impl Ctx {
     }
 
     /// One conditional `DeleteItem`: whether it deleted (`false` when its condition failed).
-    pub async fn delete_item(&self, delete: DeleteBuilder) -> Result<bool, ApiError> {
-        let delete = delete.build().expect("a delete names its key");
+    pub async fn delete_item<E>(&self, delete: Delete<E>) -> Result<bool, ApiError> {
+        let delete = delete.raw();
+        let (condition, placeholders) = delete.render();
+        let names = (!placeholders.names.is_empty()).then_some(placeholders.names);
+        let values = (!placeholders.values.is_empty()).then_some(placeholders.values);
         let result = self
             .db
             .delete_item()
-            .table_name(delete.table_name)
-            .set_key(Some(delete.key))
-            .set_condition_expression(delete.condition_expression)
-            .set_expression_attribute_names(delete.expression_attribute_names)
-            .set_expression_attribute_values(delete.expression_attribute_values)
+            .table_name(&*self.table)
+            .set_key(Some(delete.key()))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
@@ -253,38 +252,5 @@ impl Ctx {
             }
             Err(err) => Err(err.into()),
         }
-    }
-
-    /// A put of `entity` as an item (with its `_et` and `_v`), for a [`Transaction`].
-    pub fn put<E: Entity>(&self, entity: &E) -> PutBuilder {
-        self.put_item(entity.to_item())
-    }
-
-    /// A put of `item`, for a [`Transaction`].
-    fn put_item(&self, item: Item) -> PutBuilder {
-        aws_sdk_dynamodb::types::Put::builder()
-            .table_name(&*self.table)
-            .set_item(Some(item))
-    }
-
-    /// An update of the item at `key`, for a [`Transaction`] or [`Ctx::update_item`].
-    pub fn update(&self, key: &Key) -> UpdateBuilder {
-        aws_sdk_dynamodb::types::Update::builder()
-            .table_name(&*self.table)
-            .set_key(Some(key_item(key)))
-    }
-
-    /// A delete of the item at `key`, for a [`Transaction`] or [`Ctx::delete_item`].
-    pub fn delete(&self, key: &Key) -> DeleteBuilder {
-        aws_sdk_dynamodb::types::Delete::builder()
-            .table_name(&*self.table)
-            .set_key(Some(key_item(key)))
-    }
-
-    /// A condition on the item at `key`, for a [`Transaction`].
-    pub fn check(&self, key: &Key) -> ConditionCheckBuilder {
-        aws_sdk_dynamodb::types::ConditionCheck::builder()
-            .table_name(&*self.table)
-            .set_key(Some(key_item(key)))
     }
 }

@@ -9,13 +9,11 @@
 use super::capacity::{self, Billing};
 use super::failure::is_transient;
 use super::item::Item;
+use super::write::{Check, Delete, Put, Update, Write};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{
-    CancellationReason, ReturnConsumedCapacity, TransactWriteItem,
-    builders::{ConditionCheckBuilder, DeleteBuilder, PutBuilder, UpdateBuilder},
-};
+use aws_sdk_dynamodb::types::{CancellationReason, ReturnConsumedCapacity};
 use std::time::Duration;
 use tracing::warn;
 
@@ -24,7 +22,7 @@ pub const CONFLICT_ATTEMPTS: u32 = 4;
 
 #[derive(Clone)]
 pub struct Transaction<P> {
-    parts: Vec<(P, TransactWriteItem)>,
+    parts: Vec<(P, Write)>,
     token: Option<String>,
 }
 
@@ -89,39 +87,20 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
         }
     }
 
-    pub fn put(self, part: P, put: PutBuilder) -> Self {
-        self.push(
-            part,
-            put.build()
-                .map(|p| TransactWriteItem::builder().put(p).build()),
-        )
+    pub fn put(self, part: P, put: Put) -> Self {
+        self.push(part, put.into())
     }
 
-    pub fn update(self, part: P, update: UpdateBuilder) -> Self {
-        self.push(
-            part,
-            update
-                .build()
-                .map(|u| TransactWriteItem::builder().update(u).build()),
-        )
+    pub fn update<E>(self, part: P, update: Update<E>) -> Self {
+        self.push(part, update.into())
     }
 
-    pub fn delete(self, part: P, delete: DeleteBuilder) -> Self {
-        self.push(
-            part,
-            delete
-                .build()
-                .map(|d| TransactWriteItem::builder().delete(d).build()),
-        )
+    pub fn delete<E>(self, part: P, delete: Delete<E>) -> Self {
+        self.push(part, delete.into())
     }
 
-    pub fn check(self, part: P, check: ConditionCheckBuilder) -> Self {
-        self.push(
-            part,
-            check
-                .build()
-                .map(|c| TransactWriteItem::builder().condition_check(c).build()),
-        )
+    pub fn check<E>(self, part: P, check: Check<E>) -> Self {
+        self.push(part, check.into())
     }
 
     /// Commits the transaction.
@@ -156,18 +135,17 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
         }
     }
 
-    fn push(
-        mut self,
-        part: P,
-        item: Result<TransactWriteItem, aws_sdk_dynamodb::error::BuildError>,
-    ) -> Self {
-        // The builders only fail when a required member is missing: a bug in the pattern.
-        let item = item.unwrap_or_else(|e| panic!("transaction part {part:?} is incomplete: {e}"));
-        self.parts.push((part, item));
+    fn push(mut self, part: P, write: Write) -> Self {
+        self.parts.push((part, write));
         self
     }
 
     async fn send(self, ctx: &Ctx) -> Result<TokenCommit<P>, ApiError> {
+        let items: Vec<_> = self
+            .parts
+            .iter()
+            .map(|(_, write)| write.transact_item(&ctx.table))
+            .collect();
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -175,7 +153,7 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
                 .db
                 .transact_write_items()
                 // A copy per attempt: the SDK takes the items, and a conflict sends them again.
-                .set_transact_items(Some(self.parts.iter().map(|(_, i)| i.clone()).collect()))
+                .set_transact_items(Some(items.clone()))
                 .set_client_request_token(self.token.clone())
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()

@@ -1,0 +1,548 @@
+//! Writes as typed values: [`Put`], [`Update`], [`Delete`] and [`Check`] of one entity type, each
+//! guarded by a [`Condition`] on that type's fields. A pattern says what changes and on what
+//! condition; only this module spells DynamoDB's expressions, and it names every attribute through
+//! a placeholder, so no field name is ever a reserved word or typed twice.
+//!
+//! A field is a [`Field<E>`] const of its entity (`Patron::ACTIVE_LOANS`), checked against the
+//! entity's serde names by a test, so renaming a field cannot compile half-done. An update also
+//! writes `_et` and `_v`: an item written before they existed is stamped by its next change.
+
+use super::item::{Item, key_item};
+use crate::model::{ENTITY_TYPE, Entity, Field, VERSION};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete as SdkDelete, Put as SdkPut,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update as SdkUpdate,
+};
+use serde::Serialize;
+use singlet_shared::schema::{Index, PK};
+use singlet_shared::{IndexKey, Key};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+
+/// One clause of a condition; a condition is its clauses, all of which must hold.
+#[derive(Debug, Clone)]
+enum Clause {
+    /// The item exists.
+    Exists,
+    /// No item has the key.
+    Absent,
+    Equals(&'static str, AttributeValue),
+    Above(&'static str, AttributeValue),
+    /// One attribute below another of the same item.
+    BelowField(&'static str, &'static str),
+    /// The attribute is missing, or below the value.
+    MissingOrBelow(&'static str, AttributeValue),
+    Has(&'static str),
+    /// The attribute is missing.
+    Missing(&'static str),
+}
+
+/// What must hold of an item of `E` for a write to apply.
+#[derive(Debug, Clone)]
+pub struct Condition<E> {
+    clauses: Vec<Clause>,
+    entity: PhantomData<fn() -> E>,
+}
+
+impl<E> Condition<E> {
+    fn of(clause: Clause) -> Self {
+        Self {
+            clauses: vec![clause],
+            entity: PhantomData,
+        }
+    }
+
+    /// The item exists (`attribute_exists(PK)`).
+    pub fn exists() -> Self {
+        Self::of(Clause::Exists)
+    }
+
+    /// No item has the key (`attribute_not_exists(PK)`): of two writers claiming one key, one
+    /// wins.
+    pub fn absent() -> Self {
+        Self::of(Clause::Absent)
+    }
+
+    /// `field` is `value`.
+    pub fn equals(field: Field<E>, value: impl Serialize) -> Self {
+        Self::of(Clause::Equals(field.name(), attribute(value)))
+    }
+
+    /// And `field` is `value`.
+    pub fn and_equals(self, field: Field<E>, value: impl Serialize) -> Self {
+        self.and(Clause::Equals(field.name(), attribute(value)))
+    }
+
+    /// `field` is above `value`.
+    pub fn above(field: Field<E>, value: impl Serialize) -> Self {
+        Self::of(Clause::Above(field.name(), attribute(value)))
+    }
+
+    /// And `field` is below `bound`, another field of the item.
+    pub fn and_below_field(self, field: Field<E>, bound: Field<E>) -> Self {
+        self.and(Clause::BelowField(field.name(), bound.name()))
+    }
+
+    /// `field` is missing or below `value`.
+    pub fn missing_or_below(field: Field<E>, value: impl Serialize) -> Self {
+        Self::of(Clause::MissingOrBelow(field.name(), attribute(value)))
+    }
+
+    /// The item's partition key in `index` is `partition`.
+    pub fn in_index_partition(index: Index, partition: impl Into<String>) -> Self {
+        Self::of(Clause::Equals(
+            index.pk,
+            AttributeValue::S(partition.into()),
+        ))
+    }
+
+    /// And the item has keys in `index`.
+    pub fn and_in_index(self, index: Index) -> Self {
+        self.and(Clause::Has(index.pk))
+    }
+
+    /// And `field` is missing (fsck: an item that must expire has no `expiresAt` yet).
+    pub fn and_missing(self, field: Field<E>) -> Self {
+        self.and(Clause::Missing(field.name()))
+    }
+
+    fn and(mut self, clause: Clause) -> Self {
+        self.clauses.push(clause);
+        self
+    }
+}
+
+/// A put of one entity.
+#[derive(Debug, Clone)]
+pub struct Put {
+    item: Item,
+    clauses: Vec<Clause>,
+    old_on_failure: bool,
+}
+
+impl Put {
+    /// `entity` as an item (with `_et` and `_v`), put whatever is there.
+    pub fn new<E: Entity>(entity: &E) -> Self {
+        Self {
+            item: entity.to_item(),
+            clauses: Vec::new(),
+            old_on_failure: false,
+        }
+    }
+
+    /// `entity`, only if no item has its key.
+    pub fn new_only<E: Entity>(entity: &E) -> Self {
+        Self {
+            clauses: vec![Clause::Absent],
+            ..Self::new(entity)
+        }
+    }
+
+    /// When the condition fails, the cancellation hands back the item as it stood.
+    pub fn old_on_failure(mut self) -> Self {
+        self.old_on_failure = true;
+        self
+    }
+
+    /// The put as one part of a `TransactWriteItems` on `table`, for a caller that sends its own
+    /// (the benchmarks' bulk loads).
+    pub fn transact_item(self, table: &str) -> TransactWriteItem {
+        Write::from(self).transact_item(table)
+    }
+}
+
+/// An update of the item of `E` at a key.
+#[derive(Debug, Clone)]
+pub struct Update<E> {
+    key: Key,
+    set: Vec<(&'static str, AttributeValue)>,
+    add: Vec<(&'static str, i64)>,
+    remove: Vec<&'static str>,
+    clauses: Vec<Clause>,
+    old_on_failure: bool,
+    entity: PhantomData<fn() -> E>,
+}
+
+impl<E: Entity> Update<E> {
+    /// An update of the item at `key`; `_et` and `_v` are written with it.
+    pub fn at(key: Key) -> Self {
+        Self {
+            key,
+            set: vec![
+                (ENTITY_TYPE, AttributeValue::S(E::TYPE.name.to_owned())),
+                (VERSION, AttributeValue::N(E::TYPE.version.to_string())),
+            ],
+            add: Vec::new(),
+            remove: Vec::new(),
+            clauses: Vec::new(),
+            old_on_failure: false,
+            entity: PhantomData,
+        }
+    }
+
+    /// Sets `field` to `value`.
+    pub fn set(mut self, field: Field<E>, value: impl Serialize) -> Self {
+        self.set.push((field.name(), attribute(value)));
+        self
+    }
+
+    /// Adds `by` (negative: subtracts) to the number `field`, in place.
+    pub fn add(mut self, field: Field<E>, by: i64) -> Self {
+        self.add.push((field.name(), by));
+        self
+    }
+
+    /// Sets the item's keys in `index`.
+    pub fn set_index(mut self, index: Index, key: IndexKey) -> Self {
+        self.set.push((index.pk, AttributeValue::S(key.pk)));
+        self.set.push((index.sk, AttributeValue::S(key.sk)));
+        self
+    }
+
+    /// Sets the item's sort key in `index` (its partition stays).
+    pub fn set_index_sort(mut self, index: Index, sort: String) -> Self {
+        self.set.push((index.sk, AttributeValue::S(sort)));
+        self
+    }
+
+    /// Takes the item out of `index`.
+    pub fn remove_index(mut self, index: Index) -> Self {
+        self.remove.extend([index.pk, index.sk]);
+        self
+    }
+
+    /// Removes `field` (fsck: `expiresAt` from an item that must never expire).
+    pub fn remove(mut self, field: Field<E>) -> Self {
+        self.remove.push(field.name());
+        self
+    }
+
+    /// Applies only if `condition` holds.
+    pub fn when(mut self, condition: Condition<E>) -> Self {
+        self.clauses.extend(condition.clauses);
+        self
+    }
+
+    /// When the condition fails, the cancellation hands back the item as it stood.
+    pub fn old_on_failure(mut self) -> Self {
+        self.old_on_failure = true;
+        self
+    }
+}
+
+/// A delete of the item of `E` at a key.
+#[derive(Debug, Clone)]
+pub struct Delete<E> {
+    key: Key,
+    clauses: Vec<Clause>,
+    old_on_failure: bool,
+    entity: PhantomData<fn() -> E>,
+}
+
+impl<E> Delete<E> {
+    pub fn at(key: Key) -> Self {
+        Self {
+            key,
+            clauses: Vec::new(),
+            old_on_failure: false,
+            entity: PhantomData,
+        }
+    }
+
+    /// Applies only if `condition` holds.
+    pub fn when(mut self, condition: Condition<E>) -> Self {
+        self.clauses.extend(condition.clauses);
+        self
+    }
+
+    /// When the condition fails, the cancellation hands back the item as it stood.
+    pub fn old_on_failure(mut self) -> Self {
+        self.old_on_failure = true;
+        self
+    }
+}
+
+/// A condition on the item of `E` at a key, written nothing: a transaction's `ConditionCheck`.
+#[derive(Debug, Clone)]
+pub struct Check<E> {
+    key: Key,
+    clauses: Vec<Clause>,
+    entity: PhantomData<fn() -> E>,
+}
+
+impl<E> Check<E> {
+    pub fn at(key: Key, condition: Condition<E>) -> Self {
+        Self {
+            key,
+            clauses: condition.clauses,
+            entity: PhantomData,
+        }
+    }
+}
+
+/// Any of the four, untyped: what a transaction holds.
+#[derive(Debug, Clone)]
+pub(super) enum Write {
+    Put(Put),
+    Update(Box<RawUpdate>),
+    Delete(RawDelete),
+    Check(RawCheck),
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct RawUpdate {
+    key: Key,
+    set: Vec<(&'static str, AttributeValue)>,
+    add: Vec<(&'static str, i64)>,
+    remove: Vec<&'static str>,
+    clauses: Vec<Clause>,
+    old_on_failure: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct RawDelete {
+    key: Key,
+    clauses: Vec<Clause>,
+    old_on_failure: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct RawCheck {
+    key: Key,
+    clauses: Vec<Clause>,
+}
+
+impl From<Put> for Write {
+    fn from(put: Put) -> Self {
+        Write::Put(put)
+    }
+}
+
+impl<E> From<Update<E>> for Write {
+    fn from(update: Update<E>) -> Self {
+        Write::Update(Box::new(update.raw()))
+    }
+}
+
+impl<E> From<Delete<E>> for Write {
+    fn from(delete: Delete<E>) -> Self {
+        Write::Delete(RawDelete {
+            key: delete.key,
+            clauses: delete.clauses,
+            old_on_failure: delete.old_on_failure,
+        })
+    }
+}
+
+impl<E> From<Check<E>> for Write {
+    fn from(check: Check<E>) -> Self {
+        Write::Check(RawCheck {
+            key: check.key,
+            clauses: check.clauses,
+        })
+    }
+}
+
+impl<E> Update<E> {
+    pub(super) fn raw(self) -> RawUpdate {
+        RawUpdate {
+            key: self.key,
+            set: self.set,
+            add: self.add,
+            remove: self.remove,
+            clauses: self.clauses,
+            old_on_failure: self.old_on_failure,
+        }
+    }
+}
+
+impl<E> Delete<E> {
+    pub(super) fn raw(self) -> RawDelete {
+        RawDelete {
+            key: self.key,
+            clauses: self.clauses,
+            old_on_failure: self.old_on_failure,
+        }
+    }
+}
+
+/// An expression's placeholders: `#n<i>` for names, `:v<i>` for values.
+#[derive(Default)]
+pub(super) struct Placeholders {
+    pub names: HashMap<String, String>,
+    pub values: HashMap<String, AttributeValue>,
+}
+
+impl Placeholders {
+    fn name(&mut self, name: &str) -> String {
+        if let Some((placeholder, _)) = self.names.iter().find(|(_, n)| n.as_str() == name) {
+            return placeholder.clone();
+        }
+        let placeholder = format!("#n{}", self.names.len());
+        self.names.insert(placeholder.clone(), name.to_owned());
+        placeholder
+    }
+
+    fn value(&mut self, value: AttributeValue) -> String {
+        let placeholder = format!(":v{}", self.values.len());
+        self.values.insert(placeholder.clone(), value);
+        placeholder
+    }
+
+    fn names(&self) -> Option<HashMap<String, String>> {
+        (!self.names.is_empty()).then(|| self.names.clone())
+    }
+
+    fn values(&self) -> Option<HashMap<String, AttributeValue>> {
+        (!self.values.is_empty()).then(|| self.values.clone())
+    }
+
+    /// The clauses as one condition expression, `None` for none.
+    fn condition(&mut self, clauses: &[Clause]) -> Option<String> {
+        let parts: Vec<String> = clauses
+            .iter()
+            .map(|clause| match clause {
+                Clause::Exists => format!("attribute_exists({})", self.name(PK)),
+                Clause::Absent => format!("attribute_not_exists({})", self.name(PK)),
+                Clause::Has(name) => format!("attribute_exists({})", self.name(name)),
+                Clause::Missing(name) => format!("attribute_not_exists({})", self.name(name)),
+                Clause::Equals(name, value) => {
+                    format!("{} = {}", self.name(name), self.value(value.clone()))
+                }
+                Clause::Above(name, value) => {
+                    format!("{} > {}", self.name(name), self.value(value.clone()))
+                }
+                Clause::BelowField(name, bound) => {
+                    format!("{} < {}", self.name(name), self.name(bound))
+                }
+                Clause::MissingOrBelow(name, value) => {
+                    let name = self.name(name);
+                    format!(
+                        "(attribute_not_exists({name}) OR {name} < {})",
+                        self.value(value.clone())
+                    )
+                }
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(" AND "))
+    }
+}
+
+fn return_old(old_on_failure: bool) -> Option<ReturnValuesOnConditionCheckFailure> {
+    old_on_failure.then_some(ReturnValuesOnConditionCheckFailure::AllOld)
+}
+
+impl RawUpdate {
+    /// `(update expression, condition expression, placeholders)`.
+    pub(super) fn render(&self) -> (String, Option<String>, Placeholders) {
+        let mut placeholders = Placeholders::default();
+        let mut sets: Vec<String> = Vec::new();
+        for (name, value) in &self.set {
+            sets.push(format!(
+                "{} = {}",
+                placeholders.name(name),
+                placeholders.value(value.clone())
+            ));
+        }
+        for (name, by) in &self.add {
+            let name = placeholders.name(name);
+            let (sign, by) = if *by < 0 { ('-', -by) } else { ('+', *by) };
+            let by = placeholders.value(AttributeValue::N(by.to_string()));
+            sets.push(format!("{name} = {name} {sign} {by}"));
+        }
+        let mut expression = format!("SET {}", sets.join(", "));
+        if !self.remove.is_empty() {
+            let removed: Vec<String> = self.remove.iter().map(|n| placeholders.name(n)).collect();
+            expression.push_str(&format!(" REMOVE {}", removed.join(", ")));
+        }
+        let condition = placeholders.condition(&self.clauses);
+        (expression, condition, placeholders)
+    }
+
+    pub(super) fn key(&self) -> Item {
+        key_item(&self.key)
+    }
+
+    pub(super) fn returns_old(&self) -> Option<ReturnValuesOnConditionCheckFailure> {
+        return_old(self.old_on_failure)
+    }
+}
+
+impl RawDelete {
+    pub(super) fn render(&self) -> (Option<String>, Placeholders) {
+        let mut placeholders = Placeholders::default();
+        let condition = placeholders.condition(&self.clauses);
+        (condition, placeholders)
+    }
+
+    pub(super) fn key(&self) -> Item {
+        key_item(&self.key)
+    }
+}
+
+impl Write {
+    /// The write as one part of a `TransactWriteItems` on `table`.
+    pub(super) fn transact_item(&self, table: &str) -> TransactWriteItem {
+        let built = match self {
+            Write::Put(put) => {
+                let mut placeholders = Placeholders::default();
+                let condition = placeholders.condition(&put.clauses);
+                SdkPut::builder()
+                    .table_name(table)
+                    .set_item(Some(put.item.clone()))
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(placeholders.names())
+                    .set_expression_attribute_values(placeholders.values())
+                    .set_return_values_on_condition_check_failure(return_old(put.old_on_failure))
+                    .build()
+                    .map(|put| TransactWriteItem::builder().put(put).build())
+            }
+            Write::Update(update) => {
+                let (expression, condition, placeholders) = update.render();
+                SdkUpdate::builder()
+                    .table_name(table)
+                    .set_key(Some(update.key()))
+                    .update_expression(expression)
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(placeholders.names())
+                    .set_expression_attribute_values(placeholders.values())
+                    .set_return_values_on_condition_check_failure(update.returns_old())
+                    .build()
+                    .map(|update| TransactWriteItem::builder().update(update).build())
+            }
+            Write::Delete(delete) => {
+                let (condition, placeholders) = delete.render();
+                SdkDelete::builder()
+                    .table_name(table)
+                    .set_key(Some(delete.key()))
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(placeholders.names())
+                    .set_expression_attribute_values(placeholders.values())
+                    .set_return_values_on_condition_check_failure(return_old(delete.old_on_failure))
+                    .build()
+                    .map(|delete| TransactWriteItem::builder().delete(delete).build())
+            }
+            Write::Check(check) => {
+                let mut placeholders = Placeholders::default();
+                let condition = placeholders
+                    .condition(&check.clauses)
+                    .expect("a check has a condition");
+                ConditionCheck::builder()
+                    .table_name(table)
+                    .set_key(Some(key_item(&check.key)))
+                    .condition_expression(condition)
+                    .set_expression_attribute_names(placeholders.names())
+                    .set_expression_attribute_values(placeholders.values())
+                    .build()
+                    .map(|check| TransactWriteItem::builder().condition_check(check).build())
+            }
+        };
+        // The builders only fail when a required member is missing: a bug in this module.
+        built.expect("every write names its table, key and expressions")
+    }
+}
+
+/// A value of an entity's field type as an attribute value (an enum as its string).
+fn attribute(value: impl Serialize) -> AttributeValue {
+    serde_dynamo::to_attribute_value(value).expect("field values serialise")
+}
