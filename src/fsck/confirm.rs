@@ -6,18 +6,18 @@
 //! both reads reproduce is confirmed.
 //!
 //! A copy `checked_out` with no open loan in the scan is the one finding whose other half can be
-//! anywhere (loans live under their patron): its loans are looked for again by a filtered scan
+//! anywhere (loans live under their patron): its loans are looked for again by a second scan
 //! that starts after the first one ended, so a loan committed during the first scan is found.
 
 use super::entity::{LockKind, claims, key_of, lock};
 use super::rules::{At, Finding, Rule, Stored, Table, at, check, owner_key};
-use super::scan::{self, Counter, Filter};
+use super::scan::{self, Counter};
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{Get, TransactGetItem};
 use singlet_functions::Ctx;
 use singlet_functions::loans::LoanStatus;
 use singlet_functions::model::Decoded;
-use singlet_functions::store::{Item, Query, key_item, s};
+use singlet_functions::store::{Item, Query, key_item};
 use singlet_shared::Key;
 use singlet_shared::keys::{self, CHECKOUT_PREFIX};
 use singlet_shared::schema::GSI1;
@@ -241,8 +241,8 @@ async fn partition_items(ctx: &Ctx, pk: &str, prefix: &str) -> Result<Vec<Stored
     }
 }
 
-/// The open loans of each copy that the scan saw `checked_out` with none: found by a second,
-/// filtered scan of the loans, run only when there is such a copy.
+/// The open loans of each copy that the scan saw `checked_out` with none: found by a second
+/// scan of the table for its loans, run only when there is such a copy.
 async fn loans_of_unlent_copies(
     ctx: &Ctx,
     table: &Table,
@@ -264,15 +264,13 @@ async fn loans_of_unlent_copies(
     if wanted.is_empty() {
         return Ok(found);
     }
-    let filter = Filter {
-        expression: "begins_with(SK, :checkout)",
-        values: vec![(":checkout", s(CHECKOUT_PREFIX))],
-    };
-    let loans = scan::scan(ctx, segments, Some(filter), &Counter::default(), |item| {
-        Stored::new(item)
+    // Only loans are kept; the scan reads every item (the store takes no filter expression).
+    let loans = scan::scan(ctx, segments, &Counter::default(), |item| {
+        let loan = key_of(&item).sk.starts_with(CHECKOUT_PREFIX);
+        loan.then(|| Stored::new(item))
     })
     .await?;
-    for stored in loans {
+    for stored in loans.into_iter().flatten() {
         if let Ok(Decoded::Loan(loan)) = &stored.entity
             && loan.status != LoanStatus::Returned
         {

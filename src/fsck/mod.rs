@@ -111,7 +111,7 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
             }
         })
     });
-    let scanned = scan::scan(ctx, options.segments, None, &counter, rules::Stored::new).await;
+    let scanned = scan::scan(ctx, options.segments, &counter, rules::Stored::new).await;
     if let Some(ticker) = ticker {
         ticker.abort();
     }

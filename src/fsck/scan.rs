@@ -2,7 +2,6 @@
 //! item turned into what the caller wants (decoded, for the check) as it arrives.
 
 use aws_sdk_dynamodb::error::DisplayErrorContext;
-use aws_sdk_dynamodb::types::AttributeValue;
 use singlet_functions::Ctx;
 use singlet_functions::store::Item;
 use std::sync::Arc;
@@ -22,20 +21,11 @@ impl Counter {
     }
 }
 
-/// Only the items a filter keeps: `expression` over `values` (`:name` → value).
-#[derive(Clone)]
-pub struct Filter {
-    pub expression: &'static str,
-    pub values: Vec<(&'static str, AttributeValue)>,
-}
-
-/// Every item of the table (or every item `filter` keeps), each passed through `each` in the
-/// worker that read it. Eventually consistent, as a bare `Scan` is: every finding is confirmed by
+/// Every item of the table, each passed through `each` in the worker that read it. Eventually consistent, as a bare `Scan` is: every finding is confirmed by
 /// a strongly consistent read afterwards.
 pub async fn scan<T, F>(
     ctx: &Ctx,
     segments: u32,
-    filter: Option<Filter>,
     counter: &Counter,
     each: F,
 ) -> Result<Vec<T>, String>
@@ -45,28 +35,23 @@ where
 {
     let workers: Vec<_> = (0..segments)
         .map(|segment| {
-            let (ctx, filter, counter, each) =
-                (ctx.clone(), filter.clone(), counter.clone(), each.clone());
+            let (ctx, counter, each) = (ctx.clone(), counter.clone(), each.clone());
             tokio::spawn(async move {
                 let mut out = Vec::new();
                 let mut start = None;
                 loop {
-                    let mut request = ctx
+                    let page = ctx
                         .db
                         .scan()
                         .table_name(&*ctx.table)
                         .segment(segment as i32)
                         .total_segments(segments as i32)
-                        .set_exclusive_start_key(start);
-                    if let Some(filter) = &filter {
-                        request = request.filter_expression(filter.expression);
-                        for (name, value) in &filter.values {
-                            request = request.expression_attribute_values(*name, value.clone());
-                        }
-                    }
-                    let page = request.send().await.map_err(|e| {
-                        format!("cannot scan the table: {}", DisplayErrorContext(e))
-                    })?;
+                        .set_exclusive_start_key(start)
+                        .send()
+                        .await
+                        .map_err(|e| {
+                            format!("cannot scan the table: {}", DisplayErrorContext(e))
+                        })?;
                     let items = page.items.unwrap_or_default();
                     counter.add(items.len());
                     out.extend(items.into_iter().map(&each));
@@ -92,6 +77,6 @@ where
 /// A bare parallel `Scan` that keeps nothing: the yardstick the bench measures `fsck` against.
 pub async fn bare(ctx: &Ctx, segments: u32) -> Result<u64, String> {
     let counter = Counter::default();
-    scan(ctx, segments, None, &counter, drop).await?;
+    scan(ctx, segments, &counter, drop).await?;
     Ok(counter.get())
 }
