@@ -5,6 +5,7 @@ pub mod auth;
 pub mod console;
 pub mod engine;
 pub mod front_door;
+pub mod fsck;
 pub mod invoke;
 pub mod logging;
 pub mod migrate;

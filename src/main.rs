@@ -121,6 +121,9 @@ enum Command {
     Load(LoadArgs),
     /// List the migrations and their state, or run one: `migrate vehicles-by-depot`.
     Migrate(MigrateArgs),
+    /// Check every rule that spans items, and repair what can be (exit 0 clean, 1 findings, 2
+    /// could not run).
+    Fsck(singlet::fsck::Args),
 }
 
 #[derive(Args)]
@@ -256,6 +259,10 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
         Some(Command::Export(args)) => export(runner, args).await,
         Some(Command::Load(args)) => load(runner, args).await,
         Some(Command::Migrate(args)) => migrate_command(runner, args).await,
+        Some(Command::Fsck(args)) => Ok(match connect(runner, None).await {
+            Ok((ctx, _)) => singlet::fsck::cli(&ctx, &args).await,
+            Err(reason) => singlet::fsck::could_not_run(&reason),
+        }),
         None => serve(runner, &cli.serve, human)
             .await
             .map(|()| ExitCode::SUCCESS),

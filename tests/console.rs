@@ -363,6 +363,52 @@ async fn the_seed_fills_every_domain_and_mark_overdue_moves_its_loans_already_du
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_the_table_shows_fsck_findings() {
+    let (ctx, base) = start().await;
+    console(&base, "seed", json!({})).await;
+    let clean = console(&base, "fsck", json!({})).await;
+    assert_eq!(clean["fsck"]["findings"], json!([]), "{clean}");
+    assert!(clean["fsck"]["scanned"].as_u64().unwrap() > 100, "{clean}");
+
+    // A plate lock deleted by hand: its vehicle is reported.
+    let vehicle = table::scan(&ctx)
+        .await
+        .unwrap()
+        .into_keys()
+        .find(|(pk, _)| pk.starts_with("VEHICLE#"))
+        .unwrap();
+    let plate = ctx
+        .db
+        .get_item()
+        .table_name("singlet")
+        .key("PK", AttributeValue::S(vehicle.0.clone()))
+        .key("SK", AttributeValue::S(vehicle.1.clone()))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap()["plate"]
+        .as_s()
+        .unwrap()
+        .clone();
+    let lock = singlet_shared::keys::plate_lock(&singlet_shared::Plate::parse(&plate).unwrap());
+    ctx.db
+        .delete_item()
+        .table_name("singlet")
+        .key("PK", AttributeValue::S(lock.pk))
+        .key("SK", AttributeValue::S(lock.sk))
+        .send()
+        .await
+        .unwrap();
+    let found = console(&base, "fsck", json!({})).await;
+    assert_eq!(
+        found["fsck"]["findings"],
+        json!([{"rule": "lock-missing", "pk": vehicle.0, "sk": vehicle.1,
+                "detail": "its plate has no lock", "repairable": true}])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_answers_only_its_own_page() {
     let (_ctx, base) = start().await;
     let http = reqwest::Client::new();

@@ -3,8 +3,8 @@
 //! DynamoDB call the handler made (key, index, expressions, each part of a transaction, the
 //! capacity each consumed, a cancelled transaction's reasons next to the field errors they
 //! became), and the table grouped by partition with what the request added, changed or removed
-//! highlighted. It races the contention patterns, runs `mark-overdue` at a chosen time, and seeds
-//! every domain with a realistic data set.
+//! highlighted. It races the contention patterns, runs `mark-overdue` at a chosen time, seeds
+//! every domain with a realistic data set, and checks the table (`fsck`'s findings).
 //!
 //! Plain HTML, CSS and JavaScript compiled into the runner (`include_str!`): no CDN, no build
 //! step. Its endpoints under `/_console/api/` hold no privilege: each request it runs goes through
@@ -90,6 +90,7 @@ pub fn mount(
         .route("/_console/api/mark-overdue", post(mark))
         .route("/_console/api/seed", post(seed_all))
         .route("/_console/api/reset", post(reset))
+        .route("/_console/api/fsck", post(check_table))
         .layer(middleware::from_fn(guard))
         .with_state(console);
     api.merge(routes)
@@ -389,6 +390,19 @@ async fn seed_all(State(console): State<Console>, request: Request) -> Response 
 }
 
 /// Empties the local table. (The engine's own endpoint, open on loopback, can do as much.)
+/// "Check the table": `fsck` over the whole table (never a repair: that stays the command's, run
+/// on purpose), its report as `fsck --json` prints it.
+async fn check_table(State(console): State<Console>, request: Request) -> Response {
+    if let Err(refused) = body::<Value>(request).await {
+        return refused;
+    }
+    let _one_at_a_time = console.busy.lock().await;
+    match crate::fsck::fsck(&console.gateway.ctx, crate::fsck::Options::default()).await {
+        Ok(report) => answer(StatusCode::OK, &json!({ "fsck": report })),
+        Err(error) => failed(error),
+    }
+}
+
 async fn reset(State(console): State<Console>, request: Request) -> Response {
     if let Err(refused) = body::<Value>(request).await {
         return refused;

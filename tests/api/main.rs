@@ -16,6 +16,7 @@ mod costs;
 mod events;
 mod faults;
 mod fleet;
+mod fsck;
 mod idempotency;
 mod library;
 mod loans;

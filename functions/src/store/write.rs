@@ -33,6 +33,8 @@ enum Clause {
     /// The attribute is missing, or below the value.
     MissingOrBelow(&'static str, AttributeValue),
     Has(&'static str),
+    /// The attribute is missing.
+    Missing(&'static str),
 }
 
 /// What must hold of an item of `E` for a write to apply.
@@ -97,6 +99,11 @@ impl<E> Condition<E> {
     /// And the item has keys in `index`.
     pub fn and_in_index(self, index: Index) -> Self {
         self.and(Clause::Has(index.pk))
+    }
+
+    /// And `field` is missing (fsck: an item that must expire has no `expiresAt` yet).
+    pub fn and_missing(self, field: Field<E>) -> Self {
+        self.and(Clause::Missing(field.name()))
     }
 
     fn and(mut self, clause: Clause) -> Self {
@@ -207,6 +214,12 @@ impl<E: Entity> Update<E> {
     /// Takes the item out of `index`.
     pub fn remove_index(mut self, index: Index) -> Self {
         self.remove.extend([index.pk, index.sk]);
+        self
+    }
+
+    /// Removes `field` (fsck: `expiresAt` from an item that must never expire).
+    pub fn remove(mut self, field: Field<E>) -> Self {
+        self.remove.push(field.name());
         self
     }
 
@@ -398,6 +411,7 @@ impl Placeholders {
                 Clause::Exists => format!("attribute_exists({})", self.name(PK)),
                 Clause::Absent => format!("attribute_not_exists({})", self.name(PK)),
                 Clause::Has(name) => format!("attribute_exists({})", self.name(name)),
+                Clause::Missing(name) => format!("attribute_not_exists({})", self.name(name)),
                 Clause::Equals(name, value) => {
                     format!("{} = {}", self.name(name), self.value(value.clone()))
                 }

@@ -477,6 +477,27 @@ $('seed').addEventListener('click', () => busy(async () => {
         s.failures.length ? h('pre', { class: 'reason' }, s.failures.join('\n')) : null)));
   render();
 }));
+$('check').addEventListener('click', () => busy(async () => {
+  setResult('check the table', h('div', { class: 'box' }, h('header', {}, 'Checking every rule that spans items…')));
+  const report = (await api('fsck', {})).fsck;
+  const findings = report.findings;
+  setResult('check the table',
+    h('div', { class: 'box fsck-result' },
+      h('header', {}, findings.length
+        ? `${findings.length} finding${findings.length === 1 ? '' : 's'} in ${report.scanned} items`
+        : `No finding in ${report.scanned} items`),
+      h('div', { class: 'inner' },
+        findings.length
+          ? [h('table', { class: 'findings' },
+              h('tr', {}, h('th', {}, 'rule'), h('th', {}, 'item'), h('th', {}, 'what is wrong'), h('th', {}, 'repair')),
+              findings.map((f) => h('tr', { 'data-rule': f.rule },
+                h('td', {}, h('code', {}, f.rule)),
+                h('td', {}, h('code', {}, `${f.pk} / ${f.sk}`)),
+                h('td', {}, f.detail),
+                h('td', {}, f.repairable ? 'repairable' : 'a person decides')))),
+            h('p', { class: 'sub' }, 'cargo run -- fsck --repair --dry-run shows what a repair would write; --repair writes it.')]
+          : h('p', {}, 'Every lock names its owner and every owner its locks; loan counts, copy statuses, loan index keys, audit histories and expiries agree.'))));
+}));
 $('reset').addEventListener('click', () => {
   if (!confirm('Delete every item of the local table?')) return;
   busy(async () => {

@@ -1,0 +1,297 @@
+//! `singlet fsck`: proves the table keeps every rule that spans items, and repairs what it can
+//! (`shared/API.md`, "Consistency check: `fsck`").
+//!
+//! 1. [`scan`]: a parallel `Scan` reads every item; each is decoded by the model's registry
+//!    ([`entity`] adds what the rules ask of an entity: its lock, the values it holds).
+//! 2. [`rules`]: every rule is a pure function of the items involved, run over the whole table.
+//! 3. [`confirm`]: each finding's items are read again, strongly consistently, and judged by the
+//!    same function, twice; a write in flight during the scan raises nothing.
+//! 4. [`repair`]: with `--repair`, each repairable finding gets one conditional write (a
+//!    transaction where it depends on a second item), conditioned on the items as confirmed.
+
+mod confirm;
+pub mod entity;
+mod repair;
+pub mod rules;
+pub mod scan;
+
+use rules::{Finding, Rule, Table, check};
+use serde::Serialize;
+use singlet_functions::Ctx;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `fsck`'s options (the runner's own, `--endpoint`, `--table`, `--data`, apply too).
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Repair every repairable finding, each by a conditional write.
+    #[arg(long)]
+    pub repair: bool,
+    /// With `--repair`: print what each repair would write, and write nothing.
+    #[arg(long, requires = "repair")]
+    pub dry_run: bool,
+    /// Print one JSON object on standard output, and nothing else there.
+    #[arg(long)]
+    pub json: bool,
+    /// Parallel scan workers.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub segments: u32,
+}
+
+/// What a run found and did: the contract's `--json` shape.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub scanned: u64,
+    pub findings: Vec<Reported>,
+    pub repaired: u64,
+}
+
+/// One confirmed finding.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reported {
+    pub rule: Rule,
+    pub pk: String,
+    pub sk: String,
+    pub detail: String,
+    pub repairable: bool,
+    /// What the repair writes (`--repair`, `--dry-run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<String>,
+    /// Whether the repair wrote (`--repair` without `--dry-run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<bool>,
+}
+
+impl Report {
+    /// Findings still in the table after this run.
+    pub fn remaining(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.repaired != Some(true))
+            .count()
+    }
+}
+
+/// How a run goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub repair: bool,
+    pub dry_run: bool,
+    pub segments: u32,
+    /// Progress lines on standard error.
+    pub progress: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            repair: false,
+            dry_run: false,
+            segments: 4,
+            progress: false,
+        }
+    }
+}
+
+/// Checks the whole table, and repairs with `options.repair`.
+pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
+    let progress = |line: String| {
+        if options.progress {
+            eprintln!("fsck: {line}");
+        }
+    };
+    let started = std::time::Instant::now();
+    let counter = scan::Counter::default();
+    let ticker = options.progress.then(|| {
+        let counter = counter.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                eprintln!("fsck: scanned {} items", counter.get());
+            }
+        })
+    });
+    let scanned = scan::scan(ctx, options.segments, &counter, rules::Stored::new).await;
+    if let Some(ticker) = ticker {
+        ticker.abort();
+    }
+    let scanned = scanned?;
+    progress(format!(
+        "read {} items in {:.2} s",
+        scanned.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    judge(ctx, scanned, options).await
+}
+
+/// Judges `items` as a scan read them (each item at its own moment, so possibly half of a
+/// transaction), against the table as it is now: the findings the items show, each confirmed by
+/// re-reading the table, and repaired with `options.repair`.
+pub async fn judge_items(
+    ctx: &Ctx,
+    items: Vec<singlet_functions::model::Item>,
+    options: Options,
+) -> Result<Report, String> {
+    judge(
+        ctx,
+        items.into_iter().map(rules::Stored::new).collect(),
+        options,
+    )
+    .await
+}
+
+async fn judge(ctx: &Ctx, scanned: Vec<rules::Stored>, options: Options) -> Result<Report, String> {
+    let progress = |line: String| {
+        if options.progress {
+            eprintln!("fsck: {line}");
+        }
+    };
+    let started = std::time::Instant::now();
+    let mut table = Table::default();
+    for stored in scanned {
+        table.insert(stored);
+    }
+    let scanned = table.items.len() as u64;
+    let mut candidates = check_all(&table);
+    progress(format!(
+        "checked them in {:.2} s; {} findings to confirm",
+        started.elapsed().as_secs_f64(),
+        candidates.len()
+    ));
+    candidates.sort_by(|a, b| (a.rule, &a.key.pk, &a.key.sk).cmp(&(b.rule, &b.key.pk, &b.key.sk)));
+    let mut confirmed = confirm::confirm(ctx, &table, candidates, options.segments).await?;
+    confirmed.sort_by_key(|f| f.repair.as_ref().map_or(u8::MAX, |r| r.order()));
+
+    let mut findings = Vec::with_capacity(confirmed.len());
+    let mut repaired = 0;
+    let repairing = options.repair && !options.dry_run;
+    if repairing && confirmed.iter().any(|f| f.repair.is_some()) {
+        progress("repairing".into());
+    }
+    for finding in &confirmed {
+        let written = match (&finding.repair, repairing) {
+            (Some(repair), true) => Some(repair.apply(ctx).await?),
+            (_, true) => Some(false),
+            (_, false) => None,
+        };
+        repaired += u64::from(written == Some(true));
+        findings.push(Reported {
+            rule: finding.rule,
+            pk: finding.key.pk.clone(),
+            sk: finding.key.sk.clone(),
+            detail: finding.detail.clone(),
+            repairable: finding.repair.is_some(),
+            repair: finding
+                .repair
+                .as_ref()
+                .filter(|_| options.repair)
+                .map(|r| r.describe()),
+            repaired: written,
+        });
+    }
+    findings.sort_by(|a, b| (a.rule, &a.pk, &a.sk).cmp(&(b.rule, &b.pk, &b.sk)));
+    Ok(Report {
+        scanned,
+        findings,
+        repaired,
+    })
+}
+
+/// Every rule over every item, on every core: the rules only read the table.
+fn check_all(table: &Table) -> Vec<Finding> {
+    let keys: Vec<&rules::At> = table.items.keys().collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = keys.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = keys
+            .chunks(chunk)
+            .map(|keys| {
+                scope.spawn(move || {
+                    keys.iter()
+                        .flat_map(|at| check(table, at))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().expect("a check does not panic"))
+            .collect()
+    })
+}
+
+/// `singlet fsck`: the report on standard output (one JSON object with `--json`), progress on
+/// standard error; exit `0` with nothing left to report, `1` while findings remain, `2` when it
+/// could not run.
+pub async fn cli(ctx: &Ctx, args: &Args) -> ExitCode {
+    let options = Options {
+        repair: args.repair,
+        dry_run: args.dry_run,
+        segments: args.segments,
+        progress: true,
+    };
+    let report = match fsck(ctx, options).await {
+        Ok(report) => report,
+        Err(reason) => return could_not_run(&reason),
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("a report serialises")
+        );
+    } else {
+        print!("{}", text(&report, options));
+    }
+    if report.remaining() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Exit `2`, the reason on standard error.
+pub fn could_not_run(reason: &str) -> ExitCode {
+    eprintln!("fsck: cannot run: {reason}");
+    ExitCode::from(2)
+}
+
+/// The report for a person.
+pub fn text(report: &Report, options: Options) -> String {
+    let mut out = String::new();
+    for f in &report.findings {
+        let repairable = if f.repairable {
+            "repairable"
+        } else {
+            "report only"
+        };
+        out.push_str(&format!(
+            "{:<13} {} / {}: {} ({repairable})\n",
+            f.rule.name(),
+            f.pk,
+            f.sk,
+            f.detail
+        ));
+        if let Some(repair) = &f.repair {
+            let verb = match f.repaired {
+                None => "would",
+                Some(true) => "repaired:",
+                Some(false) => "not repaired (the item changed since it was read):",
+            };
+            out.push_str(&format!("    {verb} {repair}\n"));
+        }
+    }
+    let remaining = report.remaining();
+    out.push_str(&format!(
+        "scanned {} items: {} findings",
+        report.scanned,
+        report.findings.len()
+    ));
+    if options.repair && !options.dry_run {
+        out.push_str(&format!(
+            ", {} repaired, {remaining} remaining",
+            report.repaired
+        ));
+    }
+    out.push('\n');
+    out
+}

@@ -1,0 +1,367 @@
+//! Repairs: each a conditional write on the items exactly as the confirmation read them, so that
+//! a repair never undoes a write that came after, a second `--repair` finds nothing to write, and
+//! a lock is never taken from an owner that holds its value. Written as the store's typed writes
+//! (`Put`, `Update<E>`, `Delete<E>`, `Check<E>` on the entity's own fields), as every handler's.
+//!
+//! A repair that depends on a second item says so with a `Check` on it in the same transaction: a
+//! lock is claimed only while its owner still holds the value, and an orphan is released only
+//! while the owner it names is still absent or still holds another value.
+
+use super::entity::{Claim, LockKind};
+use singlet_functions::Ctx;
+use singlet_functions::accounts::{AccountRow, EmailLock, UsernameLock};
+use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
+use singlet_functions::idempotency::KEEP_SECONDS;
+use singlet_functions::library::{Copy, Patron, PatronCard};
+use singlet_functions::loans::Checkout;
+use singlet_functions::model::idempotency::{IdLock, IdempotencyRecord};
+use singlet_functions::model::{Decoded, Entity, Field, Held};
+use singlet_functions::store::{Check, Commit, Condition, Transaction, Update, lock};
+use singlet_shared::keys::CopyStatus;
+use singlet_shared::schema::{INDEXES, Index, TTL_ATTRIBUTE};
+use singlet_shared::{IndexKey, Key};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What the table said about the owner a lock names, when the finding was confirmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// The lock names an id whose owner cannot be located at all (a card lock naming a patron id
+    /// that no patron has).
+    Unknown,
+    /// No item at the owner's key.
+    Absent(Key),
+    /// The owner exists and holds `value` in `field`, which is not the locked value.
+    Holds {
+        owner: Key,
+        field: &'static str,
+        value: String,
+    },
+}
+
+/// A write that makes a finding hold no more.
+#[derive(Debug, Clone)]
+pub enum Repair {
+    /// `lock-orphan`: delete the lock, if it still names its holder and that holder's owner is
+    /// still as it was (absent, or holding another value).
+    ReleaseLock {
+        lock: Decoded,
+        kind: LockKind,
+        holder_owner: Holder,
+    },
+    /// `lock-missing`: put the owner's lock, where the key is free, while the owner still holds
+    /// the value. A lock held by an orphan (`over`: its holder) is released first, by that
+    /// orphan's own `lock-orphan` repair.
+    ClaimLock { claim: Claim, over: Option<String> },
+    /// `active-loans`: set the counter to the open loans, if it is still `seen`.
+    SetActiveLoans { patron: Key, seen: u32, open: u32 },
+    /// `copy-status`: set the status (and its availability index keys) the loans say, if the
+    /// status is still the one read, and, for `checked_out`, while the loan still exists.
+    SetCopyStatus {
+        copy: Copy,
+        to: CopyStatus,
+        loan: Option<Key>,
+    },
+    /// `loan-index`: write the index keys the loan's state makes and remove any other, if the
+    /// loan is still as read.
+    RewriteLoanIndex {
+        key: Key,
+        loan: Checkout,
+        set: Vec<(Index, IndexKey)>,
+        remove: Vec<Index>,
+    },
+    /// `expiry`: give an item that must expire its `expiresAt`, a day from now.
+    SetExpiry { key: Key, entity: &'static str },
+    /// `expiry`: take `expiresAt` off a lock or a lock's owner, if it is still `seen`.
+    RemoveExpiry {
+        key: Key,
+        entity: &'static str,
+        seen: u64,
+    },
+}
+
+/// The parts of a repair's transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Lock,
+    Owner,
+    Copy,
+    Loan,
+}
+
+/// The entity types whose `expiresAt` a repair can set or remove (every type the `expiry` rule
+/// names that the registry has).
+pub fn expiry_repairable(entity: &str) -> bool {
+    [
+        "vehicle",
+        "account",
+        "patron",
+        "plate-lock",
+        "chassis-lock",
+        "email-lock",
+        "username-lock",
+        "card-lock",
+        "id-lock",
+        "idempotency-record",
+    ]
+    .contains(&entity)
+}
+
+impl Repair {
+    /// Releases come before claims: a lock taken over from an orphan is then simply free.
+    pub fn order(&self) -> u8 {
+        match self {
+            Repair::ReleaseLock { .. } => 0,
+            Repair::ClaimLock { .. } => 1,
+            _ => 2,
+        }
+    }
+
+    /// What the repair writes, in words, for `--dry-run`.
+    pub fn describe(&self) -> String {
+        let at = |key: &Key| format!("{} / {}", key.pk, key.sk);
+        match self {
+            Repair::ReleaseLock { lock, kind, .. } => format!(
+                "delete {} if it still names the same {}",
+                at(&lock.key()),
+                kind.holder_field()
+            ),
+            Repair::ClaimLock { claim, over } => {
+                let over = match over {
+                    None => "if the key is free".to_owned(),
+                    Some(holder) => format!(
+                        "once the orphan naming {} {holder} is deleted",
+                        claim.kind.holder_field()
+                    ),
+                };
+                format!(
+                    "put {} naming {} {}, {over}, while the owner still holds its {}",
+                    at(&claim.lock_key),
+                    claim.kind.holder_field(),
+                    claim.holder,
+                    claim.kind.owner_field()
+                )
+            }
+            Repair::SetActiveLoans { patron, seen, open } => {
+                format!("set activeLoans of {} from {seen} to {open}", at(patron))
+            }
+            Repair::SetCopyStatus { copy, to, .. } => format!(
+                "set status of {} from {} to {} (and its availability index keys)",
+                at(&copy.key()),
+                copy.status.as_str(),
+                to.as_str()
+            ),
+            Repair::RewriteLoanIndex {
+                key, set, remove, ..
+            } => {
+                let mut parts: Vec<String> = set
+                    .iter()
+                    .map(|(index, _)| format!("set {} keys", index.name))
+                    .collect();
+                parts.extend(
+                    remove
+                        .iter()
+                        .map(|index| format!("remove {} keys", index.name)),
+                );
+                format!("{} on {}", parts.join(", "), at(key))
+            }
+            Repair::SetExpiry { key, .. } => {
+                format!("set expiresAt on {} to a day from now", at(key))
+            }
+            Repair::RemoveExpiry { key, .. } => format!("remove expiresAt from {}", at(key)),
+        }
+    }
+
+    /// Writes the repair: `Ok(true)` when it wrote, `Ok(false)` when its condition no longer held
+    /// (the table changed since the finding was confirmed, and nothing was written).
+    pub async fn apply(&self, ctx: &Ctx) -> Result<bool, String> {
+        let written = match self {
+            Repair::ReleaseLock {
+                lock,
+                kind,
+                holder_owner,
+            } => {
+                let release = match lock {
+                    Decoded::PlateLock(lock) => release(lock),
+                    Decoded::ChassisLock(lock) => release(lock),
+                    Decoded::EmailLock(lock) => release(lock),
+                    Decoded::UsernameLock(lock) => release(lock),
+                    Decoded::CardLock(lock) => release(lock),
+                    other => return Err(format!("{} is not a lock", other.entity_type().name)),
+                };
+                let transaction = match holder_owner {
+                    Holder::Unknown => release,
+                    Holder::Absent(owner) => check_owner(release, *kind, owner, None),
+                    Holder::Holds { owner, value, .. } => {
+                        check_owner(release, *kind, owner, Some(value))
+                    }
+                };
+                transaction.commit(ctx).await.map(done)
+            }
+            Repair::ClaimLock { claim, .. } => {
+                let put = match &claim.lock {
+                    Decoded::PlateLock(lock) => lock::claim(lock),
+                    Decoded::ChassisLock(lock) => lock::claim(lock),
+                    Decoded::EmailLock(lock) => lock::claim(lock),
+                    Decoded::UsernameLock(lock) => lock::claim(lock),
+                    Decoded::CardLock(lock) => lock::claim(lock),
+                    other => return Err(format!("{} is not a lock", other.entity_type().name)),
+                };
+                let transaction = Transaction::new().put(Part::Lock, put);
+                check_owner(transaction, claim.kind, &claim.owner, Some(&claim.value))
+                    .commit(ctx)
+                    .await
+                    .map(done)
+            }
+            Repair::SetActiveLoans { patron, seen, open } => ctx
+                .update_item(
+                    Update::<Patron>::at(patron.clone())
+                        .set(Patron::ACTIVE_LOANS, open)
+                        .when(Condition::equals(Patron::ACTIVE_LOANS, seen)),
+                )
+                .await
+                .map(|written| written.is_some()),
+            Repair::SetCopyStatus { copy, to, loan } => {
+                let moved = Copy {
+                    status: *to,
+                    ..copy.clone()
+                };
+                let mut update = Update::<Copy>::at(copy.key())
+                    .set(Copy::STATUS, to.as_str())
+                    .when(Condition::equals(Copy::STATUS, copy.status.as_str()));
+                for (index, key) in moved.index_keys() {
+                    update = update.set_index(index, key);
+                }
+                let mut transaction = Transaction::new().update(Part::Copy, update);
+                if let Some(loan) = loan {
+                    transaction = transaction.check(
+                        Part::Loan,
+                        Check::<Checkout>::at(loan.clone(), Condition::exists()),
+                    );
+                }
+                transaction.commit(ctx).await.map(done)
+            }
+            Repair::RewriteLoanIndex {
+                key,
+                loan,
+                set,
+                remove,
+            } => {
+                let mut update = Update::<Checkout>::at(key.clone()).when(
+                    Condition::equals(Checkout::STATUS, loan.status)
+                        .and_equals(Checkout::DUE_DATE, &loan.due_date)
+                        .and_equals(Checkout::RENEWAL_COUNT, loan.renewal_count),
+                );
+                for (index, index_key) in set {
+                    update = update.set_index(*index, index_key.clone());
+                }
+                for index in remove {
+                    update = update.remove_index(*index);
+                }
+                ctx.update_item(update)
+                    .await
+                    .map(|written| written.is_some())
+            }
+            Repair::SetExpiry { key, entity } => match *entity {
+                "idempotency-record" => set_expiry::<IdempotencyRecord>(ctx, key).await,
+                other => return Err(format!("cannot set the expiry of a {other}")),
+            },
+            Repair::RemoveExpiry { key, entity, seen } => {
+                let (key, seen) = (key.clone(), *seen);
+                match *entity {
+                    "vehicle" => remove_expiry::<Vehicle>(ctx, key, seen).await,
+                    "account" => remove_expiry::<AccountRow>(ctx, key, seen).await,
+                    "patron" => remove_expiry::<Patron>(ctx, key, seen).await,
+                    "plate-lock" => remove_expiry::<PlateLock>(ctx, key, seen).await,
+                    "chassis-lock" => remove_expiry::<ChassisLock>(ctx, key, seen).await,
+                    "email-lock" => remove_expiry::<EmailLock>(ctx, key, seen).await,
+                    "username-lock" => remove_expiry::<UsernameLock>(ctx, key, seen).await,
+                    "card-lock" => remove_expiry::<PatronCard>(ctx, key, seen).await,
+                    "id-lock" => remove_expiry::<IdLock>(ctx, key, seen).await,
+                    other => return Err(format!("cannot remove the expiry of a {other}")),
+                }
+            }
+        };
+        written.map_err(|e| format!("the engine refused a repair: {e:?}"))
+    }
+}
+
+fn done(commit: Commit<Part>) -> bool {
+    matches!(commit, Commit::Done)
+}
+
+/// The lock's delete, if it still names its holder: the API's own `lock::release`.
+fn release<L: Held>(lock: &L) -> Transaction<Part> {
+    Transaction::new().delete(Part::Lock, lock::release(lock))
+}
+
+/// Adds a check that the owner of a `kind` lock at `owner` is as the confirmation saw it:
+/// holding `value` in the locked field, or (`None`) absent. The field is the model's own
+/// (`Vehicle::PLATE`, `AccountRow::EMAIL`, `Patron::CARD_NUMBER`, ...).
+fn check_owner(
+    transaction: Transaction<Part>,
+    kind: LockKind,
+    owner: &Key,
+    value: Option<&String>,
+) -> Transaction<Part> {
+    fn is<E>(owner: &Key, field: Field<E>, value: Option<&String>) -> Check<E> {
+        let condition = match value {
+            Some(value) => Condition::equals(field, value),
+            None => Condition::absent(),
+        };
+        Check::at(owner.clone(), condition)
+    }
+    match kind {
+        LockKind::Plate => transaction.check(Part::Owner, is(owner, Vehicle::PLATE, value)),
+        LockKind::Chassis => transaction.check(Part::Owner, is(owner, Vehicle::CHASSIS, value)),
+        LockKind::Email => transaction.check(Part::Owner, is(owner, AccountRow::EMAIL, value)),
+        LockKind::Username => {
+            transaction.check(Part::Owner, is(owner, AccountRow::USERNAME, value))
+        }
+        LockKind::Card => transaction.check(Part::Owner, is(owner, Patron::CARD_NUMBER, value)),
+    }
+}
+
+/// The table's TTL attribute as a field of `E`: the store's conditions and updates take fields.
+fn expires_at<E>() -> Field<E> {
+    Field::new(TTL_ATTRIBUTE)
+}
+
+async fn set_expiry<E: Entity>(ctx: &Ctx, key: &Key) -> Result<bool, singlet_functions::ApiError> {
+    let at = now_seconds() + KEEP_SECONDS;
+    ctx.update_item(
+        Update::<E>::at(key.clone())
+            .set(expires_at(), at)
+            .when(Condition::exists().and_missing(expires_at())),
+    )
+    .await
+    .map(|written| written.is_some())
+}
+
+async fn remove_expiry<E: Entity>(
+    ctx: &Ctx,
+    key: Key,
+    seen: u64,
+) -> Result<bool, singlet_functions::ApiError> {
+    ctx.update_item(
+        Update::<E>::at(key)
+            .remove(expires_at())
+            .when(Condition::equals(expires_at(), seen)),
+    )
+    .await
+    .map(|written| written.is_some())
+}
+
+/// Every index a loan may have keys in, but not in `keep`.
+pub fn other_indexes(keep: &[(Index, IndexKey)]) -> Vec<Index> {
+    INDEXES
+        .into_iter()
+        .filter(|index| !keep.iter().any(|(kept, _)| kept.name == index.name))
+        .collect()
+}
+
+fn now_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}

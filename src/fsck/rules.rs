@@ -1,0 +1,600 @@
+//! The rules that span items, each a pure function of the items involved.
+//!
+//! The same functions judge the whole table after the scan and, to confirm a finding, the few
+//! items re-read for it: a finding is only reported when the fresh items break the rule too.
+
+use super::entity::{
+    LockItem, LockKind, claims, decode, key_of, lock, must_expire, must_not_expire,
+};
+use super::repair::{Holder, Repair, expiry_repairable, other_indexes};
+use serde::Serialize;
+use singlet_functions::library::Copy;
+use singlet_functions::loans::{Checkout, LoanStatus};
+use singlet_functions::model::{Decoded, Entity, Item};
+use singlet_shared::keys::{self, CopyStatus};
+use singlet_shared::schema::{GSI2, INDEXES, TTL_ATTRIBUTE};
+use singlet_shared::{Id, Key};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The contract's rules (`shared/API.md`, "Consistency check: `fsck`").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    LockOrphan,
+    LockMissing,
+    ActiveLoans,
+    CopyStatus,
+    LoanIndex,
+    AuditHistory,
+    Expiry,
+    Undecodable,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 8] = [
+        Rule::LockOrphan,
+        Rule::LockMissing,
+        Rule::ActiveLoans,
+        Rule::CopyStatus,
+        Rule::LoanIndex,
+        Rule::AuditHistory,
+        Rule::Expiry,
+        Rule::Undecodable,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::LockOrphan => "lock-orphan",
+            Rule::LockMissing => "lock-missing",
+            Rule::ActiveLoans => "active-loans",
+            Rule::CopyStatus => "copy-status",
+            Rule::LoanIndex => "loan-index",
+            Rule::AuditHistory => "audit-history",
+            Rule::Expiry => "expiry",
+            Rule::Undecodable => "undecodable",
+        }
+    }
+}
+
+/// One broken rule, at the item it is reported on. `repair` is `None` when only a person can
+/// decide (two real claimants, a gap in a history, an item nothing decodes).
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub rule: Rule,
+    pub key: Key,
+    /// Which of the item's values the finding is about, where it has several (a vehicle's plate
+    /// and chassis): `""` otherwise.
+    pub about: &'static str,
+    pub detail: String,
+    pub repair: Option<Repair>,
+}
+
+/// A key as a map key.
+pub type At = (String, String);
+
+pub fn at(key: &Key) -> At {
+    (key.pk.clone(), key.sk.clone())
+}
+
+pub fn key(at: &At) -> Key {
+    Key {
+        pk: at.0.clone(),
+        sk: at.1.clone(),
+    }
+}
+
+/// An item as read: its key, what it decodes to, and the attributes the rules read besides the
+/// entity's fields (its TTL and its index keys).
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub key: Key,
+    pub entity: Result<Decoded, String>,
+    pub expires_at: Option<String>,
+    pub index_keys: BTreeMap<&'static str, String>,
+}
+
+impl Stored {
+    pub fn new(item: Item) -> Self {
+        let key = key_of(&item);
+        let expires_at = item.get(TTL_ATTRIBUTE).and_then(|v| v.as_n().ok()).cloned();
+        let index_keys = INDEXES
+            .iter()
+            .flat_map(|index| [index.pk, index.sk])
+            .filter_map(|name| Some((name, item.get(name)?.as_s().ok()?.clone())))
+            .collect();
+        Self {
+            key,
+            entity: decode(&item),
+            expires_at,
+            index_keys,
+        }
+    }
+
+    fn index_key(&self, name: &str) -> Option<&String> {
+        self.index_keys.get(name)
+    }
+}
+
+/// Items by key, with the lookups the rules need: a patron's and a copy's open loans, a
+/// resource's partition.
+#[derive(Default)]
+pub struct Table {
+    pub items: HashMap<At, Stored>,
+    /// Patron ids and the keys of their rows: a card lock names its holder by id alone.
+    pub patrons: HashMap<String, Key>,
+    open_loans_by_patron: HashMap<String, BTreeSet<At>>,
+    open_loans_by_copy: HashMap<(String, String), BTreeSet<At>>,
+    resources: HashMap<String, BTreeSet<String>>,
+}
+
+impl Table {
+    pub fn insert(&mut self, stored: Stored) {
+        let key = stored.key.clone();
+        let at = at(&key);
+        match &stored.entity {
+            Ok(Decoded::Loan(loan)) if loan.status != LoanStatus::Returned => {
+                self.open_loans_by_patron
+                    .entry(loan.patron_id.to_string())
+                    .or_default()
+                    .insert(at.clone());
+                self.open_loans_by_copy
+                    .entry((loan.branch_id.to_string(), loan.copy_id.to_string()))
+                    .or_default()
+                    .insert(at.clone());
+            }
+            Ok(Decoded::Patron(patron)) => {
+                self.patrons
+                    .insert(patron.patron_id.to_string(), patron.key());
+            }
+            _ if key.pk.starts_with("RESOURCE#") => {
+                self.resources
+                    .entry(key.pk.clone())
+                    .or_default()
+                    .insert(key.sk.clone());
+            }
+            _ => {}
+        }
+        self.items.insert(at, stored);
+    }
+
+    pub fn get(&self, key: &Key) -> Option<&Stored> {
+        self.items.get(&at(key))
+    }
+
+    pub fn entity(&self, key: &Key) -> Option<&Result<Decoded, String>> {
+        self.get(key).map(|stored| &stored.entity)
+    }
+
+    pub fn open_loans_of_copy(&self, branch_id: &str, copy_id: &str) -> Vec<&Checkout> {
+        let loans = self
+            .open_loans_by_copy
+            .get(&(branch_id.to_owned(), copy_id.to_owned()));
+        self.loans(loans)
+    }
+
+    fn open_loans_of_patron(&self, patron_id: &str) -> Vec<&Checkout> {
+        self.loans(self.open_loans_by_patron.get(patron_id))
+    }
+
+    fn loans(&self, keys: Option<&BTreeSet<At>>) -> Vec<&Checkout> {
+        keys.into_iter()
+            .flatten()
+            .filter_map(|at| match self.items.get(at).map(|s| &s.entity) {
+                Some(Ok(Decoded::Loan(loan))) => Some(loan),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Where the owner a lock names lives. Patrons are keyed by their branch, so a card lock's holder
+/// is found in `patrons` (the table's; the confirmation looks a newer one up by id).
+pub fn owner_key(kind: LockKind, holder: &str, patrons: &HashMap<String, Key>) -> Option<Key> {
+    let id = Id::parse(holder).ok()?;
+    match kind {
+        LockKind::Plate | LockKind::Chassis => Some(keys::vehicle(&id)),
+        LockKind::Email | LockKind::Username => Some(keys::account(&id)),
+        LockKind::Card => patrons.get(holder).cloned(),
+    }
+}
+
+/// Every finding whose subject is the item at `at`.
+pub fn check(table: &Table, at: &At) -> Vec<Finding> {
+    let Some(stored) = table.items.get(at) else {
+        return Vec::new();
+    };
+    let key = key(at);
+    let entity = match &stored.entity {
+        Ok(entity) => entity,
+        Err(why) => {
+            return vec![Finding {
+                rule: Rule::Undecodable,
+                about: "",
+                key,
+                detail: why.clone(),
+                repair: None,
+            }];
+        }
+    };
+    let mut found = Vec::new();
+    expiry(&key, stored, entity, &mut found);
+    if let Some(lock) = lock(entity) {
+        lock_orphan(table, &key, entity, &lock, &mut found);
+    }
+    lock_missing(table, entity, &mut found);
+    match entity {
+        Decoded::Patron(patron) => {
+            let open = table.open_loans_of_patron(patron.patron_id.as_str()).len() as u32;
+            if open != patron.active_loans {
+                found.push(Finding {
+                    rule: Rule::ActiveLoans,
+                    about: "",
+                    key: key.clone(),
+                    detail: format!(
+                        "activeLoans is {}, but the patron has {open} open loans",
+                        patron.active_loans
+                    ),
+                    repair: Some(Repair::SetActiveLoans {
+                        patron: key,
+                        seen: patron.active_loans,
+                        open,
+                    }),
+                });
+            }
+        }
+        Decoded::Copy(copy) => copy_status(table, &key, stored, copy, &mut found),
+        Decoded::Loan(loan) => loan_index(&key, stored, loan, &mut found),
+        Decoded::Resource(_) => audit_history(table, &key, &mut found),
+        Decoded::ResourceEvent(_) => {
+            // A history without its `CURRENT` is reported once, on its first event.
+            let partition = table.resources.get(&key.pk);
+            let first = partition.and_then(|sks| sks.first());
+            let has_current = partition.is_some_and(|sks| sks.contains(keys::CURRENT));
+            if !has_current && first == Some(&key.sk) {
+                audit_history(table, &key, &mut found);
+            }
+        }
+        _ => {}
+    }
+    found
+}
+
+fn expiry(key: &Key, stored: &Stored, entity: &Decoded, found: &mut Vec<Finding>) {
+    match &stored.expires_at {
+        Some(seen) if must_not_expire(entity) => found.push(Finding {
+            rule: Rule::Expiry,
+            about: "",
+            key: key.clone(),
+            detail: "a lock or a lock's owner carries expiresAt: TTL would free its value".into(),
+            repair: seen
+                .parse()
+                .ok()
+                .filter(|_| expiry_repairable(entity.entity_type().name))
+                .map(|seen| Repair::RemoveExpiry {
+                    key: key.clone(),
+                    entity: entity.entity_type().name,
+                    seen,
+                }),
+        }),
+        None if must_expire(entity) => found.push(Finding {
+            rule: Rule::Expiry,
+            about: "",
+            key: key.clone(),
+            detail: "an item that must expire has no expiresAt".into(),
+            repair: expiry_repairable(entity.entity_type().name).then(|| Repair::SetExpiry {
+                key: key.clone(),
+                entity: entity.entity_type().name,
+            }),
+        }),
+        _ => {}
+    }
+}
+
+/// What the table says about the owner a lock names.
+fn holder_state(table: &Table, owner: Option<Key>, kind: LockKind) -> Option<(Holder, bool)> {
+    let Some(owner) = owner else {
+        return Some((Holder::Unknown, false));
+    };
+    match table.entity(&owner) {
+        None => Some((Holder::Absent(owner), false)),
+        // An owner that does not decode is reported as such; its locks wait for a person.
+        Some(Err(_)) => None,
+        Some(Ok(entity)) => {
+            let value = claims(entity)
+                .into_iter()
+                .find(|claim| claim.kind == kind)
+                .map(|claim| claim.value)?;
+            Some((
+                Holder::Holds {
+                    owner,
+                    field: kind.owner_field(),
+                    value,
+                },
+                true,
+            ))
+        }
+    }
+}
+
+/// Whether the entity at `owner` holds the lock at `lock`.
+fn holds(table: &Table, owner: Option<&Key>, lock: &Key, holder: &str) -> bool {
+    let entity = owner.and_then(|owner| table.entity(owner));
+    matches!(entity, Some(Ok(entity)) if claims(entity)
+        .iter()
+        .any(|claim| claim.lock_key == *lock && claim.holder == holder))
+}
+
+fn lock_orphan(
+    table: &Table,
+    key: &Key,
+    entity: &Decoded,
+    lock: &LockItem,
+    found: &mut Vec<Finding>,
+) {
+    let owner = owner_key(lock.kind, &lock.holder, &table.patrons);
+    if holds(table, owner.as_ref(), key, &lock.holder) {
+        return;
+    }
+    let Some((holder, exists)) = holder_state(table, owner, lock.kind) else {
+        return;
+    };
+    let field = lock.kind.holder_field();
+    let detail = if exists {
+        format!(
+            "names {field} {}, which holds another {}",
+            lock.holder,
+            lock.kind.owner_field()
+        )
+    } else {
+        format!("names {field} {}, which does not exist", lock.holder)
+    };
+    found.push(Finding {
+        rule: Rule::LockOrphan,
+        about: "",
+        key: key.clone(),
+        detail,
+        repair: Some(Repair::ReleaseLock {
+            lock: entity.clone(),
+            kind: lock.kind,
+            holder_owner: holder,
+        }),
+    });
+}
+
+fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
+    for claim in claims(owner) {
+        let field = claim.kind.owner_field();
+        let finding = |detail: String, repair: Option<Repair>| Finding {
+            rule: Rule::LockMissing,
+            key: claim.owner.clone(),
+            about: field,
+            detail,
+            repair,
+        };
+        let held = match table.entity(&claim.lock_key) {
+            None => None,
+            Some(Ok(entity)) => match lock(entity) {
+                Some(lock) => Some(lock),
+                // Something else at the lock's key: reported as undecodable.
+                None => continue,
+            },
+            // Nothing decodable at the lock's key: reported as undecodable.
+            Some(Err(_)) => continue,
+        };
+        match held {
+            None => found.push(finding(
+                format!("its {field} has no lock"),
+                Some(Repair::ClaimLock {
+                    claim: claim.clone(),
+                    over: None,
+                }),
+            )),
+            Some(lock) if lock.holder == claim.holder => {}
+            Some(lock) => {
+                let other = owner_key(lock.kind, &lock.holder, &table.patrons);
+                let holder_field = lock.kind.holder_field();
+                if holds(table, other.as_ref(), &claim.lock_key, &lock.holder) {
+                    found.push(finding(
+                        format!(
+                            "its {field} is locked by {holder_field} {}, which holds the same \
+                             value: a person must choose between them",
+                            lock.holder
+                        ),
+                        None,
+                    ));
+                } else if holder_state(table, other, lock.kind).is_some() {
+                    found.push(finding(
+                        format!(
+                            "its {field}'s lock names {holder_field} {}, which does not hold it",
+                            lock.holder
+                        ),
+                        Some(Repair::ClaimLock {
+                            claim: claim.clone(),
+                            over: Some(lock.holder.clone()),
+                        }),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn copy_status(table: &Table, key: &Key, stored: &Stored, copy: &Copy, found: &mut Vec<Finding>) {
+    let loans = table.open_loans_of_copy(copy.branch_id.as_str(), copy.copy_id.as_str());
+    let status = copy.status.as_str();
+    let (detail, to) = match (copy.status, loans.as_slice()) {
+        (CopyStatus::CheckedOut, []) => (
+            "checked_out, but no open loan lends it".to_owned(),
+            Some((CopyStatus::Available, None)),
+        ),
+        (CopyStatus::Available, [loan]) => (
+            format!("available, but loan {} lends it", loan.checkout_id),
+            Some((CopyStatus::CheckedOut, Some(loan.active_key()))),
+        ),
+        (CopyStatus::CheckedOut, [_]) | (CopyStatus::Available, []) => {
+            // The status is right; its availability index key must say the same.
+            let expected = copy
+                .index_keys()
+                .into_iter()
+                .find(|(index, _)| index.name == GSI2.name)
+                .map(|(_, key)| key);
+            if expected.is_some_and(|expected| {
+                stored.index_key(GSI2.pk) == Some(&expected.pk)
+                    && stored.index_key(GSI2.sk) == Some(&expected.sk)
+            }) {
+                return;
+            }
+            (
+                format!("{status}, but its availability index keys say otherwise"),
+                Some((copy.status, None)),
+            )
+        }
+        (_, many) => (
+            format!(
+                "{status}, with {} open loans of it ({}): a person must choose",
+                many.len(),
+                many.iter()
+                    .map(|l| l.checkout_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None,
+        ),
+    };
+    found.push(Finding {
+        rule: Rule::CopyStatus,
+        about: "",
+        key: key.clone(),
+        detail,
+        repair: to.map(|(to, loan)| Repair::SetCopyStatus {
+            copy: copy.clone(),
+            to,
+            loan,
+        }),
+    });
+}
+
+/// The index keys a loan carries in its state: the model's own (`Checkout::index_keys`, what
+/// every handler writes), as attribute names and values.
+fn loan_index_keys(loan: &Checkout) -> Result<BTreeMap<&'static str, String>, String> {
+    if loan.status == LoanStatus::Returned && loan.returned_date.is_none() {
+        return Err("a returned loan without a returnedDate".into());
+    }
+    Ok(loan
+        .index_keys()
+        .into_iter()
+        .flat_map(|(index, key)| [(index.pk, key.pk), (index.sk, key.sk)])
+        .collect())
+}
+
+fn loan_index(key: &Key, stored: &Stored, loan: &Checkout, found: &mut Vec<Finding>) {
+    let expected = match loan_index_keys(loan) {
+        Ok(expected) => expected,
+        Err(why) => {
+            found.push(Finding {
+                rule: Rule::LoanIndex,
+                about: "",
+                key: key.clone(),
+                detail: why,
+                repair: None,
+            });
+            return;
+        }
+    };
+    let mut wrong = Vec::new();
+    for name in INDEXES.iter().flat_map(|index| [index.pk, index.sk]) {
+        match (expected.get(name), stored.index_key(name)) {
+            (Some(want), Some(got)) if want == got => {}
+            (None, None) => {}
+            _ => wrong.push(name),
+        }
+    }
+    if wrong.is_empty() {
+        return;
+    }
+    let state = match loan.status {
+        LoanStatus::Open => "open",
+        LoanStatus::Overdue => "overdue",
+        LoanStatus::Returned => "returned",
+    };
+    found.push(Finding {
+        rule: Rule::LoanIndex,
+        about: "",
+        key: key.clone(),
+        detail: format!(
+            "its index keys do not match its state ({state}): {}",
+            wrong.join(", ")
+        ),
+        repair: Some(Repair::RewriteLoanIndex {
+            loan: loan.clone(),
+            key: key.clone(),
+            remove: other_indexes(&loan.index_keys())
+                .into_iter()
+                .filter(|index| {
+                    stored.index_key(index.pk).is_some() || stored.index_key(index.sk).is_some()
+                })
+                .collect(),
+            set: loan.index_keys(),
+        }),
+    });
+}
+
+fn audit_history(table: &Table, anchor: &Key, found: &mut Vec<Finding>) {
+    let mut current = None;
+    let mut events = BTreeMap::new();
+    for sk in table.resources.get(&anchor.pk).into_iter().flatten() {
+        let key = Key {
+            pk: anchor.pk.clone(),
+            sk: sk.clone(),
+        };
+        match table.entity(&key) {
+            Some(Ok(Decoded::Resource(resource))) => current = Some(resource),
+            Some(Ok(Decoded::ResourceEvent(stored))) => {
+                events.insert(stored.event.sequence, &stored.event);
+            }
+            _ => {}
+        }
+    }
+    let mut problems = Vec::new();
+    let last = events.keys().next_back().copied().unwrap_or(0);
+    let version = match current {
+        Some(resource) => resource.version,
+        None => {
+            problems.push("events without a CURRENT".to_owned());
+            last
+        }
+    };
+    let missing: Vec<u64> = (1..=version.max(last))
+        .filter(|sequence| !events.contains_key(sequence))
+        .collect();
+    match missing.as_slice() {
+        [] => {}
+        [one] => problems.push(format!("sequence {one} is missing")),
+        [first, ..] => problems.push(format!(
+            "{} sequences are missing, the first {first}",
+            missing.len()
+        )),
+    }
+    if let Some(resource) = current {
+        if last > resource.version {
+            problems.push(format!(
+                "version is {}, but events go on to {last}",
+                resource.version
+            ));
+        }
+        if let Some(event) = events.get(&resource.version)
+            && event.to_status != resource.status
+        {
+            problems.push("its status is not its last event's".to_owned());
+        }
+    }
+    if !problems.is_empty() {
+        found.push(Finding {
+            rule: Rule::AuditHistory,
+            about: "",
+            key: anchor.clone(),
+            detail: problems.join("; "),
+            repair: None,
+        });
+    }
+}

@@ -1,0 +1,82 @@
+//! The parallel `Scan`: `segments` workers, each paging through its segment of the table, each
+//! item turned into what the caller wants (decoded, for the check) as it arrives.
+
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use singlet_functions::Ctx;
+use singlet_functions::store::Item;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Items read so far, for progress lines.
+#[derive(Clone, Default)]
+pub struct Counter(Arc<AtomicU64>);
+
+impl Counter {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: usize) {
+        self.0.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Every item of the table, each passed through `each` in the worker that read it. Eventually consistent, as a bare `Scan` is: every finding is confirmed by
+/// a strongly consistent read afterwards.
+pub async fn scan<T, F>(
+    ctx: &Ctx,
+    segments: u32,
+    counter: &Counter,
+    each: F,
+) -> Result<Vec<T>, String>
+where
+    T: Send + 'static,
+    F: Fn(Item) -> T + Clone + Send + Sync + 'static,
+{
+    let workers: Vec<_> = (0..segments)
+        .map(|segment| {
+            let (ctx, counter, each) = (ctx.clone(), counter.clone(), each.clone());
+            tokio::spawn(async move {
+                let mut out = Vec::new();
+                let mut start = None;
+                loop {
+                    let page = ctx
+                        .db
+                        .scan()
+                        .table_name(&*ctx.table)
+                        .segment(segment as i32)
+                        .total_segments(segments as i32)
+                        .set_exclusive_start_key(start)
+                        .send()
+                        .await
+                        .map_err(|e| {
+                            format!("cannot scan the table: {}", DisplayErrorContext(e))
+                        })?;
+                    let items = page.items.unwrap_or_default();
+                    counter.add(items.len());
+                    out.extend(items.into_iter().map(&each));
+                    start = page.last_evaluated_key;
+                    if start.is_none() {
+                        return Ok::<_, String>(out);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for worker in workers {
+        all.extend(
+            worker
+                .await
+                .map_err(|e| format!("a scan worker failed: {e}"))??,
+        );
+    }
+    Ok(all)
+}
+
+/// A bare parallel `Scan` that keeps nothing: the yardstick the bench measures `fsck` against.
+pub async fn bare(ctx: &Ctx, segments: u32) -> Result<u64, String> {
+    let counter = Counter::default();
+    scan(ctx, segments, &counter, drop).await?;
+    Ok(counter.get())
+}

@@ -1,0 +1,951 @@
+//! `fsck` on a real engine: a table the API built (the seed data, random calls, calls running
+//! while it checks) has no finding; each rule's breakage, made with raw SDK writes, is found
+//! exactly, at the right key; `--repair` mends what it can and only that, and a second repair
+//! writes nothing; a torn restore is flagged with exactly its missing halves; and the command's
+//! exit codes and `--json`.
+
+use crate::fixtures::{self, ISBN};
+use crate::harness::{Api, Item, Mode, s};
+use crate::process;
+use aws_sdk_dynamodb::types::AttributeValue;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use singlet::fsck::{self, Options, Report};
+use singlet_functions::Ctx;
+use singlet_functions::cursor::CursorKeys;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+type Found = BTreeSet<(String, String, String)>;
+
+async fn check(ctx: &Ctx) -> Report {
+    fsck::fsck(ctx, Options::default()).await.unwrap()
+}
+
+async fn repair(ctx: &Ctx, dry_run: bool) -> Report {
+    let options = Options {
+        repair: true,
+        dry_run,
+        ..Options::default()
+    };
+    fsck::fsck(ctx, options).await.unwrap()
+}
+
+/// `(rule, pk, sk)` of every finding.
+fn found(report: &Report) -> Found {
+    report
+        .findings
+        .iter()
+        .map(|f| (f.rule.name().to_owned(), f.pk.clone(), f.sk.clone()))
+        .collect()
+}
+
+fn finding(rule: &str, pk: &str, sk: &str) -> (String, String, String) {
+    (rule.to_owned(), pk.to_owned(), sk.to_owned())
+}
+
+fn str_attr(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+async fn put_raw(ctx: &Ctx, item: Item) {
+    ctx.db
+        .put_item()
+        .table_name(&*ctx.table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
+}
+
+async fn delete_raw(ctx: &Ctx, pk: &str, sk: &str) {
+    ctx.db
+        .delete_item()
+        .table_name(&*ctx.table)
+        .key("PK", str_attr(pk))
+        .key("SK", str_attr(sk))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// One raw `UpdateItem`: `expression` with `values` (`:name` → value); `#s` is `status` (a
+/// reserved word).
+async fn update_raw(
+    ctx: &Ctx,
+    pk: &str,
+    sk: &str,
+    expression: &str,
+    values: &[(&str, AttributeValue)],
+) {
+    let mut update = ctx
+        .db
+        .update_item()
+        .table_name(&*ctx.table)
+        .key("PK", str_attr(pk))
+        .key("SK", str_attr(sk))
+        .update_expression(expression);
+    if expression.contains("#s") {
+        update = update.expression_attribute_names("#s", "status");
+    }
+    for (name, value) in values {
+        update = update.expression_attribute_values(*name, value.clone());
+    }
+    update.send().await.unwrap();
+}
+
+/// Every item of the table, sorted by key: what a repair must leave unchanged.
+async fn snapshot(api: &Api) -> Vec<String> {
+    let mut items: Vec<String> = api
+        .items()
+        .await
+        .iter()
+        .map(|item| {
+            let mut fields: Vec<String> = item.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+            fields.sort();
+            fields.join(" ")
+        })
+        .collect();
+    items.sort();
+    items
+}
+
+// ---- No false positives ---------------------------------------------------------------------
+
+/// The seed data, through the real handlers (as `cargo run -- seed` makes it).
+async fn seed(api: &Api) {
+    let front_door = singlet::front_door::Gateway {
+        ctx: api.ctx.clone(),
+        authorizer: crate::harness::tokens().0.clone(),
+        issuer: Some(crate::harness::tokens().1.clone()),
+    };
+    let console =
+        singlet::console::Gateway::new(singlet::front_door::app(front_door), api.ctx.clone());
+    let report = singlet::console::seed::seed(&console, "tester", &|_, _, _| {})
+        .await
+        .unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+}
+
+/// What the random calls have made so far, to pick their next target from.
+#[derive(Default, Clone)]
+struct World {
+    vehicles: Vec<String>,
+    accounts: Vec<String>,
+    patrons: Vec<String>,
+    copies: Vec<String>,
+    loans: Vec<(String, String)>,
+    resources: Vec<String>,
+}
+
+fn pick<T: Clone>(rng: &mut StdRng, from: &[T]) -> Option<T> {
+    (!from.is_empty()).then(|| from[rng.gen_range(0..from.len())].clone())
+}
+
+/// One random call of every domain's writes, on a small pool of values so that calls collide
+/// (taken plates, unavailable copies, stale versions) as they do in a busy table.
+async fn random_call(api: &Api, rng: &mut StdRng, world: &mut World) {
+    let n = rng.gen_range(0..40);
+    match rng.gen_range(0..16) {
+        0 => {
+            let body =
+                json!({"plate": format!("R-{n}"), "chassis": format!("RC-{n}"), "depot": "north"});
+            let reply = api.post("/vehicles", body).await;
+            if reply.status == 201 {
+                world
+                    .vehicles
+                    .push(reply.body["vehicleId"].as_str().unwrap().to_owned());
+            }
+        }
+        1 => {
+            if let Some(id) = pick(rng, &world.vehicles) {
+                api.put(
+                    format!("/vehicles/{id}/plate"),
+                    json!({"plate": format!("R-{n}")}),
+                )
+                .await;
+            }
+        }
+        2 => {
+            if let Some(id) = pick(rng, &world.vehicles) {
+                api.delete(format!("/vehicles/{id}")).await;
+            }
+        }
+        3 => {
+            let body = json!({"email": format!("r{n}@example.com"), "username": format!("user_{}", rng.gen_range(0..40))});
+            let reply = api.post("/accounts", body).await;
+            if reply.status == 201 {
+                world
+                    .accounts
+                    .push(reply.body["accountId"].as_str().unwrap().to_owned());
+            }
+        }
+        4 => {
+            if let Some(id) = pick(rng, &world.accounts) {
+                api.put(
+                    format!("/accounts/{id}/email"),
+                    json!({"email": format!("r{n}@example.com")}),
+                )
+                .await;
+            }
+        }
+        5 => {
+            if let Some(id) = pick(rng, &world.accounts) {
+                api.delete(format!("/accounts/{id}")).await;
+            }
+        }
+        6 => {
+            let reply =
+                fixtures::register_patron(api, BRANCH, &format!("RC-{n}"), "standard").await;
+            if reply.status == 201 {
+                world
+                    .patrons
+                    .push(reply.body["patronId"].as_str().unwrap().to_owned());
+            }
+        }
+        7 => {
+            if let Some(id) = pick(rng, &world.patrons) {
+                api.put(
+                    format!("/patrons/{id}/card"),
+                    json!({"cardNumber": format!("RC-{n}")}),
+                )
+                .await;
+            }
+        }
+        8 => {
+            if let Some(id) = pick(rng, &world.patrons) {
+                let tier = if n % 2 == 0 { "premium" } else { "standard" };
+                api.put(
+                    format!("/patrons/{id}/tier"),
+                    json!({"membershipTier": tier}),
+                )
+                .await;
+            }
+        }
+        9 => {
+            if let Some(id) = pick(rng, &world.patrons) {
+                api.delete(format!("/patrons/{id}")).await;
+            }
+        }
+        10 => {
+            let reply = fixtures::add_copy(api, BRANCH, ISBN).await;
+            if reply.status == 201 {
+                world
+                    .copies
+                    .push(reply.body["copyId"].as_str().unwrap().to_owned());
+            }
+        }
+        11 | 12 => {
+            if let (Some(patron), Some(copy)) =
+                (pick(rng, &world.patrons), pick(rng, &world.copies))
+            {
+                let reply = fixtures::checkout(api, &patron, BRANCH, &copy).await;
+                if reply.status == 201 {
+                    world.loans.push((
+                        patron,
+                        reply.body["checkoutId"].as_str().unwrap().to_owned(),
+                    ));
+                }
+            }
+        }
+        13 => {
+            if let Some((patron, loan)) = pick(rng, &world.loans) {
+                api.call("POST", format!("/patrons/{patron}/checkouts/{loan}/return"))
+                    .send()
+                    .await;
+            }
+        }
+        14 => {
+            if let Some((patron, loan)) = pick(rng, &world.loans) {
+                api.call("POST", format!("/patrons/{patron}/checkouts/{loan}/renew"))
+                    .send()
+                    .await;
+            }
+        }
+        _ => {
+            let id = format!("res-{}", n % 8);
+            let reply = api
+                .post("/resources", json!({"resourceId": id, "status": "draft"}))
+                .await;
+            if reply.status == 201 {
+                world.resources.push(id.clone());
+            }
+            let current = api.get(format!("/resources/{id}")).await;
+            if let Some(version) = current.body["version"].as_u64() {
+                api.call("PATCH", format!("/resources/{id}"))
+                    .json(json!({"status": format!("s{n}"), "action": "edit"}))
+                    .header("if-match", &format!("\"{version}\""))
+                    .send()
+                    .await;
+            }
+        }
+    }
+}
+
+/// A library to call on: the branch `fsck-lib` (the seed has its own), the book (which the seed
+/// may have made), some patrons and copies.
+async fn library(api: &Api, world: &mut World) {
+    fixtures::branch(api, BRANCH).await;
+    let book = fixtures::create_book(api, ISBN).await;
+    assert!([201, 409].contains(&book.status), "{book:?}");
+    for i in 0..6 {
+        world
+            .patrons
+            .push(fixtures::patron(api, BRANCH, &format!("LIB-{i}"), "premium").await);
+    }
+    for _ in 0..10 {
+        world.copies.push(fixtures::copy(api, BRANCH).await);
+    }
+}
+
+/// The branch of the random calls.
+const BRANCH: &str = "fsck-lib";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_built_through_the_api_has_no_finding() {
+    let api = Api::start(Mode::Direct).await;
+    seed(&api).await;
+    let seeded = check(&api.ctx).await;
+    assert!(seeded.scanned > 150, "{}", seeded.scanned);
+    assert_eq!(found(&seeded), Found::new(), "{:?}", seeded.findings);
+
+    let mut world = World::default();
+    library(&api, &mut world).await;
+    let mut rng = StdRng::seed_from_u64(23);
+    for _ in 0..600 {
+        random_call(&api, &mut rng, &mut world).await;
+    }
+    // The marker moves every loan due by now (the seed made some due in the past).
+    singlet::invoke::invoke(
+        &api.ctx,
+        "mark-overdue",
+        &json!({"time": singlet_functions::clock::iso(singlet_functions::clock::now())})
+            .to_string(),
+    )
+    .await
+    .unwrap();
+    let report = check(&api.ctx).await;
+    assert_eq!(found(&report), Found::new(), "{:?}", report.findings);
+    assert_eq!(report.repaired, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn calls_running_during_the_check_raise_nothing() {
+    let api = Api::start(Mode::Direct).await;
+    let mut world = World::default();
+    library(&api, &mut world).await;
+    let mut rng = StdRng::seed_from_u64(7);
+    for _ in 0..200 {
+        random_call(&api, &mut rng, &mut world).await;
+    }
+    let world = Arc::new(tokio::sync::Mutex::new(world));
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..8)
+        .map(|client| {
+            let (api, world, stop) = (api.clone(), world.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut rng = StdRng::seed_from_u64(100 + client);
+                let mut calls = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    // Each client works on a copy of what exists, merged back after.
+                    let mut mine = world.lock().await.clone();
+                    random_call(&api, &mut rng, &mut mine).await;
+                    merge(&mut *world.lock().await, mine);
+                    calls += 1;
+                }
+                calls
+            })
+        })
+        .collect();
+    for _ in 0..5 {
+        let report = check(&api.ctx).await;
+        assert_eq!(found(&report), Found::new(), "{:?}", report.findings);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut calls = 0;
+    for client in clients {
+        calls += client.await.unwrap();
+    }
+    assert!(calls > 50, "only {calls} calls ran during the checks");
+    let report = check(&api.ctx).await;
+    assert_eq!(found(&report), Found::new(), "{:?}", report.findings);
+}
+
+fn merge(into: &mut World, from: World) {
+    into.vehicles.extend(from.vehicles);
+    into.accounts.extend(from.accounts);
+    into.patrons.extend(from.patrons);
+    into.copies.extend(from.copies);
+    into.loans.extend(from.loans);
+    into.resources.extend(from.resources);
+    for list in [
+        &mut into.vehicles,
+        &mut into.accounts,
+        &mut into.patrons,
+        &mut into.copies,
+        &mut into.resources,
+    ] {
+        list.sort();
+        list.dedup();
+    }
+    into.loans.sort();
+    into.loans.dedup();
+}
+
+// ---- Detection and repair -------------------------------------------------------------------
+
+async fn vehicle(api: &Api, plate: &str, chassis: &str) -> String {
+    let body = json!({"plate": plate, "chassis": chassis, "depot": "north"});
+    let reply = api.post("/vehicles", body).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body["vehicleId"].as_str().unwrap().to_owned()
+}
+
+async fn account(api: &Api, email: &str, username: &str) -> String {
+    let reply = api
+        .post("/accounts", json!({"email": email, "username": username}))
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body["accountId"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired() {
+    let api = Api::start(Mode::Direct).await;
+    let ctx = &api.ctx;
+    let v1 = vehicle(&api, "V1", "VC1").await;
+    let v2 = vehicle(&api, "V2", "VC2").await;
+    let v3 = vehicle(&api, "V3", "VC3").await;
+    let _v4 = vehicle(&api, "V4", "VC4").await;
+    let v5 = vehicle(&api, "V5", "VC5").await;
+    let a1 = account(&api, "one@example.com", "one").await;
+    let _a2 = account(&api, "two@example.com", "two").await;
+    fixtures::library(&api).await;
+    let p1 = fixtures::patron(&api, "central", "CARD-1", "standard").await;
+    let p2 = fixtures::patron(&api, "central", "CARD-2", "standard").await;
+    let c1 = fixtures::copy(&api, "central").await;
+    let c2 = fixtures::copy(&api, "central").await;
+    assert_eq!(
+        fixtures::checkout(&api, &p1, "central", &c1).await.status,
+        201
+    );
+    let l2 = fixtures::lend(&api, &p2, "central").await["checkoutId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        api.post("/resources", json!({"resourceId": "r1", "status": "s0"}))
+            .await
+            .status,
+        201
+    );
+    for version in 1..=6 {
+        let reply = api
+            .call("PATCH", "/resources/r1")
+            .json(json!({"status": format!("s{version}"), "action": "edit"}))
+            .header("if-match", &format!("\"{version}\""))
+            .send()
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+    }
+    let idempotent = api
+        .call("POST", "/vehicles")
+        .json(json!({"plate": "V7", "chassis": "VC7", "depot": "north"}))
+        .header("idempotency-key", "fsck-key-1")
+        .send()
+        .await;
+    assert_eq!(idempotent.status, 201, "{idempotent:?}");
+    let record = api.items_with_pk_prefix("IDEMPOTENCY#").await;
+    let record = (
+        s(&record[0], "PK").to_owned(),
+        s(&record[0], "SK").to_owned(),
+    );
+    assert_eq!(found(&check(ctx).await), Found::new());
+
+    let copy_key = |copy: &str| ("BRANCH#central".to_owned(), format!("COPY#{copy}"));
+    let (c1_pk, c1_sk) = copy_key(&c1);
+    let (c2_pk, c2_sk) = copy_key(&c2);
+    // Delete a lock.
+    delete_raw(ctx, "PLATE#v1", "PLATE#v1").await;
+    // Orphan a lock: one naming no vehicle, and two whose account is gone.
+    put_raw(
+        ctx,
+        Item::from([
+            ("PK".into(), str_attr("CHASSIS#ghost")),
+            ("SK".into(), str_attr("CHASSIS#ghost")),
+            ("chassis".into(), str_attr("ghost")),
+            ("vehicleId".into(), str_attr("no-such-vehicle")),
+        ]),
+    )
+    .await;
+    delete_raw(ctx, &format!("ACCT#{a1}"), "PROFILE").await;
+    // Swap a lock's owner: V2's plate lock names V3.
+    update_raw(
+        ctx,
+        "PLATE#v2",
+        "PLATE#v2",
+        "SET vehicleId = :v",
+        &[(":v", str_attr(&v3))],
+    )
+    .await;
+    // Two real claimants: a vehicle written by hand with V5's plate (and its own chassis lock).
+    put_raw(
+        ctx,
+        Item::from([
+            ("PK".into(), str_attr("VEHICLE#twin")),
+            ("SK".into(), str_attr("VEHICLE#twin")),
+            ("vehicleId".into(), str_attr("twin")),
+            ("plate".into(), str_attr("v5")),
+            ("chassis".into(), str_attr("twinc")),
+            ("depot".into(), str_attr("north")),
+            ("addedAt".into(), AttributeValue::N("1".into())),
+        ]),
+    )
+    .await;
+    put_raw(
+        ctx,
+        Item::from([
+            ("PK".into(), str_attr("CHASSIS#twinc")),
+            ("SK".into(), str_attr("CHASSIS#twinc")),
+            ("chassis".into(), str_attr("twinc")),
+            ("vehicleId".into(), str_attr("twin")),
+        ]),
+    )
+    .await;
+    // Bump a patron's loan count.
+    update_raw(
+        ctx,
+        "BRANCH#central",
+        &format!("PATRON#{p2}"),
+        "SET activeLoans = activeLoans + :one",
+        &[(":one", AttributeValue::N("1".into()))],
+    )
+    .await;
+    // A copy `available` under its open loan; another `checked_out` with no loan.
+    update_raw(
+        ctx,
+        &c1_pk,
+        &c1_sk,
+        "SET #s = :s",
+        &[(":s", str_attr("available"))],
+    )
+    .await;
+    update_raw(
+        ctx,
+        &c2_pk,
+        &c2_sk,
+        "SET #s = :s",
+        &[(":s", str_attr("checked_out"))],
+    )
+    .await;
+    // Strip an open loan's index keys.
+    update_raw(
+        ctx,
+        &format!("PATRON#{p2}"),
+        &format!("CHECKOUT#{l2}"),
+        "REMOVE GSI1PK, GSI1SK",
+        &[],
+    )
+    .await;
+    // Drop an audit event.
+    delete_raw(ctx, "RESOURCE#r1", "EVENT#000000000005").await;
+    // `expiresAt` on a lock; none on an idempotency record.
+    update_raw(
+        ctx,
+        "CHASSIS#vc4",
+        "CHASSIS#vc4",
+        "SET expiresAt = :t",
+        &[(":t", AttributeValue::N("1".into()))],
+    )
+    .await;
+    update_raw(ctx, &record.0, &record.1, "REMOVE expiresAt", &[]).await;
+    // An item no entity decodes.
+    put_raw(
+        ctx,
+        Item::from([
+            ("PK".into(), str_attr("JUNK#1")),
+            ("SK".into(), str_attr("JUNK#1")),
+        ]),
+    )
+    .await;
+
+    let repairable = Found::from([
+        finding(
+            "lock-missing",
+            &format!("VEHICLE#{v1}"),
+            &format!("VEHICLE#{v1}"),
+        ),
+        finding("lock-orphan", "CHASSIS#ghost", "CHASSIS#ghost"),
+        finding("lock-orphan", "UNIQ#EMAIL#one@example.com", "LOCK"),
+        finding("lock-orphan", "UNIQ#HANDLE#one", "LOCK"),
+        finding("lock-orphan", "PLATE#v2", "PLATE#v2"),
+        finding(
+            "lock-missing",
+            &format!("VEHICLE#{v2}"),
+            &format!("VEHICLE#{v2}"),
+        ),
+        finding("active-loans", "BRANCH#central", &format!("PATRON#{p2}")),
+        finding("copy-status", &c1_pk, &c1_sk),
+        finding("copy-status", &c2_pk, &c2_sk),
+        finding(
+            "loan-index",
+            &format!("PATRON#{p2}"),
+            &format!("CHECKOUT#{l2}"),
+        ),
+        finding("expiry", "CHASSIS#vc4", "CHASSIS#vc4"),
+        finding("expiry", &record.0, &record.1),
+    ]);
+    let unrepairable = Found::from([
+        finding("lock-missing", "VEHICLE#twin", "VEHICLE#twin"),
+        finding("audit-history", "RESOURCE#r1", "CURRENT"),
+        finding("undecodable", "JUNK#1", "JUNK#1"),
+    ]);
+    let report = check(ctx).await;
+    assert_eq!(
+        found(&report),
+        repairable.union(&unrepairable).cloned().collect::<Found>(),
+        "{:#?}",
+        report.findings
+    );
+    for f in &report.findings {
+        let key = finding(f.rule.name(), &f.pk, &f.sk);
+        assert_eq!(f.repairable, repairable.contains(&key), "{f:?}");
+        assert!(f.repair.is_none() && f.repaired.is_none(), "{f:?}");
+    }
+    let missing = |detail: &str| report.findings.iter().any(|f| f.detail == detail);
+    assert!(missing("sequence 5 is missing"), "{:#?}", report.findings);
+
+    // A dry run says what it would write, and writes nothing.
+    let before = snapshot(&api).await;
+    let dry = repair(ctx, true).await;
+    assert_eq!(found(&dry), found(&report));
+    assert_eq!(dry.repaired, 0);
+    for f in &dry.findings {
+        assert_eq!(f.repair.is_some(), f.repairable, "{f:?}");
+        assert_eq!(f.repaired, None, "{f:?}");
+    }
+    assert_eq!(snapshot(&api).await, before);
+
+    let repaired = repair(ctx, false).await;
+    assert_eq!(found(&repaired), found(&report));
+    assert_eq!(
+        repaired.repaired as usize,
+        repairable.len(),
+        "{:#?}",
+        repaired.findings
+    );
+    assert_eq!(repaired.remaining(), unrepairable.len());
+
+    // What the repairs wrote.
+    let lock = api.item("PLATE#v1", "PLATE#v1").await.unwrap();
+    assert_eq!(s(&lock, "vehicleId"), v1);
+    // As the API writes a lock: through the model, with its entity type and version.
+    assert_eq!(s(&lock, "_et"), "plate-lock");
+    assert_eq!(lock["_v"].as_n().unwrap(), "1");
+    assert_eq!(
+        s(
+            &api.item("PLATE#v2", "PLATE#v2").await.unwrap(),
+            "vehicleId"
+        ),
+        v2
+    );
+    assert!(api.item("CHASSIS#ghost", "CHASSIS#ghost").await.is_none());
+    assert!(
+        api.item("UNIQ#EMAIL#one@example.com", "LOCK")
+            .await
+            .is_none()
+    );
+    assert!(api.item("UNIQ#HANDLE#one", "LOCK").await.is_none());
+    // The real claimant keeps its lock.
+    assert_eq!(
+        s(
+            &api.item("PLATE#v5", "PLATE#v5").await.unwrap(),
+            "vehicleId"
+        ),
+        v5
+    );
+    let patron = api
+        .item("BRANCH#central", &format!("PATRON#{p2}"))
+        .await
+        .unwrap();
+    assert_eq!(crate::harness::n(&patron, "activeLoans"), 1);
+    let copy = api.item(&c1_pk, &c1_sk).await.unwrap();
+    assert_eq!(s(&copy, "status"), "checked_out");
+    assert!(s(&copy, "GSI2SK").starts_with("checked_out#"), "{copy:?}");
+    let copy = api.item(&c2_pk, &c2_sk).await.unwrap();
+    assert_eq!(s(&copy, "status"), "available");
+    assert!(s(&copy, "GSI2SK").starts_with("available#"), "{copy:?}");
+    let loan = api
+        .item(&format!("PATRON#{p2}"), &format!("CHECKOUT#{l2}"))
+        .await
+        .unwrap();
+    assert!(s(&loan, "GSI1PK").starts_with("OPEN#"), "{loan:?}");
+    assert!(
+        !api.item("CHASSIS#vc4", "CHASSIS#vc4")
+            .await
+            .unwrap()
+            .contains_key("expiresAt")
+    );
+    assert!(
+        api.item(&record.0, &record.1)
+            .await
+            .unwrap()
+            .contains_key("expiresAt")
+    );
+
+    // A second run finds only what a person must decide; a third repair writes nothing.
+    let second = check(ctx).await;
+    assert_eq!(found(&second), unrepairable, "{:#?}", second.findings);
+    let before = snapshot(&api).await;
+    let third = repair(ctx, false).await;
+    assert_eq!(third.repaired, 0);
+    assert_eq!(found(&third), unrepairable);
+    assert_eq!(snapshot(&api).await, before);
+}
+
+// ---- A torn restore -------------------------------------------------------------------------
+
+/// A fresh table in the same engine, holding `items`: a restore that kept exactly these.
+async fn restore(api: &Api, name: &str, items: &[Item]) -> Ctx {
+    singlet_functions::table::ensure_table(&api.ctx.db, name)
+        .await
+        .unwrap();
+    let ctx = Ctx::new(api.ctx.db.clone(), name, CursorKeys::random());
+    for item in items {
+        put_raw(&ctx, item.clone()).await;
+    }
+    ctx
+}
+
+/// The items `change` wrote (new or changed), and the table as it was before it.
+async fn around<F: std::future::Future<Output = ()>>(
+    api: &Api,
+    change: F,
+) -> (Vec<Item>, Vec<Item>) {
+    let before = api.items().await;
+    change.await;
+    let after = api.items().await;
+    let written = after
+        .into_iter()
+        .filter(|item| !before.contains(item))
+        .collect();
+    (before, written)
+}
+
+fn at(item: &Item) -> (String, String) {
+    (s(item, "PK").to_owned(), s(item, "SK").to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
+    let api = Api::start(Mode::Direct).await;
+    fixtures::library(&api).await;
+    let patron = fixtures::patron(&api, "central", "CARD-9", "standard").await;
+    let copy = fixtures::copy(&api, "central").await;
+    let vehicle_id = vehicle(&api, "T1", "TC1").await;
+
+    // A checkout writes the loan, the copy and the patron: the restore kept only the loan.
+    let (before, written) = around(&api, async {
+        assert_eq!(
+            fixtures::checkout(&api, &patron, "central", &copy)
+                .await
+                .status,
+            201
+        );
+    })
+    .await;
+    assert_eq!(written.len(), 3, "{written:?}");
+    let loan = written
+        .iter()
+        .find(|i| s(i, "SK").starts_with("CHECKOUT#"))
+        .unwrap();
+    let mut kept = before.clone();
+    kept.push(loan.clone());
+    let torn = restore(&api, "torn-checkout", &kept).await;
+    // A scan that read these items while the checkout committed (the loan after it, the copy and
+    // the patron before) raises nothing: the re-read sees the table whole.
+    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
+        .await
+        .unwrap();
+    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
+    assert_eq!(in_flight.scanned as usize, kept.len());
+    assert_eq!(
+        found(&check(&torn).await),
+        Found::from([
+            finding(
+                "active-loans",
+                "BRANCH#central",
+                &format!("PATRON#{patron}")
+            ),
+            finding("copy-status", "BRANCH#central", &format!("COPY#{copy}")),
+        ])
+    );
+    // ... or everything but the loan.
+    let mut kept = before.clone();
+    kept.retain(|i| !written.iter().any(|w| at(w) == at(i)));
+    kept.extend(
+        written
+            .iter()
+            .filter(|i| !s(i, "SK").starts_with("CHECKOUT#"))
+            .cloned(),
+    );
+    let torn = restore(&api, "torn-checkout-2", &kept).await;
+    // The copy `checked_out` with no loan in the scan: its loan is found by the second scan.
+    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
+        .await
+        .unwrap();
+    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
+    assert_eq!(
+        found(&check(&torn).await),
+        Found::from([
+            finding(
+                "active-loans",
+                "BRANCH#central",
+                &format!("PATRON#{patron}")
+            ),
+            finding("copy-status", "BRANCH#central", &format!("COPY#{copy}")),
+        ])
+    );
+
+    // A plate change claims the new lock, releases the old one and updates the vehicle: the
+    // restore kept only the new lock.
+    let (before, written) = around(&api, async {
+        let reply = api
+            .put(
+                format!("/vehicles/{vehicle_id}/plate"),
+                json!({"plate": "T2"}),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+    })
+    .await;
+    let new_lock = written.iter().find(|i| s(i, "PK") == "PLATE#t2").unwrap();
+    let mut kept = before.clone();
+    kept.push(new_lock.clone());
+    let torn = restore(&api, "torn-plate", &kept).await;
+    assert_eq!(
+        found(&check(&torn).await),
+        Found::from([finding("lock-orphan", "PLATE#t2", "PLATE#t2")])
+    );
+    // ... or only the vehicle's update: its new plate has no lock, its old lock an orphan.
+    let mut kept: Vec<Item> = before
+        .iter()
+        .filter(|i| {
+            at(i)
+                != (
+                    format!("VEHICLE#{vehicle_id}"),
+                    format!("VEHICLE#{vehicle_id}"),
+                )
+        })
+        .cloned()
+        .collect();
+    kept.push(
+        written
+            .iter()
+            .find(|i| s(i, "PK").starts_with("VEHICLE#"))
+            .unwrap()
+            .clone(),
+    );
+    let torn = restore(&api, "torn-plate-2", &kept).await;
+    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
+        .await
+        .unwrap();
+    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
+    let vehicle_key = format!("VEHICLE#{vehicle_id}");
+    assert_eq!(
+        found(&check(&torn).await),
+        Found::from([
+            finding("lock-missing", &vehicle_key, &vehicle_key),
+            finding("lock-orphan", "PLATE#t1", "PLATE#t1"),
+        ])
+    );
+    // The repair of that restore hands the value over and a second check finds nothing.
+    assert_eq!(repair(&torn, false).await.repaired, 2);
+    assert_eq!(found(&check(&torn).await), Found::new());
+}
+
+// ---- The command ----------------------------------------------------------------------------
+
+/// `singlet fsck <args>` on the engine at `endpoint`: exit code, standard output, standard error.
+fn run(endpoint: &str, args: &[&str]) -> (i32, String, String) {
+    let output = process::singlet()
+        .arg("fsck")
+        .args(args)
+        .args(["--endpoint", endpoint])
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_exits_0_clean_1_with_findings_2_when_it_cannot_run() {
+    let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+    let ctx = Ctx::new(client, "singlet", CursorKeys::random());
+
+    let (code, out, _) = run(&endpoint, &["--json"]);
+    assert_eq!(code, 0, "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report, json!({"scanned": 0, "findings": [], "repaired": 0}));
+
+    put_raw(
+        &ctx,
+        Item::from([
+            ("PK".into(), str_attr("PLATE#gone")),
+            ("SK".into(), str_attr("PLATE#gone")),
+            ("plate".into(), str_attr("gone")),
+            ("vehicleId".into(), str_attr("nobody")),
+        ]),
+    )
+    .await;
+    // Options of the runner before the subcommand work too.
+    let output = process::singlet()
+        .args([
+            "--endpoint",
+            &endpoint,
+            "--table",
+            "singlet",
+            "fsck",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report,
+        json!({"scanned": 1, "repaired": 0, "findings": [{
+            "rule": "lock-orphan", "pk": "PLATE#gone", "sk": "PLATE#gone",
+            "detail": "names vehicleId nobody, which does not exist", "repairable": true}]})
+    );
+
+    let (code, out, _) = run(&endpoint, &["--repair", "--dry-run"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("would delete PLATE#gone / PLATE#gone"),
+        "{out}"
+    );
+    let (code, out, _) = run(&endpoint, &["--repair", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["repaired"], 1);
+    assert_eq!(report["findings"][0]["repaired"], true);
+    let (code, out, _) = run(&endpoint, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(out, "scanned 0 items: 0 findings\n");
+
+    // It cannot run: no engine there, or options that do not go together.
+    let (code, out, err) = run("http://127.0.0.1:1", &["--json"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(out, "");
+    assert!(err.contains("fsck: cannot run"), "{err}");
+    let (code, _, err) = run(&endpoint, &["--dry-run"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = run(&endpoint, &["--segments", "0"]);
+    assert_eq!(code, 2, "{err}");
+}
