@@ -45,6 +45,14 @@ pub fn app(gateway: Gateway) -> axum::Router {
         .route("/openapi.json", axum::routing::get(openapi))
 }
 
+/// The API alone, without the console (`--no-console`).
+pub fn app_without_console(gateway: Gateway) -> axum::Router {
+    axum::Router::new()
+        .fallback(dispatch)
+        .with_state(gateway)
+        .route("/openapi.json", axum::routing::get(openapi))
+}
+
 /// The contract as OpenAPI 3.1 (`docs/openapi.yaml`), as JSON, for client generators and API
 /// tools. The runner only: API Gateway serves the functions' routes and nothing else.
 async fn openapi() -> Response {
@@ -66,6 +74,20 @@ pub const OPENAPI_YAML: &str = include_str!("../docs/openapi.yaml");
 
 pub async fn serve(listener: TcpListener, gateway: Gateway) -> std::io::Result<()> {
     axum::serve(listener, app(gateway)).await
+}
+
+/// [`serve`], with the console or without it.
+pub async fn serve_with(
+    listener: TcpListener,
+    gateway: Gateway,
+    console: bool,
+) -> std::io::Result<()> {
+    let app = if console {
+        app(gateway)
+    } else {
+        app_without_console(gateway)
+    };
+    axum::serve(listener, app).await
 }
 
 /// Serves `gateway` in the background on a free loopback port and answers its base URL

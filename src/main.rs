@@ -29,6 +29,9 @@ struct Cli {
     /// The API's port on 127.0.0.1.
     #[arg(long, default_value_t = 3000, global = true)]
     port: u16,
+    /// Serve the API without the console at /_console.
+    #[arg(long, global = true)]
+    no_console: bool,
     /// How often `mark-overdue` runs, in seconds (0: never), as its EventBridge schedule does.
     #[arg(long, default_value_t = 900, global = true)]
     mark_overdue_every: u64,
@@ -91,6 +94,11 @@ enum Command {
         /// An event file, such as events/register-vehicle.json.
         #[arg(long)]
         event: PathBuf,
+        /// Run the function as if its clock read this time (ISO-8601, such as
+        /// 2026-12-29T09:00:00Z): a loan checked out is due from then, `mark-overdue` marks
+        /// what is due by then. Local only: nothing sets a function's clock on Lambda.
+        #[arg(long, value_parser = parse_clock)]
+        clock: Option<time::OffsetDateTime>,
     },
     /// Print a bearer token that a runner started in this directory accepts.
     Token {
@@ -100,9 +108,11 @@ enum Command {
         /// Space-separated scopes, such as "fleet:write library:staff".
         #[arg(long, default_value = "")]
         scope: String,
-        /// Another claim, `name=value` (such as `patron_id=<id>`); repeatable.
+        /// Another claim, `name=value` (such as `patron_id=<id>`), or a default one replaced
+        /// (`nbf=soon` makes a malformed token; `scope=` leaves `scope` out); repeatable. A
+        /// whole number given to `exp`, `nbf` or `iat` is a number, anything else a string.
         #[arg(long, value_parser = parse_claim)]
-        claim: Vec<(String, String)>,
+        claim: Vec<(String, serde_json::Value)>,
         /// Seconds the token stays valid.
         #[arg(long, default_value_t = 3600)]
         ttl: i64,
@@ -111,10 +121,20 @@ enum Command {
     Seed,
 }
 
-fn parse_claim(raw: &str) -> Result<(String, String), String> {
-    raw.split_once('=')
-        .map(|(name, value)| (name.to_owned(), value.to_owned()))
-        .ok_or_else(|| format!("{raw:?} is not name=value"))
+fn parse_clock(raw: &str) -> Result<time::OffsetDateTime, String> {
+    singlet_functions::clock::parse_iso(raw)
+        .ok_or_else(|| format!("{raw:?} is not an ISO-8601 time such as 2026-12-29T09:00:00Z"))
+}
+
+fn parse_claim(raw: &str) -> Result<(String, serde_json::Value), String> {
+    let (name, value) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("{raw:?} is not name=value"))?;
+    let value = match (name, value.parse::<i64>()) {
+        ("exp" | "nbf" | "iat", Ok(seconds)) => seconds.into(),
+        _ => value.into(),
+    };
+    Ok((name.to_owned(), value))
 }
 
 #[tokio::main]
@@ -141,15 +161,19 @@ async fn run(cli: Cli) -> Result<(), String> {
             ttl,
         }) => {
             let (_, issuer) = Authorizer::local(&cli.tokens.key_dir)?;
-            let extra = claim
-                .into_iter()
-                .map(|(name, value)| (name, value.into()))
-                .collect();
+            let extra = claim.into_iter().collect();
             println!("{}", issuer.mint(&sub, &scope, &extra, ttl));
             Ok(())
         }
-        Some(Command::Invoke { function, event }) => {
-            let ctx = connect(&cli.engine, false).await?;
+        Some(Command::Invoke {
+            function,
+            event,
+            clock,
+        }) => {
+            let mut ctx = connect(&cli.engine, false).await?;
+            if let Some(at) = clock {
+                ctx.clock = singlet_functions::clock::Clock::reading(at);
+            }
             let event = std::fs::read_to_string(&event)
                 .map_err(|e| format!("cannot read {}: {e}", event.display()))?;
             let response = invoke::invoke(&ctx, &function, &event).await?;
@@ -171,14 +195,21 @@ async fn run(cli: Cli) -> Result<(), String> {
             let addr = listener
                 .local_addr()
                 .map_err(|e| format!("cannot read the listening address: {e}"))?;
-            tracing::info!(api = %format!("http://{addr}"), "singlet is serving");
+            let api = format!("http://{addr}");
+            if cli.no_console {
+                tracing::info!(%api, "singlet is serving");
+            } else {
+                // The console's URL holds its secret: only who reads this output can use it.
+                let console = singlet::console::url(&api);
+                tracing::info!(%api, %console, "singlet is serving");
+            }
             if cli.mark_overdue_every > 0 {
                 let every = std::time::Duration::from_secs(cli.mark_overdue_every);
                 tokio::spawn(invoke::schedule(ctx.clone(), every));
             }
             let gateway = gateway(&cli.tokens, ctx)?;
             tokio::select! {
-                served = front_door::serve(listener, gateway) => served.map_err(|e| e.to_string()),
+                served = front_door::serve_with(listener, gateway, !cli.no_console) => served.map_err(|e| e.to_string()),
                 _ = tokio::signal::ctrl_c() => Ok(()),
             }
         }

@@ -19,6 +19,7 @@ mod fleet;
 mod idempotency;
 mod library;
 mod loans;
+mod logs;
 mod openapi;
 mod readme;
 mod reliability;

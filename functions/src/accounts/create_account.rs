@@ -5,7 +5,9 @@
 //! are), read from the cancellation by part, never by index. Safe to retry with
 //! `Idempotency-Key`.
 
-use super::{Account, AccountRow, MAX_DISPLAY_NAME_LEN, Part, Unique, UniqueValue};
+use super::{
+    Account, AccountRow, MAX_DISPLAY_NAME_LEN, Part, Unique, UniqueLock, UniqueValue, owner_lock,
+};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
@@ -36,17 +38,31 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/accounts/{account_id}"), &account);
 
+    let caller = principal(&req);
+    // A subject owns one account; `accounts:admin` makes any number, for anyone.
+    let owners_one = !caller.has_scope("accounts:admin");
     let mut transaction = Transaction::new().put(
         Part::Account,
         ctx.put(item(
             &keys::account(&account_id),
             &AccountRow {
                 account: account.clone(),
-                owner: principal(&req).subject.clone(),
+                owner: caller.subject.clone(),
+                owners_one,
             },
         ))
         .condition_expression(ABSENT),
     );
+    if owners_one {
+        let lock = UniqueLock {
+            account_id: account_id.clone(),
+            value: String::new(),
+        };
+        transaction = transaction.put(
+            Part::OwnerLock,
+            lock::claim(ctx, &owner_lock(ctx, &caller.subject), &lock),
+        );
+    }
     for value in [UniqueValue::Email(email), UniqueValue::Username(username)] {
         transaction = transaction.put(
             Part::Lock(value.kind()),
@@ -67,6 +83,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 .into_iter()
                 .filter(|unique| cancelled.failed(Part::Lock(*unique)))
                 .map(|unique| FieldError::new(unique.field(), Code::Taken))
+                .chain(
+                    cancelled
+                        .failed(Part::OwnerLock)
+                        .then(|| FieldError::new("owner", Code::LimitReached)),
+                )
                 .collect(),
         )),
     }

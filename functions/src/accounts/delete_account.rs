@@ -5,10 +5,11 @@
 //! the account only if it still holds what we read, and releasing each lock only if it still
 //! names this account.
 
-use super::{HOLDER, MAX_ATTEMPTS, Part, UniqueValue, load};
+use super::{HOLDER, MAX_ATTEMPTS, Part, UniqueValue, load_row, owner_lock};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::idempotency;
 use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
 use singlet_shared::keys;
@@ -17,7 +18,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (account_id,) = (path_id(&req, "accountId"),).all_valid()?;
 
     for _ in 0..MAX_ATTEMPTS {
-        let account = load(ctx, &req, &account_id).await?;
+        let row = load_row(ctx, &req, &account_id).await?;
+        let account = &row.account;
         let mut transaction = Transaction::new().delete(
             Part::Account,
             ctx.delete(&keys::account(&account_id))
@@ -34,6 +36,20 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 lock::release(ctx, &value.lock_key(), HOLDER, &account_id),
             );
         }
+        // Its owner may make another account now.
+        if row.owners_one {
+            transaction = transaction.delete(
+                Part::OwnerLock,
+                lock::release(ctx, &owner_lock(ctx, &row.owner), HOLDER, &account_id),
+            );
+        }
+        let transaction = idempotency::forgetting(
+            ctx,
+            transaction,
+            Part::IdempotencyRecord,
+            "create-account",
+            &account_id,
+        );
         match transaction.commit(ctx).await? {
             Commit::Done => {
                 tracing::info!(%account_id, "account deleted");

@@ -45,6 +45,16 @@ pub struct AccountRow {
     /// `accounts:admin` reaches it.
     #[serde(default)]
     pub owner: String,
+    /// Whether the account is its owner's one account (made without `accounts:admin`), holding
+    /// the owner's lock ([`owner_lock`]) that its deletion releases.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owners_one: bool,
+}
+
+/// The lock that keeps a subject without `accounts:admin` to one account: keyed by a keyed hash
+/// of its subject (a subject can be an email: it stays out of the key), naming the account.
+pub fn owner_lock(ctx: &Ctx, owner: &str) -> Key {
+    keys::owner_lock(&ctx.ids.pseudonym("account owner", &[owner]))
 }
 
 /// A lock item: which account holds a unique value.
@@ -143,6 +153,10 @@ pub enum Part {
     Lock(Unique),
     /// The lock being released.
     OldLock(Unique),
+    /// The record of the `Idempotency-Key` that created the account, if one did.
+    IdempotencyRecord,
+    /// The owner's one account ([`owner_lock`]).
+    OwnerLock,
 }
 
 /// The attribute of a lock that names the account holding it.
@@ -154,10 +168,14 @@ pub const MAX_ATTEMPTS: usize = 3;
 /// One strongly consistent read of an account the caller may reach, or `404`: another subject's
 /// account is answered as if it did not exist.
 pub async fn load(ctx: &Ctx, req: &Request, account_id: &Id) -> Result<Account, ApiError> {
+    load_row(ctx, req, account_id).await.map(|row| row.account)
+}
+
+/// [`load`], with what the account row keeps beside the account.
+pub async fn load_row(ctx: &Ctx, req: &Request, account_id: &Id) -> Result<AccountRow, ApiError> {
     ctx.get::<AccountRow>(&keys::account(account_id))
         .await?
         .filter(|row| principal(req).may_reach_account(&row.owner))
-        .map(|row| row.account)
         .ok_or_else(|| ApiError::not_found("account"))
 }
 
@@ -196,15 +214,20 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
             return Ok(ok(&account));
         }
 
-        let commit = Transaction::new()
-            .put(
-                Part::Lock(unique),
-                lock::claim(ctx, &value.lock_key(), &value.lock(&account_id)),
-            )
-            .delete(
-                Part::OldLock(unique),
-                lock::release(ctx, &old.lock_key(), HOLDER, &account_id),
-            )
+        let mut transaction = Transaction::new();
+        // A look-alike of the account's own value has the same lock: it stays.
+        if value.lock_key() != old.lock_key() {
+            transaction = transaction
+                .put(
+                    Part::Lock(unique),
+                    lock::claim(ctx, &value.lock_key(), &value.lock(&account_id)),
+                )
+                .delete(
+                    Part::OldLock(unique),
+                    lock::release(ctx, &old.lock_key(), HOLDER, &account_id),
+                );
+        }
+        let commit = transaction
             .update(
                 Part::Account,
                 ctx.update(&keys::account(&account_id))

@@ -9,6 +9,7 @@ use super::{HOLDER, MAX_ATTEMPTS, load};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::idempotency;
 use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
 use singlet_shared::keys;
@@ -18,6 +19,8 @@ enum Part {
     Vehicle,
     PlateLock,
     ChassisLock,
+    /// The record of the `Idempotency-Key` that registered it, if one did.
+    IdempotencyRecord,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -25,7 +28,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     for _ in 0..MAX_ATTEMPTS {
         let vehicle = load(ctx, &vehicle_id).await?;
-        let commit = Transaction::new()
+        let retire = Transaction::new()
             .delete(
                 Part::Vehicle,
                 ctx.delete(&keys::vehicle(&vehicle_id))
@@ -45,9 +48,16 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     HOLDER,
                     &vehicle_id,
                 ),
-            )
-            .commit(ctx)
-            .await?;
+            );
+        let commit = idempotency::forgetting(
+            ctx,
+            retire,
+            Part::IdempotencyRecord,
+            "register-vehicle",
+            &vehicle_id,
+        )
+        .commit(ctx)
+        .await?;
 
         match commit {
             Commit::Done => {

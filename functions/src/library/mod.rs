@@ -344,6 +344,18 @@ pub fn free_loan_slot(ctx: &Ctx, branch_id: &Id, patron_id: &Id) -> UpdateBuilde
 /// A copy's move between `available` and `checked_out`, for a transaction: its status and its
 /// availability-index sort key change together, only if it is `from` now. The one place a copy
 /// changes status.
+/// Adds `delta` (1 for a copy back on the shelf or added, -1 for one lent) to the count of a
+/// book's copies available at a branch ([`keys::book_availability`]), in the transaction that
+/// changes the copy: so `GET /books/{isbn}/availability` reads counts, never copies. Unconditional
+/// (`ADD` makes the item at its first copy); two transactions counting for one book at one branch
+/// conflict, and the later is sent again (`store::transaction`).
+pub fn count_available(ctx: &Ctx, isbn: &Isbn13, branch_id: &Id, delta: i64) -> UpdateBuilder {
+    ctx.update(&keys::book_availability(isbn, branch_id))
+        .update_expression("SET branchId = :branch ADD availableCopies :delta")
+        .expression_attribute_values(":branch", s(branch_id.as_str()))
+        .expression_attribute_values(":delta", n(delta))
+}
+
 pub fn move_copy(
     ctx: &Ctx,
     (isbn, branch_id, copy_id): (&Isbn13, &Id, &Id),

@@ -88,7 +88,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     fresh = Some(decode(row)?);
                     continue;
                 }
-                tracing::error!(%patron_id, failed = ?cancelled.failed, "a patron's card lock disagrees with it");
+                tracing::error!(%patron_id, failed = ?cancelled.parts(), "a patron's card lock disagrees with it");
                 return Err(ApiError::Internal);
             }
         }

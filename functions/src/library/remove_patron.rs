@@ -19,6 +19,7 @@ use super::{CARD_HOLDER, MAX_ATTEMPTS, Patron, find_patron, remove};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::idempotency;
 use crate::store::{Commit, Transaction, decode, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
@@ -27,6 +28,8 @@ use singlet_shared::keys;
 enum Part {
     Patron,
     Card,
+    /// The record of the `Idempotency-Key` that registered it, if one did.
+    IdempotencyRecord,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -39,7 +42,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Some(patron) => patron,
             None => find_patron(ctx, &patron_id).await?,
         };
-        let commit = Transaction::new()
+        let removal = Transaction::new()
             .delete(Part::Patron, remove(ctx, &patron))
             .delete(
                 Part::Card,
@@ -49,9 +52,16 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     CARD_HOLDER,
                     &patron_id,
                 ),
-            )
-            .commit(ctx)
-            .await?;
+            );
+        let commit = idempotency::forgetting(
+            ctx,
+            removal,
+            Part::IdempotencyRecord,
+            "register-patron",
+            &patron_id,
+        )
+        .commit(ctx)
+        .await?;
 
         match commit {
             Commit::Done => {
