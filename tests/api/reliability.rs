@@ -388,9 +388,10 @@ async fn a_poison_item_in_every_open_loans_shard_blocks_no_loan() {
         json!({"time": due, "detail-type": "Scheduled Event"}).to_string(),
     )
     .unwrap();
+    // Two months ahead: the marker's clock must read so too, or it marks as of its own clock.
     let output = tokio::task::spawn_blocking(move || {
         singlet(&endpoint, &[])
-            .args(["invoke", "mark-overdue", "--event"])
+            .args(["invoke", "mark-overdue", "--clock", &due, "--event"])
             .arg(&event)
             .output()
             .unwrap()
