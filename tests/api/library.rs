@@ -7,7 +7,6 @@ use crate::fixtures::{
     register_patron,
 };
 use crate::harness::{Api, Item, Mode, Reply, n, s};
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
