@@ -59,6 +59,15 @@ async fn look_alike_emails_are_refused_or_one_address(api: Api) {
         assert_eq!(check.status, 200, "{check:?}");
         assert_eq!(check.body["available"], false, "{look_alike}: {check:?}");
     }
+    // The holder may change to a look-alike of its own address: the lock stays where it is.
+    let own = api
+        .put(
+            format!("/accounts/{}/email", id(&ada)),
+            json!({"email": "\u{0430}da@example.com"}),
+        )
+        .await;
+    assert_eq!(own.status, 200, "{own:?}");
+    assert_eq!(api.items_with_pk_prefix("UNIQ#EMAIL#").await.len(), 1);
     let idna = sign_up(&api, "Grace@B\u{00FC}cher.Example", "grace").await;
     assert_eq!(idna.status, 201, "{idna:?}");
     assert_eq!(idna.body["email"], "grace@xn--bcher-kva.example");

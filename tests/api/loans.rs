@@ -1392,3 +1392,24 @@ async fn an_event_from_the_future_marks_only_what_the_clock_says_is_due() {
     let item = loan_item(&api, &loan).await.unwrap();
     assert!(item.contains_key("GSI3PK"), "marked: {item:?}");
 }
+
+/// A handler runs on its context's clock (`invoke --clock`): a checkout made "a month ahead" is
+/// due from then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_on_a_set_clock_is_due_from_that_time() {
+    let api = Api::start(Mode::Direct).await;
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let copy_id = copy(&api, "central").await;
+    let month_ahead = clock::now() + time::Duration::days(30);
+    let mut clocked = api.ctx.clone();
+    clocked.clock = clock::Clock::reading(month_ahead);
+    let loan = checkout(&api.with_ctx(clocked), &patron_id, "central", &copy_id).await;
+    assert_eq!(loan.status, 201, "{loan:?}");
+    let due = clock::parse_iso(loan.body["dueDate"].as_str().unwrap()).unwrap();
+    let expected = month_ahead + time::Duration::days(21);
+    assert!(
+        (due - expected).abs() < time::Duration::minutes(1),
+        "due {due}, expected about {expected}"
+    );
+}
