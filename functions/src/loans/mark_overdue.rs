@@ -185,6 +185,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn now_is_the_event_time_but_never_past_the_clock_plus_five_minutes() {
+        let clock = clock::parse_iso("2026-11-29T18:00:00Z").unwrap();
+        let at = |raw: &str| clock::parse_iso(raw).unwrap();
+        assert_eq!(
+            run_time(at("2026-11-29T17:59:00Z"), clock),
+            at("2026-11-29T17:59:00Z")
+        );
+        assert_eq!(
+            run_time(at("2026-11-29T18:04:00Z"), clock),
+            at("2026-11-29T18:04:00Z")
+        );
+        assert_eq!(
+            run_time(at("2026-12-29T18:00:00Z"), clock),
+            at("2026-11-29T18:05:00Z")
+        );
+    }
+
+    #[test]
     fn the_event_time_is_now() {
         let event: ScheduledEvent =
             serde_json::from_str(r#"{"time": "2026-11-29T18:15:00Z", "detail": {}}"#).unwrap();
