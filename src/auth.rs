@@ -203,28 +203,56 @@ impl Authorizer {
         validation.leeway = 0;
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).ok()?;
+        // A time claim that is present is a NumericDate (RFC 7519: a number of seconds, which
+        // may have a fraction), or the token is refused: never read as "absent".
+        let malformed = ["exp", "nbf", "iat"].into_iter().any(|name| {
+            data.claims
+                .get(name)
+                .is_some_and(|v| numeric_date(v).is_none())
+        });
+        if malformed {
+            return None;
+        }
         Some(data.claims)
     }
 }
 
-/// Whether a verified token's time window holds `now` (seconds since the epoch), as the first
-/// check read it (jsonwebtoken's rules, no leeway): an `exp` in whole seconds not passed, and an
-/// `nbf` in whole seconds (any other `nbf` is not one, and is ignored) reached.
-fn in_window(claims: &Claims, now: u64) -> bool {
-    let second = |name: &str| claims.get(name).and_then(Value::as_u64);
-    second("exp").is_some_and(|exp| exp >= now) && second("nbf").is_none_or(|nbf| nbf <= now)
+/// A claim's value as a NumericDate: a finite, non-negative number of seconds.
+fn numeric_date(value: &Value) -> Option<f64> {
+    value.as_f64().filter(|s| s.is_finite() && *s >= 0.0)
 }
 
-/// The token's scopes: its `scope` claim (OAuth 2.0, space-separated) or `scp` list.
-pub fn scopes(claims: &Claims) -> Vec<String> {
-    match (claims.get("scope"), claims.get("scp")) {
-        (Some(Value::String(scope)), _) => scope.split_whitespace().map(str::to_owned).collect(),
-        (_, Some(Value::Array(list))) => list
-            .iter()
-            .filter_map(|s| s.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
+/// Whether a verified token's time window holds `now` (seconds since the epoch), as the first
+/// check read it (no leeway): its `exp` not passed, and its `nbf`, if any, reached.
+fn in_window(claims: &Claims, now: u64) -> bool {
+    let now = now as f64;
+    let date = |name: &str| claims.get(name).map(numeric_date);
+    match (date("exp"), date("nbf")) {
+        (Some(Some(exp)), None) => exp >= now,
+        (Some(Some(exp)), Some(Some(nbf))) => exp >= now && nbf <= now,
+        _ => false,
     }
+}
+
+/// The token's scopes, from `scope` (OAuth 2.0) and `scp` (Entra ID, Okta), each a
+/// space-separated string or a list of strings, as API Gateway's JWT authorizer reads them.
+pub fn scopes(claims: &Claims) -> Vec<String> {
+    let mut scopes = Vec::new();
+    for claim in ["scope", "scp"] {
+        match claims.get(claim) {
+            Some(Value::String(list)) => {
+                scopes.extend(list.split_whitespace().map(str::to_owned));
+            }
+            Some(Value::Array(list)) => scopes.extend(
+                list.iter()
+                    .filter_map(Value::as_str)
+                    .flat_map(str::split_whitespace)
+                    .map(str::to_owned),
+            ),
+            _ => {}
+        }
+    }
+    scopes
 }
 
 /// `requestContext.authorizer` as API Gateway builds it: every claim as a string, and the scopes.
@@ -232,8 +260,19 @@ pub fn authorizer_context(claims: &Claims) -> Value {
     let strings: Map<String, Value> = claims
         .iter()
         .map(|(name, value)| {
+            // API Gateway flattens a list claim to `[a b]`.
             let text = match value {
                 Value::String(s) => s.clone(),
+                Value::Array(items) => {
+                    let items: Vec<String> = items
+                        .iter()
+                        .map(|item| match item {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect();
+                    format!("[{}]", items.join(" "))
+                }
                 other => other.to_string(),
             };
             (name.clone(), Value::String(text))
@@ -243,10 +282,13 @@ pub fn authorizer_context(claims: &Claims) -> Value {
 }
 
 impl LocalIssuer {
-    /// A token for `subject` with `scopes`, `extra` claims, valid for `ttl_seconds` from now.
+    /// A token for `subject` with `scopes`, valid for `ttl_seconds` from now, and `extra`
+    /// claims, which replace a default claim of the same name (`nbf`, `exp` and `scope`
+    /// included, so a malformed token can be made on purpose). A `scope` that is empty, by
+    /// default or by `extra`, is left out.
     pub fn mint(&self, subject: &str, scopes: &str, extra: &Claims, ttl_seconds: i64) -> String {
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        let mut claims = extra.clone();
+        let mut claims = Claims::new();
         claims.insert("iss".into(), LOCAL_ISSUER.into());
         claims.insert("aud".into(), LOCAL_AUDIENCE.into());
         claims.insert("sub".into(), subject.into());
@@ -254,6 +296,10 @@ impl LocalIssuer {
         claims.insert("iat".into(), now.into());
         claims.insert("nbf".into(), now.into());
         claims.insert("exp".into(), (now + ttl_seconds).into());
+        claims.extend(extra.clone());
+        if claims.get("scope").is_some_and(|s| s == "") {
+            claims.remove("scope");
+        }
         self.sign(&claims)
     }
 
@@ -311,9 +357,13 @@ mod tests {
         let mut fractional = claims(100, None);
         fractional.insert("nbf".into(), 60.5.into());
         assert!(
-            in_window(&fractional, 50),
-            "an nbf that is no whole second is ignored"
+            !in_window(&fractional, 50),
+            "a NumericDate may have a fraction: it is read, never ignored"
         );
+        assert!(in_window(&fractional, 61));
+        let mut malformed = claims(100, None);
+        malformed.insert("nbf".into(), "soon".into());
+        assert!(!in_window(&malformed, 50), "a malformed nbf never passes");
     }
 
     #[test]

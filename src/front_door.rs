@@ -55,6 +55,17 @@ pub fn app_with_cors(gateway: Gateway, origins: &[String]) -> axum::Router {
         .route("/", axum::routing::get(index))
 }
 
+/// The API alone, without the console (`--no-console`): for a runner other local users or
+/// processes can reach, where the console's view of the whole table is not wanted.
+pub fn app_without_console(gateway: Gateway, origins: &[String]) -> axum::Router {
+    with_cors(
+        axum::Router::new().fallback(dispatch).with_state(gateway),
+        origins,
+    )
+    .route("/openapi.json", axum::routing::get(openapi))
+    .route("/", axum::routing::get(index))
+}
+
 /// `GET /` (the runner only; API Gateway has no such route): where things are, for a person
 /// who opened the base URL, and what every route needs.
 async fn index() -> Response {

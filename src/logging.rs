@@ -54,6 +54,8 @@ pub fn init(format: LogFormat) -> bool {
 pub struct Banner<'a> {
     /// The API's base URL, `http://127.0.0.1:3000`.
     pub api: &'a str,
+    /// The console's URL with its per-start secret; none with `--no-console`.
+    pub console: Option<&'a str>,
     /// The embedded engine's DynamoDB endpoint, when the runner serves one.
     pub engine: Option<&'a str>,
     /// The table's name.
@@ -68,12 +70,11 @@ pub struct Banner<'a> {
 /// command that gets a token, since every route needs one.
 pub fn banner(b: &Banner) -> String {
     let (api, table) = (b.api, b.table);
-    let mut text = format!(
-        "\nsinglet is serving\n\
-         \x20 API       {api}\n\
-         \x20 console   {api}/_console\n\
-         \x20 OpenAPI   {api}/openapi.json\n"
-    );
+    let mut text = format!("\nsinglet is serving\n\x20 API       {api}\n");
+    if let Some(console) = b.console {
+        text += &format!("  console   {console}\n");
+    }
+    text += &format!("  OpenAPI   {api}/openapi.json\n");
     if let Some(engine) = b.engine {
         text += &format!(
             "  DynamoDB  {engine}   (aws dynamodb scan --table-name {table} --endpoint-url {engine})\n"

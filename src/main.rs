@@ -89,6 +89,9 @@ struct ServeArgs {
     /// repeatable. None by default, as the template's `CorsAllowedOrigins`.
     #[arg(long = "cors-origin", value_name = "ORIGIN", value_parser = front_door::parse_origin)]
     cors_origins: Vec<String>,
+    /// Serve the API without the console at /_console.
+    #[arg(long)]
+    no_console: bool,
     #[command(flatten)]
     issuer: IssuerArgs,
 }
@@ -182,6 +185,11 @@ struct InvokeArgs {
     /// List the functions (each one's route or schedule) instead.
     #[arg(long, conflicts_with_all = ["function", "event"])]
     list: bool,
+    /// Run the function as if its clock read this time (ISO-8601, such as
+    /// 2026-12-29T09:00:00Z): a loan checked out is due from then, `mark-overdue` marks what is
+    /// due by then. Local only: nothing sets a function's clock on Lambda.
+    #[arg(long, value_parser = parse_clock)]
+    clock: Option<time::OffsetDateTime>,
 }
 
 #[derive(Args)]
@@ -193,18 +201,30 @@ struct TokenArgs {
     /// `403` on every route).
     #[arg(long, default_value = "")]
     scope: String,
-    /// Another claim, `name=value` (such as `patron_id=<id>`); repeatable.
+    /// Another claim, `name=value` (such as `patron_id=<id>`), or a default one replaced
+    /// (`nbf=soon` makes a malformed token; `scope=` leaves `scope` out); repeatable. A whole
+    /// number given to `exp`, `nbf` or `iat` is a number, anything else a string.
     #[arg(long, value_parser = parse_claim)]
-    claim: Vec<(String, String)>,
+    claim: Vec<(String, serde_json::Value)>,
     /// Seconds the token stays valid.
     #[arg(long, default_value_t = 3600)]
     ttl: i64,
 }
 
-fn parse_claim(raw: &str) -> Result<(String, String), String> {
-    raw.split_once('=')
-        .map(|(name, value)| (name.to_owned(), value.to_owned()))
-        .ok_or_else(|| format!("{raw:?} is not name=value"))
+fn parse_clock(raw: &str) -> Result<time::OffsetDateTime, String> {
+    singlet_functions::clock::parse_iso(raw)
+        .ok_or_else(|| format!("{raw:?} is not an ISO-8601 time such as 2026-12-29T09:00:00Z"))
+}
+
+fn parse_claim(raw: &str) -> Result<(String, serde_json::Value), String> {
+    let (name, value) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("{raw:?} is not name=value"))?;
+    let value = match (name, value.parse::<i64>()) {
+        ("exp" | "nbf" | "iat", Ok(seconds)) => seconds.into(),
+        _ => value.into(),
+    };
+    Ok((name.to_owned(), value))
 }
 
 /// What a command that could not run exits with (clap's usage errors too); `1` is left to a
@@ -240,7 +260,10 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             // The name first: a typo is told before any engine is opened.
             invoke::check_function(&function)?;
             let event = read_event(&event)?;
-            let (ctx, _) = connect(runner, None).await?;
+            let (mut ctx, _) = connect(runner, None).await?;
+            if let Some(at) = args.clock {
+                ctx.clock = singlet_functions::clock::Clock::reading(at);
+            }
             let response = invoke::invoke(&ctx, &function, &event).await?;
             println!("{}", serde_json::to_string_pretty(&response).expect("JSON"));
             Ok(ExitCode::SUCCESS)
@@ -283,11 +306,7 @@ fn token(runner: &RunnerArgs, args: TokenArgs) -> Result<ExitCode, String> {
             singlet_functions::routes::all_scopes().join(" ")
         );
     }
-    let extra = args
-        .claim
-        .into_iter()
-        .map(|(name, value)| (name, value.into()))
-        .collect();
+    let extra = args.claim.into_iter().collect();
     println!("{}", issuer.mint(&args.sub, &args.scope, &extra, args.ttl));
     Ok(ExitCode::SUCCESS)
 }
@@ -417,13 +436,19 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
     let api = format!("http://{addr}");
-    tracing::info!(%api, "singlet is serving");
+    // The console's URL holds its per-start secret: only who reads this output can use it.
+    let console = (!args.no_console).then(|| singlet::console::url(&api));
+    match &console {
+        Some(console) => tracing::info!(%api, %console, "singlet is serving"),
+        None => tracing::info!(%api, "singlet is serving"),
+    }
     let gateway = gateway(&runner.key_dir, &args.issuer, ctx.clone())?;
     if human && std::io::stderr().is_terminal() {
         eprint!(
             "{}",
             logging::banner(&logging::Banner {
                 api: &api,
+                console: console.as_deref(),
                 engine: engine_url.as_deref(),
                 table: &runner.table,
                 own_tokens: gateway.issuer.is_some(),
@@ -435,7 +460,11 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
         let every = std::time::Duration::from_secs(args.mark_overdue_every);
         tokio::spawn(invoke::schedule(ctx, every));
     }
-    let app = front_door::app_with_cors(gateway, &args.cors_origins);
+    let app = if args.no_console {
+        front_door::app_without_console(gateway, &args.cors_origins)
+    } else {
+        front_door::app_with_cors(gateway, &args.cors_origins)
+    };
     tokio::select! {
         served = axum::serve(listener, app) => served.map_err(|e| e.to_string()),
         _ = tokio::signal::ctrl_c() => Ok(()),

@@ -42,7 +42,7 @@ async fn console(base: &str, path: &str, body: Value) -> Value {
     let response = reqwest::Client::new()
         .post(format!("{base}/_console/api/{path}"))
         .header("content-type", "application/json")
-        .header("x-singlet-console", "1")
+        .header("x-singlet-console", singlet::console::secret())
         .body(body.to_string())
         .send()
         .await
@@ -115,7 +115,7 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
         keys,
         [
             format!("VEHICLE#{vehicle_id}").as_str(),
-            "PLATE#ka19 xtr",
+            "PLATE#ka19xtr",
             "CHASSIS#wvw1"
         ]
     );
@@ -347,7 +347,10 @@ async fn the_seed_fills_every_domain_and_mark_overdue_moves_its_loans_already_du
     assert!(indexes[0]["pk"].as_str().unwrap().starts_with("HISTORY#"));
 
     // Every pattern's example works against the seeded data, or fails only as the data says.
-    let state: Value = reqwest::get(format!("{base}/_console/api/state"))
+    let state: Value = reqwest::Client::new()
+        .get(format!("{base}/_console/api/state"))
+        .header("x-singlet-console", singlet::console::secret())
+        .send()
         .await
         .unwrap()
         .json()
@@ -423,18 +426,34 @@ async fn the_console_answers_only_its_own_page() {
         request.send()
     };
     let status = |r: reqwest::Response| r.status().as_u16();
+    let secret = singlet::console::secret();
     assert_eq!(
-        status(post(&[("x-singlet-console", "1")]).await.unwrap()),
+        status(post(&[("x-singlet-console", secret)]).await.unwrap()),
         200
     );
-    // A form or a simple fetch from another site cannot send the console's header.
+    // A form or a simple fetch from another site cannot send the console's header, and a local
+    // process that has not seen the runner's output does not know its secret.
     assert_eq!(status(post(&[]).await.unwrap()), 403);
+    assert_eq!(
+        status(post(&[("x-singlet-console", "1")]).await.unwrap()),
+        403
+    );
+    let state = http
+        .get(format!("{base}/_console/api/state"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        status(state),
+        403,
+        "the table is not dumped without the secret"
+    );
     for (name, value) in [
         ("origin", "https://evil.example"),
         ("host", "evil.example:3000"),
         ("sec-fetch-site", "cross-site"),
     ] {
-        let refused = post(&[("x-singlet-console", "1"), (name, value)])
+        let refused = post(&[("x-singlet-console", secret), (name, value)])
             .await
             .unwrap();
         assert_eq!(status(refused), 403, "{name}: {value}");
@@ -715,7 +734,12 @@ async fn the_page_in_a_real_browser() {
         return;
     };
     let (ctx, base) = start().await;
-    driver.goto(&format!("{base}/_console#fleet")).await;
+    driver
+        .goto(&format!(
+            "{base}/_console?token={}#fleet",
+            singlet::console::secret()
+        ))
+        .await;
     driver.idle().await;
     assert!(driver.text(".brand").await.contains("singlet"));
 

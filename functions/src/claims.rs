@@ -13,6 +13,8 @@ pub const PATRON_CLAIM: &str = "patron_id";
 /// The verified caller of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
+    /// The token's `iss`: with `sub`, who the caller is (two issuers may use one `sub`).
+    pub issuer: String,
     /// The token's `sub`.
     pub subject: String,
     scopes: Vec<String>,
@@ -27,13 +29,27 @@ impl Principal {
         };
         let jwt = context.authorizer.as_ref()?.jwt.as_ref()?;
         let subject = jwt.claims.get("sub").filter(|s| !s.is_empty())?.clone();
-        // API Gateway lists the scopes it matched; the `scope` claim (OAuth 2.0, space-separated)
-        // holds them all.
+        // API Gateway lists the scopes it matched; the `scope` claim (OAuth 2.0) or `scp` (Entra
+        // ID, Okta) holds them all, space-separated, or as a list, which API Gateway hands over
+        // as one string, `[a b]`.
         let mut scopes: Vec<String> = jwt.scopes.clone().unwrap_or_default();
-        if let Some(claim) = jwt.claims.get("scope") {
-            scopes.extend(claim.split_whitespace().map(str::to_owned));
+        for claim in ["scope", "scp"] {
+            if let Some(list) = jwt.claims.get(claim) {
+                let list = list.trim();
+                let list = list
+                    .strip_prefix('[')
+                    .and_then(|l| l.strip_suffix(']'))
+                    .unwrap_or(list);
+                scopes.extend(
+                    list.split(|c: char| c.is_whitespace() || c == ',')
+                        .map(|s| s.trim_matches('"'))
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned),
+                );
+            }
         }
         Some(Self {
+            issuer: jwt.claims.get("iss").cloned().unwrap_or_default(),
             subject,
             scopes,
             patron_id: jwt.claims.get(PATRON_CLAIM).cloned(),

@@ -1,6 +1,7 @@
 //! The context every handler is given: the DynamoDB client, the table's name and the server's
 //! keys (cursors, derived ids). It is read from the environment here and nowhere else, once per cold start.
 
+use crate::clock::Clock;
 use crate::cursor::CursorKeys;
 use crate::ids::IdKey;
 use aws_sdk_dynamodb::Client;
@@ -19,15 +20,29 @@ pub struct Ctx {
     pub cursors: Arc<CursorKeys>,
     /// Derives entity ids from `Idempotency-Key`s.
     pub ids: Arc<IdKey>,
+    /// How long a request may take in all before it is answered `503` ([`REQUEST_DEADLINE`]).
+    pub deadline: Duration,
+    /// What time it is for this context's handlers: the system's, except where the local
+    /// runner sets another (`invoke --clock`).
+    pub clock: Clock,
 }
+
+/// The deadline around every request's handler: under the Lambda's 10 s timeout, so a request
+/// whose engine calls and retries add up is answered `503` with `retry-after` by the function,
+/// never by API Gateway's generic error when the Lambda is killed.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(8);
 
 impl Ctx {
     pub fn new(db: Client, table: impl Into<Arc<str>>, cursors: CursorKeys) -> Self {
+        let ids = Arc::new(IdKey::derived_from(cursors.server_secret()));
+        crate::store::item::use_log_key(ids.clone());
         Self {
             db,
             table: table.into(),
-            ids: Arc::new(IdKey::derived_from(cursors.signing_secret())),
+            ids,
             cursors: Arc::new(cursors),
+            deadline: REQUEST_DEADLINE,
+            clock: Clock::system(),
         }
     }
 
@@ -43,7 +58,15 @@ impl Ctx {
         let table = var("TABLE_NAME")
             .filter(|t| !t.is_empty())
             .ok_or("TABLE_NAME is not set: the function does not know its table")?;
-        let cursors = CursorKeys::from_vars(var)?;
+        let cursors = CursorKeys::from_vars(&var)?;
+        // `sam local invoke` runs this binary with events/env.json's published key, on purpose.
+        if cursors.is_published() && var("AWS_SAM_LOCAL").as_deref() != Some("true") {
+            return Err(
+                "CURSOR_KEY is a key published with singlet's source: anyone could sign \
+                 cursors and compute derived ids; deploy with a secret of your own"
+                    .into(),
+            );
+        }
         Ok(Self::new(lambda_client(), table, cursors))
     }
 }

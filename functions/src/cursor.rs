@@ -25,6 +25,14 @@ const TAG_LEN: usize = 32;
 
 type Item = HashMap<String, AttributeValue>;
 
+/// The keys published with singlet's source (the runner's default, and `events/env.json`'s for
+/// `sam local invoke`): anyone can sign cursors and compute derived ids with them, so a function
+/// on Lambda refuses to start with one (`Ctx::from_lambda_env`).
+pub const PUBLISHED_KEYS: [&str; 2] = [
+    "singlet-local-development-secret-do-not-deploy",
+    "local-only-cursor-key-not-a-secret-0123456789",
+];
+
 /// One signing key and its id.
 struct SigningKey {
     kid: [u8; KID_LEN],
@@ -32,8 +40,14 @@ struct SigningKey {
 }
 
 impl SigningKey {
-    fn new(secret: impl Into<Vec<u8>>) -> Self {
-        let secret = secret.into();
+    /// The cursor key derived from the server's secret (`server_secret`): HMAC under a label of
+    /// its own, so that it is not the key ids are derived with (`crate::ids::IdKey`), and
+    /// knowing one tells nothing of the other.
+    fn new(server_secret: impl Into<Vec<u8>>) -> Self {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&server_secret.into())
+            .expect("HMAC takes any key length");
+        mac.update(b"singlet cursors");
+        let secret = mac.finalize().into_bytes().to_vec();
         let digest = Sha256::digest(&secret);
         let kid = [digest[0], digest[1], digest[2], digest[3]];
         Self { kid, secret }
@@ -54,13 +68,17 @@ impl SigningKey {
 pub struct CursorKeys {
     current: SigningKey,
     previous: Option<(SigningKey, OffsetDateTime)>,
+    /// The server's secret both keys are derived from.
+    server_secret: Vec<u8>,
 }
 
 impl CursorKeys {
     pub fn new(secret: impl Into<Vec<u8>>) -> Self {
+        let server_secret = secret.into();
         Self {
-            current: SigningKey::new(secret),
+            current: SigningKey::new(server_secret.clone()),
             previous: None,
+            server_secret,
         }
     }
 
@@ -116,9 +134,20 @@ impl CursorKeys {
         Ok(keys)
     }
 
-    /// The current key's secret: the server's secret, from which the id key is derived.
-    pub(crate) fn signing_secret(&self) -> &[u8] {
-        &self.current.secret
+    /// The server's secret, from which the cursor key and the id key are derived apart.
+    pub(crate) fn server_secret(&self) -> &[u8] {
+        &self.server_secret
+    }
+
+    /// Whether the current or previous key is one of the [`PUBLISHED_KEYS`].
+    pub fn is_published(&self) -> bool {
+        let published = |secret: &[u8]| PUBLISHED_KEYS.iter().any(|k| k.as_bytes() == secret);
+        published(&self.server_secret)
+            || self.previous.as_ref().is_some_and(|(key, _)| {
+                PUBLISHED_KEYS
+                    .iter()
+                    .any(|k| SigningKey::new(k.as_bytes().to_vec()).secret == key.secret)
+            })
     }
 
     fn verifying(&self, kid: &[u8], now: OffsetDateTime) -> Option<&SigningKey> {

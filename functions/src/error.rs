@@ -88,6 +88,8 @@ pub enum ApiError {
     Unprocessable(String),
     /// 428: a guarded update without `if-match`.
     PreconditionRequired,
+    /// 410: what an `Idempotency-Key` created has been deleted since, and its answer with it.
+    Gone,
     /// 503: the engine could not be reached, or throttled past the SDK's retries.
     Unavailable,
     /// 500: a bug. The cause is logged where it happened, never sent.
@@ -151,6 +153,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
+            ApiError::Gone => StatusCode::GONE,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -168,6 +171,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => "unsupported-media-type",
             ApiError::Unprocessable(_) => "unprocessable",
             ApiError::PreconditionRequired => "precondition-required",
+            ApiError::Gone => "gone",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
             ApiError::Unauthorized => "unauthorized",
@@ -189,6 +193,9 @@ impl ApiError {
             ApiError::Unprocessable(detail) => detail.clone(),
             ApiError::PreconditionRequired => {
                 "this update needs an if-match header carrying the version you read".into()
+            }
+            ApiError::Gone => {
+                "what this Idempotency-Key created has been deleted; use a new key".into()
             }
             ApiError::Unavailable => "the database is unavailable; retry shortly".into(),
             ApiError::Internal => "an unexpected error occurred".into(),

@@ -262,22 +262,32 @@ pub fn no_content() -> Response<Body> {
     response
 }
 
-/// The version an `if-match` header names (`"7"`, `W/"7"` or `7`); `None` when absent.
+/// The version an `if-match` header names (`"7"` or `7`); `None` when absent. A weak tag
+/// (`W/"7"`) never matches under RFC 9110's strong comparison, which `if-match` uses: it names
+/// [`NO_VERSION`], so the update is `412` with the current version to read again.
 pub fn if_match(req: &Request, max: u64) -> Result<Option<u64>, FieldError> {
     let Some(value) = req.headers().get(header::IF_MATCH) else {
         return Ok(None);
     };
     let raw = value.to_str().unwrap_or_default().trim();
-    let raw = raw.strip_prefix("W/").unwrap_or(raw);
+    let (weak, raw) = match raw.strip_prefix("W/") {
+        Some(tag) => (true, tag),
+        None => (false, raw),
+    };
     let raw = raw
         .strip_prefix('"')
         .and_then(|r| r.strip_suffix('"'))
         .unwrap_or(raw);
     match raw.parse::<u64>() {
-        Ok(version) if (1..=max).contains(&version) => Ok(Some(version)),
+        Ok(version) if (1..=max).contains(&version) => {
+            Ok(Some(if weak { NO_VERSION } else { version }))
+        }
         _ => Err(FieldError::new("if-match", Code::Invalid)),
     }
 }
+
+/// The version a weak `if-match` tag names: none, since versions start at 1.
+pub const NO_VERSION: u64 = 0;
 
 /// A header's value as text (a value that is not text reads as U+FFFD, which no parser accepts).
 pub fn header_str<'r>(req: &'r Request, name: &str) -> Option<&'r str> {

@@ -1,27 +1,36 @@
 //! `Idempotency-Key` on the routes that take one (every creating `POST`, return and renew),
 //! written once.
 //!
-//! The key (scoped to the route being served) does three things:
-//! - it becomes the transaction's `ClientRequestToken`, so DynamoDB itself refuses to apply one
+//! A key belongs to its caller: its scope is the route, the token's issuer and its subject
+//! ([`crate::ids::Caller`]), so another subject's same key is another key, which neither replays
+//! the first caller's answer nor blocks it. From that scope and the key, an id is derived under
+//! the server's secret (`crate::ids::IdKey`), and it does three things:
+//! - it names the new entity, so every retry names the same entity and no client can compute
+//!   another's id from a key it guessed; the id's lock `ID#<id>` is put with the entity and never
+//!   deleted, so a derived id is never held by two entities, nor comes back after its entity is
+//!   deleted, whatever becomes of the key's record;
+//! - it is the transaction's `ClientRequestToken`, so DynamoDB itself refuses to apply one
 //!   request twice within its 10-minute window;
-//! - it derives the new entity's id, under the server's secret (`crate::ids::IdKey`), so every retry
-//!   names the same entity and no client can compute another's id from a key it guessed; the
-//!   id's lock `ID#<id>` is put with the entity and never deleted, so a derived id is never held
-//!   by two entities, nor comes back after its entity is deleted, whatever becomes of the key's
-//!   record;
-//! - the transaction also puts a record `IDEMPOTENCY#<route>#<key>` holding a fingerprint of the
-//!   request and the response it got, guarded by `attribute_not_exists`. A retry fails that
-//!   guard (or DynamoDB's token check) and gets the recorded response back, byte for byte; the
-//!   same key with another request is `422`.
+//! - it keys the record `IDEMPOTENCY#<route>#<id>` the transaction also puts, holding a fingerprint of
+//!   the request and the response it got, guarded by `attribute_not_exists`. A retry fails that
+//!   guard (or DynamoDB's token check) and gets the recorded response back, byte for byte, with
+//!   `idempotent-replayed: true`; the same key with another request is `422`.
 //!
 //! A record replays for 10 minutes (`replayUntil`); after that the key is spent and reusing it is
 //! `422` for as long as the record stays: at least [`KEEP_SECONDS`] (`expiresAt`, the table's TTL
 //! attribute). Only a request that succeeded is recorded, so a retry of a `400` or `409` runs
 //! again.
+//!
+//! A recorded `201` holds the created entity, personal data included. Because the record is keyed
+//! by the entity's own id, the route that deletes the entity overwrites the record in the same
+//! transaction ([`forget`]) with a tombstone holding nothing but its expiry: a replay is then
+//! `410`, and nothing of the deleted entity lives on in it.
 
+use crate::claims::principal;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code};
 use crate::http::{header_str, served_route};
+use crate::ids::Caller;
 use crate::model::idempotency::{IdLock, IdempotencyRecord as Record};
 use crate::store::{Cancelled, Commit, Item, Put, TokenCommit, Transaction, decode};
 use lambda_http::http::{HeaderName, HeaderValue, StatusCode, header};
@@ -32,6 +41,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use uuid::Uuid;
 
 pub const HEADER: &str = "idempotency-key";
+/// The header marking a replayed answer.
+pub const REPLAYED: &str = "idempotent-replayed";
 pub const MAX_KEY_LEN: usize = 36;
 /// How long a key is remembered: DynamoDB's own window for `ClientRequestToken`.
 pub const WINDOW_SECONDS: u64 = 10 * 60;
@@ -40,15 +51,16 @@ pub const KEEP_SECONDS: u64 = 24 * 60 * 60;
 
 pub struct Idempotency {
     route: &'static str,
-    key: Id,
     fingerprint: String,
     derived: Uuid,
 }
 
 impl Idempotency {
     /// `None` without the header (or on a route that takes none); `400` for a key that is not
-    /// 1..36 of `[A-Za-z0-9_-]`. The fingerprint covers the method, the path and the body as
-    /// parsed JSON, so neither white space nor field order makes two requests different.
+    /// 1..36 of `[A-Za-z0-9_-]`. The fingerprint covers the caller, the method, the path and the
+    /// body as parsed JSON, so neither white space nor field order makes two requests different.
+    /// A route that takes no body passes `Null`: what was sent is fingerprinted then, so a body
+    /// where the first request had none is another request.
     pub fn from_request(
         ctx: &Ctx,
         req: &Request,
@@ -62,17 +74,28 @@ impl Idempotency {
             .ok()
             .filter(|k| k.as_str().len() <= MAX_KEY_LEN)
             .ok_or(ApiError::field("Idempotency-Key", Code::Invalid))?;
+        let caller = principal(req);
+        let caller = Caller {
+            issuer: &caller.issuer,
+            subject: &caller.subject,
+        };
         let mut hash = Sha256::new();
-        hash.update(req.method().as_str());
-        hash.update([0]);
+        for part in [caller.issuer, caller.subject, req.method().as_str()] {
+            hash.update(part);
+            hash.update([0]);
+        }
         hash.update(req.uri().path());
         hash.update([0]);
-        canonical(body, &mut hash);
+        let sent: &[u8] = req.body().as_ref();
+        match (body, serde_json::from_slice::<serde_json::Value>(sent)) {
+            (serde_json::Value::Null, Ok(parsed)) => canonical(&parsed, &mut hash),
+            (serde_json::Value::Null, Err(_)) if !sent.is_empty() => hash.update(sent),
+            (body, _) => canonical(body, &mut hash),
+        }
         let fingerprint = format!("{:x}", hash.finalize());
-        let derived = ctx.ids.uuid(route.function, &key);
+        let derived = ctx.ids.uuid(route.function, caller, &key);
         Ok(Some(Self {
             route: route.function,
-            key,
             fingerprint,
             derived,
         }))
@@ -89,7 +112,7 @@ impl Idempotency {
     }
 
     fn record_key(&self) -> Key {
-        keys::idempotency_record(self.route, &self.key)
+        keys::idempotency_record(self.route, &self.derived_id())
     }
 
     fn record(&self, response: &Response<Body>) -> Record {
@@ -113,12 +136,16 @@ impl Idempotency {
             etag: text(header::ETAG),
             replay_until: now_seconds() + WINDOW_SECONDS,
             expires_at: now_seconds() + KEEP_SECONDS,
+            gone: false,
         }
     }
 
     /// The recorded response, or `422` if the key was used for another request or is spent.
     fn replay(&self, stored: &Item) -> Result<Response<Body>, ApiError> {
         let record: Record = decode(stored)?;
+        if record.gone {
+            return Err(ApiError::Gone);
+        }
         if record.fingerprint != self.fingerprint {
             return Err(ApiError::Unprocessable(
                 "this Idempotency-Key was already used with a different request".into(),
@@ -127,7 +154,7 @@ impl Idempotency {
         if record.replay_until <= now_seconds() {
             return Err(spent_key());
         }
-        tracing::info!(route = self.route, key = %self.key, "replayed an idempotent request");
+        tracing::info!(route = self.route, "replayed an idempotent request");
         let mut response = Response::new(Body::Text(record.body));
         *response.status_mut() =
             StatusCode::from_u16(record.status).map_err(|_| ApiError::Internal)?;
@@ -136,6 +163,7 @@ impl Idempotency {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        headers.insert(REPLAYED, HeaderValue::from_static("true"));
         for (name, value) in [
             (header::LOCATION, record.location),
             (header::ETAG, record.etag),
@@ -160,6 +188,33 @@ pub async fn recorded(
     match ctx.get_item(&idempotency.record_key()).await? {
         Some(stored) => idempotency.replay(&stored).map(Some),
         None => Ok(None),
+    }
+}
+
+/// The part a route that deletes an entity adds to its transaction: when the entity's id was
+/// derived from an `Idempotency-Key`, its record becomes a tombstone (kept for as long as a record
+/// is), so a replay of the create is `410` and no personal data stays in the record. `None` for
+/// an id made at random, which no record names.
+pub fn forget(created_by: &str, entity_id: &Id) -> Option<Put> {
+    crate::ids::is_derived(entity_id).then(|| {
+        Put::new(&Record::tombstone(
+            keys::idempotency_record(created_by, entity_id),
+            now_seconds() + KEEP_SECONDS,
+        ))
+    })
+}
+
+/// `transaction` with [`forget`]'s tombstone as `part`, when `entity_id`, created by the route
+/// whose function is `created_by`, has a record.
+pub fn forgetting<P: Copy + PartialEq + std::fmt::Debug>(
+    transaction: Transaction<P>,
+    part: P,
+    created_by: &str,
+    entity_id: &Id,
+) -> Transaction<P> {
+    match forget(created_by, entity_id) {
+        Some(tombstone) => transaction.put(part, tombstone),
+        None => transaction,
     }
 }
 

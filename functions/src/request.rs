@@ -52,7 +52,20 @@ pub async fn answer(ctx: &Ctx, route: &'static Route, mut req: Request) -> Answe
                 Some(p) => req.extensions_mut().insert(p.clone()),
             };
             check_body(&req)?;
-            (route.handler)(ctx, req).await
+            // Whatever the handler was waiting for is dropped with it: an engine call in
+            // flight may still commit, as after the SDK's own timeout, which is why a `503`
+            // says "retry" (with the same `Idempotency-Key`), never "nothing was written".
+            let handled = ctx.clock.run((route.handler)(ctx, req));
+            match tokio::time::timeout(ctx.deadline, handled).await {
+                Ok(answered) => answered,
+                Err(_) => {
+                    tracing::warn!(
+                        deadline_ms = ctx.deadline.as_millis() as u64,
+                        "request deadline passed"
+                    );
+                    Err(ApiError::Unavailable)
+                }
+            }
         })
         .await;
         let response = match outcome {

@@ -35,6 +35,7 @@ pub const ACCOUNT_PREFIX: &str = "ACCT#";
 pub const PROFILE: &str = "PROFILE";
 pub const EMAIL_LOCK_PREFIX: &str = "UNIQ#EMAIL#";
 pub const HANDLE_LOCK_PREFIX: &str = "UNIQ#HANDLE#";
+pub const OWNER_LOCK_PREFIX: &str = "UNIQ#OWNER#";
 /// The sort key of an email or username lock.
 pub const LOCK: &str = "LOCK";
 pub const BRANCH_PREFIX: &str = "BRANCH#";
@@ -60,12 +61,14 @@ pub fn vehicle(vehicle_id: &Id) -> Key {
     same(format!("{VEHICLE_PREFIX}{vehicle_id}"))
 }
 
+/// Keyed by the plate without spaces and hyphens (`PLATE#ka19xtr`), so every spelling of one
+/// plate meets one lock.
 pub fn plate_lock(plate: &Plate) -> Key {
-    same(format!("{PLATE_PREFIX}{plate}"))
+    same(format!("{PLATE_PREFIX}{}", plate.compact()))
 }
 
 pub fn chassis_lock(chassis: &Chassis) -> Key {
-    same(format!("{CHASSIS_PREFIX}{chassis}"))
+    same(format!("{CHASSIS_PREFIX}{}", chassis.compact()))
 }
 
 /// The GSI5 partition of one depot's vehicles.
@@ -91,9 +94,21 @@ pub fn account(account_id: &Id) -> Key {
     }
 }
 
+/// Keyed by the address's confusable skeleton ([`Email::skeleton`]), so two addresses that look
+/// alike meet one lock.
 pub fn email_lock(email: &Email) -> Key {
     Key {
-        pk: format!("{EMAIL_LOCK_PREFIX}{email}"),
+        pk: format!("{EMAIL_LOCK_PREFIX}{}", email.skeleton()),
+        sk: LOCK.into(),
+    }
+}
+
+/// The lock of a subject's one account, keyed by a keyed hash of the subject (never the subject
+/// itself, which may be an email).
+pub fn owner_lock(owner_pseudonym: &str) -> Key {
+    debug_assert!(owner_pseudonym.bytes().all(|b| b.is_ascii_hexdigit()));
+    Key {
+        pk: format!("{OWNER_LOCK_PREFIX}{owner_pseudonym}"),
         sk: LOCK.into(),
     }
 }
@@ -153,6 +168,18 @@ pub fn card_lock(card_number: &CardNumber) -> Key {
 
 pub fn book(isbn: &Isbn13) -> Key {
     same(format!("{BOOK_PREFIX}{isbn}"))
+}
+
+/// The sort-key prefix of a book's per-branch availability counts, in the book's partition.
+pub const AVAILABLE_PREFIX: &str = "AVAILABLE#";
+
+/// How many copies of a book a branch has on the shelf: one item per book and branch, in the
+/// book's partition, kept by the transactions that change a copy's status.
+pub fn book_availability(isbn: &Isbn13, branch_id: &Id) -> Key {
+    Key {
+        pk: format!("{BOOK_PREFIX}{isbn}"),
+        sk: format!("{AVAILABLE_PREFIX}{branch_id}"),
+    }
 }
 
 pub fn copy(branch_id: &Id, copy_id: &Id) -> Key {
@@ -351,11 +378,31 @@ pub fn resource_event(resource_id: &Id, sequence: u64) -> Key {
     }
 }
 
+// ---- Logs -----------------------------------------------------------------------------------
+
+/// The entity type of an item whose partition key holds a value a person gave (a plate, a
+/// chassis number, an email's skeleton, a username, a card number): a log names such an item
+/// by this and a keyed hash, never by its key. `None` for keys made of ids.
+pub fn value_keyed(pk: &str) -> Option<&'static str> {
+    [
+        (PLATE_PREFIX, "plate-lock"),
+        (CHASSIS_PREFIX, "chassis-lock"),
+        (EMAIL_LOCK_PREFIX, "email-lock"),
+        (HANDLE_LOCK_PREFIX, "username-lock"),
+        (CARD_PREFIX, "card-lock"),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| pk.starts_with(prefix))
+    .map(|(_, entity)| entity)
+}
+
 // ---- Idempotency ----------------------------------------------------------------------------
 
-/// The record of one `Idempotency-Key` on one creating route.
-pub fn idempotency_record(route: &str, key: &Id) -> Key {
-    same(format!("{IDEMPOTENCY_PREFIX}{route}#{key}"))
+/// The record of one `Idempotency-Key` on `route`, under the id it derives from the route, the
+/// caller and the key (`functions::ids`): so the route that deletes the entity that id names
+/// finds the record too. The route leads, so IAM can allow each function its own records only.
+pub fn idempotency_record(route: &str, derived_id: &Id) -> Key {
+    same(format!("{IDEMPOTENCY_PREFIX}{route}#{derived_id}"))
 }
 
 /// The lock of an id derived from an `Idempotency-Key`, put with the entity and never deleted:
@@ -383,7 +430,7 @@ mod tests {
             }
         );
         let plate = Plate::parse(" KA19  xtr").unwrap();
-        assert_eq!(plate_lock(&plate).pk, "PLATE#ka19 xtr");
+        assert_eq!(plate_lock(&plate).pk, "PLATE#ka19xtr");
         assert_eq!(
             chassis_lock(&Chassis::parse("WVW1").unwrap()).sk,
             "CHASSIS#wvw1"
@@ -399,7 +446,8 @@ mod tests {
         assert_eq!(
             email_lock(&email),
             Key {
-                pk: "UNIQ#EMAIL#ada@example.com".into(),
+                // The confusable skeleton: `m` reads as `rn` (README, "Accounts").
+                pk: "UNIQ#EMAIL#ada@exarnple.corn".into(),
                 sk: "LOCK".into()
             }
         );

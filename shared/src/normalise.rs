@@ -153,6 +153,12 @@ impl Plate {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         registration(raw).map(Self)
     }
+
+    /// The plate without its spaces and hyphens, which are formatting: `KA19XTR`, `KA 19 XTR`
+    /// and `KA-19-XTR` are one plate, `ka19xtr`. Uniqueness compares this form.
+    pub fn compact(&self) -> String {
+        compact(&self.0)
+    }
 }
 
 impl Depot {
@@ -179,6 +185,18 @@ impl Chassis {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         registration(raw).map(Self)
     }
+
+    /// The chassis number without spaces and hyphens, as [`Plate::compact`].
+    pub fn compact(&self) -> String {
+        compact(&self.0)
+    }
+}
+
+fn compact(registration: &str) -> String {
+    registration
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-'))
+        .collect()
 }
 
 /// Plates and chassis numbers share one rule: after folding, ASCII letters, digits, spaces and
@@ -199,11 +217,23 @@ fn registration(raw: &str) -> Result<String, Invalid> {
     {
         return Err(Invalid::Invalid);
     }
+    // Nothing but separators: nothing to register.
+    if compact(&value).is_empty() {
+        return Err(Invalid::Invalid);
+    }
     Ok(value)
 }
 
 impl Email {
+    /// NFKC, lower case, trimmed; one `@` between a non-empty local part (no white space, no
+    /// `#`, nothing that disguises text) and a dotted domain, which IDNA (UTS #46) maps to ASCII
+    /// (`bücher.example` is `xn--bcher-kva.example`); at most 254 characters. An invisible
+    /// character anywhere ([`is_invisible`]) is refused: it would make a second address that
+    /// displays as the first.
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        if raw.chars().any(is_invisible) {
+            return Err(Invalid::Invalid);
+        }
         let value = fold(raw).trim().to_owned();
         if value.is_empty() {
             return Err(Invalid::Required);
@@ -214,20 +244,60 @@ impl Email {
         let Some((local, domain)) = value.split_once('@') else {
             return Err(Invalid::Invalid);
         };
-        let domain_ok = domain.contains('.')
-            && domain.split('.').all(|label| {
-                !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-')
-            });
         // `#` is refused so that no email can put a key separator inside its lock's key.
         let local_ok = !local.is_empty()
-            && local
-                .chars()
-                .all(|c| !c.is_whitespace() && !disguises_text(c) && !matches!(c, '@' | '#'));
+            && local.chars().all(|c| {
+                !c.is_whitespace()
+                    && !disguises_text(c)
+                    && !is_invisible(c)
+                    && !matches!(c, '@' | '#')
+            });
+        let domain = idna::domain_to_ascii(domain).map_err(|_| Invalid::Invalid)?;
+        let domain_ok = domain.contains('.')
+            && domain.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            });
         if !(local_ok && domain_ok) {
             return Err(Invalid::Invalid);
         }
+        let value = format!("{local}@{domain}");
+        if value.chars().count() > MAX_EMAIL_LEN {
+            return Err(Invalid::TooLong);
+        }
         Ok(Self(value))
     }
+
+    /// What the address looks like: its UTS #39 confusable skeleton, so `аda@example.com`
+    /// (Cyrillic `а`) and `ada@example.com` have one. Two addresses with one skeleton are one
+    /// address for uniqueness. `%` and `#` (which a skeleton can produce from a look-alike such
+    /// as `♯`) are escaped, so the skeleton is safe in a key and stays one-to-one.
+    pub fn skeleton(&self) -> String {
+        // The domain as it displays: `xn--` labels are compared by what they spell.
+        let (local, domain) = self.0.split_once('@').expect("a parsed email has an @");
+        let (domain, _) = idna::domain_to_unicode(domain);
+        let skeleton: String = unicode_security::skeleton(&format!("{local}@{domain}")).collect();
+        skeleton.replace('%', "%25").replace('#', "%23")
+    }
+}
+
+/// Characters that display as nothing: Unicode's default-ignorable code points (soft hyphen,
+/// zero-width space and joiners, word joiner, U+180E, variation selectors, tags, ...) and the
+/// format characters (Unicode Cf: Arabic number signs, interlinear annotations, ...). In text a
+/// person reads they are harmless; in an address they make a second one that looks the same.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}'..='\u{1160}' | '\u{17B4}'..='\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}'
+        // Format characters that are not default-ignorable.
+        | '\u{0600}'..='\u{0605}' | '\u{06DD}' | '\u{070F}' | '\u{0890}'..='\u{0891}'
+        | '\u{08E2}' | '\u{110BD}' | '\u{110CD}' | '\u{13430}'..='\u{1343F}'
+    )
 }
 
 pub const USERNAME_LEN: std::ops::RangeInclusive<usize> = 3..=30;
@@ -404,6 +474,76 @@ mod tests {
         ] {
             assert_eq!(Plate::parse(raw).unwrap().as_str(), "ka19 xtr", "{raw:?}");
         }
+    }
+
+    #[test]
+    fn separators_are_formatting_not_part_of_the_registration() {
+        let one = Plate::parse("KA19XTR").unwrap().compact();
+        for spelling in ["KA 19 XTR", "KA-19-XTR", "K A 1 9 X T R", "ka-19 xtr"] {
+            let plate = Plate::parse(spelling).unwrap();
+            assert_eq!(plate.compact(), one, "{spelling}");
+            assert_ne!(plate.as_str(), "ka19xtr", "the plate keeps its spelling");
+        }
+        assert_eq!(one, "ka19xtr");
+        assert_eq!(
+            Chassis::parse("WVW-ZZZ 1JZ").unwrap().compact(),
+            "wvwzzz1jz"
+        );
+        assert_eq!(Plate::parse("- -"), Err(Invalid::Invalid));
+        for accented in ["KÄ19", "KA19Ø", "ＫＡ１９ＸＴ\u{0301}"] {
+            assert_eq!(Plate::parse(accented), Err(Invalid::Invalid), "{accented}");
+        }
+    }
+
+    #[test]
+    fn invisible_characters_make_an_email_invalid() {
+        for disguised in [
+            "ad\u{200B}a@example.com", // zero-width space
+            "ad\u{00AD}a@example.com", // soft hyphen
+            "ad\u{2060}a@example.com", // word joiner
+            "ad\u{180E}a@example.com", // Mongolian vowel separator
+            "ad\u{FEFF}a@example.com", // zero-width no-break space
+            "ada@exam\u{200B}ple.com",
+            "ada@example.com\u{E0001}",
+        ] {
+            assert_eq!(
+                Email::parse(disguised),
+                Err(Invalid::Invalid),
+                "{disguised:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn email_domains_are_mapped_by_idna_and_look_alikes_share_a_skeleton() {
+        assert_eq!(
+            Email::parse("Ada@Bücher.Example").unwrap().as_str(),
+            "ada@xn--bcher-kva.example"
+        );
+        assert_eq!(
+            Email::parse("ada@xn--bcher-kva.example"),
+            Email::parse("ada@bücher.example")
+        );
+        let ada = Email::parse("ada@example.com").unwrap();
+        for look_alike in [
+            "\u{0430}da@example.com", // Cyrillic a
+            "ada@ex\u{0430}mple.com", // Cyrillic a in the domain
+            "ad\u{0430}@example.com",
+        ] {
+            let other = Email::parse(look_alike).unwrap();
+            assert_ne!(other, ada, "a different address");
+            assert_eq!(other.skeleton(), ada.skeleton(), "{look_alike} looks alike");
+        }
+        assert_ne!(
+            Email::parse("grace@example.com").unwrap().skeleton(),
+            ada.skeleton()
+        );
+        assert!(
+            !Email::parse("a\u{266F}b@example.com")
+                .unwrap()
+                .skeleton()
+                .contains('#')
+        );
     }
 
     #[test]

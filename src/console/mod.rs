@@ -3,8 +3,8 @@
 //! DynamoDB call the handler made (key, index, expressions, each part of a transaction, the
 //! capacity each consumed, a cancelled transaction's reasons next to the field errors they
 //! became), and the table grouped by partition with what the request added, changed or removed
-//! highlighted. It races the contention patterns, runs `mark-overdue` at a chosen time, seeds
-//! every domain with a realistic data set, and checks the table (`fsck`'s findings).
+//! highlighted. It races the contention patterns, runs `mark-overdue` with its clock at a chosen
+//! time, seeds every domain with a realistic data set, and checks the table (`fsck`'s findings).
 //!
 //! Plain HTML, CSS and JavaScript compiled into the runner (`include_str!`): no CDN, no build
 //! step. Its endpoints under `/_console/api/` hold no privilege: each request it runs goes through
@@ -31,7 +31,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
-use singlet_functions::loans::mark_overdue::{PAGE_SIZE, mark_overdue};
+use singlet_functions::loans::mark_overdue;
 use std::sync::Arc;
 use table::{Change, Domain};
 
@@ -102,6 +102,30 @@ pub async fn seed_cli(api: axum::Router, ctx: Ctx) -> Result<(), String> {
     seed::run_cli(&Gateway::new(api, ctx)).await
 }
 
+/// The console's secret for this start of the runner: every `/_console/api/` call carries it
+/// (header `x-singlet-console`), and the console's URL the runner prints holds it
+/// (`/_console/?token=<secret>`), as Jupyter's does. Another local process or user who can reach
+/// the port but has not seen the runner's output cannot read the table or run a route through
+/// the console. Made at random once per process, never stored.
+pub fn secret() -> &'static str {
+    static SECRET: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SECRET.get_or_init(|| {
+        let bytes: [u8; 24] = rand::random();
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    })
+}
+
+/// The console's address on `api` (`http://127.0.0.1:3000`), its secret included.
+pub fn url(api: &str) -> String {
+    format!("{api}/_console/?token={}", secret())
+}
+
+/// Whether `sent` is the secret, compared in constant time.
+fn is_secret(sent: &[u8]) -> bool {
+    let secret = secret().as_bytes();
+    sent.len() == secret.len() && sent.iter().zip(secret).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+}
+
 /// Whether `authority` (`host[:port]`) names this machine's loopback interface.
 fn is_loopback(authority: &str) -> bool {
     let host = match authority.strip_prefix('[') {
@@ -111,10 +135,11 @@ fn is_loopback(authority: &str) -> bool {
     matches!(host, "127.0.0.1" | "localhost" | "::1")
 }
 
-/// The console answers only its own page: a request must be addressed to a loopback host (no
-/// DNS-rebound name), come from a loopback origin when it names one, not be cross-site, and a
-/// `POST` must be JSON with the console's own header, which no cross-origin page can send
-/// without a CORS preflight that the console never grants.
+/// The console answers only its own page: a call to its API must carry the runner's
+/// [`secret`] in the console's own header (which no cross-origin page can send without a CORS
+/// preflight that the console never grants), be addressed to a loopback host (no DNS-rebound
+/// name), come from a loopback origin when it names one, not be cross-site, and a `POST` must be
+/// JSON.
 async fn guard(request: Request, next: Next) -> Response {
     let headers = request.headers();
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
@@ -129,8 +154,18 @@ async fn guard(request: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .is_none_or(|site| matches!(site, "same-origin" | "none"));
     let post = request.method() != Method::POST
-        || (text(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/json"))
-            && headers.contains_key("x-singlet-console"));
+        || text(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/json"));
+    // The page and its assets hold nothing; what the API answers needs the secret.
+    let secret = !request.uri().path().starts_with("/_console/api/")
+        || headers
+            .get("x-singlet-console")
+            .is_some_and(|sent| is_secret(sent.as_bytes()));
+    if !secret {
+        return answer(
+            StatusCode::FORBIDDEN,
+            &json!({"error": "the console's API needs the secret in the console URL the runner printed"}),
+        );
+    }
     if host && origin && same_site && post {
         next.run(request).await
     } else {
@@ -310,7 +345,14 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         Ok(before) => before,
         Err(error) => return failed(error),
     };
-    let (report, calls) = capture::recording(mark_overdue(ctx, now, PAGE_SIZE, || true)).await;
+    // The marker as its schedule runs it, on a context whose clock reads the chosen time (as
+    // `invoke mark-overdue --clock` does): its "now" is the event's time, which the clock allows.
+    let clocked = Ctx {
+        clock: singlet_functions::clock::Clock::reading(now),
+        ..ctx.clone()
+    };
+    let event = json!({"time": singlet_functions::clock::iso(now)});
+    let (report, calls) = capture::recording(mark_overdue::run(&clocked, event, None)).await;
     let operations: Vec<ops::Operation> = calls.iter().map(|c| ops::read(c, false)).collect();
     let after = match table::scan(ctx).await {
         Ok(after) => after,
@@ -338,8 +380,8 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         })
         .collect();
     let report = match report {
-        Ok(report) => json!(report),
-        Err(error) => json!({"error": format!("{error:?}")}),
+        Ok(report) => report,
+        Err(error) => json!({"error": error}),
     };
     answer(
         StatusCode::OK,

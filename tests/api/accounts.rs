@@ -27,7 +27,93 @@ both!(
     changes_to_a_taken_value_are_409,
     delete_removes_the_account_and_both_locks,
     availability_checks_read_the_normalised_lock,
+    look_alike_emails_are_refused_or_one_address,
+    a_subject_owns_one_account_unless_admin,
 );
+
+/// Invisible characters are `400`; the domain is mapped by IDNA; a look-alike of a taken address
+/// (Cyrillic letters in the local part or the domain) is `409` and reported unavailable.
+async fn look_alike_emails_are_refused_or_one_address(api: Api) {
+    for disguised in [
+        "ad\u{200B}a@example.com",
+        "ad\u{00AD}a@example.com",
+        "ad\u{2060}a@example.com",
+        "ad\u{180E}a@example.com",
+    ] {
+        sign_up(&api, disguised, "someone")
+            .await
+            .assert_problem(400, &[("email", "invalid")]);
+    }
+    assert!(api.items().await.is_empty(), "nothing is written");
+    let ada = sign_up(&api, "ada@example.com", "ada").await;
+    assert_eq!(ada.status, 201, "{ada:?}");
+    for (i, look_alike) in ["\u{0430}da@example.com", "ada@ex\u{0430}mple.com"]
+        .into_iter()
+        .enumerate()
+    {
+        sign_up(&api, look_alike, &format!("mallory{i}"))
+            .await
+            .assert_problem(409, &[("email", "taken")]);
+        let encoded: String = look_alike.bytes().map(|b| format!("%{b:02X}")).collect();
+        let check = api.get(format!("/emails/{encoded}")).await;
+        assert_eq!(check.status, 200, "{check:?}");
+        assert_eq!(check.body["available"], false, "{look_alike}: {check:?}");
+    }
+    // The holder may change to a look-alike of its own address: the lock stays where it is.
+    let own = api
+        .put(
+            format!("/accounts/{}/email", id(&ada)),
+            json!({"email": "\u{0430}da@example.com"}),
+        )
+        .await;
+    assert_eq!(own.status, 200, "{own:?}");
+    assert_eq!(api.items_with_pk_prefix("UNIQ#EMAIL#").await.len(), 1);
+    let idna = sign_up(&api, "Grace@B\u{00FC}cher.Example", "grace").await;
+    assert_eq!(idna.status, 201, "{idna:?}");
+    assert_eq!(idna.body["email"], "grace@xn--bcher-kva.example");
+    assert_eq!(api.items_with_pk_prefix("ACCT#").await.len(), 2);
+}
+
+/// `accounts:self` creates one account per subject (`409` `owner` `limit_reached` for a second),
+/// and another once it is deleted; `accounts:admin` creates any number.
+async fn a_subject_owns_one_account_unless_admin(api: Api) {
+    let squatter = api.as_token(crate::harness::token("squatter", "accounts:self", &[]));
+    let first = sign_up(&squatter, "one@example.com", "one").await;
+    assert_eq!(first.status, 201, "{first:?}");
+    let second = sign_up(&squatter, "two@example.com", "two").await;
+    second.assert_problem(409, &[("owner", "limit_reached")]);
+    assert!(
+        api.item(&email_lock("two@example.com"), "LOCK")
+            .await
+            .is_none()
+    );
+    // Both limits at once: a taken email and a second account.
+    sign_up(&squatter, "one@example.com", "three")
+        .await
+        .assert_problem(409, &[("email", "taken"), ("owner", "limit_reached")]);
+    assert_eq!(
+        squatter
+            .delete(format!("/accounts/{}", id(&first)))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(api.items_with_pk_prefix("UNIQ#OWNER#").await.len(), 0);
+    let again = sign_up(&squatter, "two@example.com", "two").await;
+    assert_eq!(again.status, 201, "after deleting its account: {again:?}");
+    let owner_locks = api.items_with_pk_prefix("UNIQ#OWNER#").await;
+    assert_eq!(owner_locks.len(), 1);
+    assert!(
+        !s(&owner_locks[0], "PK").contains("squatter"),
+        "the subject stays out of the key"
+    );
+    // An admin creates any number, and claims no owner lock.
+    for i in 0..3 {
+        let made = sign_up(&api, &format!("staff{i}@example.com"), &format!("staff{i}")).await;
+        assert_eq!(made.status, 201, "{made:?}");
+    }
+    assert_eq!(api.items_with_pk_prefix("UNIQ#OWNER#").await.len(), 1);
+}
 
 /// `GET /emails/{email}` and `GET /usernames/{username}`: normalised as sign-up normalises,
 /// `available` exactly while no lock holds the value, reading the lock only.
@@ -126,7 +212,7 @@ async fn create_normalises_and_writes_the_account_and_two_locks(api: Api) {
         .unwrap();
     assert_eq!(s(&account, "email"), "ada@example.com");
     let email = api
-        .item("UNIQ#EMAIL#ada@example.com", "LOCK")
+        .item(&email_lock("ada@example.com"), "LOCK")
         .await
         .unwrap();
     assert_eq!(s(&email, "accountId"), account_id);
@@ -220,13 +306,13 @@ async fn change_email_frees_the_old_email_at_once(api: Api) {
         changed.body
     );
     assert!(
-        api.item("UNIQ#EMAIL#old@example.com", "LOCK")
+        api.item(&email_lock("old@example.com"), "LOCK")
             .await
             .is_none()
     );
     assert_eq!(
         s(
-            &api.item("UNIQ#EMAIL#new@example.com", "LOCK")
+            &api.item(&email_lock("new@example.com"), "LOCK")
                 .await
                 .unwrap(),
             "accountId"
@@ -310,7 +396,7 @@ async fn changes_to_a_taken_value_are_409(api: Api) {
     );
     assert_eq!(
         s(
-            &api.item("UNIQ#EMAIL#ada@example.com", "LOCK")
+            &api.item(&email_lock("ada@example.com"), "LOCK")
                 .await
                 .unwrap(),
             "accountId"
@@ -331,7 +417,7 @@ async fn delete_removes_the_account_and_both_locks(api: Api) {
             .is_none()
     );
     assert!(
-        api.item("UNIQ#EMAIL#ada@example.com", "LOCK")
+        api.item(&email_lock("ada@example.com"), "LOCK")
             .await
             .is_none()
     );
@@ -373,7 +459,11 @@ async fn assert_consistent(api: &Api) -> usize {
             expected,
             "{pk} names an account holding another value"
         );
-        assert!(pk.ends_with(expected.as_str()));
+        if pk.starts_with("UNIQ#EMAIL#") {
+            assert_eq!(pk, email_lock(expected), "keyed by the email's skeleton");
+        } else {
+            assert!(pk.ends_with(expected.as_str()));
+        }
         locks.insert(pk.to_owned());
     }
     assert_eq!(
@@ -474,7 +564,14 @@ async fn a_change_of_email_racing_sign_ups_has_one_holder() {
     }
     assert_consistent(&api).await;
     assert_eq!(
-        api.items_with_pk_prefix("UNIQ#EMAIL#wanted@").await.len(),
+        api.items_with_pk_prefix(&email_lock("wanted@example.com"))
+            .await
+            .len(),
         1
     );
+}
+
+/// The lock key of an email: `UNIQ#EMAIL#<confusable skeleton>` (shared/src/keys.rs).
+fn email_lock(email: &str) -> String {
+    singlet_shared::keys::email_lock(&singlet_shared::Email::parse(email).unwrap()).pk
 }

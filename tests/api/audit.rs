@@ -286,10 +286,21 @@ async fn change_appends_the_event_numbered_by_the_new_version(api: Api) {
         reply.body,
         json!({"resourceId": "r1", "status": "in_review", "version": 2, "updatedAt": at})
     );
-    // A weak validator names the version just as well; the status may stay as it is.
-    let same = api
+    // A weak validator never matches (RFC 9110's strong comparison): `412`, nothing written.
+    let weak = api
         .call("PATCH", "/resources/r1")
         .header("if-match", "W/\"2\"")
+        .json(json!({"status": "in_review", "action": "comment: looks fine", "actor": "alan"}))
+        .send()
+        .await;
+    weak.assert_problem(412, &[]);
+    assert_eq!(weak.body["currentVersion"], 2);
+    assert_eq!(weak.header("etag"), Some("\"2\""));
+    assert!(item(&api, event_key("r1", 3)).await.is_none());
+    // The status may stay as it is.
+    let same = api
+        .call("PATCH", "/resources/r1")
+        .header("if-match", "\"2\"")
         .json(json!({"status": "in_review", "action": "comment: looks fine", "actor": "alan"}))
         .send()
         .await;

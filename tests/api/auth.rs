@@ -16,7 +16,61 @@ both!(
     an_account_is_its_owners,
     a_patron_token_reaches_its_own_patron_only,
     the_audit_actor_is_the_tokens_subject,
+    scopes_come_from_scope_or_scp_as_a_string_or_a_list,
 );
+
+/// `scp` (Entra ID, Okta) grants scopes as `scope` does, as a space-separated string or a list.
+async fn scopes_come_from_scope_or_scp_as_a_string_or_a_list(api: Api) {
+    let forms: [(&str, Value); 4] = [
+        ("scp", "fleet:read fleet:write".into()),
+        ("scp", json!(["fleet:read", "fleet:write"])),
+        ("scope", json!(["fleet:read"])),
+        ("scope", "fleet:write".into()),
+    ];
+    for (claim, value) in forms {
+        let mut claims = claims(&[(claim, value.clone())]);
+        if claim == "scp" {
+            claims.remove("scope");
+        }
+        let bearer = tokens().1.sign(&claims);
+        let reply = api.as_token(bearer).get("/vehicles/x1").await;
+        assert_eq!(reply.status, 404, "{claim}={value} is let in: {reply:?}");
+    }
+    // Neither claim: no scope, `403`.
+    let mut claims = claims(&[]);
+    claims.remove("scope");
+    let reply = api
+        .as_token(tokens().1.sign(&claims))
+        .get("/vehicles/x1")
+        .await;
+    assert_eq!(reply.status, 403, "{reply:?}");
+    // The runner's `token` makes such tokens: `--claim scope=` leaves `scope` out, and a
+    // replaced default (`nbf`) is the value given.
+    let mut extra = Map::new();
+    extra.insert("scope".into(), "".into());
+    extra.insert("scp".into(), "fleet:read".into());
+    let scp_only = tokens().1.mint("tester", "fleet:write", &extra, 60);
+    let payload = decoded_payload(&scp_only);
+    assert!(payload.get("scope").is_none(), "{payload}");
+    assert_eq!(api.as_token(scp_only).get("/vehicles/x1").await.status, 404);
+    let mut extra = Map::new();
+    extra.insert("nbf".into(), "soon".into());
+    let malformed = tokens().1.mint("tester", "fleet:read", &extra, 60);
+    assert_eq!(decoded_payload(&malformed)["nbf"], "soon");
+    assert_eq!(
+        api.as_token(malformed).get("/vehicles/x1").await.status,
+        401
+    );
+}
+
+fn decoded_payload(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
 
 /// A path that fits `template`, with a plausible value for each parameter.
 fn sample_path(template: &str) -> String {
@@ -89,6 +143,10 @@ async fn every_route_refuses_every_bad_token(api: Api) {
             "not yet valid",
             Some(signed(&[("nbf", (now + 600).into())])),
         ),
+        ("malformed nbf", Some(signed(&[("nbf", "soon".into())]))),
+        ("malformed iat", Some(signed(&[("iat", "today".into())]))),
+        ("malformed exp", Some(signed(&[("exp", "tomorrow".into())]))),
+        ("negative nbf", Some(signed(&[("nbf", (-1).into())]))),
         (
             "wrong issuer",
             Some(signed(&[("iss", "https://evil.example".into())])),

@@ -348,7 +348,11 @@ async fn a_response_lost_after_the_commit_is_answered_once() {
     assert_eq!(count("BRANCH#lost-", "BRANCH"), ROUNDS);
     assert_eq!(count("ACCT#", "PROFILE"), ROUNDS);
     assert_eq!(count("RESOURCE#", "CURRENT"), ROUNDS);
-    assert_eq!(count("BOOK#", ""), 2, "the fixture's book and round 0's");
+    assert_eq!(
+        count("BOOK#", "BOOK#"),
+        2,
+        "the fixture's book and round 0's"
+    );
     assert_eq!(count("BRANCH#central", "PATRON#"), ROUNDS);
     assert_eq!(count("BRANCH#central", "COPY#"), ROUNDS);
     assert_eq!(count("PATRON#", "CHECKOUT#"), 0, "every loan returned");
@@ -363,4 +367,85 @@ async fn a_response_lost_after_the_commit_is_answered_once() {
             .all(|loan| crate::harness::n(loan, "renewalCount") == 1),
         "every loan renewed exactly once"
     );
+}
+
+/// A real TCP proxy in front of the engine that holds every chunk of the engine's answers for
+/// `delay` before passing it on: an engine that answers, slowly.
+async fn slow_proxy(engine: &str, delay: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let target = engine.trim_start_matches("http://").to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let target = target.clone();
+            tokio::spawn(async move {
+                let Ok(upstream) = tokio::net::TcpStream::connect(&target).await else {
+                    return;
+                };
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_engine, mut to_engine) = upstream.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_client, &mut to_engine).await;
+                });
+                let mut chunk = [0u8; 16384];
+                while let Ok(n) = from_engine.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    tokio::time::sleep(delay).await;
+                    if to_client.write_all(&chunk[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    endpoint
+}
+
+/// One deadline around the handler: an engine slow enough that a request's calls add up past it
+/// (each call well within the SDK's timeouts) is answered `503` with `retry-after` at the
+/// deadline, on the handler and over HTTP. The deadline is 8 s (`REQUEST_DEADLINE`); this test
+/// sets a shorter one on its context so that it runs in a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_its_deadline_is_503_with_retry_after() {
+    use crate::harness::{Api, Mode};
+    assert_eq!(
+        singlet_functions::context::REQUEST_DEADLINE,
+        Duration::from_secs(8)
+    );
+    for mode in [Mode::Direct, Mode::Http] {
+        let (_, engine) = singlet::engine::start_in_memory("singlet").await;
+        let slow = slow_proxy(&engine, Duration::from_millis(600)).await;
+        let mut ctx = Ctx::new(
+            singlet::engine::local_client(&slow),
+            "singlet",
+            CursorKeys::random(),
+        );
+        ctx.deadline = Duration::from_millis(1000);
+        let api = Api::start_on(mode, ctx).await;
+        // A vehicle's registration reads nothing and writes once: within the deadline.
+        let registered = api
+            .post(
+                "/vehicles",
+                serde_json::json!({"plate": "KA-1", "chassis": "C-1", "depot": "north"}),
+            )
+            .await;
+        assert_eq!(registered.status, 201, "{mode:?}: {registered:?}");
+        // Retiring it reads, then writes: each answer takes 600 ms, 1.2 s in all.
+        let id = registered.body["vehicleId"].as_str().unwrap();
+        let started_retire = Instant::now();
+        let retired = api.delete(format!("/vehicles/{id}")).await;
+        let took = started_retire.elapsed();
+        if retired.status == 204 {
+            panic!("{mode:?}: the slow engine answered within the deadline ({took:?})");
+        }
+        retired.assert_problem(503, &[]);
+        assert_eq!(retired.header("retry-after"), Some("1"), "{mode:?}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "{mode:?}: answered at the deadline, not after the engine: {took:?}"
+        );
+    }
 }

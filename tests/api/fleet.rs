@@ -21,7 +21,57 @@ both!(
     change_plate_frees_the_old_plate_at_once,
     change_plate_to_a_taken_plate_is_409,
     retire_removes_the_vehicle_and_both_locks,
+    separators_are_formatting_and_other_scripts_are_refused,
 );
+
+/// `KA19XTR`, `KA 19 XTR`, `KA-19-XTR` and `K A 1 9 X T R` are one plate: one lock
+/// `PLATE#ka19xtr`, found by any spelling; the vehicle keeps the spelling it was registered
+/// with. A letter from another script or an accented one is `400`.
+async fn separators_are_formatting_and_other_scripts_are_refused(api: Api) {
+    let first = register(&api, "KA19XTR", "C-1").await;
+    assert_eq!(first.status, 201, "{first:?}");
+    for (i, spelling) in ["KA 19 XTR", "KA-19-XTR", "K A 1 9 X T R", "ka-19 xtr"]
+        .into_iter()
+        .enumerate()
+    {
+        register(&api, spelling, &format!("C-{}", i + 2))
+            .await
+            .assert_problem(409, &[("plate", "taken")]);
+        let found = api
+            .get(format!("/plates/{}", spelling.replace(' ', "%20")))
+            .await;
+        assert_eq!(found.status, 200, "{spelling}: {found:?}");
+        assert_eq!(found.body["vehicleId"], first.body["vehicleId"]);
+    }
+    // Chassis numbers too.
+    register(&api, "OTHER-1", "c 1")
+        .await
+        .assert_problem(409, &[("chassis", "taken")]);
+    assert_eq!(api.items_with_pk_prefix("VEHICLE#").await.len(), 1);
+    assert!(api.item("PLATE#ka19xtr", "PLATE#ka19xtr").await.is_some());
+    let spelled = register(&api, "KA-20-XTR", "C-20").await;
+    assert_eq!(
+        spelled.body["plate"], "ka-20-xtr",
+        "the vehicle keeps its spelling"
+    );
+    assert!(api.item("PLATE#ka20xtr", "PLATE#ka20xtr").await.is_some());
+    // A plate change to another spelling of a taken plate is 409 too.
+    let moved = api
+        .put(
+            format!(
+                "/vehicles/{}/plate",
+                spelled.body["vehicleId"].as_str().unwrap()
+            ),
+            json!({"plate": "ka 19-xtr"}),
+        )
+        .await;
+    moved.assert_problem(409, &[("plate", "taken")]);
+    for look_alike in ["\u{041A}A19XTR", "K\u{00C4}19XTR", "KA19X\u{0422}R"] {
+        register(&api, look_alike, "C-99")
+            .await
+            .assert_problem(400, &[("plate", "invalid")]);
+    }
+}
 
 async fn register_returns_the_normalised_vehicle_and_writes_three_items(api: Api) {
     let reply = api
@@ -48,10 +98,10 @@ async fn register_returns_the_normalised_vehicle_and_writes_three_items(api: Api
         .await
         .unwrap();
     assert_eq!(s(&vehicle, "plate"), "ka19 xtr");
-    let plate = api.item("PLATE#ka19 xtr", "PLATE#ka19 xtr").await.unwrap();
+    let plate = api.item("PLATE#ka19xtr", "PLATE#ka19xtr").await.unwrap();
     assert_eq!(s(&plate, "vehicleId"), id);
     let chassis = api
-        .item("CHASSIS#wvw zzz 1jz", "CHASSIS#wvw zzz 1jz")
+        .item("CHASSIS#wvwzzz1jz", "CHASSIS#wvwzzz1jz")
         .await
         .unwrap();
     assert_eq!(s(&chassis, "vehicleId"), id);
@@ -154,7 +204,7 @@ async fn change_plate_frees_the_old_plate_at_once(api: Api) {
     assert_eq!(api.get(format!("/vehicles/{id}")).await.body, changed.body);
     assert_eq!(api.get("/plates/new-1").await.body["vehicleId"], id);
     assert_eq!(api.get("/plates/old-1").await.status, 404);
-    assert!(api.item("PLATE#old-1", "PLATE#old-1").await.is_none());
+    assert!(api.item("PLATE#old1", "PLATE#old1").await.is_none());
     // The old plate is reclaimable at once.
     assert_eq!(register(&api, "old-1", "C-2").await.status, 201);
     // The same plate again is a no-op.
@@ -184,7 +234,7 @@ async fn change_plate_to_a_taken_plate_is_409(api: Api) {
     );
     assert_eq!(
         s(
-            &api.item("PLATE#a-1", "PLATE#a-1").await.unwrap(),
+            &api.item("PLATE#a1", "PLATE#a1").await.unwrap(),
             "vehicleId"
         ),
         id
@@ -205,8 +255,8 @@ async fn retire_removes_the_vehicle_and_both_locks(api: Api) {
             .await
             .is_none()
     );
-    assert!(api.item("PLATE#r-1", "PLATE#r-1").await.is_none());
-    assert!(api.item("CHASSIS#c-1", "CHASSIS#c-1").await.is_none());
+    assert!(api.item("PLATE#r1", "PLATE#r1").await.is_none());
+    assert!(api.item("CHASSIS#c1", "CHASSIS#c1").await.is_none());
     assert_eq!(api.items().await.len(), 3, "the other vehicle is untouched");
     assert_eq!(api.get(format!("/vehicles/{id}")).await.status, 404);
     api.delete(format!("/vehicles/{id}"))
@@ -307,14 +357,14 @@ async fn one_plate_raced_by_16_changes_has_one_holder() {
             .await
             .unwrap();
         assert_eq!(
-            format!("PLATE#{}", s(&vehicle, "plate")),
+            format!("PLATE#{}", s(&vehicle, "plate").replace(['-', ' '], "")),
             s(lock, "PK"),
             "the lock names its holder"
         );
     }
     assert_eq!(
         s(
-            &api.item("PLATE#wanted-1", "PLATE#wanted-1").await.unwrap(),
+            &api.item("PLATE#wanted1", "PLATE#wanted1").await.unwrap(),
             "vehicleId"
         ),
         winner

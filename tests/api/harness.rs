@@ -195,7 +195,12 @@ pub fn token(subject: &str, scopes: &str, claims: &[(&str, &str)]) -> String {
 impl Api {
     pub async fn start(mode: Mode) -> Api {
         let (client, _) = engine::start_in_memory("singlet").await;
-        let ctx = Ctx::new(client, "singlet", CursorKeys::random());
+        Api::start_on(mode, Ctx::new(client, "singlet", CursorKeys::random())).await
+    }
+
+    /// An API on `ctx` (an engine of the test's making), called directly and over HTTP.
+    pub async fn start_on(mode: Mode, ctx: Ctx) -> Api {
+        crate::logs::capture();
         let gateway = front_door::Gateway {
             ctx: ctx.clone(),
             authorizer: tokens().0.clone(),

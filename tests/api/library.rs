@@ -7,7 +7,6 @@ use crate::fixtures::{
     register_patron,
 };
 use crate::harness::{Api, Item, Mode, Reply, n, s};
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -675,7 +674,13 @@ async fn add_copy_checks_the_branch_and_the_book(api: Api) {
     assert_eq!(s(&item, "status"), "available");
     assert_eq!(s(&item, "isbn"), ISBN);
     assert_eq!(s(&item, "branchId"), "central");
-    assert_eq!(api.items().await.len(), 3);
+    // The branch, the book, the copy, and the branch's count of the book's available copies.
+    assert_eq!(api.items().await.len(), 4);
+    let count = api
+        .item("BOOK#9780306406157", "AVAILABLE#central")
+        .await
+        .unwrap();
+    assert_eq!(n(&count, "availableCopies"), 1);
 
     api.post("/branches/central/copies", json!({}))
         .await
@@ -781,24 +786,11 @@ async fn availability_counts_available_copies_per_branch(api: Api) {
         assert_eq!(reply.body, expected, "{path}");
     }
 
-    // A copy lent out (as a checkout moves it) no longer counts.
+    // A copy lent out no longer counts: the checkout's transaction takes it off the count.
     let lent = east[0].as_str().unwrap();
-    api.ctx
-        .db
-        .update_item()
-        .table_name(&*api.ctx.table)
-        .key("PK", AttributeValue::S("BRANCH#b-east".into()))
-        .key("SK", AttributeValue::S(format!("COPY#{lent}")))
-        .update_expression("SET #status = :out, GSI2SK = :sk")
-        .expression_attribute_names("#status", "status")
-        .expression_attribute_values(":out", AttributeValue::S("checked_out".into()))
-        .expression_attribute_values(
-            ":sk",
-            AttributeValue::S(format!("checked_out#b-east#{lent}")),
-        )
-        .send()
-        .await
-        .unwrap();
+    let reader = fixtures::patron(&api, "b-east", "c-lend", "standard").await;
+    let loan = fixtures::checkout(&api, &reader, "b-east", lent).await;
+    assert_eq!(loan.status, 201, "{loan:?}");
     let reply = api.get("/books/0306406152/availability").await;
     assert_eq!(
         reply.body["branches"][1],
@@ -942,81 +934,54 @@ async fn one_card_raced_by_32_registrations_has_one_holder() {
     assert_eq!(s(patrons[0], "cardNumber"), "c-race");
 }
 
-/// Availability reads every page of its index query: with more available copies than one
-/// DynamoDB page holds (1 MB), each is still counted once. The copies' index entries are seeded
-/// straight into the table (the handler would take minutes to add 12,000 copies one by one);
-/// with long ids each key-only entry is about 300 bytes, so 12,000 span several pages.
+/// Availability reads counts, not copies: its cost is the same with one copy as with forty, and
+/// the counts follow every add, checkout and return.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn availability_counts_past_one_page_of_the_index() {
-    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+async fn availability_costs_the_same_whatever_the_number_of_copies() {
     let api = Api::start(Mode::Direct).await;
     branch(&api, "central").await;
+    branch(&api, "east").await;
     create_book(&api, ISBN10).await;
-    let branches: Vec<String> = (0..3).map(|b| format!("b{b}-{}", "x".repeat(60))).collect();
-    let per_branch = 4_000;
-    let mut requests = Vec::new();
-    for (b, branch_id) in branches.iter().enumerate() {
-        for c in 0..per_branch {
-            let copy_id = format!("copy-{b}-{c}-{}", "y".repeat(40));
-            let item = std::collections::HashMap::from([
-                (
-                    "PK".to_owned(),
-                    AttributeValue::S(format!("BRANCH#{branch_id}")),
-                ),
-                (
-                    "SK".to_owned(),
-                    AttributeValue::S(format!("COPY#{copy_id}")),
-                ),
-                (
-                    "GSI2PK".to_owned(),
-                    AttributeValue::S(format!("BOOK#{ISBN}")),
-                ),
-                (
-                    "GSI2SK".to_owned(),
-                    AttributeValue::S(format!("available#{branch_id}#{copy_id}")),
-                ),
-            ]);
-            requests.push(
-                WriteRequest::builder()
-                    .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
-                    .build(),
-            );
-        }
+    add_copy(&api, "central", ISBN).await;
+    let one = api.get(format!("/books/{ISBN}/availability")).await;
+    for _ in 0..20 {
+        add_copy(&api, "central", ISBN).await;
+        add_copy(&api, "east", ISBN).await;
     }
-    for batch in requests.chunks(25) {
-        api.ctx
-            .db
-            .batch_write_item()
-            .request_items(&*api.ctx.table, batch.to_vec())
-            .send()
-            .await
-            .unwrap();
-    }
-    // The index query itself spans several pages.
-    let first_page = api
-        .ctx
-        .db
-        .query()
-        .table_name(&*api.ctx.table)
-        .index_name("GSI2")
-        .key_condition_expression("GSI2PK = :pk")
-        .expression_attribute_values(":pk", AttributeValue::S(format!("BOOK#{ISBN}")))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        first_page.last_evaluated_key.is_some(),
-        "the seed must span more than one page"
+    let many = api.get(format!("/books/{ISBN}/availability")).await;
+    assert_eq!(
+        many.body["branches"],
+        json!([{"branchId": "central", "availableCopies": 21}, {"branchId": "east", "availableCopies": 20}])
     );
-    assert!(first_page.count < 3 * per_branch);
-
-    let reply = api.get(format!("/books/{ISBN}/availability")).await;
-    assert_eq!(reply.status, 200, "{reply:?}");
-    let expected: Vec<Value> = branches
-        .iter()
-        .map(|b| json!({"branchId": b, "availableCopies": per_branch}))
-        .collect();
-    assert_eq!(reply.body["branches"], json!(expected));
+    assert_eq!(
+        one.consumed(),
+        many.consumed(),
+        "the same cost at 1 and 41 copies"
+    );
+    assert_eq!(many.consumed(), (1.0, 0.0));
+    // A checkout takes one off its branch's count, a return puts it back.
+    let reader = fixtures::patron(&api, "east", "c-east", "standard").await;
+    let copies = api.get("/branches/east/copies").await;
+    let copy = copies.body["items"][0]["copyId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let loan = fixtures::checkout(&api, &reader, "east", &copy).await;
+    assert_eq!(loan.status, 201, "{loan:?}");
+    let counted = api.get(format!("/books/{ISBN}/availability")).await;
+    assert_eq!(counted.body["branches"][1]["availableCopies"], 19);
+    let back = api
+        .post(
+            format!(
+                "/patrons/{reader}/checkouts/{}/return",
+                loan.body["checkoutId"].as_str().unwrap()
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(back.status, 200, "{back:?}");
+    let counted = api.get(format!("/books/{ISBN}/availability")).await;
+    assert_eq!(counted.body["branches"][1]["availableCopies"], 20);
 }
 
 async fn branches_are_listed_in_id_order(api: Api) {

@@ -1354,3 +1354,62 @@ async fn a_table_made_before_gsi4_gains_it_backfilled() {
             .is_empty()
     );
 }
+
+/// An event from a month ahead marks nothing that is not due by the clock (plus 5 minutes), and
+/// `asOf` stays with the clock; a context whose clock reads a month ahead (`invoke --clock`,
+/// the console) marks the loan, as the schedule will by then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_from_the_future_marks_only_what_the_clock_says_is_due() {
+    let api = Api::start(Mode::Direct).await;
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let loan = lend(&api, &patron_id, "central").await;
+    let month_ahead = clock::now() + time::Duration::days(30);
+    let event = json!({"time": clock::iso(month_ahead), "detail-type": "Scheduled Event"});
+
+    let report = singlet::invoke::invoke(&api.ctx, "mark-overdue", &event.to_string())
+        .await
+        .unwrap();
+    assert_eq!(report["marked"], 0, "{report}");
+    let now = clock::parse_iso(report["now"].as_str().unwrap()).unwrap();
+    assert!(
+        now <= OffsetDateTime::now_utc() + time::Duration::minutes(5),
+        "now is the clock's plus 5 minutes at most: {report}"
+    );
+    let as_of = api.get("/overdue").await.body["asOf"].clone();
+    let as_of = clock::parse_iso(as_of.as_str().unwrap()).unwrap();
+    assert!(as_of <= OffsetDateTime::now_utc() + time::Duration::minutes(5));
+    let item = loan_item(&api, &loan).await.unwrap();
+    assert!(!item.contains_key("GSI3PK"), "not marked: {item:?}");
+
+    let mut clocked = api.ctx.clone();
+    clocked.clock = clock::Clock::reading(month_ahead);
+    let report = singlet::invoke::invoke(&clocked, "mark-overdue", &event.to_string())
+        .await
+        .unwrap();
+    assert_eq!(report["marked"], 1, "{report}");
+    assert_eq!(report["now"], json!(clock::iso(month_ahead)));
+    let item = loan_item(&api, &loan).await.unwrap();
+    assert!(item.contains_key("GSI3PK"), "marked: {item:?}");
+}
+
+/// A handler runs on its context's clock (`invoke --clock`): a checkout made "a month ahead" is
+/// due from then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_on_a_set_clock_is_due_from_that_time() {
+    let api = Api::start(Mode::Direct).await;
+    library(&api).await;
+    let patron_id = patron(&api, "central", "card-1", "standard").await;
+    let copy_id = copy(&api, "central").await;
+    let month_ahead = clock::now() + time::Duration::days(30);
+    let mut clocked = api.ctx.clone();
+    clocked.clock = clock::Clock::reading(month_ahead);
+    let loan = checkout(&api.with_ctx(clocked), &patron_id, "central", &copy_id).await;
+    assert_eq!(loan.status, 201, "{loan:?}");
+    let due = clock::parse_iso(loan.body["dueDate"].as_str().unwrap()).unwrap();
+    let expected = month_ahead + time::Duration::days(21);
+    assert!(
+        (due - expected).abs() < time::Duration::minutes(1),
+        "due {due}, expected about {expected}"
+    );
+}

@@ -20,6 +20,7 @@ mod fsck;
 mod idempotency;
 mod library;
 mod loans;
+mod logs;
 mod migrate;
 mod model;
 mod openapi;

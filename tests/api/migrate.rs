@@ -16,7 +16,8 @@ const DEPOTS: [&str; 4] = ["north", "South", "east yard", "WEST"];
 /// depot index keys.
 fn old_vehicle(i: usize) -> [Item; 3] {
     let id = format!("v{i:06}");
-    let (plate, chassis) = (format!("old {i:06}"), format!("ch{i:06}"));
+    // Plates without separators: their locks are keyed the same under the compact rule.
+    let (plate, chassis) = (format!("old{i:06}"), format!("ch{i:06}"));
     let vehicle = Item::from([
         ("PK".into(), AttributeValue::S(format!("VEHICLE#{id}"))),
         ("SK".into(), AttributeValue::S(format!("VEHICLE#{id}"))),

@@ -81,6 +81,15 @@ async fn fill(api: &Api) {
         .send()
         .await;
     assert_eq!(change.status, 200, "{change:?}");
+    // A subject without `accounts:admin` owns one account, held by an owner lock.
+    let own = api
+        .as_token(crate::harness::token("model-owner", "accounts:self", &[]))
+        .post(
+            "/accounts",
+            json!({"email": "own@example.org", "username": "own-m"}),
+        )
+        .await;
+    assert_eq!(own.status, 201, "{own:?}");
     // The operator's tools write their own bookkeeping: a migration's checkpoints.
     let migration = singlet_functions::migrations::by_name("vehicles-by-depot").unwrap();
     let report = singlet::migrate::run(&api.ctx, migration, &singlet::migrate::Options::default())

@@ -34,6 +34,8 @@ pub struct Running {
     child: Child,
     pub api: String,
     pub engine: Option<String>,
+    /// The console's URL, secret included, as the runner printed it (none with `--no-console`).
+    pub console: Option<String>,
 }
 
 impl Drop for Running {
@@ -63,6 +65,7 @@ pub fn serve(mut command: Command) -> Running {
         child,
         api: String::new(),
         engine: None,
+        console: None,
     };
     // The runner logs JSON lines on standard error; the pipe is drained to the end, so that a
     // chatty runner never blocks on a full pipe.
@@ -90,6 +93,7 @@ pub fn serve(mut command: Command) -> Running {
         }
         if let Some(api) = fields["api"].as_str() {
             running.api = api.to_owned();
+            running.console = fields["console"].as_str().map(str::to_owned);
         }
         said.push(line);
     }

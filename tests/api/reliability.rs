@@ -388,9 +388,10 @@ async fn a_poison_item_in_every_open_loans_shard_blocks_no_loan() {
         json!({"time": due, "detail-type": "Scheduled Event"}).to_string(),
     )
     .unwrap();
+    // Two months ahead: the marker's clock must read so too, or it marks as of its own clock.
     let output = tokio::task::spawn_blocking(move || {
         singlet(&endpoint, &[])
-            .args(["invoke", "mark-overdue", "--event"])
+            .args(["invoke", "mark-overdue", "--clock", &due, "--event"])
             .arg(&event)
             .output()
             .unwrap()
@@ -565,6 +566,51 @@ fn a_lambda_without_a_cursor_key_does_not_start() {
     };
     assert!(reason.contains("CURSOR_KEY_PREVIOUS_UNTIL"), "{reason}");
     assert!(Ctx::from_vars(env(&[("TABLE_NAME", "singlet"), ("CURSOR_KEY", KEY_A)])).is_ok());
+}
+
+/// The keys published with the source (the runner's, `events/env.json`'s) stop a Lambda's cold
+/// start, current or previous; `sam local invoke` (which sets `AWS_SAM_LOCAL`) may use them.
+#[test]
+fn a_lambda_refuses_the_published_local_keys() {
+    use singlet_functions::cursor::PUBLISHED_KEYS;
+    assert!(PUBLISHED_KEYS.contains(&singlet::LOCAL_SECRET));
+    let env_json =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/events/env.json")).unwrap();
+    let env_json: serde_json::Value = serde_json::from_str(&env_json).unwrap();
+    for variables in env_json.as_object().unwrap().values() {
+        let key = variables["CURSOR_KEY"].as_str().unwrap();
+        assert!(PUBLISHED_KEYS.contains(&key), "{key} is published");
+    }
+    for key in PUBLISHED_KEYS {
+        let vars = [("TABLE_NAME", "singlet"), ("CURSOR_KEY", key)];
+        let var = |name: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        let Err(reason) = Ctx::from_vars(var) else {
+            panic!("started with the published {key}")
+        };
+        assert!(reason.contains("published"), "{reason}");
+        let sam_local = |name: &str| match name {
+            "AWS_SAM_LOCAL" => Some("true".to_owned()),
+            other => var(other),
+        };
+        assert!(Ctx::from_vars(sam_local).is_ok(), "sam local may use {key}");
+    }
+    let previous = [
+        ("TABLE_NAME", "singlet"),
+        ("CURSOR_KEY", KEY_A),
+        ("CURSOR_KEY_PREVIOUS", PUBLISHED_KEYS[0]),
+        ("CURSOR_KEY_PREVIOUS_UNTIL", "2099-01-01T00:00:00Z"),
+    ];
+    let var = |name: &str| {
+        previous
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| (*v).to_owned())
+    };
+    assert!(Ctx::from_vars(var).is_err(), "nor as the previous key");
 }
 
 // ---------------------------------------------------------------------------------------------

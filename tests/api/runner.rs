@@ -60,8 +60,8 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
     let lock = engine
         .get_item()
         .table_name("singlet")
-        .key("PK", AttributeValue::S("PLATE#ka19 xtr".into()))
-        .key("SK", AttributeValue::S("PLATE#ka19 xtr".into()))
+        .key("PK", AttributeValue::S("PLATE#ka19xtr".into()))
+        .key("SK", AttributeValue::S("PLATE#ka19xtr".into()))
         .send()
         .await
         .unwrap()
@@ -109,6 +109,76 @@ fn invoke_prints_the_functions_response() {
     let report = invoke("mark-overdue");
     assert_eq!(report["complete"], true);
     assert_eq!(report["now"], "2026-11-29T18:15:00Z");
+}
+
+/// The console's URL holds a secret made for this start, which its API requires; `--no-console`
+/// serves the API alone.
+#[tokio::test]
+async fn the_console_needs_the_printed_secret_and_can_be_left_out() {
+    let runner = start(&["--in-memory"]);
+    let console = runner
+        .console
+        .clone()
+        .expect("the runner prints the console's URL");
+    let secret = console
+        .split("token=")
+        .nth(1)
+        .expect("the URL holds the secret");
+    assert!(secret.len() >= 32, "{console}");
+    let http = reqwest::Client::new();
+    let state = |secret: Option<&str>| {
+        let mut request = http.get(format!("{}/_console/api/state", runner.api));
+        if let Some(secret) = secret {
+            request = request.header("x-singlet-console", secret);
+        }
+        request.send()
+    };
+    assert_eq!(state(None).await.unwrap().status(), 403);
+    assert_eq!(state(Some("guess")).await.unwrap().status(), 403);
+    assert_eq!(state(Some(secret)).await.unwrap().status(), 200);
+
+    let bare = start(&["--in-memory", "--no-console"]);
+    assert_eq!(bare.console, None);
+    let page = http
+        .get(format!("{}/_console", bare.api))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 404);
+    let api = client()
+        .get(format!("{}/vehicles/x1", bare.api))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), 404, "the API is served");
+}
+
+/// `invoke --clock` runs a function as if its clock read that time: the marker's "now" is the
+/// event's time, but never past the clock plus 5 minutes.
+#[test]
+fn invoke_runs_a_function_on_a_clock_of_ones_choosing() {
+    let output = process::singlet()
+        .current_dir(ROOT)
+        .args(["--in-memory", "invoke", "mark-overdue"])
+        .args(["--event", "events/mark-overdue.json"])
+        .args(["--clock", "2026-11-01T00:00:00Z"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["now"], "2026-11-01T00:05:00Z", "{report}");
+    let refused = process::singlet()
+        .current_dir(ROOT)
+        .args(["--in-memory", "invoke", "mark-overdue"])
+        .args(["--event", "events/mark-overdue.json", "--clock", "tomorrow"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("ISO-8601"));
 }
 
 /// `--data` keeps the engine's data across restarts; `--endpoint` and `--table` run the API on

@@ -803,7 +803,7 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
             );
         }
         // A route that takes an Idempotency-Key puts and reads its record
-        // IDEMPOTENCY#<route>#<key> (shared/src/keys.rs) in the table.
+        // IDEMPOTENCY#<route>#<derived id> (shared/src/keys.rs) in the table.
         if ROUTES.iter().any(|r| r.function == served && r.idempotent) {
             let record = format!("IDEMPOTENCY#{served}#*");
             let allowed = statements.iter().any(|s| {
@@ -888,4 +888,23 @@ fn cors_is_a_parameter_off_by_default_with_the_runners_lists() {
     assert_eq!(strings(&allowed["AllowMethods"]), CORS_ALLOW_METHODS);
     assert_eq!(strings(&allowed["ExposeHeaders"]), CORS_EXPOSE_HEADERS);
     assert_eq!(allowed["MaxAge"].as_u64(), Some(CORS_MAX_AGE));
+}
+
+/// A deployed function sends its signed requests wherever `DynamoDbEndpoint` points: only an
+/// `https://` URL (or none) is taken.
+#[test]
+fn the_dynamodb_endpoint_parameter_takes_only_https() {
+    let template = template();
+    let pattern = template["Parameters"]["DynamoDbEndpoint"]["AllowedPattern"]
+        .as_str()
+        .expect("an AllowedPattern");
+    let schema = serde_json::json!({"type": "string", "pattern": pattern});
+    let allowed = |url: &str| jsonschema::is_valid(&schema, &serde_json::json!(url));
+    assert_eq!(pattern, "^(https://[^\\s]+)?$");
+    for url in ["", "https://dynamodb.eu-west-1.amazonaws.com"] {
+        assert!(allowed(url), "{url}");
+    }
+    for url in ["http://evil.example:8000", "ftp://x", "https://"] {
+        assert!(!allowed(url), "{url}");
+    }
 }

@@ -5,14 +5,14 @@
 //! are), read from the cancellation by part, never by index. Safe to retry with
 //! `Idempotency-Key`.
 
-use super::{Account, AccountRow, MAX_DISPLAY_NAME_LEN, Part, Unique, UniqueValue};
+use super::{Account, AccountRow, MAX_DISPLAY_NAME_LEN, Part, Unique, UniqueValue, owner_lock};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::store::{Put, Transaction};
+use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::{Email, Username};
 
@@ -36,13 +36,23 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/accounts/{account_id}"), &account);
 
+    let caller = principal(&req);
+    // A subject owns one account; `accounts:admin` makes any number, for anyone.
+    let owners_one = !caller.has_scope("accounts:admin");
     let mut transaction = Transaction::new().put(
         Part::Account,
         Put::new_only(&AccountRow {
             account: account.clone(),
-            owner: principal(&req).subject.clone(),
+            owner: caller.subject.clone(),
+            owners_one,
         }),
     );
+    if owners_one {
+        transaction = transaction.put(
+            Part::OwnerLock,
+            lock::claim(&owner_lock(ctx, &caller.subject, &account_id)),
+        );
+    }
     for value in [UniqueValue::Email(email), UniqueValue::Username(username)] {
         transaction = transaction.put(Part::Lock(value.kind()), value.claim(&account_id));
     }
@@ -60,6 +70,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 .into_iter()
                 .filter(|unique| cancelled.failed(Part::Lock(*unique)))
                 .map(|unique| FieldError::new(unique.field(), Code::Taken))
+                .chain(
+                    cancelled
+                        .failed(Part::OwnerLock)
+                        .then(|| FieldError::new("owner", Code::LimitReached)),
+                )
                 .collect(),
         )),
     }

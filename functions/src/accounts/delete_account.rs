@@ -2,13 +2,15 @@
 //! the username can be claimed again at once.
 //!
 //! Read the account (to learn its email and username), then one `TransactWriteItems` deleting
-//! the account only if it still holds what we read, and releasing each lock only if it still
-//! names this account.
+//! the account only if it still holds what we read, releasing each lock (and its owner's
+//! one-account lock) only if it still names this account, and leaving the `Idempotency-Key`
+//! record that created it, if any, with no personal data (a replay is then `410`).
 
-use super::{AccountRow, Part, Unique, email_lock, load, username_lock};
+use super::{AccountRow, Part, Unique, email_lock, load_row, owner_lock, username_lock};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::idempotency;
 use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
@@ -17,8 +19,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (account_id,) = (path_id(&req, "accountId"),).all_valid()?;
 
     for _ in 0..MAX_ATTEMPTS {
-        let account = load(ctx, &req, &account_id).await?;
-        let transaction = Transaction::new()
+        let row = load_row(ctx, &req, &account_id).await?;
+        let account = &row.account;
+        let mut transaction = Transaction::new()
             .delete(
                 Part::Account,
                 Delete::<AccountRow>::at(keys::account(&account_id)).when(
@@ -34,6 +37,19 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 Part::OldLock(Unique::Username),
                 lock::release(&username_lock(&account_id, &account.username)),
             );
+        // Its owner may make another account now.
+        if row.owners_one {
+            transaction = transaction.delete(
+                Part::OwnerLock,
+                lock::release(&owner_lock(ctx, &row.owner, &account_id)),
+            );
+        }
+        let transaction = idempotency::forgetting(
+            transaction,
+            Part::IdempotencyRecord,
+            "create-account",
+            &account_id,
+        );
         match transaction.commit(ctx).await? {
             Commit::Done => {
                 tracing::info!(%account_id, "account deleted");

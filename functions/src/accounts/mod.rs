@@ -24,7 +24,16 @@ use crate::store::{Condition, MAX_ATTEMPTS, Put, Update};
 use lambda_http::Request;
 use singlet_shared::{Email, Id, Invalid, Key, Username, keys};
 
-pub use crate::model::accounts::{Account, AccountRow, EmailLock, UsernameLock};
+pub use crate::model::accounts::{Account, AccountRow, EmailLock, OwnerLock, UsernameLock};
+
+/// The lock that keeps a subject without `accounts:admin` to one account: keyed by a keyed hash
+/// of its subject, naming the account.
+pub fn owner_lock(ctx: &Ctx, owner: &str, account_id: &Id) -> OwnerLock {
+    OwnerLock {
+        pseudonym: ctx.ids.pseudonym("account owner", &[owner]),
+        account_id: account_id.clone(),
+    }
+}
 
 /// The attributes that are unique across all accounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +176,10 @@ pub enum Part {
     Lock(Unique),
     /// The lock being released.
     OldLock(Unique),
+    /// The record of the `Idempotency-Key` that created the account, if one did.
+    IdempotencyRecord,
+    /// The owner's one account ([`owner_lock`]).
+    OwnerLock,
 }
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
@@ -174,10 +187,14 @@ pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 /// One strongly consistent read of an account the caller may reach, or `404`: another subject's
 /// account is answered as if it did not exist.
 pub async fn load(ctx: &Ctx, req: &Request, account_id: &Id) -> Result<Account, ApiError> {
+    load_row(ctx, req, account_id).await.map(|row| row.account)
+}
+
+/// [`load`], with what the account row keeps beside the account.
+pub async fn load_row(ctx: &Ctx, req: &Request, account_id: &Id) -> Result<AccountRow, ApiError> {
     ctx.get::<AccountRow>(&keys::account(account_id))
         .await?
         .filter(|row| principal(req).may_reach_account(&row.owner))
-        .map(|row| row.account)
         .ok_or_else(|| ApiError::not_found("account"))
 }
 
@@ -216,6 +233,19 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
             return Ok(ok(&account));
         }
 
+        // A look-alike of the account's own value has the same lock: only the account changes.
+        if value.lock_key() == old.lock_key() {
+            let attribute = value.kind().attribute();
+            let update = Update::<AccountRow>::at(keys::account(&account_id))
+                .set(attribute, value.as_str())
+                .when(Condition::equals(attribute, old.as_str()));
+            if ctx.update_item(update).await?.is_some() {
+                tracing::info!(%account_id, field, "unique value respelled");
+                value.set_on(&mut account);
+                return Ok(ok(&account));
+            }
+            continue;
+        }
         match value.swap(ctx, &old, &account_id).await? {
             Swapped::Done => {
                 tracing::info!(%account_id, field, "unique value changed");

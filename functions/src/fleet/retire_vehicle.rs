@@ -9,6 +9,7 @@ use super::{ChassisLock, PlateLock, Vehicle, load};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::idempotency;
 use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
@@ -18,6 +19,8 @@ enum Part {
     Vehicle,
     PlateLock,
     ChassisLock,
+    /// The record of the `Idempotency-Key` that registered it, if one did.
+    IdempotencyRecord,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -25,7 +28,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
     for _ in 0..MAX_ATTEMPTS {
         let vehicle = load(ctx, &vehicle_id).await?;
-        let commit = Transaction::new()
+        let retire = Transaction::new()
             .delete(
                 Part::Vehicle,
                 Delete::<Vehicle>::at(keys::vehicle(&vehicle_id)).when(
@@ -46,9 +49,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     chassis: vehicle.chassis.clone(),
                     vehicle_id: vehicle_id.clone(),
                 }),
-            )
-            .commit(ctx)
-            .await?;
+            );
+        let commit = idempotency::forgetting(
+            retire,
+            Part::IdempotencyRecord,
+            "register-vehicle",
+            &vehicle_id,
+        )
+        .commit(ctx)
+        .await?;
 
         match commit {
             Commit::Done => {

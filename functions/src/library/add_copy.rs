@@ -6,11 +6,11 @@
 //! `TransactWriteItems`: a
 //! `ConditionCheck` that the branch exists and the copy's put (guarded by `attribute_not_exists`)
 //! into the branch's partition, with its GSI2 keys `BOOK#<isbn13>` / `available#<branchId>#<copyId>` so that it counts in the
-//! book's availability at once. `condition` is one of `new`, `good`, `fair`, `poor`. The copy
+//! book's inventory at once, and one to the branch's count of the book's available copies. `condition` is one of `new`, `good`, `fair`, `poor`. The copy
 //! id is generated here, derived from the `Idempotency-Key` when there is one. There is no
 //! route for one copy, so the `201` has no `location`.
 
-use super::{Book, Branch, Condition, Copy};
+use super::{Book, Branch, Condition, Copy, count_available};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
@@ -27,6 +27,8 @@ use singlet_shared::keys::{self, CopyStatus};
 enum Part {
     Branch,
     Copy,
+    /// The branch's count of the book's available copies.
+    Available,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -64,7 +66,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::Branch,
             Check::<Branch>::at(keys::branch(&branch_id), store::Condition::exists()),
         )
-        .put(Part::Copy, Put::new_only(&copy));
+        .put(Part::Copy, Put::new_only(&copy))
+        .update(Part::Available, count_available(&isbn, &branch_id, 1));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

@@ -1,24 +1,23 @@
 //! `GET /books/{isbn}/availability` → `200` `{isbn, branches: [{branchId, availableCopies}]}`,
 //! branches in id order, only those with a copy on the shelf; `404` book.
 //!
-//! One `Query` on GSI2: `GSI2PK = BOOK#<isbn13>` and `begins_with(GSI2SK, "available#")`, each
-//! DynamoDB page read in turn until the last, counting the keys per branch (the sort key names
-//! the branch; the index projects keys only, so an entry is about a hundred bytes and one page
-//! holds thousands of copies). A copy is only ever added after its book was read, and books are
-//! never deleted, so any available copy proves the book exists; only an empty answer adds a `GetItem` to tell
-//! "none on the shelves" (`200`, `branches: []`) from "no such book" (`404`). Index reads are
-//! eventually consistent: on AWS a copy added or lent a moment ago can briefly count as before.
+//! One strongly consistent `Query` of the book's partition `BOOK#<isbn13>`: the book itself and
+//! its per-branch counts `AVAILABLE#<branchId>` (`availableCopies`), which the transactions that
+//! add, lend and return a copy keep (`library::count_available`). So the cost is the same
+//! whatever the number of copies: one read unit while the book and its counts fit in 4 KB (a
+//! book stocked by some hundred branches would take two), where counting the copies' index
+//! entries cost half a unit per thousands of copies and grew with them. No book item is `404`.
 
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
-use crate::store::Query;
+use crate::store::item::text;
+use crate::store::{Query, decode};
 use lambda_http::Request;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use singlet_shared::Isbn13;
-use singlet_shared::keys::{self, CopyStatus};
-use singlet_shared::schema::GSI2;
-use std::collections::BTreeMap;
+use singlet_shared::keys;
+use singlet_shared::schema::SK;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -36,45 +35,45 @@ pub struct BranchAvailability {
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (isbn,) = (path(&req, "isbn", Isbn13::parse),).all_valid()?;
-    let counts = available_copies(ctx, &isbn).await?;
-    if counts.is_empty() {
-        super::load_book(ctx, &isbn).await?;
+    let book = keys::book(&isbn);
+    let mut found = false;
+    let mut branches = Vec::new();
+    let mut start = None;
+    loop {
+        let page = ctx
+            .query(Query::table(book.pk.clone()).start_after(start))
+            .await?;
+        for item in &page.items {
+            if text(item, SK) == book.sk {
+                found = true;
+            } else if text(item, SK).starts_with(keys::AVAILABLE_PREFIX) {
+                let count: Count = decode(item)?;
+                if count.available_copies > 0 {
+                    branches.push(BranchAvailability {
+                        branch_id: count.branch_id,
+                        available_copies: count.available_copies as u64,
+                    });
+                }
+            }
+        }
+        start = page.last_key;
+        if start.is_none() {
+            break;
+        }
+    }
+    if !found {
+        return Err(ApiError::not_found("book"));
     }
     Ok(ok(&Availability {
         isbn: isbn.to_string(),
-        branches: counts
-            .into_iter()
-            .map(|(branch_id, available_copies)| BranchAvailability {
-                branch_id,
-                available_copies,
-            })
-            .collect(),
+        branches,
     }))
 }
 
-/// A book's available copies per branch, from every page of one GSI2 query.
-async fn available_copies(ctx: &Ctx, isbn: &Isbn13) -> Result<BTreeMap<String, u64>, ApiError> {
-    let mut counts = BTreeMap::new();
-    let mut start = None;
-    loop {
-        let query = Query::index(GSI2, keys::copies_of_book(isbn))
-            .sort_begins_with(keys::copies_in_status(CopyStatus::Available))
-            .start_after(start);
-        let output = ctx.query(query).await?;
-        for item in &output.items {
-            let branch = item
-                .get(GSI2.sk)
-                .and_then(|v| v.as_s().ok())
-                .and_then(|sk| keys::branch_of_copy_by_book(sk))
-                .ok_or_else(|| {
-                    tracing::error!(%isbn, "a copy's availability key does not name a branch");
-                    ApiError::Internal
-                })?;
-            *counts.entry(branch.to_owned()).or_insert(0) += 1;
-        }
-        start = output.last_key;
-        if start.is_none() {
-            return Ok(counts);
-        }
-    }
+/// A branch's count of a book's available copies, as stored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Count {
+    branch_id: String,
+    available_copies: i64,
 }

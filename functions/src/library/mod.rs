@@ -53,7 +53,9 @@ use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI1, GSI2};
 use singlet_shared::{CardNumber, Id, Isbn13};
 
-pub use crate::model::library::{Book, Branch, Condition, Copy, Patron, PatronCard, Tier};
+pub use crate::model::library::{
+    Book, BookAvailability, Branch, Condition, Copy, Patron, PatronCard, Tier,
+};
 
 pub const MAX_NAME_LEN: usize = 100;
 pub const MAX_ADDRESS_LEN: usize = 200;
@@ -183,6 +185,17 @@ pub fn free_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
 /// A copy's move between `available` and `checked_out`, for a transaction: its status and its
 /// availability-index sort key change together, only if it is `from` now. The one place a copy
 /// changes status.
+/// Adds `delta` (1 for a copy back on the shelf or added, -1 for one lent) to the count of a
+/// book's copies available at a branch ([`keys::book_availability`]), in the transaction that
+/// changes the copy: so `GET /books/{isbn}/availability` reads counts, never copies. Unconditional
+/// (`ADD` makes the item at its first copy); two transactions counting for one book at one branch
+/// conflict, and the later is sent again (`store::transaction`).
+pub fn count_available(isbn: &Isbn13, branch_id: &Id, delta: i64) -> Update<BookAvailability> {
+    Update::at(keys::book_availability(isbn, branch_id))
+        .set(BookAvailability::BRANCH_ID, branch_id)
+        .add(BookAvailability::AVAILABLE_COPIES, delta)
+}
+
 pub fn move_copy(
     (isbn, branch_id, copy_id): (&Isbn13, &Id, &Id),
     from: CopyStatus,

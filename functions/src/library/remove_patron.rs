@@ -19,6 +19,7 @@ use super::{Patron, PatronCard, find_patron, remove};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
+use crate::idempotency;
 use crate::store::{Commit, MAX_ATTEMPTS, Transaction, decode, lock};
 use lambda_http::Request;
 
@@ -26,6 +27,8 @@ use lambda_http::Request;
 enum Part {
     Patron,
     Card,
+    /// The record of the `Idempotency-Key` that registered it, if one did.
+    IdempotencyRecord,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -38,7 +41,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Some(patron) => patron,
             None => find_patron(ctx, &patron_id).await?,
         };
-        let commit = Transaction::new()
+        let removal = Transaction::new()
             .delete(Part::Patron, remove(&patron))
             .delete(
                 Part::Card,
@@ -46,9 +49,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     card_number: patron.card_number.clone(),
                     patron_id: patron_id.clone(),
                 }),
-            )
-            .commit(ctx)
-            .await?;
+            );
+        let commit = idempotency::forgetting(
+            removal,
+            Part::IdempotencyRecord,
+            "register-patron",
+            &patron_id,
+        )
+        .commit(ctx)
+        .await?;
 
         match commit {
             Commit::Done => {

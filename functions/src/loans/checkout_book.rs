@@ -21,7 +21,9 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
-use crate::library::{find_patron, load_book, load_copy, move_copy, take_loan_slot};
+use crate::library::{
+    count_available, find_patron, load_book, load_copy, move_copy, take_loan_slot,
+};
 use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
@@ -33,6 +35,8 @@ enum Part {
     Loan,
     Copy,
     Patron,
+    /// The branch's count of the book's available copies.
+    Available,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -79,7 +83,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::Copy,
             move_copy(loan.copy(), CopyStatus::Available, CopyStatus::CheckedOut),
         )
-        .update(Part::Patron, take_loan_slot(&home_branch, &patron_id));
+        .update(Part::Patron, take_loan_slot(&home_branch, &patron_id))
+        .update(Part::Available, count_available(&loan.isbn, &branch_id, -1));
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

@@ -1,6 +1,9 @@
 //! `mark-overdue`: the scheduled function (EventBridge, every 15 minutes) that moves every open
-//! loan whose `dueDate` is before the event's `time` into the sparse overdue indexes (its
-//! branch's, GSI3, and the library's, GSI4).
+//! loan whose `dueDate` is before its "now" into the sparse overdue indexes (its branch's, GSI3,
+//! and the library's, GSI4). Its "now" is the event's `time`, but never more than
+//! [`CLOCK_SKEW`] ahead of its own clock: an event from the future (a replayed or forged one)
+//! never marks a loan that is not due yet, and `asOf`, which only moves forward, never runs ahead
+//! of the clock.
 //!
 //! For each open-loans shard, one `Query` on GSI1 (`GSI1PK = OPEN#nn AND GSI1SK < :now`, the sort
 //! key being `<dueDate>#<checkoutId>`), paged; for each hit, one conditional `UpdateItem` that
@@ -22,10 +25,10 @@ use super::Checkout;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::store::{Query, decode, item::text};
+use crate::store::{Query, decode};
 use serde::{Deserialize, Serialize};
 use singlet_shared::keys;
-use singlet_shared::schema::{GSI1, PK, SK};
+use singlet_shared::schema::GSI1;
 use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
 use tracing::{error, info, warn};
@@ -58,13 +61,22 @@ pub struct Report {
     pub complete: bool,
 }
 
+/// How far ahead of the function's clock an event's time is believed: EventBridge's clock and
+/// Lambda's differ by far less.
+pub const CLOCK_SKEW: time::Duration = time::Duration::minutes(5);
+
 /// The event's `time` as "now"; an error naming the event's time when it has no valid one.
 pub fn event_time(event: &ScheduledEvent) -> Result<OffsetDateTime, String> {
     clock::parse_iso(&event.time)
         .ok_or_else(|| format!("the event's time {:?} is not ISO-8601", event.time))
 }
 
-/// The scheduled function: "now" from the event's `time`, stopping [`DEADLINE_MARGIN`] before
+/// The run's "now": the earlier of the event's time and the clock plus [`CLOCK_SKEW`].
+pub fn run_time(event: OffsetDateTime, clock: OffsetDateTime) -> OffsetDateTime {
+    event.min(clock + CLOCK_SKEW)
+}
+
+/// The scheduled function: "now" from the event's `time` ([`run_time`]), stopping [`DEADLINE_MARGIN`] before
 /// the deadline when there is one. An error fails the invocation, which Lambda retries and then
 /// sends to the function's on-failure destination.
 pub async fn run(
@@ -74,7 +86,10 @@ pub async fn run(
 ) -> Result<serde_json::Value, String> {
     let event: ScheduledEvent = serde_json::from_value(event)
         .map_err(|e| format!("the event is not an EventBridge scheduled event: {e}"))?;
-    let now = event_time(&event)?;
+    let now = run_time(event_time(&event)?, ctx.clock.now());
+    if now < event_time(&event)? {
+        warn!(event = event.time, now = %clock::iso(now), "the event's time is ahead of the clock; marking as of the clock");
+    }
     let report = mark_overdue(ctx, now, PAGE_SIZE, || {
         deadline.is_none_or(|deadline| {
             deadline
@@ -124,8 +139,7 @@ pub async fn mark_overdue(
                     Ok(loan) => loans.push(loan),
                     Err(_) => {
                         error!(
-                            pk = text(item, PK),
-                            sk = text(item, SK),
+                            item = %crate::store::item::log_name(item),
                             "mark-overdue skipped an item it cannot read"
                         );
                         report.unreadable += 1;
@@ -169,6 +183,24 @@ pub async fn mark_overdue(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn now_is_the_event_time_but_never_past_the_clock_plus_five_minutes() {
+        let clock = clock::parse_iso("2026-11-29T18:00:00Z").unwrap();
+        let at = |raw: &str| clock::parse_iso(raw).unwrap();
+        assert_eq!(
+            run_time(at("2026-11-29T17:59:00Z"), clock),
+            at("2026-11-29T17:59:00Z")
+        );
+        assert_eq!(
+            run_time(at("2026-11-29T18:04:00Z"), clock),
+            at("2026-11-29T18:04:00Z")
+        );
+        assert_eq!(
+            run_time(at("2026-12-29T18:00:00Z"), clock),
+            at("2026-11-29T18:05:00Z")
+        );
+    }
 
     #[test]
     fn the_event_time_is_now() {

@@ -14,7 +14,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::library::{free_loan_slot, move_copy};
+use crate::library::{count_available, free_loan_slot, move_copy};
 use crate::store::{MAX_ATTEMPTS, Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::keys::CopyStatus;
@@ -25,6 +25,8 @@ enum Part {
     ReturnedLoan,
     Copy,
     Patron,
+    /// The branch's count of the book's available copies.
+    Available,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -53,6 +55,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .update(
                 Part::Patron,
                 free_loan_slot(&loan.patron_branch_id, &patron_id),
+            )
+            .update(
+                Part::Available,
+                count_available(&loan.isbn, &loan.branch_id, 1),
             );
 
         let response = ok(&returned.clone().as_read(now));
@@ -70,7 +76,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 )]));
             }
             Outcome::Cancelled(cancelled) => {
-                tracing::error!(%checkout_id, failed = ?cancelled.failed, "a loan's copy or patron disagrees with it");
+                tracing::error!(%checkout_id, failed = ?cancelled.parts(), "a loan's copy or patron disagrees with it");
                 return Err(ApiError::Internal);
             }
         }

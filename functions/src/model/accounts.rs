@@ -28,6 +28,10 @@ pub struct AccountRow {
     /// `accounts:admin` reaches it.
     #[serde(default)]
     pub owner: String,
+    /// Whether the account is its owner's one account (made without `accounts:admin`), holding
+    /// the owner's lock ([`OwnerLock`]) that its deletion releases.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owners_one: bool,
 }
 
 impl Entity for AccountRow {
@@ -144,4 +148,59 @@ fn lock_holders_are_serde_names() {
     use super::serde_fields;
     assert!(serde_fields::<EmailLock>().contains(&EmailLock::HOLDER.name()));
     assert!(serde_fields::<UsernameLock>().contains(&UsernameLock::HOLDER.name()));
+}
+
+/// A `UNIQ#OWNER#<pseudonym>`/`LOCK` lock: the one account a subject without `accounts:admin`
+/// owns. Keyed by a keyed hash of the subject (a subject can be an email, which stays out of the
+/// key); the pseudonym is in the key only.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerLock {
+    #[serde(skip)]
+    pub pseudonym: String,
+    pub account_id: Id,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OwnerLockAttributes {
+    account_id: Id,
+}
+
+impl Entity for OwnerLock {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "owner-lock",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::OWNER_LOCK_PREFIX,
+            SortShape::Exactly(keys::LOCK),
+        )],
+        // Its value is a keyed hash of the account's `owner`, not an attribute of the account:
+        // `fsck` cannot recompute it without the server's key, so it is not a value lock to it.
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        keys::owner_lock(&self.pseudonym)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        let pseudonym = super::key_of(item)
+            .and_then(|key| Some(key.pk.strip_prefix(keys::OWNER_LOCK_PREFIX)?.to_owned()))
+            .ok_or("the key names no owner")?;
+        let OwnerLockAttributes { account_id } = from_attributes(item)?;
+        Ok(Self {
+            pseudonym,
+            account_id,
+        })
+    }
+}
+
+impl Held for OwnerLock {
+    const HOLDER: Field<Self> = Field::new("accountId");
+
+    fn holder(&self) -> &Id {
+        &self.account_id
+    }
 }

@@ -20,6 +20,27 @@ pub struct IdempotencyRecord {
     pub etag: Option<String>,
     pub replay_until: u64,
     pub expires_at: u64,
+    /// The entity the first request created has been deleted: the record answers `410` and
+    /// keeps nothing else of the response (no personal data outlives its entity).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gone: bool,
+}
+
+impl IdempotencyRecord {
+    /// What a record becomes when the entity its request created is deleted.
+    pub fn tombstone(key: Key, expires_at: u64) -> Self {
+        Self {
+            key,
+            fingerprint: String::new(),
+            status: 410,
+            body: String::new(),
+            location: None,
+            etag: None,
+            replay_until: 0,
+            expires_at,
+            gone: true,
+        }
+    }
 }
 
 impl Entity for IdempotencyRecord {

@@ -306,3 +306,51 @@ impl Held for PatronCard {
 fn the_card_holder_is_a_serde_name() {
     assert!(super::serde_fields::<PatronCard>().contains(&PatronCard::HOLDER.name()));
 }
+
+/// How many copies of a book a branch has on the shelf (`BOOK#<isbn>`/`AVAILABLE#<branchId>`),
+/// kept by the transactions that add, lend and return a copy, so that availability reads counts,
+/// never copies. The book is in the key only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BookAvailability {
+    #[serde(skip)]
+    pub isbn: Option<Isbn13>,
+    pub branch_id: Id,
+    pub available_copies: i64,
+}
+
+impl Entity for BookAvailability {
+    const TYPE: &'static EntityType = &EntityType {
+        name: "book-availability",
+        version: 1,
+        keys: &[KeyShape::new(
+            keys::BOOK_PREFIX,
+            SortShape::Prefix(keys::AVAILABLE_PREFIX),
+        )],
+        lock: None,
+        may_expire: false,
+    };
+
+    fn key(&self) -> Key {
+        let isbn = self
+            .isbn
+            .as_ref()
+            .expect("a count read from its item knows its book");
+        keys::book_availability(isbn, &self.branch_id)
+    }
+
+    fn from_item(item: &Item) -> Result<Self, String> {
+        let isbn = super::key_of(item)
+            .and_then(|key| Isbn13::parse(key.pk.strip_prefix(keys::BOOK_PREFIX)?).ok())
+            .ok_or("the key names no book")?;
+        Ok(Self {
+            isbn: Some(isbn),
+            ..from_attributes(item)?
+        })
+    }
+}
+
+fields!(BookAvailability, serde BookAvailability, test availability_fields_are_serde_names {
+    BRANCH_ID = "branchId",
+    AVAILABLE_COPIES = "availableCopies",
+});

@@ -1,11 +1,11 @@
 //! The registry: every entity type, and [`decode`], which reads any item of the table as the
 //! entity it is.
 
-use super::accounts::{AccountRow, EmailLock, UsernameLock};
+use super::accounts::{AccountRow, EmailLock, OwnerLock, UsernameLock};
 use super::audit::{Resource, ResourceEvent};
 use super::fleet::{ChassisLock, PlateLock, Vehicle};
 use super::idempotency::{IdLock, IdempotencyRecord};
-use super::library::{Book, Branch, Copy, Patron, PatronCard};
+use super::library::{Book, BookAvailability, Branch, Copy, Patron, PatronCard};
 use super::loans::{Checkout, MarkerRun};
 use super::migration::MigrationCheckpoint;
 use super::{ENTITY_TYPE, Entity, EntityType, Item, VERSION, key_of};
@@ -67,10 +67,12 @@ registry! {
     Account(AccountRow),
     EmailLock(EmailLock),
     UsernameLock(UsernameLock),
+    OwnerLock(OwnerLock),
     Branch(Branch),
     Patron(Patron),
     CardLock(PatronCard),
     Book(Book),
+    BookAvailability(BookAvailability),
     Copy(Copy),
     Loan(Checkout),
     MarkerRun(MarkerRun),

@@ -4,6 +4,7 @@
 //! is a `500`.
 
 use crate::error::ApiError;
+use crate::ids::IdKey;
 pub use crate::model::Item;
 use crate::model::without_values;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -23,11 +24,36 @@ pub fn key_item(key: &Key) -> Item {
 /// An item as its entity. The only place a stored item is decoded.
 pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
     serde_dynamo::from_item(item.clone()).map_err(|e| {
-        let (pk, sk) = (text(item, PK), text(item, SK));
         let error = without_values(&e.to_string());
-        tracing::error!(pk, sk, error, "a stored item does not decode");
+        tracing::error!(item = %log_name(item), error, "a stored item does not decode");
         ApiError::Internal
     })
+}
+
+/// The key a log names pseudonyms with: the server's id key, set by the first context made.
+static LOG_KEY: std::sync::OnceLock<std::sync::Arc<IdKey>> = std::sync::OnceLock::new();
+
+/// Sets the key [`log_name`] hashes with (`Ctx::new` does, once per process).
+pub fn use_log_key(key: std::sync::Arc<IdKey>) {
+    let _ = LOG_KEY.set(key);
+}
+
+/// How a log line names an item: `PK/SK` when its key is made of ids; when its key holds a
+/// value a person gave (`PLATE#ka19xtr`, `UNIQ#EMAIL#…`), its entity type and a keyed hash of
+/// the key (`plate-lock 5f0c…`), which an operator holding the server's key can match against a
+/// value, and no one else can.
+pub fn log_name(item: &Item) -> String {
+    let (pk, sk) = (text(item, PK), text(item, SK));
+    match singlet_shared::keys::value_keyed(pk) {
+        None => format!("{pk}/{sk}"),
+        Some(entity) => {
+            let hash = LOG_KEY
+                .get()
+                .map(|key| key.pseudonym("log", &[pk, sk]))
+                .unwrap_or_else(|| "-".into());
+            format!("{entity} {hash}")
+        }
+    }
 }
 
 /// A string attribute of an item, or `""`.
@@ -40,4 +66,30 @@ pub fn text<'i>(item: &'i Item, name: &str) -> &'i str {
 
 pub fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{key_item, log_name};
+    use singlet_shared::Key;
+
+    #[test]
+    fn a_log_names_a_value_keyed_item_by_its_type_and_a_hash() {
+        let named = |pk: &str, sk: &str| {
+            log_name(&key_item(&Key {
+                pk: pk.into(),
+                sk: sk.into(),
+            }))
+        };
+        assert_eq!(named("PATRON#p1", "CHECKOUT#k1"), "PATRON#p1/CHECKOUT#k1");
+        for (pk, sk, entity) in [
+            ("PLATE#ka19xtr", "PLATE#ka19xtr", "plate-lock"),
+            ("UNIQ#EMAIL#ada@exarnple.corn", "LOCK", "email-lock"),
+            ("CARD#card-1", "CARD#card-1", "card-lock"),
+        ] {
+            let name = named(pk, sk);
+            assert!(name.starts_with(entity), "{name}");
+            assert!(!name.contains(&pk[pk.rfind('#').unwrap() + 1..]), "{name}");
+        }
+    }
 }

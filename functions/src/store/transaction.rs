@@ -61,6 +61,11 @@ impl<P: PartialEq> Cancelled<P> {
             .and_then(|(_, item)| item.as_ref())
     }
 
+    /// The parts whose condition failed, without the items: what a log may say of them.
+    pub fn parts(&self) -> Vec<&P> {
+        self.failed.iter().map(|(p, _)| p).collect()
+    }
+
     /// The same cancellation with each part renamed; parts `rename` drops are left out.
     pub fn map<Q>(self, rename: impl Fn(P) -> Option<Q>) -> Cancelled<Q> {
         Cancelled {
@@ -224,7 +229,9 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
         if conflicted {
             return Ok(None);
         }
-        warn!(?reasons, "transaction cancelled without a reason");
+        // Codes only: a reason can carry the item as it stood (`ALL_OLD`), personal data and all.
+        let codes: Vec<&str> = reasons.iter().map(|r| r.code().unwrap_or("None")).collect();
+        warn!(?codes, "transaction cancelled without a reason");
         Err(ApiError::Unavailable)
     }
 }

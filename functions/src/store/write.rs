@@ -460,7 +460,11 @@ impl RawUpdate {
             let name = placeholders.name(name);
             let (sign, by) = if *by < 0 { ('-', -by) } else { ('+', *by) };
             let by = placeholders.value(AttributeValue::N(by.to_string()));
-            sets.push(format!("{name} = {name} {sign} {by}"));
+            // A count an update creates starts from 0 (an upsert's first add).
+            let zero = placeholders.value(AttributeValue::N("0".to_owned()));
+            sets.push(format!(
+                "{name} = if_not_exists({name}, {zero}) {sign} {by}"
+            ));
         }
         let mut expression = format!("SET {}", sets.join(", "));
         if !self.remove.is_empty() {

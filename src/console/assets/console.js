@@ -47,10 +47,23 @@ function toast(text) {
   toast.timer = setTimeout(() => t.classList.remove('show'), 2600);
 }
 
+// The runner's per-start secret, from the URL it printed (?token=...): kept for this tab and
+// taken out of the address bar, so it is not in the history or a shared screenshot.
+const secret = (() => {
+  const url = new URL(location.href);
+  const token = url.searchParams.get('token');
+  if (token) {
+    sessionStorage.setItem('singlet-console', token);
+    url.searchParams.delete('token');
+    history.replaceState(null, '', url.pathname + url.search + url.hash);
+  }
+  return sessionStorage.getItem('singlet-console') || '';
+})();
+
 async function api(path, body) {
-  const init = body === undefined ? {} : {
+  const init = body === undefined ? { headers: { 'x-singlet-console': secret } } : {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-singlet-console': '1' },
+    headers: { 'content-type': 'application/json', 'x-singlet-console': secret },
     body: JSON.stringify(body),
   };
   const response = await fetch('/_console/api/' + path, init);
