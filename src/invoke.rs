@@ -11,7 +11,9 @@ pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, Str
     if let Some(scheduled) = scheduled(function) {
         let event: Value =
             serde_json::from_str(event).map_err(|e| format!("the event is not JSON: {e}"))?;
-        return (scheduled.handler)(ctx, event, None).await;
+        return (scheduled.handler)(ctx, event, None)
+            .await
+            .map(|report| report.to_json());
     }
     let route = by_function(function).ok_or_else(|| format!("no function named {function}"))?;
     let request = lambda_http::request::from_str(event)

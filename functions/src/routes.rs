@@ -18,7 +18,14 @@ pub type ScheduledHandler = for<'a> fn(
     &'a Ctx,
     serde_json::Value,
     Option<SystemTime>,
-) -> BoxFuture<'a, Result<serde_json::Value, String>>;
+) -> BoxFuture<'a, Result<Box<dyn RunReport>, String>>;
+
+/// What a scheduled run reports: the counts its metrics line carries, each under its metric's
+/// name, and the invocation's JSON result.
+pub trait RunReport: Send + std::fmt::Debug {
+    fn counts(&self) -> Vec<(&'static str, u64)>;
+    fn to_json(&self) -> serde_json::Value;
+}
 
 /// Turns an access pattern's `async fn handle(&Ctx, Request)` into a [`Handler`].
 macro_rules! handler {
@@ -169,7 +176,12 @@ pub static SCHEDULED: &[Scheduled] = &[Scheduled {
     function: "mark-overdue",
     summary: "Move every open loan that fell due into the overdue index",
     permissions: &["dynamodb:Query", "dynamodb:UpdateItem"],
-    handler: |ctx, event, deadline| Box::pin(loans::mark_overdue::run(ctx, event, deadline)),
+    handler: |ctx, event, deadline| {
+        Box::pin(async move {
+            let report = loans::mark_overdue::run(ctx, event, deadline).await?;
+            Ok(Box::new(report) as Box<dyn RunReport>)
+        })
+    },
 }];
 
 impl Route {
