@@ -1,4 +1,4 @@
-//! The route table: every function, declared once. The Lambda binary (serving the entry its
+//! The route table: every function, declared once. The one Lambda binary (serving the entry its
 //! `SINGLET_FUNCTION` names), the local runner, `invoke`, the tests and the template, event,
 //! README and OpenAPI parity checks all read it.
 
@@ -38,7 +38,7 @@ macro_rules! handler {
 }
 
 pub struct Route {
-    /// The Lambda function's name, its binary's name and its event file's name.
+    /// The Lambda function's name (its `SINGLET_FUNCTION`) and its event file's name.
     pub function: &'static str,
     pub method: &'static str,
     /// API Gateway's path template: `/vehicles/{vehicleId}`.
