@@ -225,7 +225,7 @@ async fn at_size(open: usize, tokens: &(Authorizer, String)) -> Run {
     let started = Instant::now();
     let (report, units, _) = metered((marker.handler)(&ctx, event, None)).await;
     let time = started.elapsed();
-    let report = report.expect("mark-overdue runs");
+    let report = report.expect("mark-overdue runs").to_json();
 
     let mut lists = Vec::new();
     for path in ["/overdue?limit=100", "/branches/branch-0/overdue?limit=100"] {

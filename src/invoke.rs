@@ -103,7 +103,9 @@ pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, Str
     let parsed: Value =
         serde_json::from_str(event).map_err(|e| format!("the event is not JSON: {e}"))?;
     if let Some(scheduled) = scheduled(function) {
-        return (scheduled.handler)(ctx, parsed, None).await;
+        return (scheduled.handler)(ctx, parsed, None)
+            .await
+            .map(|report| report.to_json());
     }
     let route = by_function(function).expect("checked");
     if let Some(other) = other_route(function, &parsed) {

@@ -23,6 +23,24 @@ pub enum Code {
     HasLoans,
 }
 
+impl Code {
+    /// The code as problem documents and metrics spell it (`taken`, `limit_reached`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Required => "required",
+            Code::Invalid => "invalid",
+            Code::TooLong => "too_long",
+            Code::Taken => "taken",
+            Code::Unavailable => "unavailable",
+            Code::LimitReached => "limit_reached",
+            Code::Returned => "returned",
+            Code::Overdue => "overdue",
+            Code::RenewalLimit => "renewal_limit",
+            Code::HasLoans => "has_loans",
+        }
+    }
+}
+
 impl From<Invalid> for Code {
     fn from(invalid: Invalid) -> Self {
         match invalid {
@@ -101,6 +119,16 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// The field error codes of a `400` or `409`, in order; none for any other error.
+    pub fn codes(&self) -> Vec<Code> {
+        match self {
+            ApiError::BadRequest { errors, .. } | ApiError::Conflict { errors, .. } => {
+                errors.iter().map(|error| error.code).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     pub fn invalid(errors: Vec<FieldError>) -> Self {
         let fields: Vec<&str> = errors.iter().map(|e| e.field).collect();
         ApiError::BadRequest {

@@ -229,8 +229,8 @@ async fn serve_http(
                 .latency(started.elapsed());
             match status {
                 409 => {
-                    for code in problem_codes(&answer.response) {
-                        metrics.conflict(&code);
+                    for code in &answer.codes {
+                        metrics.conflict(code.as_str());
                     }
                 }
                 412 => {
@@ -250,21 +250,6 @@ async fn serve_http(
     .await
 }
 
-/// The field error codes of a problem document (`taken`, `unavailable`, ...).
-fn problem_codes(response: &lambda_http::Response<lambda_http::Body>) -> Vec<String> {
-    let body: serde_json::Value =
-        serde_json::from_slice(response.body().as_ref()).unwrap_or_default();
-    body["errors"]
-        .as_array()
-        .map(|errors| {
-            errors
-                .iter()
-                .filter_map(|e| e["code"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 async fn serve_scheduled(
     ctx: &'static Ctx,
     scheduled: &'static Scheduled,
@@ -278,20 +263,16 @@ async fn serve_scheduled(
                 let report = (scheduled.handler)(ctx, event.payload, Some(deadline))
                     .await
                     .map_err(lambda_runtime::Error::from)?;
-                // A run's report counts what it did (`mark-overdue`: loans marked, items skipped or
-                // unreadable, pages read).
-                let count = |name: &str| report[name].as_u64().unwrap_or(0);
+                // A run's report says what it counted, each figure under its metric's name.
                 let mut metrics = Metrics::new(scheduled.function);
                 if cold_start {
                     metrics.cold_start();
                 }
-                metrics
-                    .loans_marked(count("marked"))
-                    .items_skipped(count("skipped") + count("unreadable"))
-                    .pages_read(count("pagesRead"))
-                    .duration(started.elapsed())
-                    .flush();
-                Ok::<_, lambda_runtime::Error>(report)
+                for (name, n) in report.counts() {
+                    metrics.count(name, n);
+                }
+                metrics.duration(started.elapsed()).flush();
+                Ok::<_, lambda_runtime::Error>(report.to_json())
             }
             .instrument(tracing::info_span!("invocation", cold_start))
         },

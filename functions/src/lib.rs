@@ -1,7 +1,7 @@
 //! singlet's access patterns. Each lives in one file (`fleet/register_vehicle.rs`, ...) that
 //! reads as one story: the contract, the one DynamoDB request, and how each failure becomes a
-//! response. Each domain's `mod.rs` owns its entities and their lifecycles. What every route
-//! shares is here once:
+//! response. The entities themselves are the model's ([`model`]), and each domain's `mod.rs` owns
+//! their lifecycles. What every route shares is here once:
 //! - [`routes`]: the route table, every function declared once;
 //! - [`request`]: what happens to every request (body rules, metering, logging, errors);
 //! - [`claims`]: who is asking, and what they may reach;
@@ -13,7 +13,8 @@
 //! - [`paging`] and [`cursor`]: lists and their signed cursors;
 //! - [`idempotency`] and [`ids`]: `Idempotency-Key` and the ids it derives;
 //! - [`context`]: the clients and configuration, read from the environment once;
-//! - [`lambda`]: what every Lambda binary runs, and [`metrics`]: its CloudWatch EMF lines.
+//! - [`lambda`]: what the one Lambda binary runs for whichever function `SINGLET_FUNCTION`
+//!   names, and [`metrics`]: its CloudWatch EMF lines.
 
 pub mod claims;
 pub mod clock;

@@ -12,8 +12,8 @@
 //! A [`Metrics`] collects one invocation: counters add up ([`Metrics::count`]), values are kept
 //! one by one ([`Metrics::value`]), and [`Metrics::flush`] prints the line and starts again.
 //! The named helpers are the figures the service reports: requests by status class, conflicts
-//! and precondition failures by code, consumed read and write units and latency for a route;
-//! loans marked, items skipped, pages read and the run's duration for `mark-overdue`.
+//! and precondition failures by code, consumed read and write units and latency for a route; a
+//! scheduled run's duration, next to the counts its report names (`crate::routes::RunReport`).
 //!
 //! One dimension set per line (`Function`, or `Function` and `Route`): every metric name times
 //! every function is a custom metric that CloudWatch bills, so each figure is reported once.
@@ -71,7 +71,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// The metrics of one run of `function` (`register-vehicle`, `mark-overdue`).
+    /// The metrics of one run of `function` (a route's, `register-vehicle`, or a scheduled one).
     pub fn new(function: &str) -> Self {
         Self {
             function: function.to_owned(),
@@ -177,23 +177,7 @@ impl Metrics {
         self.milliseconds("Latency", latency)
     }
 
-    /// `mark-overdue`: loans moved into the overdue index.
-    pub fn loans_marked(&mut self, n: u64) -> &mut Self {
-        self.count("LoansMarked", n)
-    }
-
-    /// `mark-overdue`: index entries it read but left alone (returned, renewed or marked by an
-    /// overlapping run since the query).
-    pub fn items_skipped(&mut self, n: u64) -> &mut Self {
-        self.count("ItemsSkipped", n)
-    }
-
-    /// `mark-overdue`: pages of the open-loans index it read.
-    pub fn pages_read(&mut self, n: u64) -> &mut Self {
-        self.count("PagesRead", n)
-    }
-
-    /// `mark-overdue`: how long the run took.
+    /// How long a scheduled run took.
     pub fn duration(&mut self, duration: Duration) -> &mut Self {
         self.milliseconds("Duration", duration)
     }
@@ -448,13 +432,12 @@ mod tests {
     }
 
     #[test]
-    fn the_marker_reports_its_run() {
-        let mut metrics = Metrics::new("mark-overdue");
+    fn a_scheduled_run_reports_its_counts() {
+        let mut metrics = Metrics::new("a-scheduled-run");
         metrics
-            .pages_read(16)
-            .pages_read(1)
-            .loans_marked(40)
-            .items_skipped(2)
+            .count("PagesRead", 16)
+            .count("PagesRead", 1)
+            .count("Done", 40)
             .duration(Duration::from_millis(850));
         let root = valid_emf(&metrics.to_line(1).unwrap());
         assert_eq!(
@@ -462,10 +445,9 @@ mod tests {
             json!([["Function"]])
         );
         assert!(!root.contains_key("Route"));
-        assert_eq!(root["Function"], "mark-overdue");
+        assert_eq!(root["Function"], "a-scheduled-run");
         assert_eq!(root["PagesRead"], 17);
-        assert_eq!(root["LoansMarked"], 40);
-        assert_eq!(root["ItemsSkipped"], 2);
+        assert_eq!(root["Done"], 40);
         assert_eq!(root["Duration"], json!([850.0]));
     }
 

@@ -5,7 +5,7 @@
 
 use crate::claims::Principal;
 use crate::context::Ctx;
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::http::{ServedRoute, check_body};
 use crate::routes::Route;
 use crate::store::capacity::{Consumed, metered};
@@ -14,10 +14,13 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use std::time::Instant;
 use tracing::{Instrument, info, info_span};
 
-/// A response, and the capacity its request consumed.
+/// A response, the capacity its request consumed, and the field error codes it refused the
+/// request with (`taken`, `limit_reached`; none for an answer that is not a `400` or `409`), so
+/// that nothing reads them back out of the problem document.
 pub struct Answer {
     pub response: Response<Body>,
     pub consumed: Consumed,
+    pub codes: Vec<Code>,
 }
 
 /// Serves `req` with `route`'s handler.
@@ -68,11 +71,12 @@ pub async fn answer(ctx: &Ctx, route: &'static Route, mut req: Request) -> Answe
             }
         })
         .await;
-        let response = match outcome {
-            Ok(response) => response,
+        let (response, codes) = match outcome {
+            Ok(response) => (response, Vec::new()),
             Err(error) => {
                 info!(status = error.status().as_u16(), error = ?error, "request refused");
-                error.into_response()
+                let codes = error.codes();
+                (error.into_response(), codes)
             }
         };
         info!(
@@ -82,7 +86,11 @@ pub async fn answer(ctx: &Ctx, route: &'static Route, mut req: Request) -> Answe
             write_units = consumed.write_units,
             "request handled"
         );
-        Answer { response, consumed }
+        Answer {
+            response,
+            consumed,
+            codes,
+        }
     }
     .instrument(span)
     .await

@@ -1,4 +1,4 @@
-//! The route table: every function, declared once. The Lambda binary (serving the entry its
+//! The route table: every function, declared once. The one Lambda binary (serving the entry its
 //! `SINGLET_FUNCTION` names), the local runner, `invoke`, the tests and the template, event,
 //! README and OpenAPI parity checks all read it.
 
@@ -18,7 +18,14 @@ pub type ScheduledHandler = for<'a> fn(
     &'a Ctx,
     serde_json::Value,
     Option<SystemTime>,
-) -> BoxFuture<'a, Result<serde_json::Value, String>>;
+) -> BoxFuture<'a, Result<Box<dyn RunReport>, String>>;
+
+/// What a scheduled run reports: the counts its metrics line carries, each under its metric's
+/// name, and the invocation's JSON result.
+pub trait RunReport: Send + std::fmt::Debug {
+    fn counts(&self) -> Vec<(&'static str, u64)>;
+    fn to_json(&self) -> serde_json::Value;
+}
 
 /// Turns an access pattern's `async fn handle(&Ctx, Request)` into a [`Handler`].
 macro_rules! handler {
@@ -31,7 +38,7 @@ macro_rules! handler {
 }
 
 pub struct Route {
-    /// The Lambda function's name, its binary's name and its event file's name.
+    /// The Lambda function's name (its `SINGLET_FUNCTION`) and its event file's name.
     pub function: &'static str,
     pub method: &'static str,
     /// API Gateway's path template: `/vehicles/{vehicleId}`.
@@ -171,7 +178,12 @@ pub static SCHEDULED: &[Scheduled] = &[Scheduled {
     function: "mark-overdue",
     summary: "Move every open loan that fell due into the overdue index",
     permissions: &["dynamodb:Query", "dynamodb:UpdateItem"],
-    handler: |ctx, event, deadline| Box::pin(loans::mark_overdue::run(ctx, event, deadline)),
+    handler: |ctx, event, deadline| {
+        Box::pin(async move {
+            let report = loans::mark_overdue::run(ctx, event, deadline).await?;
+            Ok(Box::new(report) as Box<dyn RunReport>)
+        })
+    },
 }];
 
 impl Route {

@@ -8,11 +8,11 @@
 //!
 //! Plain HTML, CSS and JavaScript compiled into the runner (`include_str!`): no CDN, no build
 //! step. Its endpoints under `/_console/api/` hold no privilege: each request it runs goes through
-//! the API's own router (see [`gateway`]) with a token minted for the person ([`token`]), and
+//! the API's own router (see [`api_client`]) with a token minted for the person ([`token`]), and
 //! they answer only same-origin requests made to a loopback host (see [`guard`]).
 
+pub mod api_client;
 pub mod capture;
-pub mod gateway;
 pub mod ops;
 pub mod patterns;
 pub mod races;
@@ -20,13 +20,13 @@ pub mod seed;
 pub mod table;
 pub mod token;
 
+pub use api_client::{ApiClient, Sent};
 use axum::body::{Bytes, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-pub use gateway::{Gateway, Sent};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -62,7 +62,7 @@ pub fn instrument(ctx: Ctx) -> Ctx {
 
 #[derive(Clone)]
 struct Console {
-    gateway: Gateway,
+    gateway: ApiClient,
     /// One console action at a time, so that "before" and "after" belong to one action.
     busy: Arc<tokio::sync::Mutex<()>>,
 }
@@ -76,7 +76,7 @@ pub fn mount(
 ) -> axum::Router {
     token::use_issuer(issuer);
     let console = Console {
-        gateway: Gateway::new(api.clone(), ctx),
+        gateway: ApiClient::new(api.clone(), ctx),
         busy: Arc::default(),
     };
     let routes = axum::Router::new()
@@ -99,7 +99,7 @@ pub fn mount(
 /// `cargo run -- seed`: the data set through the API router, with a progress bar.
 /// `cargo run -- seed`: `api` is the front door's router (`front_door::app`), over `ctx`.
 pub async fn seed_cli(api: axum::Router, ctx: Ctx) -> Result<(), String> {
-    seed::run_cli(&Gateway::new(api, ctx)).await
+    seed::run_cli(&ApiClient::new(api, ctx)).await
 }
 
 /// The console's secret for this start of the runner: every `/_console/api/` call carries it
@@ -380,7 +380,10 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         })
         .collect();
     let report = match report {
-        Ok(report) => report,
+        Ok(report) => {
+            use singlet_functions::routes::RunReport;
+            report.to_json()
+        }
         Err(error) => json!({"error": error}),
     };
     answer(

@@ -6,6 +6,7 @@
 use super::table::{Domain, Snapshot, string};
 use serde::Serialize;
 use singlet_functions::routes::{ROUTES, Route};
+use singlet_shared::{Chassis, Email, Key, Plate, keys};
 use std::collections::HashSet;
 
 /// The contention a pattern is famous for, run by the race button on its card.
@@ -116,28 +117,37 @@ impl Data {
             .unwrap_or_default()
     }
 
+    /// The first candidate whose lock (its partition key, as `keys` builds it from the value:
+    /// a plate without separators, an email's skeleton) nobody holds.
+    fn fresh_value(
+        &self,
+        candidates: impl Iterator<Item = String>,
+        lock: impl Fn(&str) -> Option<Key>,
+    ) -> String {
+        candidates
+            .into_iter()
+            .find(|raw| lock(raw).is_none_or(|key| !self.taken.contains(&key.pk)))
+            .unwrap_or_default()
+    }
+
     pub(super) fn fresh_plate(&self) -> String {
-        self.fresh(
-            "PLATE#",
+        self.fresh_value(
             (0..).map(|n: u32| {
-                let plate = format!(
+                format!(
                     "KA{:02} X{}{}",
                     19 + n / 676,
                     (b'A' + (n / 26 % 26) as u8) as char,
                     (b'A' + (n % 26) as u8) as char
-                );
-                (plate.clone(), plate.to_lowercase())
+                )
             }),
+            |plate| Plate::parse(plate).ok().map(|p| keys::plate_lock(&p)),
         )
     }
 
     pub(super) fn fresh_chassis(&self) -> String {
-        self.fresh(
-            "CHASSIS#",
-            (1..).map(|n: u32| {
-                let chassis = format!("WVWZZZ1JZXW{n:06}");
-                (chassis.clone(), chassis.to_lowercase())
-            }),
+        self.fresh_value(
+            (1..).map(|n: u32| format!("WVWZZZ1JZXW{n:06}")),
+            |chassis| Chassis::parse(chassis).ok().map(|c| keys::chassis_lock(&c)),
         )
     }
 
@@ -152,19 +162,16 @@ impl Data {
                 )
             })
             .find(|(email, username, _)| {
-                !self.taken.contains(&format!("UNIQ#EMAIL#{email}"))
+                !Email::parse(email).is_ok_and(|e| self.taken.contains(&keys::email_lock(&e).pk))
                     && !self.taken.contains(&format!("UNIQ#HANDLE#{username}"))
             })
             .unwrap_or_default()
     }
 
     pub(super) fn fresh_email(&self) -> String {
-        self.fresh(
-            "UNIQ#EMAIL#",
-            names().map(|(first, last)| {
-                let email = format!("{first}.{last}@example.com").to_lowercase();
-                (email.clone(), email)
-            }),
+        self.fresh_value(
+            names().map(|(first, last)| format!("{first}.{last}@example.com").to_lowercase()),
+            |email| Email::parse(email).ok().map(|e| keys::email_lock(&e)),
         )
     }
 

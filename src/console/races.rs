@@ -2,8 +2,8 @@
 //! released by one barrier), each through the same front door as any request, and all their
 //! answers back with the table afterwards. Exactly one wins; the losers' answers say why.
 
+use super::api_client::{ApiClient, Received, Sent};
 use super::capture;
-use super::gateway::{Answer, Gateway, Sent};
 use super::ops::{self, Operation};
 use super::patterns::Data;
 use super::table::{self, Partition};
@@ -17,7 +17,7 @@ use std::sync::Arc;
 pub struct Racer {
     pub n: usize,
     pub request: Sent,
-    pub answer: Option<Answer>,
+    pub answer: Option<Received>,
     pub error: Option<String>,
     /// `201`, or `409 plate: taken`: what this racer got, in one line.
     pub outcome: String,
@@ -54,7 +54,7 @@ pub const RACES: &[(&str, &str, &str)] = &[
     ("copy", "32 checkouts of one copy at once", "library"),
 ];
 
-fn outcome(answer: &Answer) -> String {
+fn outcome(answer: &Received) -> String {
     let errors: Vec<String> = answer.body["errors"]
         .as_array()
         .into_iter()
@@ -72,11 +72,11 @@ fn outcome(answer: &Answer) -> String {
 }
 
 async fn setup_call(
-    gateway: &Gateway,
+    gateway: &ApiClient,
     person: &str,
     log: &mut Vec<String>,
     sent: Sent,
-) -> Result<Answer, String> {
+) -> Result<Received, String> {
     let line = format!("{} {}", sent.method, sent.path);
     let answer = gateway.call(person, sent).await?;
     log.push(format!("{line} → {}", answer.status));
@@ -92,7 +92,7 @@ async fn setup_call(
 /// The requests of a race, after whatever setup it needs.
 async fn prepare(
     race: &str,
-    gateway: &Gateway,
+    gateway: &ApiClient,
     person: &str,
     log: &mut Vec<String>,
 ) -> Result<(String, Vec<Sent>), String> {
@@ -270,7 +270,7 @@ async fn prepare(
 
 /// Runs a race: its setup, then every request at once; the table is compared with the table as
 /// it was after the setup.
-pub async fn run(race: &str, gateway: &Gateway, person: &str) -> Result<RaceOutcome, String> {
+pub async fn run(race: &str, gateway: &ApiClient, person: &str) -> Result<RaceOutcome, String> {
     let title = RACES
         .iter()
         .find(|r| r.0 == race)

@@ -8,7 +8,7 @@
 //! `keys::open_loan` builds it, so `mark-overdue` finds them as it would find loans that fell due.
 //! A domain that already has data is left alone.
 
-use super::gateway::{Gateway, Sent};
+use super::api_client::{ApiClient, Sent};
 use super::patterns::{Data, isbn13, names};
 use super::table;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -248,7 +248,7 @@ pub struct SeedReport {
 pub type Progress<'a> = &'a (dyn Fn(u64, u64, &str) + Send + Sync);
 
 struct Seeder<'a> {
-    gateway: &'a Gateway,
+    gateway: &'a ApiClient,
     person: &'a str,
     progress: Progress<'a>,
     done: u64,
@@ -317,7 +317,7 @@ fn steps(fleet: bool, accounts: bool, audit: bool, library: bool) -> u64 {
 
 /// Fills every domain that has no data yet.
 pub async fn seed(
-    gateway: &Gateway,
+    gateway: &ApiClient,
     person: &str,
     progress: Progress<'_>,
 ) -> Result<SeedReport, String> {
@@ -530,7 +530,7 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
 /// that, and its open-loans index sort key with them (`keys::open_loan`): a loan made in the
 /// past, as the handlers would have written it then.
 async fn set_due(
-    gateway: &Gateway,
+    gateway: &ApiClient,
     patron: &str,
     checkout: &str,
     days: i64,
@@ -572,7 +572,7 @@ async fn set_due(
 }
 
 /// `cargo run -- seed`: the data set, with a progress bar.
-pub async fn run_cli(gateway: &Gateway) -> Result<(), String> {
+pub async fn run_cli(gateway: &ApiClient) -> Result<(), String> {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template(

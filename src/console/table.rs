@@ -232,7 +232,7 @@ pub struct ItemView {
     pub pk: String,
     pub sk: String,
     pub entity: &'static str,
-    /// The index entries the item has: GSI1..GSI3 keys, only those present (sparse indexes).
+    /// The index entries the item has: GSI1..GSI4 keys, only those present (sparse indexes).
     pub indexes: Vec<IndexEntry>,
     /// Every other attribute, as plain JSON.
     pub attributes: Map<String, Value>,

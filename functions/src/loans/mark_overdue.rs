@@ -25,6 +25,7 @@ use super::Checkout;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::routes::RunReport;
 use crate::store::{Query, decode};
 use serde::{Deserialize, Serialize};
 use singlet_shared::keys;
@@ -83,7 +84,7 @@ pub async fn run(
     ctx: &Ctx,
     event: serde_json::Value,
     deadline: Option<SystemTime>,
-) -> Result<serde_json::Value, String> {
+) -> Result<Report, String> {
     let event: ScheduledEvent = serde_json::from_value(event)
         .map_err(|e| format!("the event is not an EventBridge scheduled event: {e}"))?;
     let now = run_time(event_time(&event)?, ctx.clock.now());
@@ -99,7 +100,22 @@ pub async fn run(
     })
     .await
     .map_err(|e| format!("mark-overdue failed: {e:?}"))?;
-    Ok(serde_json::to_value(report).expect("reports serialise"))
+    Ok(report)
+}
+
+impl RunReport for Report {
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("LoansMarked", self.marked),
+            // Index entries read but left alone: moved meanwhile, or unreadable.
+            ("ItemsSkipped", self.skipped + self.unreadable),
+            ("PagesRead", self.pages_read),
+        ]
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("reports serialise")
+    }
 }
 
 /// Marks every open loan due before `now`. `may_start_page` is asked before each page: the

@@ -93,10 +93,12 @@ pub async fn load_active(
 
 // ---- A loan's index lifecycle: open → overdue → returned ----------------------------------
 //
-// These are the only places a loan's index keys are written. An open loan sits in one of the
-// open-loans shards of GSI1, sorted by due date; `mark-overdue` moves it to its branch's
-// partition of the sparse GSI3; a return puts it back under `RETURNED#` with neither, so it
-// leaves both indexes in the return's transaction.
+// These are the only changes of a loan after its checkout; its keys and index keys in each state
+// are the model's (`Checkout::key`, `Checkout::index_keys`). An open loan sits in one of the
+// open-loans shards of GSI1, sorted by due date; `mark-overdue` moves it to its branch's partition
+// of the sparse GSI3 and to GSI4; a return deletes it and puts it under `RETURNED#` with only its
+// patron's history keys (GSI1 `HISTORY#`), so it leaves the open and overdue indexes in the
+// return's transaction.
 
 impl Checkout {
     /// The copy lent: its book, its branch, its id.

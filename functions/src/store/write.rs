@@ -562,3 +562,74 @@ impl Write {
 fn attribute(value: impl Serialize) -> AttributeValue {
     serde_dynamo::to_attribute_value(value).expect("field values serialise")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::library::Patron;
+    use crate::model::loans::MarkerRun;
+    use singlet_shared::schema::GSI1;
+
+    fn key() -> Key {
+        Key {
+            pk: "BRANCH#b".into(),
+            sk: "PATRON#p".into(),
+        }
+    }
+
+    #[test]
+    fn an_update_names_every_attribute_through_a_placeholder_and_stamps_the_entity() {
+        let update = Update::<Patron>::at(key())
+            .add(Patron::ACTIVE_LOANS, -1)
+            .remove_index(GSI1)
+            .when(Condition::exists().and_below_field(Patron::ACTIVE_LOANS, Patron::LOAN_LIMIT))
+            .raw();
+        let (expression, condition, placeholders) = update.render();
+        assert_eq!(
+            expression,
+            "SET #n0 = if_not_exists(#n0, :v0), #n1 = if_not_exists(#n1, :v1), \
+             #n2 = if_not_exists(#n2, :v3) - :v2 REMOVE #n3, #n4"
+        );
+        assert_eq!(
+            condition.as_deref(),
+            Some("attribute_exists(#n5) AND #n2 < #n6")
+        );
+        let name = |placeholder: &str| placeholders.names[placeholder].as_str();
+        assert_eq!(
+            [
+                name("#n0"),
+                name("#n1"),
+                name("#n2"),
+                name("#n3"),
+                name("#n4")
+            ],
+            ["_et", "_v", "activeLoans", "GSI1PK", "GSI1SK"]
+        );
+        assert_eq!([name("#n5"), name("#n6")], ["PK", "loanLimit"]);
+        assert_eq!(
+            placeholders.values[":v0"],
+            AttributeValue::S("patron".into())
+        );
+        assert_eq!(placeholders.values[":v2"], AttributeValue::N("1".into()));
+    }
+
+    #[test]
+    fn a_missing_or_earlier_time_is_one_clause() {
+        let update = Update::<MarkerRun>::at(key())
+            .set(MarkerRun::TIME, "t")
+            .when(Condition::missing_or_below(MarkerRun::TIME, "t"))
+            .raw();
+        let (_, condition, _) = update.render();
+        assert_eq!(
+            condition.as_deref(),
+            Some("(attribute_not_exists(#n2) OR #n2 < :v3)")
+        );
+    }
+
+    #[test]
+    fn a_delete_without_a_condition_has_no_expression() {
+        let (condition, placeholders) = Delete::<Patron>::at(key()).raw().render();
+        assert_eq!(condition, None);
+        assert!(placeholders.names.is_empty() && placeholders.values.is_empty());
+    }
+}

@@ -18,7 +18,7 @@ const MAX_ANSWER: usize = 16 * 1024 * 1024;
 
 /// The API (the front door's router) and the context its handlers run with.
 #[derive(Clone)]
-pub struct Gateway {
+pub struct ApiClient {
     api: axum::Router,
     pub ctx: Ctx,
 }
@@ -37,7 +37,7 @@ pub struct Sent {
 /// The API's answer.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Answer {
+pub struct Received {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     /// The body as JSON when it is JSON, else as text, `null` when empty.
@@ -72,9 +72,9 @@ impl Sent {
     }
 }
 
-impl Gateway {
+impl ApiClient {
     pub fn new(api: axum::Router, ctx: Ctx) -> Self {
-        Gateway { api, ctx }
+        ApiClient { api, ctx }
     }
 
     /// The request as it will be sent: the person's token added unless the request carries an
@@ -89,7 +89,7 @@ impl Gateway {
     }
 
     /// Sends a prepared request through the API's router.
-    pub async fn send(&self, sent: &Sent) -> Result<Answer, String> {
+    pub async fn send(&self, sent: &Sent) -> Result<Received, String> {
         let method = Method::from_bytes(sent.method.as_bytes())
             .map_err(|_| format!("{:?} is not an HTTP method", sent.method))?;
         if !sent.path.starts_with('/') || sent.path.starts_with("/_console") {
@@ -126,7 +126,7 @@ impl Gateway {
             serde_json::from_slice(&bytes)
                 .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned().into())
         };
-        Ok(Answer {
+        Ok(Received {
             status: parts.status.as_u16(),
             headers: parts
                 .headers
@@ -139,14 +139,18 @@ impl Gateway {
     }
 
     /// Sends a request as `person`, recording the DynamoDB calls its handler made.
-    pub async fn run(&self, person: &str, sent: Sent) -> (Sent, Result<Answer, String>, Vec<Call>) {
+    pub async fn run(
+        &self,
+        person: &str,
+        sent: Sent,
+    ) -> (Sent, Result<Received, String>, Vec<Call>) {
         let sent = self.prepare(person, sent);
         let (answer, calls) = capture::recording(self.send(&sent)).await;
         (sent, answer, calls)
     }
 
     /// Sends a request as `person` and returns its answer only: for the seed and a race's setup.
-    pub async fn call(&self, person: &str, sent: Sent) -> Result<Answer, String> {
+    pub async fn call(&self, person: &str, sent: Sent) -> Result<Received, String> {
         self.send(&self.prepare(person, sent)).await
     }
 }
