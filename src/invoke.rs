@@ -5,13 +5,18 @@ use lambda_http::Body;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
 use singlet_functions::request::respond;
-use singlet_functions::routes::{by_function, scheduled};
+use singlet_functions::routes::{by_function, scheduled, streamed};
 
 pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, String> {
     if let Some(scheduled) = scheduled(function) {
         let event: Value =
             serde_json::from_str(event).map_err(|e| format!("the event is not JSON: {e}"))?;
         return (scheduled.handler)(ctx, event, None).await;
+    }
+    if let Some(streamed) = streamed(function) {
+        let event: Value =
+            serde_json::from_str(event).map_err(|e| format!("the event is not JSON: {e}"))?;
+        return (streamed.handler)(ctx, event, None).await;
     }
     let route = by_function(function).ok_or_else(|| format!("no function named {function}"))?;
     let request = lambda_http::request::from_str(event)

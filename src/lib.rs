@@ -4,8 +4,11 @@
 pub mod auth;
 pub mod console;
 pub mod engine;
+pub mod event_source;
+pub mod events_args;
 pub mod front_door;
 pub mod invoke;
+pub mod local_bus;
 pub mod refusal;
 
 /// The server secret the runner uses when `CURSOR_KEY` is not set: public, so that ids derived

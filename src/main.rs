@@ -34,6 +34,8 @@ struct Cli {
     mark_overdue_every: u64,
     #[command(flatten)]
     tokens: TokenArgs,
+    #[command(flatten)]
+    events: singlet::events_args::EventsArgs,
 }
 
 /// Whose tokens the runner accepts: its own (signed with a key under `--key-dir`), or another
@@ -149,7 +151,8 @@ async fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Invoke { function, event }) => {
-            let ctx = connect(&cli.engine, false).await?;
+            let (ctx, _) = connect(&cli.engine, false).await?;
+            let ctx = ctx.with_bus(Arc::new(cli.events.bus()?));
             let event = std::fs::read_to_string(&event)
                 .map_err(|e| format!("cannot read {}: {e}", event.display()))?;
             let response = invoke::invoke(&ctx, &function, &event).await?;
@@ -157,12 +160,15 @@ async fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Seed) => {
-            let gateway = gateway(&cli.tokens, connect(&cli.engine, false).await?)?;
+            let gateway = gateway(&cli.tokens, connect(&cli.engine, false).await?.0)?;
             let ctx = gateway.ctx.clone();
             singlet::console::seed_cli(front_door::app(gateway), ctx).await
         }
         None => {
-            let ctx = connect(&cli.engine, true).await?;
+            let (ctx, endpoint) = connect(&cli.engine, true).await?;
+            let embedded = cli.engine.endpoint.is_none();
+            let source = cli.events.start(ctx.clone(), &endpoint, embedded).await?;
+            tokio::spawn(source.run());
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port));
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
@@ -206,9 +212,13 @@ fn gateway(tokens: &TokenArgs, ctx: Ctx) -> Result<front_door::Gateway, String> 
 
 /// The engine (embedded, or external with `--endpoint`), the table created when missing. The
 /// embedded engine's endpoint is served on its fixed port only when the runner serves the API.
-async fn connect(args: &EngineArgs, serve_engine: bool) -> Result<Ctx, String> {
-    let client = match &args.endpoint {
-        Some(endpoint) => singlet_functions::context::client_from_env(Some(endpoint)).await,
+/// Returns the context and the engine's endpoint.
+async fn connect(args: &EngineArgs, serve_engine: bool) -> Result<(Ctx, String), String> {
+    let (client, endpoint) = match &args.endpoint {
+        Some(endpoint) => (
+            singlet_functions::context::client_from_env(Some(endpoint)).await,
+            endpoint.clone(),
+        ),
         None => {
             let port = if serve_engine { args.engine_port } else { 0 };
             let data = (!args.in_memory).then_some(args.data.as_path());
@@ -217,7 +227,7 @@ async fn connect(args: &EngineArgs, serve_engine: bool) -> Result<Ctx, String> {
             if serve_engine {
                 tracing::info!(%endpoint, "the embedded engine's DynamoDB endpoint");
             }
-            client
+            (client, endpoint)
         }
     };
     if ensure_table(&client, &args.table)
@@ -235,7 +245,10 @@ async fn connect(args: &EngineArgs, serve_engine: bool) -> Result<Ctx, String> {
             tracing::info!(table = %args.table, indexes = ?added, "added the indexes the table lacked");
         }
     }
-    Ok(Ctx::new(client, args.table.clone(), cursor_keys()?))
+    Ok((
+        Ctx::new(client, args.table.clone(), cursor_keys()?),
+        endpoint,
+    ))
 }
 
 /// `CURSOR_KEY` (and its rotation) when set, else the published local secret.

@@ -321,6 +321,19 @@ pub fn id_lock(id: &Id) -> Key {
     same(format!("ID#{id}"))
 }
 
+// ---- Domain events --------------------------------------------------------------------------
+
+/// An outbox item: one event about one subject (`vehicle`, `<vehicleId>`). A subject's events
+/// share a partition, so its stream records come in the order they were written. `subject_id` is
+/// an id or an ISBN-13 (validated before it names a subject) and `event_id` a UUID: none holds a
+/// `#`.
+pub fn outbox(subject_type: &str, subject_id: &str, event_id: &str) -> Key {
+    Key {
+        pk: format!("OUTBOX#{subject_type}#{subject_id}"),
+        sk: format!("EVENT#{event_id}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{ABSENT, Transaction, item, lock};
@@ -53,6 +54,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             lock::claim(ctx, &value.lock_key(), &value.lock(&account_id)),
         );
     }
+    let transaction = transaction.put(
+        Part::Event,
+        outbox(
+            ctx,
+            &req,
+            Event::new(EventType::AccountCreated, &account_id, &account),
+        ),
+    );
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {
             tracing::info!(%account_id, "account created");

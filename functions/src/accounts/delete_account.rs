@@ -8,6 +8,7 @@
 use super::{HOLDER, MAX_ATTEMPTS, Part, UniqueValue, load};
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
@@ -34,6 +35,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 lock::release(ctx, &value.lock_key(), HOLDER, &account_id),
             );
         }
+        let transaction = transaction.put(
+            Part::Event,
+            outbox(
+                ctx,
+                &req,
+                Event::deleted(EventType::AccountDeleted, &account_id),
+            ),
+        );
         match transaction.commit(ctx).await? {
             Commit::Done => {
                 tracing::info!(%account_id, "account deleted");

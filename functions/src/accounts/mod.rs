@@ -17,6 +17,7 @@ pub mod get_account;
 use crate::claims::principal;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path, path_id};
 use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
@@ -64,6 +65,17 @@ pub enum Unique {
 
 impl Unique {
     pub const ALL: [Unique; 2] = [Unique::Email, Unique::Username];
+
+    /// The event of a change of this attribute to `value`: the account as it is after it.
+    pub fn event(self, account_id: &Id, value: &UniqueValue, account: &Account) -> Event {
+        let mut changed = account.clone();
+        value.set_on(&mut changed);
+        let kind = match self {
+            Unique::Email => EventType::AccountEmailChanged,
+            Unique::Username => EventType::AccountUsernameChanged,
+        };
+        Event::new(kind, account_id, &changed)
+    }
 
     /// The field's name in bodies, errors and the account item.
     pub fn field(self) -> &'static str {
@@ -143,6 +155,8 @@ pub enum Part {
     Lock(Unique),
     /// The lock being released.
     OldLock(Unique),
+    /// The change's event.
+    Event,
 }
 
 /// The attribute of a lock that names the account holding it.
@@ -213,6 +227,10 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
                     .expression_attribute_names("#field", field)
                     .expression_attribute_values(":new", s(value.as_str()))
                     .expression_attribute_values(":old", s(old.as_str())),
+            )
+            .put(
+                Part::Event,
+                outbox(ctx, &req, unique.event(&account_id, &value, &account)),
             )
             .commit(ctx)
             .await?;

@@ -28,6 +28,7 @@ use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{self, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
 use crate::store::{ABSENT, Commit, Transaction, decode, item, n, s};
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
@@ -40,6 +41,7 @@ use singlet_shared::keys::{self, MAX_VERSION};
 enum Part {
     Current,
     Event,
+    DomainEvent,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -104,6 +106,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::Event,
             ctx.put(item(&keys::resource_event(&resource_id, next), &event))
                 .condition_expression(ABSENT),
+        )
+        .put(
+            Part::DomainEvent,
+            outbox(
+                ctx,
+                &req,
+                events::Event::new(EventType::ResourceChanged, &resource_id, &after).sequence(next),
+            ),
         )
         .commit(ctx)
         .await?;

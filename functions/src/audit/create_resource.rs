@@ -12,6 +12,7 @@ use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{self, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::store::{ABSENT, Transaction, item};
@@ -23,6 +24,7 @@ use singlet_shared::{Id, Status, keys};
 enum Part {
     Current,
     FirstEvent,
+    DomainEvent,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -64,6 +66,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::FirstEvent,
             ctx.put(item(&keys::resource_event(&resource_id, 1), &event))
                 .condition_expression(ABSENT),
+        )
+        .put(
+            Part::DomainEvent,
+            outbox(
+                ctx,
+                &req,
+                events::Event::new(EventType::ResourceCreated, &resource_id, &resource).sequence(1),
+            ),
         );
 
     // The id is the client's, not derived from the key: its own guard is its lock.

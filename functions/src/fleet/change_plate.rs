@@ -6,9 +6,10 @@
 //! retired between the read and the write fails its condition and is read again; a new plate
 //! held by another vehicle is `409`.
 
-use super::{HOLDER, MAX_ATTEMPTS, PlateLock, load};
+use super::{HOLDER, MAX_ATTEMPTS, PlateLock, Vehicle, load};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
@@ -19,6 +20,7 @@ enum Part {
     NewPlate,
     OldPlate,
     Vehicle,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -56,6 +58,21 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     .condition_expression("plate = :old")
                     .expression_attribute_values(":new", s(plate.as_str()))
                     .expression_attribute_values(":old", s(old.as_str())),
+            )
+            .put(
+                Part::Event,
+                outbox(
+                    ctx,
+                    &req,
+                    Event::new(
+                        EventType::VehiclePlateChanged,
+                        &vehicle_id,
+                        &Vehicle {
+                            plate: plate.clone(),
+                            ..vehicle.clone()
+                        },
+                    ),
+                ),
             )
             .commit(ctx)
             .await?;

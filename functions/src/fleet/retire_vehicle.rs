@@ -8,6 +8,7 @@
 use super::{HOLDER, MAX_ATTEMPTS, load};
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::store::{Commit, Transaction, lock, s};
 use lambda_http::Request;
@@ -18,6 +19,7 @@ enum Part {
     Vehicle,
     PlateLock,
     ChassisLock,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -44,6 +46,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     &keys::chassis_lock(&vehicle.chassis),
                     HOLDER,
                     &vehicle_id,
+                ),
+            )
+            .put(
+                Part::Event,
+                outbox(
+                    ctx,
+                    &req,
+                    Event::deleted(EventType::VehicleRetired, &vehicle_id),
                 ),
             )
             .commit(ctx)

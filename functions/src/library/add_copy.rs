@@ -14,6 +14,7 @@ use super::{Book, Condition, Copy};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{ABSENT, PRESENT, Transaction, item, with_index};
@@ -28,6 +29,7 @@ use singlet_shared::schema::GSI2;
 enum Part {
     Branch,
     Copy,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -74,6 +76,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 &keys::copy_by_book(&isbn, copy.status, &branch_id, &copy_id),
             ))
             .condition_expression(ABSENT),
+        )
+        .put(
+            Part::Event,
+            outbox(ctx, &req, Event::new(EventType::CopyAdded, &copy_id, &copy)),
         );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {

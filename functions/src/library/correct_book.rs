@@ -3,10 +3,13 @@
 //!
 //! Every field is optional, at least one is required (a body naming none is `400`), and each is
 //! validated as `POST /books` validates it; `isbn` is the path's and cannot change (it is the
-//! key). One conditional `UpdateItem` sets the fields given, only if the book exists
-//! (`attribute_exists`: a correction never creates a book), and answers the book as it is after
-//! the update (`ALL_NEW`). Two corrections of different fields both land; of the same field, the
-//! last one wins.
+//! key). Read the book (`404` for none), then one `TransactWriteItems`: the update that sets the
+//! fields given, only if the book is still as read, and the correction's event (`BookCorrected`,
+//! holding the book as corrected). The answer is that same book. A book corrected between the
+//! read and the write fails the condition and is read again, so two corrections of different
+//! fields both land; of the same field, the last one wins. It was one `UpdateItem` (`ALL_NEW`)
+//! before events: the event needs the caller as its `actor` and the whole book, which a stream
+//! record of the update would not say (docs/COSTS.md).
 //!
 //! Loans made from then on carry the corrected title: a checkout reads the book. A loan made
 //! before keeps the title it was lent under (it records what was lent), and a copy keeps the
@@ -16,11 +19,13 @@
 use super::{
     Book, FIRST_PUBLISH_YEAR, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_TITLE_LEN, PAGE_COUNT,
 };
+use super::{MAX_ATTEMPTS, load_book};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path};
-use crate::store::{PRESENT, decode, n, s};
+use crate::store::{Commit, Transaction, n, s};
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::Request;
 use singlet_shared::{Isbn13, keys};
@@ -41,12 +46,12 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .all_valid()?;
 
     let changes: Vec<(&str, AttributeValue)> = [
-        ("title", title.map(s)),
-        ("author", author.map(s)),
-        ("publisher", publisher.map(s)),
+        ("title", title.clone().map(s)),
+        ("author", author.clone().map(s)),
+        ("publisher", publisher.clone().map(s)),
         ("publishYear", publish_year.map(n)),
-        ("genre", genre.map(s)),
-        ("description", description.map(s)),
+        ("genre", genre.clone().map(s)),
+        ("description", description.clone().map(s)),
         ("pageCount", page_count.map(n)),
     ]
     .into_iter()
@@ -63,20 +68,80 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .iter()
         .map(|(field, _)| format!("#{field} = :{field}"))
         .collect();
-    let mut update = ctx
-        .update(&keys::book(&isbn))
-        .update_expression(format!("SET {}", sets.join(", ")))
-        .condition_expression(PRESENT);
-    for (field, value) in changes {
-        update = update
-            .expression_attribute_names(format!("#{field}"), field)
-            .expression_attribute_values(format!(":{field}"), value);
+    for _ in 0..MAX_ATTEMPTS {
+        let book = load_book(ctx, &isbn).await?;
+        let mut update = ctx
+            .update(&keys::book(&isbn))
+            .update_expression(format!("SET {}", sets.join(", ")));
+        for (field, value) in &changes {
+            update = update
+                .expression_attribute_names(format!("#{field}"), *field)
+                .expression_attribute_values(format!(":{field}"), value.clone());
+        }
+        // The event holds the whole book as corrected: the book must still be the one read.
+        let (unchanged, guard) = as_read(&book);
+        update = update.condition_expression(unchanged);
+        for (field, value) in guard {
+            update = update
+                .expression_attribute_names(format!("#was_{field}"), field)
+                .expression_attribute_values(format!(":was_{field}"), value);
+        }
+        let corrected = Book {
+            title: title.clone().unwrap_or(book.title),
+            author: author.clone().unwrap_or(book.author),
+            publisher: publisher.clone().unwrap_or(book.publisher),
+            publish_year: publish_year.unwrap_or(book.publish_year),
+            genre: genre.clone().unwrap_or(book.genre),
+            description: description.clone().unwrap_or(book.description),
+            page_count: page_count.unwrap_or(book.page_count),
+            isbn: book.isbn,
+        };
+        let commit = Transaction::new()
+            .update(Part::Book, update)
+            .put(
+                Part::Event,
+                outbox(
+                    ctx,
+                    &req,
+                    Event::new(EventType::BookCorrected, &isbn, &corrected),
+                ),
+            )
+            .commit(ctx)
+            .await?;
+        match commit {
+            Commit::Done => {
+                tracing::info!(%isbn, "book corrected");
+                return Ok(ok(&corrected));
+            }
+            // Corrected (or removed) since we read it: read again.
+            Commit::Cancelled(_) => {}
+        }
     }
-    let corrected = ctx
-        .update_item(update)
-        .await?
-        .ok_or_else(|| ApiError::not_found("book"))?;
-    let book: Book = decode(&corrected)?;
-    tracing::info!(%isbn, "book corrected");
-    Ok(ok(&book))
+    Err(ApiError::Unavailable)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Book,
+    Event,
+}
+
+/// The condition that the book is still as read (every field a correction can change), and the
+/// fields and values it names.
+fn as_read(book: &Book) -> (String, Vec<(&'static str, AttributeValue)>) {
+    let fields = [
+        ("title", s(&book.title)),
+        ("author", s(&book.author)),
+        ("publisher", s(&book.publisher)),
+        ("publishYear", n(book.publish_year)),
+        ("genre", s(&book.genre)),
+        ("description", s(&book.description)),
+        ("pageCount", n(book.page_count)),
+    ];
+    let condition = fields
+        .iter()
+        .map(|(field, _)| format!("#was_{field} = :was_{field}"))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    (condition, fields.into())
 }

@@ -13,6 +13,7 @@ use super::{
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::store::{ABSENT, Transaction, item};
@@ -22,6 +23,7 @@ use singlet_shared::{Isbn13, keys};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Book,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -52,11 +54,16 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/books/{isbn}"), &book);
 
-    let transaction = Transaction::new().put(
-        Part::Book,
-        ctx.put(item(&keys::book(&isbn), &book))
-            .condition_expression(ABSENT),
-    );
+    let transaction = Transaction::new()
+        .put(
+            Part::Book,
+            ctx.put(item(&keys::book(&isbn), &book))
+                .condition_expression(ABSENT),
+        )
+        .put(
+            Part::Event,
+            outbox(ctx, &req, Event::new(EventType::BookAdded, &isbn, &book)),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
         Outcome::Done(response) => {

@@ -10,6 +10,7 @@
 use super::{Branch, MAX_ADDRESS_LEN, MAX_NAME_LEN, MAX_OPENING_HOURS_LEN, MAX_PHONE_LEN};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::store::{ABSENT, Transaction, item, with_index};
@@ -20,6 +21,7 @@ use singlet_shared::{Id, keys};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Branch,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -45,15 +47,24 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/branches/{branch_id}"), &branch);
 
-    let transaction = Transaction::new().put(
-        Part::Branch,
-        ctx.put(with_index(
-            item(&keys::branch(&branch_id), &branch),
-            GSI1,
-            &keys::branch_listing(&branch_id),
-        ))
-        .condition_expression(ABSENT),
-    );
+    let transaction = Transaction::new()
+        .put(
+            Part::Branch,
+            ctx.put(with_index(
+                item(&keys::branch(&branch_id), &branch),
+                GSI1,
+                &keys::branch_listing(&branch_id),
+            ))
+            .condition_expression(ABSENT),
+        )
+        .put(
+            Part::Event,
+            outbox(
+                ctx,
+                &req,
+                Event::new(EventType::BranchCreated, &branch_id, &branch),
+            ),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
         Outcome::Done(response) => {

@@ -16,6 +16,7 @@ use super::{MAX_NAME_LEN, Patron, PatronCard, Tier};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{ABSENT, PRESENT, Transaction, item, lock, with_index};
@@ -29,6 +30,7 @@ enum Part {
     Branch,
     Patron,
     Card,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -82,6 +84,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .put(
             Part::Card,
             lock::claim(ctx, &keys::card_lock(&card_number), &card),
+        )
+        .put(
+            Part::Event,
+            outbox(
+                ctx,
+                &req,
+                Event::new(EventType::PatronRegistered, &patron_id, &patron),
+            ),
         );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {

@@ -14,6 +14,7 @@
 use super::{CARD_HOLDER, MAX_ATTEMPTS, Patron, PatronCard, change_card, find_patron};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use crate::store::{Commit, Transaction, decode, lock};
 use lambda_http::Request;
@@ -24,6 +25,7 @@ enum Part {
     NewCard,
     OldCard,
     Patron,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -63,6 +65,21 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 ),
             )
             .update(Part::Patron, change_card(ctx, &patron, &card))
+            .put(
+                Part::Event,
+                outbox(
+                    ctx,
+                    &req,
+                    Event::new(
+                        EventType::PatronCardReissued,
+                        &patron_id,
+                        &Patron {
+                            card_number: card.clone(),
+                            ..patron.clone()
+                        },
+                    ),
+                ),
+            )
             .commit(ctx)
             .await?;
 

@@ -18,6 +18,7 @@
 use super::{CARD_HOLDER, MAX_ATTEMPTS, Patron, find_patron, remove};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::store::{Commit, Transaction, decode, lock};
 use lambda_http::Request;
@@ -27,6 +28,7 @@ use singlet_shared::keys;
 enum Part {
     Patron,
     Card,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -48,6 +50,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     &keys::card_lock(&patron.card_number),
                     CARD_HOLDER,
                     &patron_id,
+                ),
+            )
+            .put(
+                Part::Event,
+                outbox(
+                    ctx,
+                    &req,
+                    Event::deleted(EventType::PatronRemoved, &patron_id),
                 ),
             )
             .commit(ctx)
