@@ -81,7 +81,13 @@ pub fn local_client(endpoint: &str) -> Client {
 pub async fn streams_client(endpoint: &str, embedded: bool) -> aws_sdk_dynamodbstreams::Client {
     use aws_sdk_dynamodbstreams::config::{BehaviorVersion, Credentials, Region};
     if !embedded {
-        let config = aws_config::from_env().endpoint_url(endpoint).load().await;
+        let config = aws_config::from_env()
+            .endpoint_url(endpoint)
+            .http_client(singlet_functions::context::https_client())
+            .timeout_config(singlet_functions::context::timeouts())
+            .retry_config(singlet_functions::context::retries())
+            .load()
+            .await;
         return aws_sdk_dynamodbstreams::Client::new(&config);
     }
     let config = aws_sdk_dynamodbstreams::Config::builder()

@@ -166,9 +166,14 @@ async fn run(cli: Cli) -> Result<(), String> {
         }
         None => {
             let (ctx, endpoint) = connect(&cli.engine, true).await?;
+            // An external engine may serve no streams (moto): the API is served all the same.
             let embedded = cli.engine.endpoint.is_none();
-            let source = cli.events.start(ctx.clone(), &endpoint, embedded).await?;
-            tokio::spawn(source.run());
+            match cli.events.start(ctx.clone(), &endpoint, embedded).await {
+                Ok(source) => {
+                    tokio::spawn(source.run());
+                }
+                Err(error) => tracing::warn!(error, "no domain events: the stream cannot be read"),
+            }
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, cli.port));
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
