@@ -231,7 +231,9 @@ impl EventSource {
     async fn deliver(&mut self, batch: Vec<Value>) -> Result<(), String> {
         self.batches += 1;
         let duplicate = self.faults.duplicate_batch_every > 0
-            && self.batches % self.faults.duplicate_batch_every == 0;
+            && self
+                .batches
+                .is_multiple_of(self.faults.duplicate_batch_every);
         if duplicate {
             self.report.duplicated_batches += 1;
             self.invoke(&batch).await;
@@ -268,7 +270,10 @@ impl EventSource {
     async fn invoke(&mut self, batch: &[Value]) -> Option<DynamoDbEventResponse> {
         self.report.invocations += 1;
         let fail = self.faults.publisher_error_every > 0
-            && self.report.invocations % self.faults.publisher_error_every == 0;
+            && self
+                .report
+                .invocations
+                .is_multiple_of(self.faults.publisher_error_every);
         let outcome = if fail {
             Err("a publisher error, on purpose (--fault-publisher-error-every)".to_owned())
         } else {

@@ -966,3 +966,19 @@ fn the_event_source_mapping_is_the_one_the_runner_plays() {
     let bus = &template["Parameters"]["EventBusName"];
     assert_eq!(bus["Type"], "String");
 }
+
+/// The Lambda binary stays lean: the streams SDK is the runner's alone (it plays the
+/// event-source mapping locally), and the EventBridge client has no SigV4a and no second HTTPS
+/// stack (default features off; it takes the DynamoDB client's).
+#[test]
+fn the_lambda_binary_links_no_streams_sdk_and_a_lean_eventbridge_client() {
+    let functions = std::fs::read_to_string(format!("{ROOT}/functions/Cargo.toml")).unwrap();
+    assert!(!functions.contains("aws-sdk-dynamodbstreams"));
+    let workspace = std::fs::read_to_string(format!("{ROOT}/Cargo.toml")).unwrap();
+    let eventbridge = workspace
+        .lines()
+        .find(|line| line.starts_with("aws-sdk-eventbridge ="))
+        .unwrap();
+    assert!(eventbridge.contains("default-features = false"), "{eventbridge}");
+    assert!(!eventbridge.contains("sigv4a"), "{eventbridge}");
+}

@@ -77,8 +77,8 @@ pub async fn publish(bus: &dyn Bus, records: &[EventRecord]) -> DynamoDbEventRes
 
 /// Consecutive runs of at most [`MAX_ENTRIES`] entries and [`MAX_REQUEST_BYTES`], with at most
 /// one entry per subject in each.
-pub fn batches<'e, T>(entries: &'e [(T, Entry)]) -> Vec<&'e [(T, Entry)]> {
-    let mut batches = Vec::new();
+pub fn batches<T>(entries: &[(T, Entry)]) -> Vec<&[(T, Entry)]> {
+    let mut batches: Vec<&[(T, Entry)]> = Vec::new();
     let mut start = 0;
     let mut bytes = 0;
     for (i, (_, entry)) in entries.iter().enumerate() {
