@@ -571,7 +571,10 @@ async fn every_pattern_costs_its_key_designs_minimum() {
     rows.push(Row {
         function: "mark-overdue",
         operation: "16 × Query GSI1 (one per open-loans shard) + UpdateItem per loan due + UpdateItem (asOf)",
-        minimum: "16 empty-or-small shard reads, ½ each; per marked loan 1 write, out of GSI1 (1),                   into GSI3 (1) and GSI4 (1); 1 write recording the run. Its `LoanOverdue` is the                   loan's own stream record: no outbox item, so a marked loan costs no more than                   before events",
+        minimum: "16 empty-or-small shard reads, ½ each; per marked loan 1 write, out of GSI1 \
+                  (1), into GSI3 (1) and GSI4 (1); 1 write recording the run. Its `LoanOverdue` \
+                  is the loan's own stream record: no outbox item, so a marked loan costs no \
+                  more than before events",
         header: total(&units),
         expected,
         measured: units,

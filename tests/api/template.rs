@@ -979,6 +979,9 @@ fn the_lambda_binary_links_no_streams_sdk_and_a_lean_eventbridge_client() {
         .lines()
         .find(|line| line.starts_with("aws-sdk-eventbridge ="))
         .unwrap();
-    assert!(eventbridge.contains("default-features = false"), "{eventbridge}");
+    assert!(
+        eventbridge.contains("default-features = false"),
+        "{eventbridge}"
+    );
     assert!(!eventbridge.contains("sigv4a"), "{eventbridge}");
 }
