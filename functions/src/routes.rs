@@ -4,7 +4,7 @@
 
 use crate::context::Ctx;
 use crate::http::HandlerResult;
-use crate::{accounts, audit, fleet, library, loans};
+use crate::{accounts, audit, events, fleet, library, loans};
 use lambda_http::Request;
 use std::collections::HashMap;
 use std::future::Future;
@@ -80,7 +80,7 @@ pub static ROUTES: &[Route] = &[
     route!("change-plate", "PUT" "/vehicles/{vehicleId}/plate", fleet::change_plate::handle,
         "Move a vehicle to a new plate, freeing the old one", scopes ["fleet:write"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
     route!("retire-vehicle", "DELETE" "/vehicles/{vehicleId}", fleet::retire_vehicle::handle,
-        "Retire a vehicle and free its plate and chassis number", scopes ["fleet:write"], idempotent: false, ["GetItem", "DeleteItem"]),
+        "Retire a vehicle and free its plate and chassis number", scopes ["fleet:write"], idempotent: false, ["GetItem", "DeleteItem", "PutItem"]),
     // Accounts
     route!("create-account", "POST" "/accounts", accounts::create_account::handle,
         "Create an account, claiming its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: true, ["PutItem", "GetItem"]),
@@ -91,7 +91,7 @@ pub static ROUTES: &[Route] = &[
     route!("change-username", "PUT" "/accounts/{accountId}/username", accounts::change_username::handle,
         "Change an account's username, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
     route!("delete-account", "DELETE" "/accounts/{accountId}", accounts::delete_account::handle,
-        "Delete an account and free its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "DeleteItem"]),
+        "Delete an account and free its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "DeleteItem", "PutItem"]),
     route!("check-email", "GET" "/emails/{email}", accounts::check_email::handle,
         "Tell whether an email is free to sign up with", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem"]),
     route!("check-username", "GET" "/usernames/{username}", accounts::check_username::handle,
@@ -121,9 +121,9 @@ pub static ROUTES: &[Route] = &[
     route!("reissue-card", "PUT" "/patrons/{patronId}/card", library::reissue_card::handle,
         "Give a patron a new library card, freeing the old one", scopes ["library:staff"], idempotent: false, ["Query", "PutItem", "DeleteItem", "UpdateItem"]),
     route!("change-tier", "PUT" "/patrons/{patronId}/tier", library::change_tier::handle,
-        "Change a patron's membership tier and loan limit", scopes ["library:staff"], idempotent: false, ["Query", "UpdateItem"]),
+        "Change a patron's membership tier and loan limit", scopes ["library:staff"], idempotent: false, ["Query", "UpdateItem", "PutItem"]),
     route!("remove-patron", "DELETE" "/patrons/{patronId}", library::remove_patron::handle,
-        "Remove a patron without active loans and free its card", scopes ["library:staff"], idempotent: false, ["Query", "DeleteItem"]),
+        "Remove a patron without active loans and free its card", scopes ["library:staff"], idempotent: false, ["Query", "DeleteItem", "PutItem"]),
     route!("find-by-card", "GET" "/cards/{cardNumber}", library::find_by_card::handle,
         "Find the patron holding a library card", scopes ["library:staff"], idempotent: false, ["GetItem"]),
     route!("create-book", "POST" "/books", library::create_book::handle,
@@ -131,7 +131,7 @@ pub static ROUTES: &[Route] = &[
     route!("get-book", "GET" "/books/{isbn}", library::get_book::handle,
         "Read a book by ISBN", scopes ["library:read", "library:staff"], idempotent: false, ["GetItem"]),
     route!("correct-book", "PATCH" "/books/{isbn}", library::correct_book::handle,
-        "Correct a book's catalogue entry", scopes ["library:staff"], idempotent: false, ["UpdateItem"]),
+        "Correct a book's catalogue entry", scopes ["library:staff"], idempotent: false, ["GetItem", "UpdateItem", "PutItem"]),
     route!("add-copy", "POST" "/branches/{branchId}/copies", library::add_copy::handle,
         "Add a copy of a book to a branch", scopes ["library:staff"], idempotent: true, ["ConditionCheckItem", "PutItem", "GetItem"]),
     route!("list-copies", "GET" "/branches/{branchId}/copies", library::list_copies::handle,
@@ -172,6 +172,24 @@ pub static SCHEDULED: &[Scheduled] = &[Scheduled {
     summary: "Move every open loan that fell due into the overdue index",
     permissions: &["dynamodb:Query", "dynamodb:UpdateItem"],
     handler: |ctx, event, deadline| Box::pin(loans::mark_overdue::run(ctx, event, deadline)),
+}];
+
+/// A function the table's stream feeds, through an event-source mapping (`template.yaml`; the
+/// runner plays it, `src/event_source.rs`). Its handler takes the stream event and answers the
+/// partial batch response.
+pub struct Streamed {
+    pub function: &'static str,
+    pub summary: &'static str,
+    /// Its actions beyond reading the stream (which the mapping's policy grants).
+    pub permissions: &'static [&'static str],
+    pub handler: ScheduledHandler,
+}
+
+pub static STREAMED: &[Streamed] = &[Streamed {
+    function: "publish-events",
+    summary: "Publish every change's domain event to EventBridge",
+    permissions: &["events:PutEvents"],
+    handler: |ctx, event, deadline| Box::pin(events::publish_events::run(ctx, event, deadline)),
 }];
 
 impl Route {
@@ -234,4 +252,8 @@ pub fn by_function(function: &str) -> Option<&'static Route> {
 
 pub fn scheduled(function: &str) -> Option<&'static Scheduled> {
     SCHEDULED.iter().find(|s| s.function == function)
+}
+
+pub fn streamed(function: &str) -> Option<&'static Streamed> {
+    STREAMED.iter().find(|s| s.function == function)
 }

@@ -8,6 +8,7 @@
 use super::{AccountRow, Part, Unique, email_lock, load, username_lock};
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
@@ -33,6 +34,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .delete(
                 Part::OldLock(Unique::Username),
                 lock::release(&username_lock(&account_id, &account.username)),
+            )
+            .put(
+                Part::Event,
+                outbox(&req, Event::deleted(EventType::AccountDeleted, &account_id)),
             );
         match transaction.commit(ctx).await? {
             Commit::Done => {

@@ -17,6 +17,7 @@ pub mod get_account;
 use crate::claims::principal;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path, path_id};
 use crate::model::Field;
 use crate::store::lock::{self, Swapped};
@@ -35,6 +36,17 @@ pub enum Unique {
 
 impl Unique {
     pub const ALL: [Unique; 2] = [Unique::Email, Unique::Username];
+
+    /// The event of a change of this attribute to `value`: the account as it is after it.
+    pub fn event(self, account_id: &Id, value: &UniqueValue, account: &Account) -> Event {
+        let mut changed = account.clone();
+        value.set_on(&mut changed);
+        let kind = match self {
+            Unique::Email => EventType::AccountEmailChanged,
+            Unique::Username => EventType::AccountUsernameChanged,
+        };
+        Event::new(kind, account_id, &changed)
+    }
 
     /// The field's name in bodies, errors and the account item.
     pub fn field(self) -> &'static str {
@@ -99,12 +111,14 @@ impl UniqueValue {
     }
 
     /// Moves the account `account_id` from `old` (of the same attribute) to this value: its
-    /// lock claimed, the old one released, the account updated only if it still holds `old`.
+    /// lock claimed, the old one released, the account updated only if it still holds `old`,
+    /// and `event` put.
     async fn swap(
         &self,
         ctx: &Ctx,
         old: &UniqueValue,
         account_id: &Id,
+        event: Put,
     ) -> Result<Swapped, ApiError> {
         let attribute = self.kind().attribute();
         let update = Update::<AccountRow>::at(keys::account(account_id))
@@ -113,14 +127,14 @@ impl UniqueValue {
         match (self, old) {
             (UniqueValue::Email(new), UniqueValue::Email(old)) => {
                 let (new, old) = (email_lock(account_id, new), email_lock(account_id, old));
-                lock::swap(ctx, &new, &old, update).await
+                lock::swap(ctx, &new, &old, update, event).await
             }
             (UniqueValue::Username(new), UniqueValue::Username(old)) => {
                 let (new, old) = (
                     username_lock(account_id, new),
                     username_lock(account_id, old),
                 );
-                lock::swap(ctx, &new, &old, update).await
+                lock::swap(ctx, &new, &old, update, event).await
             }
             _ => unreachable!("a value is swapped for one of the same attribute"),
         }
@@ -167,6 +181,8 @@ pub enum Part {
     Lock(Unique),
     /// The lock being released.
     OldLock(Unique),
+    /// The change's event.
+    Event,
 }
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
@@ -216,7 +232,8 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
             return Ok(ok(&account));
         }
 
-        match value.swap(ctx, &old, &account_id).await? {
+        let event = outbox(&req, unique.event(&account_id, &value, &account));
+        match value.swap(ctx, &old, &account_id, event).await? {
             Swapped::Done => {
                 tracing::info!(%account_id, field, "unique value changed");
                 value.set_on(&mut account);

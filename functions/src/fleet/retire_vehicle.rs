@@ -8,6 +8,7 @@
 use super::{ChassisLock, PlateLock, Vehicle, load};
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
@@ -18,6 +19,7 @@ enum Part {
     Vehicle,
     PlateLock,
     ChassisLock,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -46,6 +48,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     chassis: vehicle.chassis.clone(),
                     vehicle_id: vehicle_id.clone(),
                 }),
+            )
+            .put(
+                Part::Event,
+                outbox(&req, Event::deleted(EventType::VehicleRetired, &vehicle_id)),
             )
             .commit(ctx)
             .await?;

@@ -14,6 +14,7 @@ use super::{Book, Branch, Condition, Copy};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{self, Check, Put, Transaction};
@@ -27,6 +28,7 @@ use singlet_shared::keys::{self, CopyStatus};
 enum Part {
     Branch,
     Copy,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -64,7 +66,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::Branch,
             Check::<Branch>::at(keys::branch(&branch_id), store::Condition::exists()),
         )
-        .put(Part::Copy, Put::new_only(&copy));
+        .put(Part::Copy, Put::new_only(&copy))
+        .put(
+            Part::Event,
+            outbox(&req, Event::new(EventType::CopyAdded, &copy_id, &copy)),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

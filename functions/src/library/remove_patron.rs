@@ -18,6 +18,7 @@
 use super::{Patron, PatronCard, find_patron, remove};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::store::{Commit, MAX_ATTEMPTS, Transaction, decode, lock};
 use lambda_http::Request;
@@ -26,6 +27,7 @@ use lambda_http::Request;
 enum Part {
     Patron,
     Card,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -46,6 +48,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     card_number: patron.card_number.clone(),
                     patron_id: patron_id.clone(),
                 }),
+            )
+            .put(
+                Part::Event,
+                outbox(&req, Event::deleted(EventType::PatronRemoved, &patron_id)),
             )
             .commit(ctx)
             .await?;

@@ -19,6 +19,7 @@ use super::{Checkout, LoanStatus};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::library::{find_patron, load_book, load_copy, move_copy, take_loan_slot};
@@ -33,6 +34,7 @@ enum Part {
     Loan,
     Copy,
     Patron,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -79,7 +81,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Part::Copy,
             move_copy(loan.copy(), CopyStatus::Available, CopyStatus::CheckedOut),
         )
-        .update(Part::Patron, take_loan_slot(&home_branch, &patron_id));
+        .update(Part::Patron, take_loan_slot(&home_branch, &patron_id))
+        .put(
+            Part::Event,
+            outbox(
+                &req,
+                Event::new(
+                    EventType::LoanCheckedOut,
+                    &checkout_id,
+                    &loan.clone().as_read(now),
+                ),
+            ),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

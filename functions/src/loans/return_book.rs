@@ -12,6 +12,7 @@ use super::{Checkout, LoanStatus, load_active, remove_active};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::library::{free_loan_slot, move_copy};
@@ -25,6 +26,7 @@ enum Part {
     ReturnedLoan,
     Copy,
     Patron,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -53,6 +55,17 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .update(
                 Part::Patron,
                 free_loan_slot(&loan.patron_branch_id, &patron_id),
+            )
+            .put(
+                Part::Event,
+                outbox(
+                    &req,
+                    Event::new(
+                        EventType::LoanReturned,
+                        &checkout_id,
+                        &returned.clone().as_read(now),
+                    ),
+                ),
             );
 
         let response = ok(&returned.clone().as_read(now));
