@@ -222,3 +222,37 @@ fn local_client_in(endpoint: &str, region: Option<String>) -> Client {
         .build();
     Client::from_conf(config)
 }
+
+/// A DynamoDB Streams client for the engine at `endpoint`: the embedded engine serves
+/// `DynamoDBStreams_20120810` on its own endpoint (as DynamoDB Local and LocalStack do), with the
+/// fixed local credentials; an external engine with the standard AWS configuration. Runner only:
+/// the Lambda binary never links this SDK.
+pub async fn streams_client(endpoint: &str, embedded: bool) -> aws_sdk_dynamodbstreams::Client {
+    use aws_sdk_dynamodbstreams::config::{BehaviorVersion, Credentials, Region};
+    if !embedded {
+        let config = aws_config::from_env()
+            .endpoint_url(endpoint)
+            .http_client(singlet_functions::context::https_client())
+            .timeout_config(singlet_functions::context::timeouts())
+            .retry_config(singlet_functions::context::retries())
+            .load()
+            .await;
+        return aws_sdk_dynamodbstreams::Client::new(&config);
+    }
+    let config = aws_sdk_dynamodbstreams::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new(
+            "local",
+            "local",
+            None,
+            None,
+            "singlet-local",
+        ))
+        .http_client(singlet_functions::context::https_client())
+        .timeout_config(singlet_functions::context::timeouts())
+        .retry_config(singlet_functions::context::retries())
+        .build();
+    aws_sdk_dynamodbstreams::Client::from_conf(config)
+}

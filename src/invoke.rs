@@ -5,7 +5,7 @@ use lambda_http::Body;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
 use singlet_functions::request::respond;
-use singlet_functions::routes::{ROUTES, SCHEDULED, by_function, scheduled};
+use singlet_functions::routes::{ROUTES, SCHEDULED, STREAMED, by_function, scheduled, streamed};
 
 /// Every function `invoke` runs, one a line: its name, then its route or its schedule, then
 /// what it does.
@@ -14,6 +14,7 @@ pub fn list() -> String {
         .iter()
         .map(|r| r.function.len())
         .chain(SCHEDULED.iter().map(|s| s.function.len()))
+        .chain(STREAMED.iter().map(|s| s.function.len()))
         .max()
         .unwrap_or(0);
     let key_width = ROUTES.iter().map(|r| r.key().len()).max().unwrap_or(0);
@@ -31,18 +32,28 @@ pub fn list() -> String {
             scheduled.function, "(scheduled)", scheduled.summary
         );
     }
+    for streamed in STREAMED {
+        text += &format!(
+            "{:width$}  {:key_width$}  {}\n",
+            streamed.function, "(stream)", streamed.summary
+        );
+    }
     text
 }
 
 /// `Ok` when a function has that name; else an error naming the closest names.
 pub fn check_function(function: &str) -> Result<(), String> {
-    if by_function(function).is_some() || scheduled(function).is_some() {
+    if by_function(function).is_some()
+        || scheduled(function).is_some()
+        || streamed(function).is_some()
+    {
         return Ok(());
     }
     let names = ROUTES
         .iter()
         .map(|r| r.function)
-        .chain(SCHEDULED.iter().map(|s| s.function));
+        .chain(SCHEDULED.iter().map(|s| s.function))
+        .chain(STREAMED.iter().map(|s| s.function));
     let mut close: Vec<(usize, &str)> = names
         .map(|name| (edit_distance(function, name), name))
         .filter(|(distance, name)| {
@@ -106,6 +117,9 @@ pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, Str
         return (scheduled.handler)(ctx, parsed, None)
             .await
             .map(|report| report.to_json());
+    }
+    if let Some(streamed) = streamed(function) {
+        return (streamed.handler)(ctx, parsed, None).await;
     }
     let route = by_function(function).expect("checked");
     if let Some(other) = other_route(function, &parsed) {

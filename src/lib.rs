@@ -4,9 +4,12 @@
 pub mod auth;
 pub mod console;
 pub mod engine;
+pub mod event_source;
+pub mod events_args;
 pub mod front_door;
 pub mod fsck;
 pub mod invoke;
+pub mod local_bus;
 pub mod logging;
 pub mod migrate;
 pub mod refusal;

@@ -10,6 +10,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use singlet::auth::Authorizer;
+use singlet::local_bus::LocalBus;
 use singlet::logging::{self, LogFormat};
 use singlet::{engine, front_door, invoke, migrate, transfer};
 use singlet_functions::Ctx;
@@ -66,6 +67,10 @@ struct RunnerArgs {
     /// `human` lines or `json` objects on standard error; `auto`: human on a terminal.
     #[arg(long, value_enum, default_value_t = LogFormat::Auto, global = true)]
     log_format: LogFormat,
+    /// The events file: every published event, one line of JSON each, as an EventBridge rule
+    /// target receives it (serving, and `invoke publish-events`).
+    #[arg(long, default_value = ".singlet/events.jsonl", global = true)]
+    events_out: PathBuf,
 }
 
 /// Serving the API (no command).
@@ -94,6 +99,8 @@ struct ServeArgs {
     no_console: bool,
     #[command(flatten)]
     issuer: IssuerArgs,
+    #[command(flatten)]
+    events: singlet::events_args::EventsArgs,
 }
 
 /// Another issuer whose tokens the runner accepts instead of its own: all three, or none.
@@ -264,6 +271,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             if let Some(at) = args.clock {
                 ctx.clock = singlet_functions::clock::Clock::reading(at);
             }
+            let ctx = ctx.with_bus(Arc::new(LocalBus::open(&runner.events_out)?));
             let response = invoke::invoke(&ctx, &function, &event).await?;
             println!("{}", serde_json::to_string_pretty(&response).expect("JSON"));
             Ok(ExitCode::SUCCESS)
@@ -427,6 +435,24 @@ fn read_event(path: &std::path::Path) -> Result<String, String> {
 async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
     let (ctx, engine_url) = connect(runner, Some(engine_addr)).await?;
+    // The table's stream, played as Lambda's event-source mapping feeds `publish-events`. An
+    // external engine may serve no streams (moto): the API is served all the same.
+    let (stream_endpoint, embedded) = match (&runner.endpoint, &engine_url) {
+        (Some(external), _) => (Some(external.as_str()), false),
+        (None, served) => (served.as_deref(), true),
+    };
+    if let Some(endpoint) = stream_endpoint {
+        match args
+            .events
+            .start(ctx.clone(), &runner.events_out, endpoint, embedded)
+            .await
+        {
+            Ok(source) => {
+                tokio::spawn(source.run());
+            }
+            Err(error) => tracing::warn!(error, "no domain events: the stream cannot be read"),
+        }
+    }
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
     let listener = tokio::net::TcpListener::bind(addr)
         .await

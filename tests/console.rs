@@ -116,7 +116,8 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
         [
             format!("VEHICLE#{vehicle_id}").as_str(),
             "PLATE#ka19xtr",
-            "CHASSIS#wvw1"
+            "CHASSIS#wvw1",
+            format!("OUTBOX#vehicle#{vehicle_id}").as_str(),
         ]
     );
     assert!(parts.iter().all(|p| p["action"] == "Put"));
@@ -131,7 +132,10 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
     assert!(transaction["raw"]["request"]["TransactItems"].is_array());
 
     let added = marked(&answer, "added");
-    assert_eq!(entities(&added), ["ChassisLock", "PlateLock", "Vehicle"]);
+    assert_eq!(
+        entities(&added),
+        ["ChassisLock", "DomainEvent", "PlateLock", "Vehicle"]
+    );
     // What the console shows is what the table holds.
     let snapshot = table::scan(&ctx).await.unwrap();
     let held: Vec<(String, String)> = snapshot.keys().cloned().collect();
@@ -154,7 +158,12 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
         entities(&marked(&retired, "removed")),
         ["ChassisLock", "PlateLock", "Vehicle"]
     );
-    assert!(table::scan(&ctx).await.unwrap().is_empty());
+    // What stays is the two changes' events (outbox items, expiring in a day).
+    let left = table::scan(&ctx).await.unwrap();
+    assert!(
+        left.keys().all(|(pk, _)| pk.starts_with("OUTBOX#")),
+        "{left:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,7 +218,10 @@ async fn a_cancelled_transaction_shows_its_reasons_next_to_the_field_errors() {
     };
     let won = console(&base, "run", json!({"request": change("open")})).await;
     assert_eq!(won["answer"]["status"], 200);
-    assert_eq!(entities(&marked(&won, "added")), ["ChangeEvent"]);
+    assert_eq!(
+        entities(&marked(&won, "added")),
+        ["ChangeEvent", "DomainEvent"]
+    );
     assert_eq!(entities(&marked(&won, "changed")), ["CurrentState"]);
     let stale = console(&base, "run", json!({"request": change("closed")})).await;
     assert_eq!(stale["answer"]["status"], 412);
@@ -237,10 +249,16 @@ async fn every_race_has_exactly_one_winner() {
         // The losers wrote nothing: only the winner's items are new.
         let added = marked(&json!({"partitions": outcome["table"]}), "added");
         match race {
-            "plate" => assert_eq!(entities(&added), ["ChassisLock", "PlateLock", "Vehicle"]),
-            "email" => assert_eq!(entities(&added), ["Account", "EmailLock", "UsernameLock"]),
-            "version" => assert_eq!(entities(&added), ["ChangeEvent"]),
-            _ => assert_eq!(entities(&added), ["Loan"]),
+            "plate" => assert_eq!(
+                entities(&added),
+                ["ChassisLock", "DomainEvent", "PlateLock", "Vehicle"]
+            ),
+            "email" => assert_eq!(
+                entities(&added),
+                ["Account", "DomainEvent", "EmailLock", "UsernameLock"]
+            ),
+            "version" => assert_eq!(entities(&added), ["ChangeEvent", "DomainEvent"]),
+            _ => assert_eq!(entities(&added), ["DomainEvent", "Loan"]),
         }
     }
     let locks = table::scan(&ctx)
@@ -331,13 +349,13 @@ async fn the_seed_fills_every_domain_and_mark_overdue_moves_its_loans_already_du
     assert_eq!(returned["answer"]["status"], 200, "{}", returned["answer"]);
     assert_eq!(entities(&marked(&returned, "removed")), ["OverdueLoan"]);
     let added = marked(&returned, "added");
-    assert_eq!(entities(&added), ["ReturnedLoan"]);
+    assert_eq!(entities(&added), ["DomainEvent", "ReturnedLoan"]);
     let item = returned["partitions"]
         .as_array()
         .unwrap()
         .iter()
         .flat_map(|p| p["items"].as_array().unwrap())
-        .find(|i| i["change"] == "added")
+        .find(|i| i["change"] == "added" && i["entity"] == "ReturnedLoan")
         .unwrap();
     // It has left the open-loans and the overdue index; its one index entry is the patron's
     // history (GSI1 `HISTORY#<patronId>`).
@@ -749,7 +767,7 @@ async fn the_page_in_a_real_browser() {
     assert!(seeded.contains("register-vehicle"), "{seeded}");
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
 
-    // Fleet: register a vehicle; its two locks appear with it.
+    // Fleet: register a vehicle; its two locks and its event's outbox item appear with it.
     driver.click("[data-run='register-vehicle']").await;
     assert_eq!(
         driver
@@ -769,7 +787,7 @@ async fn the_page_in_a_real_browser() {
         .collect();
     assert_eq!(
         added,
-        ["ChassisLock", "PlateLock", "Vehicle"]
+        ["ChassisLock", "DomainEvent", "PlateLock", "Vehicle"]
             .map(String::from)
             .into()
     );
@@ -814,7 +832,7 @@ async fn the_page_in_a_real_browser() {
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
     driver.screenshot(&screenshot_path("race")).await;
 
-    // Accounts: sign up; the account and its two locks.
+    // Accounts: sign up; the account, its two locks and its event's outbox item.
     driver.tab("accounts").await;
     driver.click("[data-run='create-account']").await;
     let added: BTreeSet<String> = driver
@@ -826,7 +844,7 @@ async fn the_page_in_a_real_browser() {
         .collect();
     assert_eq!(
         added,
-        ["Account", "EmailLock", "UsernameLock"]
+        ["Account", "DomainEvent", "EmailLock", "UsernameLock"]
             .map(String::from)
             .into()
     );
@@ -856,7 +874,8 @@ async fn the_page_in_a_real_browser() {
         touched,
         [
             ("ChangeEvent".to_owned(), "added".to_owned()),
-            ("CurrentState".to_owned(), "changed".to_owned())
+            ("CurrentState".to_owned(), "changed".to_owned()),
+            ("DomainEvent".to_owned(), "added".to_owned())
         ]
         .into()
     );
@@ -875,14 +894,14 @@ async fn the_page_in_a_real_browser() {
             .await,
         "201"
     );
-    let added: Vec<String> = driver
+    let added: BTreeSet<String> = driver
         .shown_items()
         .await
         .into_iter()
         .filter(|i| i.3 == "added")
         .map(|i| i.2)
         .collect();
-    assert_eq!(added, ["Loan"]);
+    assert_eq!(added, ["DomainEvent", "Loan"].map(String::from).into());
     driver.click("[data-run='mark-overdue']").await;
     let moved = driver
         .js(

@@ -3,6 +3,7 @@
 
 use crate::clock::Clock;
 use crate::cursor::CursorKeys;
+use crate::events::bus::{Bus, EventBridge};
 use crate::ids::IdKey;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
@@ -25,6 +26,9 @@ pub struct Ctx {
     /// What time it is for this context's handlers: the system's, except where the local
     /// runner sets another (`invoke --clock`).
     pub clock: Clock,
+    /// Where `publish-events` publishes: EventBridge's bus `EVENT_BUS_NAME` on AWS, the runner's
+    /// local bus on a developer's machine; `None` for every other function.
+    pub bus: Option<Arc<dyn Bus>>,
 }
 
 /// The deadline around every request's handler: under the Lambda's 10 s timeout, so a request
@@ -43,7 +47,14 @@ impl Ctx {
             cursors: Arc::new(cursors),
             deadline: REQUEST_DEADLINE,
             clock: Clock::system(),
+            bus: None,
         }
+    }
+
+    /// The same context, publishing events to `bus`.
+    pub fn with_bus(mut self, bus: Arc<dyn Bus>) -> Self {
+        self.bus = Some(bus);
+        self
     }
 
     /// The Lambda context. `TABLE_NAME` and the cursor keys are required: a function that would
@@ -67,7 +78,16 @@ impl Ctx {
                     .into(),
             );
         }
-        Ok(Self::new(lambda_client(), table, cursors))
+        let ctx = Self::new(lambda_client(), table, cursors);
+        // Only the publisher is given a bus (and the permission to put events on it).
+        Ok(
+            match var("EVENT_BUS_NAME").filter(|name| !name.is_empty()) {
+                Some(bus_name) => {
+                    ctx.with_bus(Arc::new(EventBridge::new(eventbridge_client(), bus_name)))
+                }
+                None => ctx,
+            },
+        )
     }
 }
 
@@ -95,6 +115,30 @@ pub fn lambda_client() -> Client {
         config = config.endpoint_url(endpoint);
     }
     Client::from_conf(config.build())
+}
+
+/// The publisher's EventBridge client, built as [`lambda_client`] is: the region, the execution
+/// role's credentials from the environment, Amazon's compiled-in roots, no `aws_config::load`.
+pub fn eventbridge_client() -> aws_sdk_eventbridge::Client {
+    let mut config = aws_sdk_eventbridge::Config::builder()
+        .behavior_version(aws_sdk_eventbridge::config::BehaviorVersion::latest())
+        .region(
+            std::env::var("AWS_REGION")
+                .ok()
+                .map(aws_sdk_eventbridge::config::Region::new),
+        )
+        .credentials_provider(
+            aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+        )
+        .http_client(https_client_trusting(amazon_roots()))
+        .timeout_config(timeouts())
+        .retry_config(retries());
+    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL_EVENTBRIDGE")
+        && !endpoint.is_empty()
+    {
+        config = config.endpoint_url(endpoint);
+    }
+    aws_sdk_eventbridge::Client::from_conf(config.build())
 }
 
 /// How long one request to the engine may take, and all its retries together: well under the

@@ -5,7 +5,7 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::request::answer;
-use crate::routes::{self, Route, Scheduled, by_function, scheduled};
+use crate::routes::{self, Route, Scheduled, Streamed, by_function, scheduled, streamed};
 use lambda_http::{Request, service_fn};
 use std::time::Instant;
 use tracing::Instrument;
@@ -190,6 +190,9 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     if let Some(scheduled) = scheduled(&function) {
         return serve_scheduled(ctx, scheduled).await;
     }
+    if let Some(streamed) = streamed(&function) {
+        return serve_streamed(ctx, streamed).await;
+    }
     let reason = format!("{FUNCTION_VAR}={function} names no route or scheduled function");
     tracing::error!(function, reason, "the function cannot start");
     Err(reason.into())
@@ -275,6 +278,24 @@ async fn serve_scheduled(
                 Ok::<_, lambda_runtime::Error>(report.to_json())
             }
             .instrument(tracing::info_span!("invocation", cold_start))
+        },
+    ))
+    .await
+}
+
+/// A stream-fed function: the stream event in, the partial batch response
+/// (`batchItemFailures`) out; an error fails the whole batch, which the mapping retries (and
+/// bisects).
+async fn serve_streamed(
+    ctx: &'static Ctx,
+    streamed: &'static Streamed,
+) -> Result<(), lambda_runtime::Error> {
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: lambda_runtime::LambdaEvent<serde_json::Value>| async move {
+            let deadline = event.context.deadline();
+            (streamed.handler)(ctx, event.payload, Some(deadline))
+                .await
+                .map_err(lambda_runtime::Error::from)
         },
     ))
     .await

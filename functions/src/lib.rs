@@ -13,6 +13,7 @@
 //! - [`paging`] and [`cursor`]: lists and their signed cursors;
 //! - [`idempotency`] and [`ids`]: `Idempotency-Key` and the ids it derives;
 //! - [`context`]: the clients and configuration, read from the environment once;
+//! - [`events`]: every change's domain event, its outbox item and the publisher;
 //! - [`lambda`]: what the one Lambda binary runs for whichever function `SINGLET_FUNCTION`
 //!   names, and [`metrics`]: its CloudWatch EMF lines.
 
@@ -21,6 +22,7 @@ pub mod clock;
 pub mod context;
 pub mod cursor;
 pub mod error;
+pub mod events;
 pub mod headers;
 pub mod http;
 pub mod idempotency;

@@ -4,7 +4,7 @@
 
 use crate::context::Ctx;
 use crate::http::HandlerResult;
-use crate::{accounts, audit, fleet, library, loans};
+use crate::{accounts, audit, events, fleet, library, loans};
 use lambda_http::Request;
 use std::collections::HashMap;
 use std::future::Future;
@@ -19,6 +19,14 @@ pub type ScheduledHandler = for<'a> fn(
     serde_json::Value,
     Option<SystemTime>,
 ) -> BoxFuture<'a, Result<Box<dyn RunReport>, String>>;
+
+/// A stream-fed function: its context, the stream event, and the deadline; it answers the
+/// partial batch response (`batchItemFailures`) as JSON.
+pub type StreamedHandler = for<'a> fn(
+    &'a Ctx,
+    serde_json::Value,
+    Option<SystemTime>,
+) -> BoxFuture<'a, Result<serde_json::Value, String>>;
 
 /// What a scheduled run reports: the counts its metrics line carries, each under its metric's
 /// name, and the invocation's JSON result.
@@ -128,7 +136,7 @@ pub static ROUTES: &[Route] = &[
     route!("reissue-card", "PUT" "/patrons/{patronId}/card", library::reissue_card::handle,
         "Give a patron a new library card, freeing the old one", scopes ["library:staff"], idempotent: false, ["Query", "PutItem", "DeleteItem", "UpdateItem"]),
     route!("change-tier", "PUT" "/patrons/{patronId}/tier", library::change_tier::handle,
-        "Change a patron's membership tier and loan limit", scopes ["library:staff"], idempotent: false, ["Query", "UpdateItem"]),
+        "Change a patron's membership tier and loan limit", scopes ["library:staff"], idempotent: false, ["Query", "UpdateItem", "PutItem"]),
     route!("remove-patron", "DELETE" "/patrons/{patronId}", library::remove_patron::handle,
         "Remove a patron without active loans and free its card", scopes ["library:staff"], idempotent: false, ["Query", "DeleteItem", "PutItem"]),
     route!("find-by-card", "GET" "/cards/{cardNumber}", library::find_by_card::handle,
@@ -138,7 +146,7 @@ pub static ROUTES: &[Route] = &[
     route!("get-book", "GET" "/books/{isbn}", library::get_book::handle,
         "Read a book by ISBN", scopes ["library:read", "library:staff"], idempotent: false, ["GetItem"]),
     route!("correct-book", "PATCH" "/books/{isbn}", library::correct_book::handle,
-        "Correct a book's catalogue entry", scopes ["library:staff"], idempotent: false, ["UpdateItem"]),
+        "Correct a book's catalogue entry", scopes ["library:staff"], idempotent: false, ["GetItem", "UpdateItem", "PutItem"]),
     route!("add-copy", "POST" "/branches/{branchId}/copies", library::add_copy::handle,
         "Add a copy of a book to a branch", scopes ["library:staff"], idempotent: true, ["ConditionCheckItem", "PutItem", "GetItem", "UpdateItem"]),
     route!("list-copies", "GET" "/branches/{branchId}/copies", library::list_copies::handle,
@@ -184,6 +192,24 @@ pub static SCHEDULED: &[Scheduled] = &[Scheduled {
             Ok(Box::new(report) as Box<dyn RunReport>)
         })
     },
+}];
+
+/// A function the table's stream feeds, through an event-source mapping (`template.yaml`; the
+/// runner plays it, `src/event_source.rs`). Its handler takes the stream event and answers the
+/// partial batch response.
+pub struct Streamed {
+    pub function: &'static str,
+    pub summary: &'static str,
+    /// Its actions beyond reading the stream (which the mapping's policy grants).
+    pub permissions: &'static [&'static str],
+    pub handler: StreamedHandler,
+}
+
+pub static STREAMED: &[Streamed] = &[Streamed {
+    function: "publish-events",
+    summary: "Publish every change's domain event to EventBridge",
+    permissions: &["events:PutEvents"],
+    handler: |ctx, event, deadline| Box::pin(events::publish_events::run(ctx, event, deadline)),
 }];
 
 impl Route {
@@ -246,4 +272,8 @@ pub fn by_function(function: &str) -> Option<&'static Route> {
 
 pub fn scheduled(function: &str) -> Option<&'static Scheduled> {
     SCHEDULED.iter().find(|s| s.function == function)
+}
+
+pub fn streamed(function: &str) -> Option<&'static Streamed> {
+    STREAMED.iter().find(|s| s.function == function)
 }

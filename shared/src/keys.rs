@@ -52,6 +52,7 @@ pub const IDEMPOTENCY_PREFIX: &str = "IDEMPOTENCY#";
 pub const ID_PREFIX: &str = "ID#";
 pub const DEPOT_PREFIX: &str = "DEPOT#";
 pub const MIGRATION_PREFIX: &str = "MIGRATION#";
+pub const OUTBOX_PREFIX: &str = "OUTBOX#";
 /// The sort-key prefix of a migration's per-segment checkpoint.
 pub const SEGMENT_PREFIX: &str = "SEGMENT#";
 
@@ -409,6 +410,19 @@ pub fn idempotency_record(route: &str, derived_id: &Id) -> Key {
 /// a derived id is held by one entity at most, once, whatever becomes of the key's record.
 pub fn id_lock(id: &Id) -> Key {
     same(format!("{ID_PREFIX}{id}"))
+}
+
+// ---- Domain events --------------------------------------------------------------------------
+
+/// An outbox item: one event about one subject (`vehicle`, `<vehicleId>`). A subject's events
+/// share a partition, so its stream records come in the order they were written. `subject_id` is
+/// an id or an ISBN-13 (validated before it names a subject) and `event_id` a UUID: none holds a
+/// `#`.
+pub fn outbox(subject_type: &str, subject_id: &str, event_id: &str) -> Key {
+    Key {
+        pk: format!("{OUTBOX_PREFIX}{subject_type}#{subject_id}"),
+        sk: format!("{EVENT_PREFIX}{event_id}"),
+    }
 }
 
 #[cfg(test)]

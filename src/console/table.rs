@@ -133,6 +133,14 @@ pub fn entity(pk: &str, sk: &str, item: &Item) -> (&'static str, Option<Domain>)
         } else {
             ("CurrentState", Some(Audit))
         }
+    } else if let Some(rest) = pk.strip_prefix("OUTBOX#") {
+        let domain = match rest.split('#').next().unwrap_or("") {
+            "vehicle" => Fleet,
+            "account" => Accounts,
+            "resource" => Audit,
+            _ => Library,
+        };
+        ("DomainEvent", Some(domain))
     } else if let Some(rest) = pk.strip_prefix("IDEMPOTENCY#") {
         let route = rest.split('#').next().unwrap_or("");
         (

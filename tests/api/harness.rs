@@ -32,6 +32,8 @@ pub struct Api {
     pub token: String,
     pub mode: Mode,
     pub base: String,
+    /// The engine's own DynamoDB endpoint (and its stream's).
+    pub engine: String,
     http: reqwest::Client,
 }
 
@@ -194,11 +196,14 @@ pub fn token(subject: &str, scopes: &str, claims: &[(&str, &str)]) -> String {
 
 impl Api {
     pub async fn start(mode: Mode) -> Api {
-        let (client, _) = engine::start_in_memory("singlet").await;
-        Api::start_on(mode, Ctx::new(client, "singlet", CursorKeys::random())).await
+        let (client, endpoint) = engine::start_in_memory("singlet").await;
+        let mut api = Api::start_on(mode, Ctx::new(client, "singlet", CursorKeys::random())).await;
+        api.engine = endpoint;
+        api
     }
 
-    /// An API on `ctx` (an engine of the test's making), called directly and over HTTP.
+    /// An API on `ctx` (an engine of the test's making), called directly and over HTTP; its
+    /// engine's endpoint is unknown here (`engine` is empty).
     pub async fn start_on(mode: Mode, ctx: Ctx) -> Api {
         crate::logs::capture();
         let gateway = front_door::Gateway {
@@ -212,6 +217,7 @@ impl Api {
             token: token("tester", &all_scopes(), &[]),
             mode,
             base,
+            engine: String::new(),
             http: reqwest::Client::new(),
         }
     }
@@ -404,8 +410,17 @@ impl Api {
             .item
     }
 
-    /// Every item in the table (a Scan: tests only).
+    /// Every item in the table but the events' outbox items (a Scan: tests only). What a
+    /// pattern writes is asserted here; its event, one outbox item per change, in
+    /// `domain_events.rs`.
     pub async fn items(&self) -> Vec<Item> {
+        let mut items = self.all_items().await;
+        items.retain(|item| !s(item, "PK").starts_with("OUTBOX#"));
+        items
+    }
+
+    /// Every item in the table, outbox items included.
+    pub async fn all_items(&self) -> Vec<Item> {
         let mut items = Vec::new();
         let mut start = None;
         loop {

@@ -13,6 +13,7 @@ mod audit;
 mod auth;
 mod conventions;
 mod costs;
+mod domain_events;
 mod events;
 mod faults;
 mod fleet;

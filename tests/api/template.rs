@@ -4,8 +4,9 @@
 
 use serde_norway::value::TaggedValue;
 use serde_norway::{Mapping, Value};
+use singlet_functions::events::mapping;
 use singlet_functions::lambda::FUNCTION_VAR;
-use singlet_functions::routes::{ROUTES, SCHEDULED};
+use singlet_functions::routes::{ROUTES, SCHEDULED, STREAMED};
 use singlet_shared::schema::{self, INDEXES, Projection};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -206,6 +207,18 @@ fn every_route_is_one_function_with_its_route_and_least_privilege() {
             .iter()
             .flat_map(|s| strings(&s["Action"]))
             .collect();
+        if let Some(streamed) = STREAMED.iter().find(|s| s.function == served) {
+            assert!(http.is_empty(), "{served} has no route");
+            let streams = events.values().filter(|e| e["Type"] == "DynamoDB").count();
+            assert_eq!(streams, 1, "{served} reads one stream");
+            let expected: BTreeSet<String> = streamed
+                .permissions
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect();
+            assert_eq!(actions, expected, "{served}'s policy");
+            continue;
+        }
         if let Some(scheduled) = SCHEDULED.iter().find(|s| s.function == served) {
             assert!(http.is_empty(), "{served} has no route");
             let schedules = events.values().filter(|e| e["Type"] == "Schedule").count();
@@ -235,10 +248,11 @@ fn every_route_is_one_function_with_its_route_and_least_privilege() {
         .iter()
         .map(|r| r.function.to_owned())
         .chain(SCHEDULED.iter().map(|s| s.function.to_owned()))
+        .chain(STREAMED.iter().map(|s| s.function.to_owned()))
         .collect();
     assert_eq!(
         seen, expected,
-        "template functions = routes + scheduled functions"
+        "template functions = routes + scheduled and stream functions"
     );
 }
 
@@ -706,6 +720,18 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
     for (_, served, function) in functions(&template) {
         let statements = list(&function["Properties"]["Policies"][0]["Statement"]);
         assert!(!statements.is_empty(), "{served} has a policy");
+        if STREAMED.iter().any(|s| s.function == served) {
+            // The publisher touches no table: it puts events on the one bus the template names.
+            assert_eq!(statements.len(), 1, "{served}");
+            assert_eq!(
+                list(&statements[0]["Resource"]),
+                [sub(
+                    "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}"
+                )],
+                "{served} may put events on the EventBusName bus only"
+            );
+            continue;
+        }
         let mut queried = BTreeSet::new();
         let mut table_actions = BTreeSet::new();
         for statement in &statements {
@@ -907,4 +933,105 @@ fn the_dynamodb_endpoint_parameter_takes_only_https() {
     for url in ["http://evil.example:8000", "ftp://x", "https://"] {
         assert!(!allowed(url), "{url}");
     }
+}
+
+/// The event-source mapping that the template declares is the one the local runner plays
+/// (`singlet::event_source`, with `singlet_functions::events::mapping`'s values): its batch size,
+/// retries, bisection, record age, starting position and filters; the stream's view; the
+/// partial batch responses and the on-failure queue, alarmed.
+#[test]
+fn the_event_source_mapping_is_the_one_the_runner_plays() {
+    let template = template();
+    let table = &template["Resources"]["Table"]["Properties"];
+    assert_eq!(
+        table["StreamSpecification"]["StreamViewType"],
+        mapping::STREAM_VIEW_TYPE
+    );
+    let (_, _, function) = functions(&template)
+        .into_iter()
+        .find(|(_, served, _)| served == "publish-events")
+        .expect("publish-events is in the template");
+    let properties = &function["Properties"];
+    assert_eq!(
+        properties["Environment"]["Variables"]["EVENT_BUS_NAME"],
+        reference("EventBusName")
+    );
+    let events = properties["Events"].as_mapping().unwrap();
+    let stream = events
+        .values()
+        .find(|e| e["Type"] == "DynamoDB")
+        .expect("a DynamoDB stream event");
+    let mapped = &stream["Properties"];
+    assert_eq!(mapped["Stream"], get_att("Table", "StreamArn"));
+    assert_eq!(mapped["BatchSize"], mapping::BATCH_SIZE as u64);
+    assert_eq!(
+        mapped["MaximumRetryAttempts"],
+        u64::from(mapping::MAXIMUM_RETRY_ATTEMPTS)
+    );
+    assert_eq!(
+        mapped["BisectBatchOnFunctionError"],
+        mapping::BISECT_BATCH_ON_FUNCTION_ERROR
+    );
+    assert_eq!(
+        mapped["MaximumRecordAgeInSeconds"],
+        mapping::MAXIMUM_RECORD_AGE_SECONDS
+    );
+    assert_eq!(mapped["StartingPosition"], mapping::STARTING_POSITION);
+    assert_eq!(
+        strings(&mapped["FunctionResponseTypes"]),
+        ["ReportBatchItemFailures"]
+    );
+    let declared: Vec<serde_json::Value> = list(&mapped["FilterCriteria"]["Filters"])
+        .iter()
+        .map(|f| serde_json::from_str(f["Pattern"].as_str().unwrap()).unwrap())
+        .collect();
+    let played: Vec<serde_json::Value> = mapping::FILTERS
+        .iter()
+        .map(|f| serde_json::from_str(f).unwrap())
+        .collect();
+    assert_eq!(declared, played, "the template's filters are the runner's");
+    for filter in &declared {
+        let keys: Vec<&String> = filter.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["dynamodb"],
+            "a stream filter sees the dynamodb key only"
+        );
+    }
+    let on_failure = &mapped["DestinationConfig"]["OnFailure"];
+    assert_eq!(on_failure["Type"], "SQS");
+    let queue = target(&on_failure["Destination"]).unwrap();
+    assert_eq!(template["Resources"][queue]["Type"], "AWS::SQS::Queue");
+    assert_eq!(
+        alarms_on(
+            &template,
+            "AWS/SQS",
+            "ApproximateNumberOfMessagesVisible",
+            "QueueName",
+            &get_att(queue, "QueueName")
+        ),
+        1,
+        "a message in {queue} alarms"
+    );
+    let bus = &template["Parameters"]["EventBusName"];
+    assert_eq!(bus["Type"], "String");
+}
+
+/// The Lambda binary stays lean: the streams SDK is the runner's alone (it plays the
+/// event-source mapping locally), and the EventBridge client has no SigV4a and no second HTTPS
+/// stack (default features off; it takes the DynamoDB client's).
+#[test]
+fn the_lambda_binary_links_no_streams_sdk_and_a_lean_eventbridge_client() {
+    let functions = std::fs::read_to_string(format!("{ROOT}/functions/Cargo.toml")).unwrap();
+    assert!(!functions.contains("aws-sdk-dynamodbstreams"));
+    let workspace = std::fs::read_to_string(format!("{ROOT}/Cargo.toml")).unwrap();
+    let eventbridge = workspace
+        .lines()
+        .find(|line| line.starts_with("aws-sdk-eventbridge ="))
+        .unwrap();
+    assert!(
+        eventbridge.contains("default-features = false"),
+        "{eventbridge}"
+    );
+    assert!(!eventbridge.contains("sigv4a"), "{eventbridge}");
 }

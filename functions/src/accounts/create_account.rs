@@ -10,6 +10,7 @@ use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{Put, Transaction, lock};
@@ -56,6 +57,13 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     for value in [UniqueValue::Email(email), UniqueValue::Username(username)] {
         transaction = transaction.put(Part::Lock(value.kind()), value.claim(&account_id));
     }
+    let transaction = transaction.put(
+        Part::Event,
+        outbox(
+            &req,
+            Event::new(EventType::AccountCreated, &account_id, &account),
+        ),
+    );
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {
             tracing::info!(%account_id, "account created");

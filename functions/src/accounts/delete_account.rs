@@ -9,6 +9,7 @@
 use super::{AccountRow, Part, Unique, email_lock, load_row, owner_lock, username_lock};
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::idempotency;
 use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
@@ -36,6 +37,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .delete(
                 Part::OldLock(Unique::Username),
                 lock::release(&username_lock(&account_id, &account.username)),
+            )
+            .put(
+                Part::Event,
+                outbox(&req, Event::deleted(EventType::AccountDeleted, &account_id)),
             );
         // Its owner may make another account now.
         if row.owners_one {

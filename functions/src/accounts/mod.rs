@@ -17,10 +17,11 @@ pub mod get_account;
 use crate::claims::principal;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path, path_id};
 use crate::model::Field;
 use crate::store::lock::{self, Swapped};
-use crate::store::{Condition, MAX_ATTEMPTS, Put, Update};
+use crate::store::{Commit, Condition, MAX_ATTEMPTS, Put, Transaction, Update};
 use lambda_http::Request;
 use singlet_shared::{Email, Id, Invalid, Key, Username, keys};
 
@@ -44,6 +45,17 @@ pub enum Unique {
 
 impl Unique {
     pub const ALL: [Unique; 2] = [Unique::Email, Unique::Username];
+
+    /// The event of a change of this attribute to `value`: the account as it is after it.
+    pub fn event(self, account_id: &Id, value: &UniqueValue, account: &Account) -> Event {
+        let mut changed = account.clone();
+        value.set_on(&mut changed);
+        let kind = match self {
+            Unique::Email => EventType::AccountEmailChanged,
+            Unique::Username => EventType::AccountUsernameChanged,
+        };
+        Event::new(kind, account_id, &changed)
+    }
 
     /// The field's name in bodies, errors and the account item.
     pub fn field(self) -> &'static str {
@@ -108,12 +120,14 @@ impl UniqueValue {
     }
 
     /// Moves the account `account_id` from `old` (of the same attribute) to this value: its
-    /// lock claimed, the old one released, the account updated only if it still holds `old`.
+    /// lock claimed, the old one released, the account updated only if it still holds `old`,
+    /// and `event` put.
     async fn swap(
         &self,
         ctx: &Ctx,
         old: &UniqueValue,
         account_id: &Id,
+        event: Put,
     ) -> Result<Swapped, ApiError> {
         let attribute = self.kind().attribute();
         let update = Update::<AccountRow>::at(keys::account(account_id))
@@ -122,14 +136,14 @@ impl UniqueValue {
         match (self, old) {
             (UniqueValue::Email(new), UniqueValue::Email(old)) => {
                 let (new, old) = (email_lock(account_id, new), email_lock(account_id, old));
-                lock::swap(ctx, &new, &old, update).await
+                lock::swap(ctx, &new, &old, update, event).await
             }
             (UniqueValue::Username(new), UniqueValue::Username(old)) => {
                 let (new, old) = (
                     username_lock(account_id, new),
                     username_lock(account_id, old),
                 );
-                lock::swap(ctx, &new, &old, update).await
+                lock::swap(ctx, &new, &old, update, event).await
             }
             _ => unreachable!("a value is swapped for one of the same attribute"),
         }
@@ -180,6 +194,8 @@ pub enum Part {
     IdempotencyRecord,
     /// The owner's one account ([`owner_lock`]).
     OwnerLock,
+    /// The change's event.
+    Event,
 }
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
@@ -233,20 +249,26 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
             return Ok(ok(&account));
         }
 
+        let event = outbox(&req, unique.event(&account_id, &value, &account));
         // A look-alike of the account's own value has the same lock: only the account changes.
         if value.lock_key() == old.lock_key() {
             let attribute = value.kind().attribute();
             let update = Update::<AccountRow>::at(keys::account(&account_id))
                 .set(attribute, value.as_str())
                 .when(Condition::equals(attribute, old.as_str()));
-            if ctx.update_item(update).await?.is_some() {
+            let respelled = Transaction::new()
+                .update(Part::Account, update)
+                .put(Part::Event, event)
+                .commit(ctx)
+                .await?;
+            if let Commit::Done = respelled {
                 tracing::info!(%account_id, field, "unique value respelled");
                 value.set_on(&mut account);
                 return Ok(ok(&account));
             }
             continue;
         }
-        match value.swap(ctx, &old, &account_id).await? {
+        match value.swap(ctx, &old, &account_id, event).await? {
             Swapped::Done => {
                 tracing::info!(%account_id, field, "unique value changed");
                 value.set_on(&mut account);

@@ -28,6 +28,7 @@ use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{self, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
 use crate::store::{Commit, Condition, Put, Transaction, Update, decode};
 use lambda_http::Request;
@@ -39,6 +40,7 @@ use singlet_shared::keys::{self, MAX_VERSION};
 enum Part {
     Current,
     Event,
+    DomainEvent,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -99,6 +101,13 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 resource_id: resource_id.clone(),
                 event,
             }),
+        )
+        .put(
+            Part::DomainEvent,
+            outbox(
+                &req,
+                events::Event::new(EventType::ResourceChanged, &resource_id, &after).sequence(next),
+            ),
         )
         .commit(ctx)
         .await?;

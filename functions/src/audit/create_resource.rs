@@ -12,6 +12,7 @@ use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{self, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::store::{Put, Transaction};
@@ -23,6 +24,7 @@ use singlet_shared::{Id, Status};
 enum Part {
     Current,
     FirstEvent,
+    DomainEvent,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -62,6 +64,13 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 resource_id: resource_id.clone(),
                 event,
             }),
+        )
+        .put(
+            Part::DomainEvent,
+            outbox(
+                &req,
+                events::Event::new(EventType::ResourceCreated, &resource_id, &resource).sequence(1),
+            ),
         );
 
     // The id is the client's, not derived from the key: its own guard is its lock.

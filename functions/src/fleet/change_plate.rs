@@ -9,6 +9,7 @@
 use super::{PlateLock, Vehicle, load};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use crate::store::lock::{self, Swapped};
 use crate::store::{Condition, MAX_ATTEMPTS, Update};
@@ -35,7 +36,19 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         let update = Update::<Vehicle>::at(keys::vehicle(&vehicle_id))
             .set(Vehicle::PLATE, &plate)
             .when(Condition::equals(Vehicle::PLATE, &vehicle.plate));
-        match lock::swap(ctx, &lock_of(&plate), &lock_of(&vehicle.plate), update).await? {
+        let event = outbox(
+            &req,
+            Event::new(
+                EventType::VehiclePlateChanged,
+                &vehicle_id,
+                &Vehicle {
+                    plate: plate.clone(),
+                    ..vehicle.clone()
+                },
+            ),
+        );
+        let (new, old) = (lock_of(&plate), lock_of(&vehicle.plate));
+        match lock::swap(ctx, &new, &old, update, event).await? {
             Swapped::Done => {
                 tracing::info!(%vehicle_id, "plate changed");
                 vehicle.plate = plate;

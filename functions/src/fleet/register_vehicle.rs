@@ -9,6 +9,7 @@ use super::{ChassisLock, MAX_DEPOT_LEN, PlateLock, Vehicle};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{Put, Transaction, lock};
@@ -21,6 +22,7 @@ enum Part {
     Vehicle,
     Plate,
     Chassis,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -56,7 +58,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .put(Part::Vehicle, Put::new_only(&vehicle))
         .put(Part::Plate, lock::claim(&plate_lock))
-        .put(Part::Chassis, lock::claim(&chassis_lock));
+        .put(Part::Chassis, lock::claim(&chassis_lock))
+        .put(
+            Part::Event,
+            outbox(
+                &req,
+                Event::new(EventType::VehicleRegistered, &vehicle_id, &vehicle),
+            ),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

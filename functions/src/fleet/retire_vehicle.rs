@@ -8,6 +8,7 @@
 use super::{ChassisLock, PlateLock, Vehicle, load};
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::idempotency;
 use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
@@ -21,6 +22,7 @@ enum Part {
     ChassisLock,
     /// The record of the `Idempotency-Key` that registered it, if one did.
     IdempotencyRecord,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -49,6 +51,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     chassis: vehicle.chassis.clone(),
                     vehicle_id: vehicle_id.clone(),
                 }),
+            )
+            .put(
+                Part::Event,
+                outbox(&req, Event::deleted(EventType::VehicleRetired, &vehicle_id)),
             );
         let commit = idempotency::forgetting(
             retire,

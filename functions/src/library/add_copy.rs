@@ -14,6 +14,7 @@ use super::{Book, Branch, Condition, Copy, count_available};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{self, Check, Put, Transaction};
@@ -29,6 +30,7 @@ enum Part {
     Copy,
     /// The branch's count of the book's available copies.
     Available,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -67,7 +69,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Check::<Branch>::at(keys::branch(&branch_id), store::Condition::exists()),
         )
         .put(Part::Copy, Put::new_only(&copy))
-        .update(Part::Available, count_available(&isbn, &branch_id, 1));
+        .update(Part::Available, count_available(&isbn, &branch_id, 1))
+        .put(
+            Part::Event,
+            outbox(&req, Event::new(EventType::CopyAdded, &copy_id, &copy)),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

@@ -3,10 +3,13 @@
 //!
 //! Every field is optional, at least one is required (a body naming none is `400`), and each is
 //! validated as `POST /books` validates it; `isbn` is the path's and cannot change (it is the
-//! key). One conditional `UpdateItem` sets the fields given, only if the book exists
-//! (`attribute_exists`: a correction never creates a book), and answers the book as it is after
-//! the update (`ALL_NEW`). Two corrections of different fields both land; of the same field, the
-//! last one wins.
+//! key). Read the book (`404` for none), then one `TransactWriteItems`: the update that sets the
+//! fields given, only if the book is still as read, and the correction's event (`BookCorrected`,
+//! holding the book as corrected). The answer is that same book. A book corrected between the
+//! read and the write fails the condition and is read again, so two corrections of different
+//! fields both land; of the same field, the last one wins. It was one `UpdateItem` (`ALL_NEW`)
+//! before events: the event needs the caller as its `actor` and the whole book, which a stream
+//! record of the update would not say (docs/COSTS.md).
 //!
 //! Loans made from then on carry the corrected title: a checkout reads the book. A loan made
 //! before keeps the title it was lent under (it records what was lent), and a copy keeps the
@@ -15,14 +18,23 @@
 
 use super::{
     Book, FIRST_PUBLISH_YEAR, MAX_DESCRIPTION_LEN, MAX_NAME_LEN, MAX_TITLE_LEN, PAGE_COUNT,
+    load_book,
 };
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path};
-use crate::store::{self, Update, decode};
+use crate::store::{Commit, Condition, MAX_ATTEMPTS, Transaction, Update};
 use lambda_http::Request;
 use singlet_shared::{Isbn13, keys};
+
+/// The transaction's parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Book,
+    Event,
+}
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
@@ -38,42 +50,74 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.optional_integer("pageCount", PAGE_COUNT),
     )
         .all_valid()?;
-
-    let mut update = Update::<Book>::at(keys::book(&isbn)).when(store::Condition::exists());
-    let mut corrections = 0;
-    for (field, value) in [
-        (Book::TITLE, title),
-        (Book::AUTHOR, author),
-        (Book::PUBLISHER, publisher),
-        (Book::GENRE, genre),
-        (Book::DESCRIPTION, description),
-    ] {
-        if let Some(value) = value {
-            update = update.set(field, value);
-            corrections += 1;
-        }
-    }
-    for (field, value) in [
-        (Book::PUBLISH_YEAR, publish_year),
-        (Book::PAGE_COUNT, page_count),
-    ] {
-        if let Some(value) = value {
-            update = update.set(field, value);
-            corrections += 1;
-        }
-    }
-    if corrections == 0 {
+    if [&title, &author, &publisher, &genre, &description]
+        .iter()
+        .all(|text| text.is_none())
+        && publish_year.is_none()
+        && page_count.is_none()
+    {
         return Err(ApiError::malformed(
             "the body names no field to correct: title, author, publisher, publishYear, genre, \
              description or pageCount",
         ));
     }
 
-    let corrected = ctx
-        .update_item(update)
-        .await?
-        .ok_or_else(|| ApiError::not_found("book"))?;
-    let book: Book = decode(&corrected)?;
-    tracing::info!(%isbn, "book corrected");
-    Ok(ok(&book))
+    for _ in 0..MAX_ATTEMPTS {
+        let book = load_book(ctx, &isbn).await?;
+        let corrected = Book {
+            title: title.clone().unwrap_or_else(|| book.title.clone()),
+            author: author.clone().unwrap_or_else(|| book.author.clone()),
+            publisher: publisher.clone().unwrap_or_else(|| book.publisher.clone()),
+            publish_year: publish_year.unwrap_or(book.publish_year),
+            genre: genre.clone().unwrap_or_else(|| book.genre.clone()),
+            description: description
+                .clone()
+                .unwrap_or_else(|| book.description.clone()),
+            page_count: page_count.unwrap_or(book.page_count),
+            isbn: book.isbn.clone(),
+        };
+        let commit = Transaction::new()
+            .update(Part::Book, correction(&book, &corrected))
+            .put(
+                Part::Event,
+                outbox(
+                    &req,
+                    Event::new(EventType::BookCorrected, &isbn, &corrected),
+                ),
+            )
+            .commit(ctx)
+            .await?;
+        match commit {
+            Commit::Done => {
+                tracing::info!(%isbn, "book corrected");
+                return Ok(ok(&corrected));
+            }
+            // Corrected (or removed) since we read it: read again.
+            Commit::Cancelled(_) => {}
+        }
+    }
+    Err(ApiError::Unavailable)
+}
+
+/// The update from the book as read to the book as corrected: every field a correction can
+/// change is set, only if the book is still as read (the event holds the whole book as
+/// corrected, so no other correction may land in between).
+fn correction(book: &Book, corrected: &Book) -> Update<Book> {
+    Update::<Book>::at(keys::book(&book.isbn))
+        .set(Book::TITLE, &corrected.title)
+        .set(Book::AUTHOR, &corrected.author)
+        .set(Book::PUBLISHER, &corrected.publisher)
+        .set(Book::PUBLISH_YEAR, corrected.publish_year)
+        .set(Book::GENRE, &corrected.genre)
+        .set(Book::DESCRIPTION, &corrected.description)
+        .set(Book::PAGE_COUNT, corrected.page_count)
+        .when(
+            Condition::equals(Book::TITLE, &book.title)
+                .and_equals(Book::AUTHOR, &book.author)
+                .and_equals(Book::PUBLISHER, &book.publisher)
+                .and_equals(Book::PUBLISH_YEAR, book.publish_year)
+                .and_equals(Book::GENRE, &book.genre)
+                .and_equals(Book::DESCRIPTION, &book.description)
+                .and_equals(Book::PAGE_COUNT, book.page_count),
+        )
 }

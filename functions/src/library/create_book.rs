@@ -13,6 +13,7 @@ use super::{
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::store::{Put, Transaction};
@@ -22,6 +23,7 @@ use singlet_shared::Isbn13;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Book,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -52,7 +54,12 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/books/{isbn}"), &book);
 
-    let transaction = Transaction::new().put(Part::Book, Put::new_only(&book));
+    let transaction = Transaction::new()
+        .put(Part::Book, Put::new_only(&book))
+        .put(
+            Part::Event,
+            outbox(&req, Event::new(EventType::BookAdded, &isbn, &book)),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
         Outcome::Done(response) => {

@@ -10,6 +10,7 @@
 use super::{Branch, MAX_ADDRESS_LEN, MAX_NAME_LEN, MAX_OPENING_HOURS_LEN, MAX_PHONE_LEN};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::store::{Put, Transaction};
@@ -19,6 +20,7 @@ use singlet_shared::Id;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Branch,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -44,7 +46,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     };
     let response = created(format!("/branches/{branch_id}"), &branch);
 
-    let transaction = Transaction::new().put(Part::Branch, Put::new_only(&branch));
+    let transaction = Transaction::new()
+        .put(Part::Branch, Put::new_only(&branch))
+        .put(
+            Part::Event,
+            outbox(
+                &req,
+                Event::new(EventType::BranchCreated, &branch_id, &branch),
+            ),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
         Outcome::Done(response) => {

@@ -16,6 +16,7 @@ use super::{Branch, MAX_NAME_LEN, Patron, PatronCard, Tier};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{Check, Condition, Put, Transaction, lock};
@@ -28,6 +29,7 @@ enum Part {
     Branch,
     Patron,
     Card,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -69,7 +71,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Check::<Branch>::at(keys::branch(&branch_id), Condition::exists()),
         )
         .put(Part::Patron, Put::new_only(&patron))
-        .put(Part::Card, lock::claim(&card));
+        .put(Part::Card, lock::claim(&card))
+        .put(
+            Part::Event,
+            outbox(
+                &req,
+                Event::new(EventType::PatronRegistered, &patron_id, &patron),
+            ),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

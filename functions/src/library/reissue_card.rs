@@ -14,6 +14,7 @@
 use super::{Patron, PatronCard, change_card, find_patron};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use crate::store::lock::{self, Swapped};
 use crate::store::{MAX_ATTEMPTS, decode};
@@ -42,7 +43,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             patron_id: patron_id.clone(),
         };
         let (new, old) = (lock_of(&card), lock_of(&patron.card_number));
-        match lock::swap(ctx, &new, &old, change_card(&patron, &card)).await? {
+        let event = outbox(
+            &req,
+            Event::new(
+                EventType::PatronCardReissued,
+                &patron_id,
+                &Patron {
+                    card_number: card.clone(),
+                    ..patron.clone()
+                },
+            ),
+        );
+        match lock::swap(ctx, &new, &old, change_card(&patron, &card), event).await? {
             Swapped::Done => {
                 tracing::info!(%patron_id, "library card reissued");
                 patron.card_number = card;

@@ -18,6 +18,7 @@
 use super::{Patron, PatronCard, find_patron, remove};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::idempotency;
 use crate::store::{Commit, MAX_ATTEMPTS, Transaction, decode, lock};
@@ -29,6 +30,7 @@ enum Part {
     Card,
     /// The record of the `Idempotency-Key` that registered it, if one did.
     IdempotencyRecord,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -49,6 +51,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     card_number: patron.card_number.clone(),
                     patron_id: patron_id.clone(),
                 }),
+            )
+            .put(
+                Part::Event,
+                outbox(&req, Event::deleted(EventType::PatronRemoved, &patron_id)),
             );
         let commit = idempotency::forgetting(
             removal,

@@ -19,6 +19,7 @@ use super::{Checkout, LoanStatus};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::library::{
@@ -37,6 +38,7 @@ enum Part {
     Patron,
     /// The branch's count of the book's available copies.
     Available,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -84,7 +86,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             move_copy(loan.copy(), CopyStatus::Available, CopyStatus::CheckedOut),
         )
         .update(Part::Patron, take_loan_slot(&home_branch, &patron_id))
-        .update(Part::Available, count_available(&loan.isbn, &branch_id, -1));
+        .update(Part::Available, count_available(&loan.isbn, &branch_id, -1))
+        .put(
+            Part::Event,
+            outbox(
+                &req,
+                Event::new(
+                    EventType::LoanCheckedOut,
+                    &checkout_id,
+                    &loan.clone().as_read(now),
+                ),
+            ),
+        );
 
     match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
         Outcome::Done(response) => {

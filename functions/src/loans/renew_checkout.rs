@@ -1,30 +1,35 @@
 //! `POST /patrons/{patronId}/checkouts/{checkoutId}/renew` → `200` checkout with a later
 //! `dueDate` (by the loan period of the patron's tier) and `renewalCount` + 1.
 //!
-//! One item changes, so one conditional `UpdateItem` is atomic on its own (a transaction would
-//! only double its cost): it moves the due date and the open-loans index sort key with it, on the
-//! condition that the loan is still as read and still in the open index (not returned, not
-//! marked overdue). `409` `checkoutId` `returned`, `overdue` (the loan reads `overdue`, as
+//! One `TransactWriteItems`: the loan's conditional update, which moves the due date and the
+//! open-loans index sort key with it, on the condition that the loan is still as read and still
+//! in the open index (not returned, not marked overdue), and the renewal's event (`LoanRenewed`,
+//! its outbox item). It was one `UpdateItem` before events: the event needs the caller as its
+//! `actor`, which the loan does not hold, so it is written with it (docs/COSTS.md). `409`
+//! `checkoutId` `returned`, `overdue` (the loan reads `overdue`, as
 //! [`Checkout::as_read`] says: due before now, whether or not `mark-overdue` has run yet) or
 //! `renewal_limit` (after 2 renewals); `404` for an unknown loan.
 //!
-//! Safe to retry with `Idempotency-Key`: the update then commits in one transaction with the
-//! key's record (twice the write units, paid only by a request that asks for it), and a retry
-//! after a lost response gets the first answer instead of a second renewal.
+//! Safe to retry with `Idempotency-Key`: the key's record commits in the same transaction, and a
+//! retry after a lost response gets the first answer instead of a second renewal.
 
 use super::{Checkout, LoanStatus, MAX_RENEWALS, load_active, renew};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, Idempotency, Outcome};
-use crate::store::{MAX_ATTEMPTS, Transaction, decode};
+use crate::store::{MAX_ATTEMPTS, Transaction};
 use lambda_http::Request;
 
-/// The renewal, the one part of its transaction when it carries an `Idempotency-Key`.
+/// The transaction's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Renewal;
+enum Part {
+    Renewal,
+    Event,
+}
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (patron_id, checkout_id) =
@@ -56,33 +61,28 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         let new_due = clock::iso(due + clock::days(loan.loan_period_days.into()));
         let update = renew(&loan, &new_due);
 
-        let renewed = match &idempotency {
-            None => match ctx.update_item(update).await? {
-                Some(item) => decode::<Checkout>(&item)?,
-                // Returned, renewed or marked overdue since we read it: read again.
-                None => continue,
-            },
-            Some(_) => {
-                let renewed = Checkout {
-                    due_date: new_due,
-                    renewal_count: loan.renewal_count + 1,
-                    ..loan
-                };
-                let transaction = Transaction::new().update(Renewal, update);
-                let response = ok(&renewed.clone().as_read(now));
-                match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response)
-                    .await?
-                {
-                    Outcome::Done(response) => {
-                        tracing::info!(%checkout_id, renewals = renewed.renewal_count, "loan renewed");
-                        return Ok(response);
-                    }
-                    Outcome::Cancelled(_) => continue,
-                }
+        let renewed = Checkout {
+            due_date: new_due,
+            renewal_count: loan.renewal_count + 1,
+            ..loan
+        }
+        .as_read(now);
+        let transaction = Transaction::new().update(Part::Renewal, update).put(
+            Part::Event,
+            outbox(
+                &req,
+                Event::new(EventType::LoanRenewed, &checkout_id, &renewed),
+            ),
+        );
+        let response = ok(&renewed);
+        match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
+            Outcome::Done(response) => {
+                tracing::info!(%checkout_id, due_date = %renewed.due_date, renewals = renewed.renewal_count, "loan renewed");
+                return Ok(response);
             }
-        };
-        tracing::info!(%checkout_id, due_date = %renewed.due_date, renewals = renewed.renewal_count, "loan renewed");
-        return Ok(ok(&renewed.as_read(now)));
+            // Returned, renewed or marked overdue since we read it: read again.
+            Outcome::Cancelled(_) => continue,
+        }
     }
     Err(ApiError::Unavailable)
 }

@@ -12,6 +12,7 @@ use super::{Checkout, LoanStatus, load_active, remove_active};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
+use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, Idempotency, Outcome};
 use crate::library::{count_available, free_loan_slot, move_copy};
@@ -27,6 +28,7 @@ enum Part {
     Patron,
     /// The branch's count of the book's available copies.
     Available,
+    Event,
 }
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
@@ -59,6 +61,17 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .update(
                 Part::Available,
                 count_available(&loan.isbn, &loan.branch_id, 1),
+            )
+            .put(
+                Part::Event,
+                outbox(
+                    &req,
+                    Event::new(
+                        EventType::LoanReturned,
+                        &checkout_id,
+                        &returned.clone().as_read(now),
+                    ),
+                ),
             );
 
         let response = ok(&returned.clone().as_read(now));

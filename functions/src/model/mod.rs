@@ -21,6 +21,7 @@ pub mod idempotency;
 pub mod library;
 pub mod loans;
 pub mod migration;
+pub mod outbox;
 mod registry;
 
 pub use registry::{Decoded, ENTITY_TYPES, Undecodable, decode, entity_type};

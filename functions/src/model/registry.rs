@@ -8,6 +8,7 @@ use super::idempotency::{IdLock, IdempotencyRecord};
 use super::library::{Book, BookAvailability, Branch, Copy, Patron, PatronCard};
 use super::loans::{Checkout, MarkerRun};
 use super::migration::MigrationCheckpoint;
+use super::outbox::OutboxItem;
 use super::{ENTITY_TYPE, Entity, EntityType, Item, VERSION, key_of};
 use singlet_shared::Key;
 use std::fmt;
@@ -81,8 +82,8 @@ registry! {
     IdempotencyRecord(IdempotencyRecord),
     IdLock(IdLock),
     MigrationCheckpoint(MigrationCheckpoint),
-    // A new entity is one line here (and its `Entity` impl): the events issue's outbox item,
-    // `_et` `outbox`, goes here as `Outbox(OutboxItem)`.
+    // A new entity is one line here (and its `Entity` impl).
+    Outbox(OutboxItem),
 }
 
 /// An item the registry cannot read, named by its key (never by its values).

@@ -5,7 +5,8 @@
 //! - [`release`] deletes it only if it still names the holder, so a write that read stale data
 //!   can never free a value that someone else holds now;
 //! - [`swap`] moves an owner from one value to another in one transaction: claim the new lock,
-//!   release the old one, update the owner only if it still holds the old value.
+//!   release the old one, update the owner only if it still holds the old value, and put the
+//!   change's domain event (its outbox item).
 //!
 //! The fleet (plates, chassis numbers), accounts (emails, usernames) and library cards all use
 //! these.
@@ -52,23 +53,26 @@ enum Part {
     NewLock,
     OldLock,
     Owner,
+    Event,
 }
 
 /// One transaction that moves an owner from the value of `old` to the value of `new` (both
 /// naming the owner): claim `new`, release `old` if it still names the owner, and apply
-/// `owner`, whose condition should be that the owner still holds the old value. Nothing
-/// changes unless all three do. The caller reads the owner again and retries on anything but
+/// `owner`, whose condition should be that the owner still holds the old value, and put `event`
+/// (the change's outbox item). Nothing changes unless all four do. The caller reads the owner again and retries on anything but
 /// [`Swapped::Done`] and [`Swapped::Taken`], at most [`super::MAX_ATTEMPTS`] times.
 pub async fn swap<L: Held, O: Entity>(
     ctx: &Ctx,
     new: &L,
     old: &L,
     owner: Update<O>,
+    event: Put,
 ) -> Result<Swapped, ApiError> {
     let commit = Transaction::new()
         .put(Part::NewLock, claim(new))
         .delete(Part::OldLock, release(old))
         .update(Part::Owner, owner)
+        .put(Part::Event, event)
         .commit(ctx)
         .await?;
     Ok(match commit {

@@ -1,0 +1,497 @@
+//! The event-source mapping from the table's stream to `publish-events`, played by the runner as
+//! Lambda plays it on AWS, with the values `template.yaml` declares
+//! (`singlet_functions::events::mapping`; a test keeps the two equal):
+//!
+//! - it reads the stream (`aws-sdk-dynamodbstreams` against the engine's own endpoint), drops the
+//!   records no filter pattern matches, and hands the others to the publisher in batches of at
+//!   most `BATCH_SIZE`, as the Lambda event `{"Records": [...]}`;
+//! - a batch answered with `batchItemFailures` is done up to the lowest failed sequence number
+//!   (the checkpoint, [`checkpoint`]), and goes again from there; a failed invocation goes again
+//!   whole;
+//! - a batch that fails again is split in two (`BisectBatchOnFunctionError`), each half tried on
+//!   its own, so one bad record ends alone; a record that still fails after
+//!   `MAXIMUM_RETRY_ATTEMPTS` retries, or is older than `MAXIMUM_RECORD_AGE_SECONDS`, goes to the
+//!   on-failure destination (a JSON Lines file, `.singlet/events-failed.jsonl`), as Lambda's
+//!   invocation record, and the records after it are still delivered.
+//!
+//! [`Faults`] breaks it on purpose: a publisher error every n-th invocation, every n-th batch
+//! delivered twice (the bus's failing entries are `LocalBus::failing`).
+
+use aws_lambda_events::event::streams::DynamoDbEventResponse;
+use aws_sdk_dynamodb::types::{StreamSpecification, StreamViewType};
+use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+use singlet_functions::Ctx;
+use singlet_functions::events::mapping::{
+    BATCH_SIZE, BISECT_BATCH_ON_FUNCTION_ERROR, MAXIMUM_RECORD_AGE_SECONDS, MAXIMUM_RETRY_ATTEMPTS,
+    passes_filters,
+};
+use singlet_functions::routes::{Streamed, streamed};
+use std::collections::VecDeque;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How often the stream is read when it had nothing new: Lambda reads a shard four times a
+/// second.
+pub const POLL_EVERY: Duration = Duration::from_millis(250);
+
+/// Faults on demand, for the tests and for anyone who wants to watch the rules at work.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Faults {
+    /// Every n-th invocation of the publisher fails as a whole (0: never).
+    pub publisher_error_every: u64,
+    /// Every n-th batch is delivered twice (0: never).
+    pub duplicate_batch_every: u64,
+}
+
+/// What the mapping has done since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Report {
+    pub records_read: u64,
+    /// Records the filter patterns let through.
+    pub records_delivered: u64,
+    pub invocations: u64,
+    pub failed_invocations: u64,
+    pub duplicated_batches: u64,
+    /// Records sent to the on-failure destination.
+    pub records_failed: u64,
+}
+
+pub struct EventSource {
+    streams: aws_sdk_dynamodbstreams::Client,
+    ctx: Ctx,
+    publisher: &'static Streamed,
+    stream_arn: String,
+    shard_id: String,
+    /// The last sequence number read; the next read starts after it.
+    position: Option<String>,
+    on_failure: PathBuf,
+    faults: Faults,
+    batches: u64,
+    pub report: Report,
+}
+
+/// Enables the table's stream (`NEW_AND_OLD_IMAGES`, as the template does) unless it is on.
+pub async fn enable_stream(db: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), String> {
+    let described = db
+        .describe_table()
+        .table_name(table)
+        .send()
+        .await
+        .map_err(|e| format!("cannot describe the table: {e}"))?;
+    let enabled = described
+        .table()
+        .and_then(|t| t.stream_specification())
+        .is_some_and(|s| s.stream_enabled());
+    if enabled {
+        return Ok(());
+    }
+    let specification = StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(StreamViewType::NewAndOldImages)
+        .build()
+        .map_err(|e| e.to_string())?;
+    db.update_table()
+        .table_name(table)
+        .stream_specification(specification)
+        .send()
+        .await
+        .map_err(|e| format!("cannot enable the table's stream: {e}"))?;
+    Ok(())
+}
+
+impl EventSource {
+    /// The mapping for `ctx`'s table (its stream enabled first), publishing with `ctx`'s bus and
+    /// sending what fails for good to `on_failure`.
+    pub async fn start(
+        ctx: Ctx,
+        streams: aws_sdk_dynamodbstreams::Client,
+        on_failure: PathBuf,
+        faults: Faults,
+    ) -> Result<Self, String> {
+        enable_stream(&ctx.db, &ctx.table).await?;
+        let listed = streams
+            .list_streams()
+            .table_name(&*ctx.table)
+            .send()
+            .await
+            .map_err(|e| format!("cannot list the table's streams: {e}"))?;
+        let stream_arn = listed
+            .streams()
+            .last()
+            .and_then(|s| s.stream_arn())
+            .ok_or("the table has no stream")?
+            .to_owned();
+        let described = streams
+            .describe_stream()
+            .stream_arn(&stream_arn)
+            .send()
+            .await
+            .map_err(|e| format!("cannot describe the table's stream: {e}"))?;
+        // The embedded engine keeps one shard per table; a real stream's shards split over time,
+        // which this player does not follow.
+        let shard_id = described
+            .stream_description()
+            .and_then(|d| d.shards().last())
+            .and_then(|s| s.shard_id())
+            .ok_or("the table's stream has no shard")?
+            .to_owned();
+        if let Some(dir) = on_failure.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        Ok(Self {
+            streams,
+            ctx,
+            publisher: streamed("publish-events").expect("publish-events is a stream function"),
+            stream_arn,
+            shard_id,
+            position: None,
+            on_failure,
+            faults,
+            batches: 0,
+            report: Report::default(),
+        })
+    }
+
+    /// Plays the mapping for ever: reads, delivers, and waits [`POLL_EVERY`] when there was
+    /// nothing new. An engine that does not answer is logged and read again.
+    pub async fn run(mut self) {
+        loop {
+            match self.poll().await {
+                Ok(0) => tokio::time::sleep(POLL_EVERY).await,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(error, "cannot read the table's stream; trying again");
+                    tokio::time::sleep(POLL_EVERY * 4).await;
+                }
+            }
+        }
+    }
+
+    /// Reads and delivers until the stream has nothing new.
+    pub async fn drain(&mut self) -> Result<Report, String> {
+        while self.poll().await? > 0 {}
+        Ok(self.report)
+    }
+
+    /// One read of the stream, its records delivered: how many records it read.
+    pub async fn poll(&mut self) -> Result<usize, String> {
+        let iterator = self
+            .streams
+            .get_shard_iterator()
+            .stream_arn(&self.stream_arn)
+            .shard_id(&self.shard_id);
+        let iterator = match &self.position {
+            Some(sequence) => iterator
+                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                .sequence_number(sequence),
+            None => iterator.shard_iterator_type(ShardIteratorType::TrimHorizon),
+        };
+        let iterator = iterator
+            .send()
+            .await
+            .map_err(|e| format!("GetShardIterator failed: {e}"))?
+            .shard_iterator
+            .ok_or("the stream gave no shard iterator")?;
+        let records = self
+            .streams
+            .get_records()
+            .shard_iterator(iterator)
+            .send()
+            .await
+            .map_err(|e| format!("GetRecords failed: {e}"))?
+            .records
+            .unwrap_or_default();
+        let read = records.len();
+        self.report.records_read += read as u64;
+        let delivered: Vec<Value> = records
+            .iter()
+            .map(|record| lambda_record(record, &self.stream_arn))
+            .filter(passes_filters)
+            .collect();
+        self.report.records_delivered += delivered.len() as u64;
+        for batch in delivered.chunks(BATCH_SIZE) {
+            self.deliver(batch.to_vec()).await?;
+        }
+        if let Some(last) = records
+            .last()
+            .and_then(|r| r.dynamodb())
+            .and_then(|d| d.sequence_number())
+        {
+            self.position = Some(last.to_owned());
+        }
+        Ok(read)
+    }
+
+    /// One batch, by Lambda's rules: the checkpoint on partial failures, bisection, the retry
+    /// count, the record age, the on-failure destination.
+    async fn deliver(&mut self, batch: Vec<Value>) -> Result<(), String> {
+        self.batches += 1;
+        let duplicate = self.faults.duplicate_batch_every > 0
+            && self
+                .batches
+                .is_multiple_of(self.faults.duplicate_batch_every);
+        if duplicate {
+            self.report.duplicated_batches += 1;
+            self.invoke(&batch).await;
+        }
+        let mut queue: VecDeque<(Vec<Value>, u32)> = VecDeque::from([(batch, 0)]);
+        while let Some((batch, retries)) = queue.pop_front() {
+            let (expired, batch): (Vec<Value>, Vec<Value>) = batch.into_iter().partition(too_old);
+            if !expired.is_empty() {
+                self.send_to_on_failure(&expired, "RecordAgeExceeded")?;
+            }
+            if batch.is_empty() {
+                continue;
+            }
+            let from = match self.invoke(&batch).await {
+                Some(response) => checkpoint(&batch, &response),
+                None => Some(0),
+            };
+            let Some(from) = from else { continue };
+            let rest = batch[from..].to_vec();
+            if BISECT_BATCH_ON_FUNCTION_ERROR && rest.len() > 1 {
+                let (first, second) = rest.split_at(rest.len() / 2);
+                queue.push_front((second.to_vec(), retries));
+                queue.push_front((first.to_vec(), retries));
+            } else if retries >= MAXIMUM_RETRY_ATTEMPTS {
+                self.send_to_on_failure(&rest, "RetryAttemptsExhausted")?;
+            } else {
+                queue.push_front((rest, retries + 1));
+            }
+        }
+        Ok(())
+    }
+
+    /// One invocation of the publisher: its response, or `None` when it failed.
+    async fn invoke(&mut self, batch: &[Value]) -> Option<DynamoDbEventResponse> {
+        self.report.invocations += 1;
+        let fail = self.faults.publisher_error_every > 0
+            && self
+                .report
+                .invocations
+                .is_multiple_of(self.faults.publisher_error_every);
+        let outcome = if fail {
+            Err("a publisher error, on purpose (--fault-publisher-error-every)".to_owned())
+        } else {
+            let event = json!({ "Records": batch });
+            (self.publisher.handler)(&self.ctx, event, None)
+                .await
+                .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+        };
+        match outcome {
+            Ok(response) => Some(response),
+            Err(error) => {
+                self.report.failed_invocations += 1;
+                tracing::warn!(error, records = batch.len(), "publish-events failed");
+                None
+            }
+        }
+    }
+
+    /// Lambda's on-failure invocation record for `batch` (which records, not what they hold),
+    /// one line of the on-failure file.
+    fn send_to_on_failure(&mut self, batch: &[Value], condition: &str) -> Result<(), String> {
+        self.report.records_failed += batch.len() as u64;
+        let sequence = |r: &Value| r["dynamodb"]["SequenceNumber"].clone();
+        let arrival = |r: &Value| r["dynamodb"]["ApproximateCreationDateTime"].clone();
+        let (first, last) = (&batch[0], &batch[batch.len() - 1]);
+        let line = json!({
+            "requestContext": {
+                "condition": condition,
+                "functionArn": "publish-events",
+                "approximateInvokeCount": MAXIMUM_RETRY_ATTEMPTS + 1,
+            },
+            "timestamp": singlet_functions::clock::iso(singlet_functions::clock::now()),
+            "DDBStreamBatchInfo": {
+                "shardId": self.shard_id,
+                "startSequenceNumber": sequence(first),
+                "endSequenceNumber": sequence(last),
+                "approximateArrivalOfFirstRecord": arrival(first),
+                "approximateArrivalOfLastRecord": arrival(last),
+                "batchSize": batch.len(),
+                "streamArn": self.stream_arn,
+            },
+        });
+        tracing::error!(
+            condition,
+            records = batch.len(),
+            start = %sequence(first),
+            "stream records sent to the on-failure destination"
+        );
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.on_failure)
+            .map_err(|e| format!("cannot open {}: {e}", self.on_failure.display()))?;
+        writeln!(file, "{line}").map_err(|e| format!("cannot append to the on-failure file: {e}"))
+    }
+}
+
+/// Fault: an outbox item whose `detail` is not an event, as a bug or a hand edit could leave.
+/// The publisher reports it, the mapping retries it `MAXIMUM_RETRY_ATTEMPTS` times and then
+/// sends it to the on-failure destination; the records after it are still delivered. Returns
+/// its key's partition.
+pub async fn write_undecodable_outbox_item(ctx: &Ctx) -> Result<String, String> {
+    use aws_sdk_dynamodb::types::AttributeValue as Av;
+    use singlet_functions::events::outbox::{ENTITY_TYPE, KEEP_SECONDS, VERSION};
+    use singlet_shared::schema::{PK, SK, TTL_ATTRIBUTE};
+    let id = format!("undecodable-{}", singlet_functions::clock::now_millis());
+    let key = singlet_shared::keys::outbox("fault", &id, &id);
+    ctx.db
+        .put_item()
+        .table_name(&*ctx.table)
+        .item(PK, Av::S(key.pk.clone()))
+        .item(SK, Av::S(key.sk))
+        .item("_et", Av::S(ENTITY_TYPE.into()))
+        .item("_v", Av::N(VERSION.to_string()))
+        .item("source", Av::S("singlet.fault".into()))
+        .item("detailType", Av::S("Undecodable".into()))
+        .item("detail", Av::S("this is not an event".into()))
+        .item(
+            TTL_ATTRIBUTE,
+            Av::N((singlet_functions::clock::now().unix_timestamp() + KEEP_SECONDS).to_string()),
+        )
+        .send()
+        .await
+        .map_err(|e| format!("cannot write the undecodable outbox item: {e}"))?;
+    tracing::warn!(pk = %key.pk, "wrote an undecodable outbox item, on purpose");
+    Ok(key.pk)
+}
+
+/// Lambda's checkpoint rule: the index of the lowest failed sequence number in `batch`, from
+/// which it goes again; `None` when nothing failed. A failure naming no record of the batch
+/// (empty, or unknown) fails the whole batch.
+pub fn checkpoint(batch: &[Value], response: &DynamoDbEventResponse) -> Option<usize> {
+    let mut lowest: Option<usize> = None;
+    for failure in &response.batch_item_failures {
+        let found = failure.item_identifier.as_deref().and_then(|id| {
+            batch
+                .iter()
+                .position(|r| r["dynamodb"]["SequenceNumber"].as_str() == Some(id))
+        });
+        let Some(index) = found else { return Some(0) };
+        lowest = Some(lowest.map_or(index, |l| l.min(index)));
+    }
+    lowest
+}
+
+fn too_old(record: &Value) -> bool {
+    let created = record["dynamodb"]["ApproximateCreationDateTime"]
+        .as_f64()
+        .unwrap_or_default();
+    let now = singlet_functions::clock::now().unix_timestamp() as f64;
+    now - created > MAXIMUM_RECORD_AGE_SECONDS as f64
+}
+
+/// A stream record as Lambda's DynamoDB event holds it.
+pub fn lambda_record(record: &Record, stream_arn: &str) -> Value {
+    let change = record.dynamodb();
+    let mut dynamodb = Map::new();
+    if let Some(change) = change {
+        if let Some(at) = change.approximate_creation_date_time() {
+            dynamodb.insert(
+                "ApproximateCreationDateTime".into(),
+                json!(at.as_secs_f64().floor()),
+            );
+        }
+        for (name, image) in [
+            ("Keys", change.keys()),
+            ("NewImage", change.new_image()),
+            ("OldImage", change.old_image()),
+        ] {
+            if let Some(image) = image {
+                dynamodb.insert(name.into(), item_json(image));
+            }
+        }
+        dynamodb.insert("SequenceNumber".into(), json!(change.sequence_number()));
+        dynamodb.insert("SizeBytes".into(), json!(change.size_bytes()));
+        if let Some(view) = change.stream_view_type() {
+            dynamodb.insert("StreamViewType".into(), json!(view.as_str()));
+        }
+    }
+    let mut event = json!({
+        "eventID": record.event_id(),
+        "eventName": record.event_name().map(|n| n.as_str()),
+        "eventVersion": record.event_version().unwrap_or("1.1"),
+        "eventSource": "aws:dynamodb",
+        "awsRegion": record.aws_region().unwrap_or("local"),
+        "eventSourceARN": stream_arn,
+        "dynamodb": dynamodb,
+    });
+    if let Some(identity) = record.user_identity() {
+        event["userIdentity"] = json!({
+            "type": identity.r#type(),
+            "principalId": identity.principal_id(),
+        });
+    }
+    event
+}
+
+fn item_json(item: &std::collections::HashMap<String, AttributeValue>) -> Value {
+    Value::Object(
+        item.iter()
+            .map(|(name, value)| (name.clone(), value_json(value)))
+            .collect(),
+    )
+}
+
+/// An attribute value in DynamoDB's JSON, as a stream event carries it.
+fn value_json(value: &AttributeValue) -> Value {
+    let base64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    match value {
+        AttributeValue::S(s) => json!({ "S": s }),
+        AttributeValue::N(n) => json!({ "N": n }),
+        AttributeValue::B(b) => json!({ "B": base64(b.as_ref()) }),
+        AttributeValue::Ss(ss) => json!({ "SS": ss }),
+        AttributeValue::Ns(ns) => json!({ "NS": ns }),
+        AttributeValue::Bs(bs) => {
+            json!({ "BS": bs.iter().map(|b| base64(b.as_ref())).collect::<Vec<_>>() })
+        }
+        AttributeValue::M(m) => json!({ "M": item_json(m) }),
+        AttributeValue::L(l) => json!({ "L": l.iter().map(value_json).collect::<Vec<_>>() }),
+        AttributeValue::Null(n) => json!({ "NULL": n }),
+        AttributeValue::Bool(b) => json!({ "BOOL": b }),
+        _ => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_lambda_events::event::streams::DynamoDbBatchItemFailure;
+
+    fn batch(sequences: std::ops::RangeInclusive<u32>) -> Vec<Value> {
+        sequences
+            .map(|s| json!({"dynamodb": {"SequenceNumber": s.to_string()}}))
+            .collect()
+    }
+
+    fn failures(ids: &[&str]) -> DynamoDbEventResponse {
+        let mut response = DynamoDbEventResponse::default();
+        for id in ids {
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = (!id.is_empty()).then(|| (*id).to_owned());
+            response.batch_item_failures.push(failure);
+        }
+        response
+    }
+
+    #[test]
+    fn failures_at_7_and_4_redeliver_from_4() {
+        let batch = batch(1..=10);
+        let from = checkpoint(&batch, &failures(&["7", "4"])).unwrap();
+        assert_eq!(batch[from]["dynamodb"]["SequenceNumber"], "4");
+    }
+
+    #[test]
+    fn no_failure_is_done_and_an_unknown_one_fails_the_batch() {
+        let batch = batch(1..=10);
+        assert_eq!(checkpoint(&batch, &failures(&[])), None);
+        assert_eq!(checkpoint(&batch, &failures(&["99"])), Some(0));
+        assert_eq!(checkpoint(&batch, &failures(&[""])), Some(0));
+    }
+}

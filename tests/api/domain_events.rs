@@ -1,0 +1,650 @@
+//! Domain events end to end: the routes write their outbox items, the table's stream carries
+//! them, the runner's event-source mapping (`singlet::event_source`) hands them to the real
+//! `publish-events`, and the local bus appends them to an events file, which is what these tests
+//! read. Every committed change is exactly one event; refusals and idempotent replays are none;
+//! under faults (failing `PutEvents` entries, publisher errors, duplicated batches, an
+//! undecodable outbox item) every event is still published, at least once and with its one
+//! `eventId`, and the bad item alone lands in the on-failure file.
+
+use crate::fixtures::{self, ISBN};
+use crate::harness::{Api, Mode, Reply};
+use aws_sdk_dynamodb::types::AttributeValue;
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use serde_json::{Value, json};
+use singlet::engine::streams_client;
+use singlet::event_source::{EventSource, Faults, write_undecodable_outbox_item};
+use singlet::local_bus::LocalBus;
+use singlet_functions::clock;
+use singlet_functions::events::outbox::OutboxItem;
+use singlet_functions::loans::mark_overdue::mark_overdue;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// An API whose changes are published: the mapping started (so the stream is on) before any
+/// write, publishing to a fresh events file.
+struct Published {
+    api: Api,
+    source: EventSource,
+    events: PathBuf,
+    failed: PathBuf,
+}
+
+impl Published {
+    async fn start(name: &str, bus_failure_rate: f64, faults: Faults) -> Self {
+        let api = Api::start(Mode::Direct).await;
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("domain-events-{name}-{}", uuid_like()));
+        let (events, failed) = (dir.join("events.jsonl"), dir.join("events-failed.jsonl"));
+        let mut bus = LocalBus::open(&events).unwrap();
+        if bus_failure_rate > 0.0 {
+            bus = bus.failing(bus_failure_rate, 7);
+        }
+        let ctx = api.ctx.clone().with_bus(Arc::new(bus));
+        let streams = streams_client(&api.engine, true).await;
+        let source = EventSource::start(ctx, streams, failed.clone(), faults)
+            .await
+            .unwrap();
+        Self {
+            api,
+            source,
+            events,
+            failed,
+        }
+    }
+
+    /// Every line of the events file, in order.
+    async fn drain(&mut self) -> Vec<Value> {
+        self.source.drain().await.unwrap();
+        lines(&self.events)
+    }
+
+    /// Every outbox item in the table: its event's `eventId` (`None` for one that does not
+    /// decode).
+    async fn outbox(&self) -> Vec<Option<String>> {
+        let mut ids = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .api
+                .ctx
+                .db
+                .scan()
+                .table_name(&*self.api.ctx.table)
+                .filter_expression("begins_with(PK, :outbox)")
+                .expression_attribute_values(":outbox", AttributeValue::S("OUTBOX#".into()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .unwrap();
+            for item in page.items() {
+                let item: Option<OutboxItem> = serde_dynamo::from_item(item.clone()).ok();
+                ids.push(
+                    item.and_then(|item| item.entry())
+                        .map(|entry| entry.event_id),
+                );
+            }
+            start = page.last_evaluated_key().cloned();
+            if start.is_none() {
+                return ids;
+            }
+        }
+    }
+}
+
+fn uuid_like() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+fn lines(path: &PathBuf) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// What a change must have emitted: its detail type and subject id.
+#[derive(Debug, Default)]
+struct Expected {
+    events: Vec<(String, String)>,
+}
+
+impl Expected {
+    /// Records `reply` as a change of `kind` about `id` when it is a `2xx` (the caller knows it
+    /// is not a replay).
+    fn change(&mut self, reply: &Reply, kind: &str, id: impl Into<String>) {
+        if (200..300).contains(&reply.status) {
+            self.events.push((kind.to_owned(), id.into()));
+        }
+    }
+}
+
+fn str_of<'v>(value: &'v Value, field: &str) -> &'v str {
+    value[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {field} in {value}"))
+}
+
+/// Everything a published event must be: the contract's envelope and detail.
+fn assert_well_formed(event: &Value) {
+    assert_eq!(event["version"], "0");
+    let detail = &event["detail"];
+    assert_eq!(detail["type"], event["detail-type"], "{event}");
+    let source = str_of(event, "source");
+    let subject = str_of(&detail["subject"], "type");
+    let expected_source = match subject {
+        "vehicle" => "singlet.fleet",
+        "account" => "singlet.accounts",
+        "resource" => "singlet.audit",
+        "branch" | "book" | "copy" | "patron" => "singlet.library",
+        "loan" => "singlet.loans",
+        other => panic!("unknown subject type {other}"),
+    };
+    assert_eq!(source, expected_source, "{event}");
+    assert!(str_of(detail, "occurredAt").ends_with('Z'));
+    assert_eq!(str_of(detail, "occurredAt").len(), 24, "{event}");
+    let actor = str_of(detail, "actor");
+    if detail["type"] == "LoanOverdue" {
+        assert_eq!(actor, "mark-overdue");
+    } else {
+        assert_eq!(actor, "tester");
+    }
+    if ["VehicleRetired", "AccountDeleted", "PatronRemoved"].contains(&str_of(detail, "type")) {
+        let field = format!("{subject}Id");
+        assert_eq!(
+            detail["data"],
+            json!({ field: detail["subject"]["id"] }),
+            "{event}"
+        );
+    }
+}
+
+/// Every write route once, the races of the other tests (64 registrations of one plate, 32
+/// checkouts of one copy, 8 audit writers), refusals and replays, the marker, and `calls` random
+/// calls: the changes they made, as the test expects their events.
+async fn workload(api: &Api, calls: usize, mut between: impl AsyncFnMut(usize)) -> Expected {
+    let mut expected = Expected::default();
+
+    // The library, a patron with loans, every library change.
+    for branch in ["central", "east"] {
+        let reply = api.post("/branches", fixtures::branch_body(branch)).await;
+        expected.change(&reply, "BranchCreated", branch);
+    }
+    let reply = fixtures::create_book(api, ISBN).await;
+    expected.change(&reply, "BookAdded", ISBN);
+    let refused = fixtures::create_book(api, ISBN).await;
+    assert_eq!(refused.status, 409);
+    let reply = api
+        .call("PATCH", format!("/books/{ISBN}"))
+        .json(json!({"pageCount": 565}))
+        .send()
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.body["pageCount"], 565);
+    expected.change(&reply, "BookCorrected", ISBN);
+    let mut patrons = Vec::new();
+    for i in 0..33 {
+        let reply = fixtures::register_patron(api, "central", &format!("C-{i}"), "standard").await;
+        let id = str_of(&reply.body, "patronId").to_owned();
+        expected.change(&reply, "PatronRegistered", &id);
+        patrons.push(id);
+    }
+    let reply = api
+        .put(
+            format!("/patrons/{}/tier", patrons[0]),
+            json!({"membershipTier": "premium"}),
+        )
+        .await;
+    expected.change(&reply, "PatronTierChanged", &patrons[0]);
+    let reply = api
+        .put(
+            format!("/patrons/{}/card", patrons[0]),
+            json!({"cardNumber": "C-100"}),
+        )
+        .await;
+    expected.change(&reply, "PatronCardReissued", &patrons[0]);
+    let same = api
+        .put(
+            format!("/patrons/{}/card", patrons[0]),
+            json!({"cardNumber": "C-100"}),
+        )
+        .await;
+    assert_eq!(same.status, 200, "reissuing the card held changes nothing");
+
+    // 32 checkouts of one copy: one loan.
+    let copy = fixtures::add_copy(api, "central", ISBN).await;
+    let copy_id = str_of(&copy.body, "copyId").to_owned();
+    expected.change(&copy, "CopyAdded", &copy_id);
+    let replies = futures::future::join_all(
+        patrons[1..]
+            .iter()
+            .map(|patron| fixtures::checkout(api, patron, "central", &copy_id)),
+    )
+    .await;
+    let lent: Vec<&Reply> = replies.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(lent.len(), 1, "one of 32 checkouts of one copy");
+    let loan = lent[0].body.clone();
+    expected.change(lent[0], "LoanCheckedOut", str_of(&loan, "checkoutId"));
+    let (patron, checkout) = (str_of(&loan, "patronId"), str_of(&loan, "checkoutId"));
+    let loan_path = format!("/patrons/{patron}/checkouts/{checkout}");
+    let reply = api
+        .call("POST", format!("{loan_path}/renew"))
+        .header("idempotency-key", "renew-1")
+        .send()
+        .await;
+    expected.change(&reply, "LoanRenewed", checkout);
+    let replay = api
+        .call("POST", format!("{loan_path}/renew"))
+        .header("idempotency-key", "renew-1")
+        .send()
+        .await;
+    assert_eq!(
+        replay.body, reply.body,
+        "the first answer again, and no second renewal"
+    );
+    let reply = api.call("POST", format!("{loan_path}/return")).send().await;
+    expected.change(&reply, "LoanReturned", checkout);
+    let again = api.call("POST", format!("{loan_path}/return")).send().await;
+    assert_eq!(again.status, 409);
+    let reply = api.delete(format!("/patrons/{}", patrons[2])).await;
+    expected.change(&reply, "PatronRemoved", &patrons[2]);
+
+    // Loans the marker moves: one event each, from the loan's own stream record.
+    let mut open = Vec::new();
+    for patron in &patrons[3..6] {
+        let loan = fixtures::lend(api, patron, "east").await;
+        expected
+            .events
+            .push(("CopyAdded".into(), str_of(&loan, "copyId").into()));
+        expected
+            .events
+            .push(("LoanCheckedOut".into(), str_of(&loan, "checkoutId").into()));
+        open.push(str_of(&loan, "checkoutId").to_owned());
+    }
+    let report = mark_overdue(&api.ctx, clock::now() + clock::days(60), 100, || true)
+        .await
+        .unwrap();
+    assert_eq!(report.marked, 3);
+    let again = mark_overdue(&api.ctx, clock::now() + clock::days(60), 100, || true)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.marked, 0,
+        "a second run moves nothing, and emits nothing"
+    );
+    for checkout in open {
+        expected.events.push(("LoanOverdue".into(), checkout));
+    }
+
+    // 64 registrations of one plate: one vehicle.
+    let replies = futures::future::join_all((0..64).map(|i| {
+        api.post(
+            "/vehicles",
+            json!({"plate": "KA19 XTR", "chassis": format!("RACE{i}"), "depot": "north"}),
+        )
+    }))
+    .await;
+    let won: Vec<&Reply> = replies.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(won.len(), 1);
+    expected.change(
+        won[0],
+        "VehicleRegistered",
+        str_of(&won[0].body, "vehicleId"),
+    );
+
+    // 8 audit writers, each changing the resource until it has made 4 changes.
+    let reply = api
+        .post(
+            "/resources",
+            json!({"resourceId": "door-7", "status": "closed"}),
+        )
+        .await;
+    expected.change(&reply, "ResourceCreated", "door-7");
+    let changes = futures::future::join_all((0..8).map(|writer| async move {
+        let mut made = 0;
+        while made < 4 {
+            let current = api.get("/resources/door-7").await;
+            let version = current.body["version"].as_u64().unwrap();
+            let reply = api
+                .call("PATCH", "/resources/door-7")
+                .header("if-match", &format!("\"{version}\""))
+                .json(json!({"status": format!("s{writer}"), "action": "move"}))
+                .send()
+                .await;
+            match reply.status {
+                200 => made += 1,
+                412 => {}
+                other => panic!("{other}: {reply:?}"),
+            }
+        }
+        made
+    }))
+    .await;
+    for _ in 0..changes.iter().sum::<i32>() {
+        expected
+            .events
+            .push(("ResourceChanged".into(), "door-7".into()));
+    }
+
+    // Random calls, one at a time, over a small pool of plates, accounts and resources, so that
+    // many collide (409), miss (404), go stale (412) or replay.
+    let mut rng = StdRng::seed_from_u64(22);
+    // Each vehicle's id, its plate, and the key and body that registered it.
+    let mut vehicles: Vec<(String, String, String, Value)> = Vec::new();
+    let mut accounts: Vec<(String, String)> = Vec::new();
+    let mut versions: BTreeMap<String, u64> = BTreeMap::new();
+    for call in 0..calls {
+        between(call).await;
+        let plate = format!("P{}", rng.gen_range(0..30));
+        match rng.gen_range(0..9) {
+            0 | 1 => {
+                let body = json!({"plate": plate, "chassis": format!("C{call}"), "depot": "north"});
+                let key = format!("k{call}");
+                let reply = api
+                    .call("POST", "/vehicles")
+                    .header("idempotency-key", &key)
+                    .json(body.clone())
+                    .send()
+                    .await;
+                if reply.status == 201 {
+                    let id = str_of(&reply.body, "vehicleId").to_owned();
+                    vehicles.push((id, plate.to_lowercase(), key, body));
+                }
+                expected.change(
+                    &reply,
+                    "VehicleRegistered",
+                    reply.body["vehicleId"].as_str().unwrap_or(""),
+                );
+            }
+            // A retry of a registration whose vehicle is still there: the first answer again.
+            2 if !vehicles.is_empty() => {
+                let (id, _, key, body) = vehicles[rng.gen_range(0..vehicles.len())].clone();
+                let reply = api
+                    .call("POST", "/vehicles")
+                    .header("idempotency-key", &key)
+                    .json(body)
+                    .send()
+                    .await;
+                assert_eq!(reply.status, 201, "{reply:?}");
+                assert_eq!(
+                    reply.body["vehicleId"],
+                    id.as_str(),
+                    "the first answer again"
+                );
+            }
+            3 if !vehicles.is_empty() => {
+                let i = rng.gen_range(0..vehicles.len());
+                let (id, current, _, _) = vehicles[i].clone();
+                let reply = api
+                    .put(format!("/vehicles/{id}/plate"), json!({"plate": plate}))
+                    .await;
+                if reply.status == 200 && current != plate.to_lowercase() {
+                    vehicles[i].1 = plate.to_lowercase();
+                    expected.change(&reply, "VehiclePlateChanged", id);
+                }
+            }
+            4 if !vehicles.is_empty() => {
+                let (id, _, _, _) = vehicles.swap_remove(rng.gen_range(0..vehicles.len()));
+                let reply = api.delete(format!("/vehicles/{id}")).await;
+                expected.change(&reply, "VehicleRetired", id);
+            }
+            5 => {
+                let name = format!("user{}", rng.gen_range(0..20));
+                let reply = api
+                    .post(
+                        "/accounts",
+                        json!({"email": format!("{name}@example.com"), "username": name}),
+                    )
+                    .await;
+                if reply.status == 201 {
+                    accounts.push((str_of(&reply.body, "accountId").into(), name));
+                }
+                expected.change(
+                    &reply,
+                    "AccountCreated",
+                    reply.body["accountId"].as_str().unwrap_or(""),
+                );
+            }
+            6 if !accounts.is_empty() => {
+                let i = rng.gen_range(0..accounts.len());
+                let (id, current) = accounts[i].clone();
+                let name = format!("user{}", rng.gen_range(0..20));
+                let reply = api
+                    .put(
+                        format!("/accounts/{id}/username"),
+                        json!({"username": name}),
+                    )
+                    .await;
+                if reply.status == 200 && current != name {
+                    accounts[i].1 = name;
+                    expected.change(&reply, "AccountUsernameChanged", id);
+                }
+            }
+            7 if !accounts.is_empty() => {
+                let (id, _) = accounts.swap_remove(rng.gen_range(0..accounts.len()));
+                let reply = api.delete(format!("/accounts/{id}")).await;
+                expected.change(&reply, "AccountDeleted", id);
+            }
+            _ => {
+                let id = format!("r{}", rng.gen_range(0..10));
+                let reply = match versions.get(&id).copied() {
+                    None => {
+                        let reply = api
+                            .post("/resources", json!({"resourceId": id, "status": "new"}))
+                            .await;
+                        expected.change(&reply, "ResourceCreated", &id);
+                        reply
+                    }
+                    Some(version) => {
+                        // Now and then a stale version: 412, no event.
+                        let sent = if rng.gen_bool(0.2) {
+                            version.saturating_sub(1)
+                        } else {
+                            version
+                        };
+                        let reply = api
+                            .call("PATCH", format!("/resources/{id}"))
+                            .header("if-match", &format!("\"{sent}\""))
+                            .json(json!({"status": "moved", "action": "move"}))
+                            .send()
+                            .await;
+                        expected.change(&reply, "ResourceChanged", &id);
+                        reply
+                    }
+                };
+                if let Some(version) = reply.body["version"].as_u64() {
+                    versions.insert(id, version);
+                }
+            }
+        }
+    }
+    expected
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_committed_change_is_exactly_one_event() {
+    let mut published = Published::start("exact", 0.0, Faults::default()).await;
+    let api = published.api.clone();
+    let expected = workload(&api, 600, async |_| {}).await;
+    let events = published.drain().await;
+
+    for event in &events {
+        assert_well_formed(event);
+    }
+    let ids: Vec<&str> = events
+        .iter()
+        .map(|e| str_of(&e["detail"], "eventId"))
+        .collect();
+    let unique: BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        ids.len(),
+        "no event published twice without faults"
+    );
+
+    let mut seen: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                str_of(e, "detail-type").to_owned(),
+                str_of(&e["detail"]["subject"], "id").to_owned(),
+            )
+        })
+        .collect();
+    let mut wanted = expected.events.clone();
+    seen.sort();
+    wanted.sort();
+    assert_eq!(
+        seen, wanted,
+        "one event per committed change, none for refusals or replays"
+    );
+
+    // Every outbox item was published, and nothing else but the marker's events.
+    let outbox: BTreeSet<String> = published
+        .outbox()
+        .await
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    let overdue = events
+        .iter()
+        .filter(|e| e["detail-type"] == "LoanOverdue")
+        .count();
+    assert_eq!(outbox.len() + overdue, events.len());
+
+    // An audited resource's ResourceChanged events: strictly increasing, with no gap.
+    let mut sequences: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for event in events
+        .iter()
+        .filter(|e| e["detail-type"] == "ResourceChanged")
+    {
+        let detail = &event["detail"];
+        sequences
+            .entry(str_of(&detail["subject"], "id").to_owned())
+            .or_default()
+            .push(detail["sequence"].as_u64().unwrap());
+        assert_eq!(detail["sequence"], detail["data"]["version"]);
+    }
+    for (resource, sequence) in &sequences {
+        let wanted: Vec<u64> = (2..2 + sequence.len() as u64).collect();
+        assert_eq!(sequence, &wanted, "{resource}'s ResourceChanged, in order");
+    }
+    assert_eq!(sequences["door-7"].len(), 32);
+    assert_eq!(published.source.report.records_failed, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_faults_every_event_is_published_and_the_bad_item_fails_alone() {
+    let faults = Faults {
+        publisher_error_every: 13,
+        duplicate_batch_every: 50,
+    };
+    let mut published = Published::start("faults", 0.05, faults).await;
+    let api = published.api.clone();
+    let ctx = api.ctx.clone();
+    let source = &mut published.source;
+    let mut bad = None;
+    // The mapping reads the stream every few calls, so it runs many small batches, as it does
+    // behind a live API; the undecodable item is written halfway.
+    workload(&api, 600, async |call| {
+        if call == 300 {
+            bad = Some(write_undecodable_outbox_item(&ctx).await.unwrap());
+        }
+        if call % 4 == 0 {
+            source.poll().await.unwrap();
+        }
+    })
+    .await;
+    let events = published.drain().await;
+    let report = published.source.report;
+    assert!(report.duplicated_batches > 0, "{report:?}");
+    assert!(report.failed_invocations > 0, "{report:?}");
+
+    // Every outbox item but the bad one, published; a duplicate carries its one eventId and is
+    // the same event.
+    let outbox = published.outbox().await;
+    assert_eq!(outbox.iter().filter(|id| id.is_none()).count(), 1);
+    let written: BTreeSet<String> = outbox.into_iter().flatten().collect();
+    let mut by_id: BTreeMap<String, Value> = BTreeMap::new();
+    for event in &events {
+        assert_well_formed(event);
+        let id = str_of(&event["detail"], "eventId").to_owned();
+        if let Some(first) = by_id.insert(id, event["detail"].clone()) {
+            assert_eq!(first, event["detail"], "a duplicate is the same event");
+        }
+    }
+    let published_ids: BTreeSet<String> = by_id
+        .iter()
+        .filter(|(_, detail)| detail["type"] != "LoanOverdue")
+        .map(|(id, _)| id.clone())
+        .collect();
+    assert_eq!(published_ids, written, "every outbox item but the bad one");
+    assert!(
+        events.len() > by_id.len(),
+        "duplicated batches published events twice"
+    );
+
+    // The bad item alone, in the on-failure file, after the template's retries.
+    let failed = lines(&published.failed);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let info = &failed[0]["DDBStreamBatchInfo"];
+    assert_eq!(info["batchSize"], 1);
+    assert_eq!(
+        failed[0]["requestContext"]["condition"],
+        "RetryAttemptsExhausted"
+    );
+    assert_eq!(report.records_failed, 1);
+    let bad = bad.unwrap();
+    let record = stream_record(&api, str_of(info, "startSequenceNumber")).await;
+    assert_eq!(record["dynamodb"]["Keys"]["PK"]["S"], bad.as_str());
+}
+
+/// The stream record with sequence number `sequence`, as the mapping hands it over.
+async fn stream_record(api: &Api, sequence: &str) -> Value {
+    use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+    let streams = streams_client(&api.engine, true).await;
+    let arn = streams
+        .list_streams()
+        .table_name(&*api.ctx.table)
+        .send()
+        .await
+        .unwrap()
+        .streams()[0]
+        .stream_arn()
+        .unwrap()
+        .to_owned();
+    let shard = streams
+        .describe_stream()
+        .stream_arn(&arn)
+        .send()
+        .await
+        .unwrap()
+        .stream_description()
+        .unwrap()
+        .shards()[0]
+        .shard_id()
+        .unwrap()
+        .to_owned();
+    let iterator = streams
+        .get_shard_iterator()
+        .stream_arn(&arn)
+        .shard_id(shard)
+        .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+        .sequence_number(sequence)
+        .send()
+        .await
+        .unwrap()
+        .shard_iterator
+        .unwrap();
+    let records = streams
+        .get_records()
+        .shard_iterator(iterator)
+        .limit(1)
+        .send()
+        .await
+        .unwrap()
+        .records
+        .unwrap();
+    singlet::event_source::lambda_record(&records[0], &arn)
+}
