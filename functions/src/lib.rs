@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod migrations;
 pub mod model;
 pub mod paging;
+pub mod report;
 pub mod request;
 pub mod routes;
 pub mod store;

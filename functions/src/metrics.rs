@@ -13,7 +13,7 @@
 //! one by one ([`Metrics::value`]), and [`Metrics::flush`] prints the line and starts again.
 //! The named helpers are the figures the service reports: requests by status class, conflicts
 //! and precondition failures by code, consumed read and write units and latency for a route; a
-//! scheduled run's duration, next to the counts its report names (`crate::routes::RunReport`).
+//! scheduled run's duration, next to the counts its report names (`crate::report::RunReport`).
 //!
 //! One dimension set per line (`Function`, or `Function` and `Route`): every metric name times
 //! every function is a custom metric that CloudWatch bills, so each figure is reported once.

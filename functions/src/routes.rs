@@ -28,12 +28,7 @@ pub type StreamedHandler = for<'a> fn(
     Option<SystemTime>,
 ) -> BoxFuture<'a, Result<serde_json::Value, String>>;
 
-/// What a scheduled run reports: the counts its metrics line carries, each under its metric's
-/// name, and the invocation's JSON result.
-pub trait RunReport: Send + std::fmt::Debug {
-    fn counts(&self) -> Vec<(&'static str, u64)>;
-    fn to_json(&self) -> serde_json::Value;
-}
+pub use crate::report::RunReport;
 
 /// Turns an access pattern's `async fn handle(&Ctx, Request)` into a [`Handler`].
 macro_rules! handler {

@@ -2,8 +2,10 @@
 //! local bus on a developer's machine (`src/local_bus.rs`, appending to the events file).
 
 use super::Entry;
-use crate::routes::BoxFuture;
+// The `futures` crate's own alias, not `routes::BoxFuture`: the context holds a bus, and the route
+// table holds every handler that takes a context.
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
+use futures::future::BoxFuture;
 
 /// One `PutEvents` call: each entry's outcome in order, `None` when it was accepted and its
 /// `ErrorCode` when it was not. A call that failed as a whole is an `Err`.

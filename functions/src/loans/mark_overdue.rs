@@ -25,7 +25,7 @@ use super::Checkout;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::routes::RunReport;
+use crate::report::RunReport;
 use crate::store::{Query, decode};
 use serde::{Deserialize, Serialize};
 use singlet_shared::keys;
