@@ -134,6 +134,19 @@ enum Command {
     /// Check every rule that spans items, and repair what can be (exit 0 clean, 1 findings, 2
     /// could not run).
     Fsck(singlet::fsck::Args),
+    /// Render template.yaml's functions and Cargo.toml's watch router from the route table
+    /// (exit 0 written or already current; with --check, 1 when a file differs).
+    Render(RenderArgs),
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// Write nothing: exit 1 when a file differs from its rendering.
+    #[arg(long)]
+    check: bool,
+    /// The repository's root, where template.yaml and Cargo.toml are.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
 }
 
 #[derive(Args)]
@@ -294,6 +307,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             Ok((ctx, _)) => singlet::fsck::cli(&ctx, &args).await,
             Err(reason) => singlet::fsck::could_not_run(&reason),
         }),
+        Some(Command::Render(args)) => singlet::render::cli(&args.root, args.check),
         None => serve(runner, &cli.serve, human)
             .await
             .map(|()| ExitCode::SUCCESS),
