@@ -649,3 +649,246 @@ pub fn cli(root: &Path, check: bool) -> Result<ExitCode, String> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use singlet_functions::access::{Grant, NARROWED};
+    use singlet_functions::events::EventType;
+    use singlet_functions::model::Entity;
+    use singlet_functions::model::idempotency::IdLock;
+    use singlet_functions::model::library::Branch;
+    use singlet_shared::schema::{GSI1, INDEXES};
+
+    /// A route nobody wrote a policy for: declared with what it touches, like any other.
+    fn umbrella_route() -> Route {
+        Route {
+            function: "lend-umbrella",
+            method: "POST",
+            path: "/branches/{branchId}/umbrellas",
+            summary: "Lend an umbrella from a branch",
+            scopes: &["library:staff"],
+            idempotent: true,
+            access: Access {
+                actions: &[Action::GetItem, Action::PutItem],
+                entities: &[Branch::TYPE, IdLock::TYPE],
+                indexes: &[GSI1],
+                events: &[EventType::BranchCreated],
+                ..Access::NONE
+            },
+            handler: ROUTES[0].handler,
+        }
+    }
+
+    #[test]
+    fn a_new_route_gets_its_function_and_least_privilege_policy_from_its_declaration() {
+        let block = route_function(&umbrella_route());
+        let expected_policy = r#"      Policies:
+        - Version: "2012-10-17"
+          Statement:
+            - Effect: Allow
+              Action:
+                - dynamodb:GetItem
+                - dynamodb:PutItem
+              Resource:
+                - !GetAtt Table.Arn
+              Condition:
+                ForAllValues:StringLike:
+                  dynamodb:LeadingKeys:
+                    - "BRANCH#*"
+                    - "ID#*"
+                    - "IDEMPOTENCY#lend-umbrella#*"
+                    - "OUTBOX#branch#*"
+            - Effect: Allow
+              Action:
+                - dynamodb:Query
+              Resource:
+                - !Sub "${Table.Arn}/index/GSI1"
+"#;
+        assert!(block.contains(expected_policy), "{block}");
+        for line in [
+            "  LendUmbrellaFunction:\n",
+            "      FunctionName: !Sub \"${AWS::StackName}-lend-umbrella\"\n",
+            "          SINGLET_FUNCTION: lend-umbrella\n",
+            "      Description: POST /branches/{branchId}/umbrellas\n",
+            "        LogGroup: !Ref LendUmbrellaLogs\n",
+            "            Method: POST\n",
+            "            Path: /branches/{branchId}/umbrellas\n",
+            "                - library:staff\n",
+            "  LendUmbrellaLogs:\n",
+            "  LendUmbrellaErrors:\n",
+            "  LendUmbrellaThrottles:\n",
+        ] {
+            assert!(block.contains(line), "{line:?} in\n{block}");
+        }
+        assert!(
+            !block.contains("ReservedConcurrentExecutions"),
+            "not critical"
+        );
+        let router = watch_router_region(&[umbrella_route()]);
+        assert_eq!(
+            router,
+            "[workspace.metadata.lambda.watch.router]\n\
+             \"/branches/{branchId}/umbrellas\" = [{ method = \"POST\", function = \"singlet-lambda\" }]\n"
+        );
+    }
+
+    #[test]
+    fn a_grant_beyond_the_table_is_its_own_statement() {
+        const ACCESS: Access = Access {
+            grants: &[Grant {
+                why: "The archive, nothing else.",
+                actions: &["s3:PutObject"],
+                resource: "!Sub \"${ArchiveBucket.Arn}/*\"",
+            }],
+            ..Access::NONE
+        };
+        assert_eq!(
+            policy("publish-events", false, &ACCESS),
+            [Statement {
+                why: Some("The archive, nothing else.".into()),
+                actions: vec!["s3:PutObject".into()],
+                resource: "!Sub \"${ArchiveBucket.Arn}/*\"".into(),
+                leading_keys: vec![],
+            }]
+        );
+    }
+
+    /// The rules every rendered policy keeps, whatever is declared.
+    #[test]
+    fn every_table_statement_is_bounded_by_key_and_every_index_statement_is_one_query() {
+        let functions = ROUTES
+            .iter()
+            .map(|r| (r.function, r.idempotent, &r.access))
+            .chain(SCHEDULED.iter().map(|s| (s.function, false, &s.access)))
+            .chain(STREAMED.iter().map(|s| (s.function, false, &s.access)));
+        for (function, idempotent, access) in functions {
+            let statements = policy(function, idempotent, access);
+            assert!(!statements.is_empty(), "{function} has a policy");
+            for entity in access.entities {
+                assert!(
+                    !NARROWED.contains(entity),
+                    "{function} names {}: its partitions come from its route and events",
+                    entity.name
+                );
+            }
+            assert_eq!(
+                access.actions.is_empty(),
+                access.entities.is_empty(),
+                "{function}: table actions and the entities they reach come together"
+            );
+            for statement in &statements {
+                assert!(!statement.actions.is_empty(), "{function}");
+                if statement.resource == TABLE_ARN {
+                    assert!(
+                        !statement.leading_keys.is_empty(),
+                        "{function}: every table statement is bounded by key"
+                    );
+                    for prefix in &statement.leading_keys {
+                        let stem = prefix.strip_suffix("#*").unwrap_or_else(|| {
+                            panic!("{function}: {prefix} is one key prefix ending in #*")
+                        });
+                        assert!(
+                            !stem.is_empty() && !stem.contains('*'),
+                            "{function}: {prefix}"
+                        );
+                    }
+                } else if let Some(index) = INDEXES
+                    .iter()
+                    .find(|index| statement.resource == index_arn(index.name))
+                {
+                    assert_eq!(
+                        statement.actions,
+                        [Action::Query.iam()],
+                        "{function}: {} is only queried",
+                        index.name
+                    );
+                    assert!(statement.leading_keys.is_empty());
+                } else {
+                    assert!(
+                        statement
+                            .actions
+                            .iter()
+                            .all(|a| !a.starts_with("dynamodb:")),
+                        "{function}: a DynamoDB action on {}",
+                        statement.resource
+                    );
+                }
+            }
+            if idempotent {
+                let records = format!("{}*", idempotency_records(function));
+                assert!(
+                    statements
+                        .iter()
+                        .any(|s| s.resource == TABLE_ARN && s.leading_keys.contains(&records)),
+                    "{function} may touch its idempotency records {records}"
+                );
+            }
+            if let Some(creator) = access.tombstones {
+                assert!(
+                    ROUTES.iter().any(|r| r.function == creator && r.idempotent),
+                    "{function} makes tombstones of {creator}'s records: an idempotent route"
+                );
+            }
+        }
+        for function in CRITICAL {
+            assert!(
+                ROUTES.iter().any(|r| r.function == *function)
+                    || SCHEDULED.iter().any(|s| s.function == *function)
+                    || STREAMED.iter().any(|s| s.function == *function),
+                "{function} is critical but not a function"
+            );
+        }
+    }
+
+    #[test]
+    fn the_watch_router_routes_every_route_to_the_one_binary() {
+        let router = watch_router_region(ROUTES);
+        for route in ROUTES {
+            let path = format!("\"{}\" = [", route.path);
+            let at = router
+                .find(&path)
+                .unwrap_or_else(|| panic!("{} is routed", route.path));
+            let entries = &router[at..at + router[at..].find(']').unwrap()];
+            assert!(
+                entries.contains(&format!(
+                    "{{ method = \"{}\", function = \"{BINARY}\" }}",
+                    route.method
+                )),
+                "{} {}",
+                route.method,
+                route.path
+            );
+        }
+        let entries = router.matches("function = ").count();
+        assert_eq!(entries, ROUTES.len(), "one entry per route, nothing else");
+    }
+
+    #[test]
+    fn a_region_is_replaced_and_everything_around_it_kept_byte_for_byte() {
+        let text = "a: 1\r\n  # >>> rendered: r\n  old\n  # <<< rendered: r\nb:  2 # mine\n";
+        assert_eq!(
+            replace_region(text, "r", "  new\n  lines\n").unwrap(),
+            "a: 1\r\n  # >>> rendered: r\n  new\n  lines\n  # <<< rendered: r\nb:  2 # mine\n"
+        );
+        assert!(
+            replace_region("a: 1\n", "r", "")
+                .unwrap_err()
+                .contains("no line")
+        );
+        let twice = "# >>> rendered: r\n# >>> rendered: r\n# <<< rendered: r\n";
+        assert!(
+            replace_region(twice, "r", "")
+                .unwrap_err()
+                .contains("2 times")
+        );
+        let reversed = "# <<< rendered: r\n# >>> rendered: r\n";
+        assert!(replace_region(reversed, "r", "").is_err());
+    }
+
+    #[test]
+    fn logical_ids_are_the_function_in_upper_camel_case() {
+        assert_eq!(logical_stem("register-vehicle"), "RegisterVehicle");
+        assert_eq!(logical_stem("mark-overdue"), "MarkOverdue");
+    }
+}
