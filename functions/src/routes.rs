@@ -241,7 +241,10 @@ pub static ROUTES: &[Route] = &[
         table [GetItem] on [MarkerRun], indexes [GSI4]),
 ];
 
-/// A function that no HTTP route serves: it runs on a schedule.
+/// A function that no HTTP route serves: it runs on a schedule. Its rendered block sends failed
+/// runs to the queue `<Function>Failures` and undeliverable events to
+/// `<Function>ScheduleDeadLetters` (`MarkOverdueFailures`...), which `template.yaml` declares by
+/// hand with their alarm.
 pub struct Scheduled {
     pub function: &'static str,
     pub summary: &'static str,
@@ -269,7 +272,9 @@ pub static SCHEDULED: &[Scheduled] = &[Scheduled {
 
 /// A function the table's stream feeds, through an event-source mapping (`template.yaml`; the
 /// runner plays it, `src/event_source.rs`). Its handler takes the stream event and answers the
-/// partial batch response.
+/// partial batch response. Its rendered mapping sends what keeps failing to the queue
+/// `<Function>Failures` (`PublishEventsFailures`), which `template.yaml` declares by hand with its
+/// alarm; what it needs beyond the stream is a [`Grant`] in its `access`.
 pub struct Streamed {
     pub function: &'static str,
     pub summary: &'static str,

@@ -355,10 +355,10 @@ fn operations_called() -> BTreeSet<String> {
     let mut operations = BTreeSet::new();
     for access in accesses {
         for action in access.iam_actions() {
-            if let Some(operation) = action.strip_prefix("dynamodb:") {
-                if operation != "ConditionCheckItem" {
-                    operations.insert(operation.to_owned());
-                }
+            if let Some(operation) = action.strip_prefix("dynamodb:")
+                && operation != "ConditionCheckItem"
+            {
+                operations.insert(operation.to_owned());
             }
         }
         if !access.events.is_empty() {
