@@ -886,6 +886,40 @@ mod tests {
         assert!(replace_region(reversed, "r", "").is_err());
     }
 
+    /// `render --check` fails on a stale file and writes nothing; `render` writes it, after which
+    /// the check passes.
+    #[test]
+    fn check_fails_on_a_stale_file_and_render_makes_it_current() {
+        let root = std::env::temp_dir().join(format!("singlet-render-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let stale_template = "Resources:\n  # >>> rendered: functions\n  Old: {}\n  # <<< rendered: functions\nOutputs: {}\n";
+        let stale_manifest =
+            "[package]\n# >>> rendered: watch router\n# <<< rendered: watch router\n";
+        std::fs::write(root.join("template.yaml"), stale_template).unwrap();
+        std::fs::write(root.join("Cargo.toml"), stale_manifest).unwrap();
+        assert_eq!(cli(&root, true), Ok(ExitCode::FAILURE));
+        assert_eq!(
+            std::fs::read_to_string(root.join("template.yaml")).unwrap(),
+            stale_template,
+            "--check writes nothing"
+        );
+        assert_eq!(cli(&root, false), Ok(ExitCode::SUCCESS));
+        assert_eq!(cli(&root, true), Ok(ExitCode::SUCCESS));
+        let template = std::fs::read_to_string(root.join("template.yaml")).unwrap();
+        assert!(
+            template.starts_with(
+                "Resources:\n  # >>> rendered: functions\n  RegisterVehicleFunction:\n"
+            )
+        );
+        assert!(template.ends_with("  # <<< rendered: functions\nOutputs: {}\n"));
+        assert!(!template.contains("Old: {}"));
+        let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+        assert!(manifest.starts_with(
+            "[package]\n# >>> rendered: watch router\n[workspace.metadata.lambda.watch.router]\n"
+        ));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn logical_ids_are_the_function_in_upper_camel_case() {
         assert_eq!(logical_stem("register-vehicle"), "RegisterVehicle");
