@@ -87,8 +87,9 @@ struct ServeArgs {
     /// `sam local invoke` reach it.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     engine_host: IpAddr,
-    /// How often `mark-overdue` runs, in seconds (0: never), as its EventBridge schedule does.
-    #[arg(long, default_value_t = 900)]
+    /// How often `mark-overdue` runs, in seconds (0: never); by default as often as its
+    /// EventBridge schedule (the route table's, rendered into template.yaml).
+    #[arg(long, default_value_t = schedule_seconds("mark-overdue"))]
     mark_overdue_every: u64,
     /// A browser origin allowed to call the API (CORS), such as http://localhost:5173;
     /// repeatable. None by default, as the template's `CorsAllowedOrigins`.
@@ -245,6 +246,12 @@ fn parse_claim(raw: &str) -> Result<(String, serde_json::Value), String> {
         _ => value.into(),
     };
     Ok((name.to_owned(), value))
+}
+
+/// How often the scheduled `function` runs on AWS, in seconds (0 if there is no such function).
+fn schedule_seconds(function: &str) -> u64 {
+    singlet_functions::routes::scheduled(function)
+        .map_or(0, |scheduled| u64::from(scheduled.every_minutes) * 60)
 }
 
 /// What a command that could not run exits with (clap's usage errors too); `1` is left to a
