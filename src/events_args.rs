@@ -60,10 +60,9 @@ impl EventsArgs {
         ctx: Ctx,
         events_out: &Path,
         endpoint: &str,
-        embedded: bool,
     ) -> Result<EventSource, String> {
         let ctx = ctx.with_bus(Arc::new(self.bus(events_out)?));
-        let streams = streams_client(endpoint, embedded).await;
+        let streams = streams_client(&ctx.db, endpoint).await;
         let source = EventSource::start(
             ctx.clone(),
             streams,

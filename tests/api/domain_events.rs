@@ -41,7 +41,7 @@ impl Published {
             bus = bus.failing(bus_failure_rate, 7);
         }
         let ctx = api.ctx.clone().with_bus(Arc::new(bus));
-        let streams = streams_client(&api.engine, true).await;
+        let streams = streams_client(&api.ctx.db, &api.engine).await;
         let source = EventSource::start(ctx, streams, failed.clone(), faults)
             .await
             .unwrap();
@@ -603,7 +603,7 @@ async fn under_faults_every_event_is_published_and_the_bad_item_fails_alone() {
 /// The stream record with sequence number `sequence`, as the mapping hands it over.
 async fn stream_record(api: &Api, sequence: &str) -> Value {
     use aws_sdk_dynamodbstreams::types::ShardIteratorType;
-    let streams = streams_client(&api.engine, true).await;
+    let streams = streams_client(&api.ctx.db, &api.engine).await;
     let arn = streams
         .list_streams()
         .table_name(&*api.ctx.table)
