@@ -54,12 +54,14 @@ impl EventsArgs {
     }
 
     /// The event-source mapping for `ctx`'s table on the engine at `endpoint` (the embedded
-    /// one, or an external one), publishing to the local bus that writes `events_out`.
+    /// one, or an external one), publishing to the local bus that writes `events_out`, its
+    /// checkpoint kept in `position_file` when given.
     pub async fn start(
         &self,
         ctx: Ctx,
         events_out: &Path,
         endpoint: &str,
+        position_file: Option<PathBuf>,
     ) -> Result<EventSource, String> {
         let ctx = ctx.with_bus(Arc::new(self.bus(events_out)?));
         let streams = streams_client(&ctx.db, endpoint).await;
@@ -70,6 +72,10 @@ impl EventsArgs {
             self.faults(),
         )
         .await?;
+        let source = match position_file {
+            Some(file) => source.remember_in(file),
+            None => source,
+        };
         if self.fault_undecodable_outbox {
             crate::event_source::write_undecodable_outbox_item(&ctx).await?;
         }
