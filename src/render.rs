@@ -203,6 +203,10 @@ fn route_block(route: &Route) -> Block<'_> {
     }
 }
 
+/// How often Lambda (after a failed run) and the schedule (after a failed delivery) try again:
+/// a run is safe to repeat, and the next one comes anyway.
+const SCHEDULED_RETRIES: u32 = 2;
+
 /// EventBridge's `rate(…)` for every `minutes`.
 fn rate(minutes: u32) -> String {
     match minutes {
@@ -215,7 +219,7 @@ fn scheduled_block(scheduled: &Scheduled) -> Block<'_> {
     let stem = logical_stem(scheduled.function);
     // A run older than the period is superseded by the next one.
     let maximum_age = scheduled.every_minutes * 60;
-    let retries = 2;
+    let retries = SCHEDULED_RETRIES;
     let mut after_policy = Yaml::default();
     after_policy.line(6, "EventInvokeConfig:");
     after_policy.line(8, format!("MaximumRetryAttempts: {retries}"));
