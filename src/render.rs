@@ -90,6 +90,7 @@ pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statemen
             leading_keys: vec![format!("{}*", idempotency_records(creator))],
         });
     }
+    statements.push(server_secret());
     for grant in access.grants {
         statements.push(Statement {
             why: Some(grant.why.to_owned()),
@@ -99,6 +100,20 @@ pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statemen
         });
     }
     statements
+}
+
+/// What every function may read beyond the table: the server's keys, once per cold start
+/// (`SERVER_SECRET_ARN`; template.yaml's `ServerSecret`), and no other secret.
+pub fn server_secret() -> Statement {
+    Statement {
+        why: Some(
+            "The server's keys, read once per cold start (SERVER_SECRET_ARN): this secret only."
+                .to_owned(),
+        ),
+        actions: vec!["secretsmanager:GetSecretValue".to_owned()],
+        resource: "!Ref ServerSecret".to_owned(),
+        leading_keys: Vec::new(),
+    }
 }
 
 /// `register-vehicle` → `RegisterVehicle`: the stem of the function's logical ids.
@@ -149,7 +164,7 @@ struct Block<'a> {
 }
 
 const SKIP_VPC_DYNAMODB: &str = "talks to DynamoDB only, over its public IAM-signed endpoint: a VPC would add NAT or endpoints and cold start";
-const SKIP_VARIABLES: &str = "variables are encrypted at rest with the AWS managed key; the one secret, CURSOR_KEY, is a NoEcho parameter";
+const SKIP_VARIABLES: &str = "variables are encrypted at rest with the AWS managed key and hold no secret: the server's keys are read from Secrets Manager at cold start";
 const SKIP_RESERVED: &str = "reserved by the CriticalReservedConcurrency parameter, which is 0 (none) by default for a new account's small pool";
 
 fn no_reservation(function_count: usize, why: &str) -> String {
@@ -747,8 +762,10 @@ mod tests {
             }],
             ..Access::NONE
         };
+        let statements = policy("publish-events", false, &ACCESS);
+        assert_eq!(statements[0], server_secret());
         assert_eq!(
-            policy("publish-events", false, &ACCESS),
+            statements[1..],
             [Statement {
                 why: Some("The archive, nothing else.".into()),
                 actions: vec!["s3:PutObject".into()],
