@@ -369,7 +369,7 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
 /// under the new rule (`dup 000` and `dup-000`), the others with separators of their own.
 fn old_plate(i: usize) -> String {
     if i < COLLIDING {
-        let separator = if i % 2 == 0 { ' ' } else { '-' };
+        let separator = if i.is_multiple_of(2) { ' ' } else { '-' };
         format!("dup{separator}{:03}", i / 2)
     } else {
         format!("ka {i:04}-x")

@@ -131,8 +131,7 @@ async fn every_item_the_api_writes_decodes_through_the_registry(api: Api) {
         legacy.remove(ENTITY_TYPE);
         legacy.remove(VERSION);
         if entity_type.version <= 2 {
-            let read =
-                model::decode(&legacy).unwrap_or_else(|e| panic!("legacy undecodable: {e}"));
+            let read = model::decode(&legacy).unwrap_or_else(|e| panic!("legacy undecodable: {e}"));
             assert_eq!(read.entity_type().name, entity_type.name, "{pk} / {sk}");
             assert_eq!(read.to_item(), item, "{pk} / {sk}");
         } else {

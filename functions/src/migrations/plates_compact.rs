@@ -137,8 +137,8 @@ mod tests {
 
     fn vehicle(id: &str, plate: &str, chassis: &str) -> Item {
         Item::from([
-            ("PK".into(), s(&format!("VEHICLE#{id}"))),
-            ("SK".into(), s(&format!("VEHICLE#{id}"))),
+            ("PK".into(), s(format!("VEHICLE#{id}"))),
+            ("SK".into(), s(format!("VEHICLE#{id}"))),
             ("vehicleId".into(), s(id)),
             ("plate".into(), s(plate)),
             ("chassis".into(), s(chassis)),
