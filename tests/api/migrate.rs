@@ -466,6 +466,11 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
         .await
         .unwrap();
     assert_eq!(indexed.changed, OLD_PLATES as u64);
+    // fsck reads the locks the old rule keyed as the vehicles' own, before the run and after.
+    let checked = fsck::fsck(&api.ctx, fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
 
     let expected_conflicts: Vec<String> =
         (0..COLLIDING).map(|i| format!("VEHICLE#v{i:06}")).collect();
@@ -528,6 +533,11 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
             assert!(has(&format!("PLATE#{compact}")), "{compact}");
         }
     }
+
+    let checked = fsck::fsck(&api.ctx, fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
 
     // Found by any spelling; a conflict by the one it was registered with.
     for i in COLLIDING..OLD_PLATES {
