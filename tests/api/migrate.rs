@@ -340,7 +340,16 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
         .unwrap();
     assert_eq!(listed.status.code(), Some(0), "{listed:?}");
     let list: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    assert_eq!(list["migrations"][0]["migration"], "vehicles-by-depot");
+    let names: Vec<&str> = list["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["migration"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["vehicles-by-depot", "plates-compact", "stamp-entity-types"]
+    );
     assert_eq!(list["migrations"][0]["state"], "not started");
 
     let ran = singlet()
@@ -357,6 +366,8 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
     for args in [
         &["migrate", "no-such-migration"][..],
         &["migrate", "vehicles-by-depot", "--max-wcu", "0"][..],
+        // Each run is its own in-memory engine, on which vehicles-by-depot never ran.
+        &["migrate", "plates-compact"][..],
     ] {
         let refused = singlet().arg("--in-memory").args(args).output().unwrap();
         assert_eq!(refused.status.code(), Some(2), "{args:?}: {refused:?}");
@@ -626,4 +637,80 @@ async fn stamp_entity_types_stamps_items_written_before_et_and_v() {
         .await
         .unwrap();
     assert_eq!((again.changed, again.already_changed), (0, 0));
+}
+
+/// `plates-compact` while the API retires, re-plates and registers the same vehicles: every
+/// answer is what it would be without the run, no vehicle is left without its locks, and a second
+/// pass finishes what the API's writes made the first refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plates_compact_runs_while_the_api_writes_the_same_vehicles() {
+    let api = Api::start(Mode::Direct).await;
+    const WRITES: usize = OLD_PLATES / 10;
+    write_raw(&api, (0..OLD_PLATES).flat_map(old_plated_vehicle).collect()).await;
+    migrate::run(&api.ctx, migration(), &Options::default())
+        .await
+        .unwrap();
+
+    let writes = async {
+        let mut statuses = Vec::new();
+        for i in 0..WRITES {
+            let vehicle = COLLIDING + i * 9;
+            let reply = match i % 3 {
+                0 => api.delete(format!("/vehicles/v{vehicle:06}")).await,
+                1 => {
+                    api.put(
+                        format!("/vehicles/v{vehicle:06}/plate"),
+                        json!({"plate": format!("NEW-{i:04} Q")}),
+                    )
+                    .await
+                }
+                _ => {
+                    api.post(
+                        "/vehicles",
+                        json!({"plate": format!("FRESH {i:04}"), "chassis": format!("FR-{i:04}"), "depot": "North"}),
+                    )
+                    .await
+                }
+            };
+            statuses.push((i, reply.status));
+        }
+        statuses
+    };
+    let options = Options {
+        segments: 3,
+        page_size: Some(50),
+        ..Options::default()
+    };
+    let run = migrate::run(&api.ctx, plates_compact(), &options);
+    let (statuses, first) = tokio::join!(writes, run);
+    let first = first.unwrap();
+    assert!(first.complete, "{first:?}");
+    for (i, status) in statuses {
+        let expected = [204, 200, 201][i % 3];
+        assert_eq!(status, expected, "write {i}");
+    }
+    let second = migrate::run(&api.ctx, plates_compact(), &options)
+        .await
+        .unwrap();
+    assert_eq!(second.already_changed, 0, "{second:?}");
+    assert_eq!(second.conflicts.len(), COLLIDING);
+
+    // Every vehicle but the conflicts is of version 3, and holds compact locks only.
+    let items = api.items().await;
+    let has = |pk: &str| items.iter().any(|item| s(item, "PK") == pk);
+    for vehicle in vehicles(&items) {
+        let id = s(vehicle, "vehicleId");
+        let plate = s(vehicle, "plate");
+        let compact: String = plate.chars().filter(|c| *c != ' ' && *c != '-').collect();
+        if (0..COLLIDING).any(|i| id == format!("v{i:06}")) {
+            continue;
+        }
+        assert_eq!(vehicle["_v"], AttributeValue::N("3".into()), "{id}");
+        assert!(has(&format!("PLATE#{compact}")), "{id}");
+        assert!(!has(&format!("PLATE#{plate}")) || plate == compact, "{id}");
+    }
+    let checked = fsck::fsck(&api.ctx, fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
 }

@@ -1,7 +1,7 @@
 //! `plates-compact`: plate and chassis locks re-keyed without spaces and hyphens
 //! (`PLATE#ka19 xtr` → `PLATE#ka19xtr`), the rule under which `KA19XTR`, `KA 19 XTR` and
 //! `KA-19-XTR` are one plate. A vehicle at version 2 becomes version 3: one transaction claims
-//! each new lock, deletes each old one while it still names the vehicle, and stamps the vehicle
+//! each new lock and deletes each old one (unless another vehicle holds it), and stamps the vehicle
 //! while it still has the plate and chassis number the plan read; a vehicle whose values have no
 //! separators is only stamped. The API reads version 2 (it finds an old lock by the spelling it was
 //! registered with, and releases a vehicle's locks where they are) until every vehicle is 3.
@@ -13,9 +13,10 @@
 
 use super::{Migration, Plan, Survey};
 use crate::fleet::{ChassisLock, PlateLock, Vehicle};
+use crate::model::Held;
 use crate::model::VERSION as VERSION_ATTRIBUTE;
 use crate::store::migration::Change;
-use crate::store::{Condition, Item, Update, lock};
+use crate::store::{Condition, Delete, Item, Put, Update};
 use singlet_shared::schema::{GSI5, PK};
 use singlet_shared::{Key, keys};
 
@@ -122,11 +123,15 @@ fn plan(item: &Item, survey: &Survey) -> Plan {
     Plan::Change(change)
 }
 
-/// Claims `lock` under its new key, and deletes the lock at `old` while it names the same holder.
-fn rekey<L: crate::model::Held>(change: Change, lock: &L, old: Key) -> Change {
+/// Puts `lock` under its new key and deletes the lock at `old`, each unless another vehicle holds
+/// it. Either may be done already (by the API, which writes compact locks, or a run the API's write
+/// made refuse after it), so "absent or mine" holds for both; the vehicle's own condition is what
+/// makes the change apply once.
+fn rekey<L: Held + Clone>(change: Change, lock: &L, old: Key) -> Change {
+    let absent_or_mine = Condition::absent_or_equals(L::HOLDER, lock.holder());
     change
-        .and_put(lock::claim(lock))
-        .and_delete(lock::release_at::<L>(old, lock.holder()))
+        .and_put(Put::new_if(lock, absent_or_mine.clone()))
+        .and_delete(Delete::<L>::at(old).when(absent_or_mine))
 }
 
 #[cfg(test)]
@@ -174,11 +179,12 @@ mod tests {
             "{writes:?}"
         );
         assert_eq!(
-            writes[1], "put PLATE#ka19xtr  IF attribute_not_exists(PK)",
+            writes[1], r#"put PLATE#ka19xtr  IF (attribute_not_exists(PK) OR vehicleId = "v1")"#,
             "{writes:?}"
         );
         assert_eq!(
-            writes[2], r#"delete PLATE#ka19 xtr  IF vehicleId = "v1""#,
+            writes[2],
+            r#"delete PLATE#ka19 xtr  IF (attribute_not_exists(PK) OR vehicleId = "v1")"#,
             "{writes:?}"
         );
     }

@@ -37,6 +37,8 @@ enum Clause {
     Missing(&'static str),
     /// `_et` or `_v` is missing: an item written before they existed.
     Unstamped,
+    /// No item has the key, or the attribute holds the value.
+    AbsentOrEquals(&'static str, AttributeValue),
 }
 
 /// What must hold of an item of `E` for a write to apply.
@@ -63,6 +65,12 @@ impl<E> Condition<E> {
     /// wins.
     pub fn absent() -> Self {
         Self::of(Clause::Absent)
+    }
+
+    /// No item has the key, or its `field` is `value` already: a write that may have been made
+    /// before (a lock re-keyed by a migration, whoever wrote it first).
+    pub fn absent_or_equals(field: Field<E>, value: impl Serialize) -> Self {
+        Self::of(Clause::AbsentOrEquals(field.name(), attribute(value)))
     }
 
     /// `field` is `value`.
@@ -141,6 +149,14 @@ impl Put {
     pub fn new_only<E: Entity>(entity: &E) -> Self {
         Self {
             clauses: vec![Clause::Absent],
+            ..Self::new(entity)
+        }
+    }
+
+    /// `entity`, only if `condition` holds of the item at its key.
+    pub fn new_if<E: Entity>(entity: &E, condition: Condition<E>) -> Self {
+        Self {
+            clauses: condition.clauses,
             ..Self::new(entity)
         }
     }
@@ -462,6 +478,12 @@ impl Placeholders {
                 Clause::Absent => format!("attribute_not_exists({})", self.name(PK)),
                 Clause::Has(name) => format!("attribute_exists({})", self.name(name)),
                 Clause::Missing(name) => format!("attribute_not_exists({})", self.name(name)),
+                Clause::AbsentOrEquals(name, value) => format!(
+                    "(attribute_not_exists({}) OR {} = {})",
+                    self.name(PK),
+                    self.name(name),
+                    self.value(value.clone())
+                ),
                 Clause::Unstamped => format!(
                     "(attribute_not_exists({}) OR attribute_not_exists({}))",
                     self.name(ENTITY_TYPE),
