@@ -476,3 +476,23 @@ fn pk_of(item: &Item) -> String {
         .cloned()
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each admission is settled by its own number: two writes admitted with the same estimate
+    /// and settled in the other order each replace their own entry.
+    #[tokio::test]
+    async fn a_settled_write_replaces_its_own_estimate() {
+        let throttle = Throttle::new(Some(100.0));
+        let first = throttle.admit(1.0).await;
+        let second = throttle.admit(1.0).await;
+        throttle.settle(second, 5.0);
+        throttle.settle(first, 3.0);
+        let window = throttle.window.lock().unwrap();
+        let units: Vec<f64> = window.entries.iter().map(|(_, _, u)| *u).collect();
+        assert_eq!(units, [3.0, 5.0]);
+        assert_eq!(throttle.peak(), 8.0);
+    }
+}
