@@ -35,18 +35,6 @@ impl Change {
         }
     }
 
-    pub fn put(put: Put) -> Self {
-        Self {
-            writes: vec![put.into()],
-        }
-    }
-
-    /// And `update`, in the same transaction.
-    pub fn and_update<E>(mut self, update: Update<E>) -> Self {
-        self.writes.push(update.into());
-        self
-    }
-
     /// And `put`, in the same transaction.
     pub fn and_put(mut self, put: Put) -> Self {
         self.writes.push(put.into());
