@@ -11,10 +11,15 @@
 //!   last second (as `ReturnConsumedCapacity` reported them) leave room for it, so no one-second
 //!   window goes over the limit by more than one write.
 //! - `--dry-run` plans every item and writes nothing, checkpoints included.
+//! - A migration that makes values unique under a new rule (`plates-compact`) first reads what
+//!   every item claims (one more parallel `Scan`, not checkpointed: a resumed run reads it again),
+//!   so both items of a collision are reported and neither is changed.
+//! - A migration that takes items from the version another one writes runs only once that one
+//!   is complete.
 
 use serde::Serialize;
 use singlet_functions::Ctx;
-use singlet_functions::migrations::{Migration, Plan};
+use singlet_functions::migrations::{Migration, Plan, Survey};
 use singlet_functions::model::Entity;
 use singlet_functions::model::migration::MigrationCheckpoint;
 use singlet_functions::store::Item;
@@ -141,64 +146,99 @@ pub async fn states(ctx: &Ctx) -> Result<Vec<State>, String> {
 }
 
 /// The write units consumed in the last second, as a sliding window, and the run's peak.
-struct Throttle {
+/// Public for the import (`src/transfer.rs`), which throttles its writes the same way.
+pub struct Throttle {
     max: Option<f64>,
-    window: Mutex<VecDeque<(Instant, f64)>>,
+    window: Mutex<Window>,
     peak: Mutex<f64>,
 }
 
+/// Writes admitted in the last second: when, and the units each consumed (its estimate until
+/// it is settled), by the admission's number.
+#[derive(Default)]
+struct Window {
+    entries: VecDeque<(u64, Instant, f64)>,
+    next: u64,
+}
+
+impl Window {
+    fn forget_before(&mut self, now: Instant) {
+        while self
+            .entries
+            .front()
+            .is_some_and(|(_, at, _)| now.duration_since(*at) >= Duration::from_secs(1))
+        {
+            self.entries.pop_front();
+        }
+    }
+
+    fn used(&self) -> f64 {
+        self.entries.iter().map(|(_, _, units)| units).sum()
+    }
+
+    fn push(&mut self, at: Instant, units: f64) -> Admission {
+        let id = self.next;
+        self.next += 1;
+        self.entries.push_back((id, at, units));
+        Admission(id)
+    }
+}
+
+/// One admitted write, until [`Throttle::settle`] says what it consumed.
+#[must_use]
+pub struct Admission(u64);
+
 impl Throttle {
-    fn new(max: Option<f64>) -> Self {
+    /// At most `max` write units a second; `None`: no limit, only the accounting.
+    pub fn new(max: Option<f64>) -> Self {
         Self {
             max,
-            window: Mutex::new(VecDeque::new()),
+            window: Mutex::new(Window::default()),
             peak: Mutex::new(0.0),
         }
     }
 
-    /// Waits until `estimate` more units fit in the last second.
-    async fn admit(&self, estimate: f64) {
-        let Some(max) = self.max else { return };
+    /// Waits until `estimate` more units fit in the last second, and holds them there.
+    pub async fn admit(&self, estimate: f64) -> Admission {
         loop {
             let wait = {
                 let mut window = self.window.lock().unwrap();
                 let now = Instant::now();
-                while window
-                    .front()
-                    .is_some_and(|(at, _)| now.duration_since(*at) >= Duration::from_secs(1))
-                {
-                    window.pop_front();
-                }
-                let used: f64 = window.iter().map(|(_, units)| units).sum();
-                if used + estimate <= max || window.is_empty() {
+                window.forget_before(now);
+                let fits = self
+                    .max
+                    .is_none_or(|max| window.used() + estimate <= max || window.entries.is_empty());
+                if fits {
                     // Held in the window now, so that other segments see it before it is sent.
-                    window.push_back((now, estimate));
-                    return;
+                    return window.push(now, estimate);
                 }
-                let oldest = window.front().expect("not empty").0;
+                let oldest = window.entries.front().expect("not empty").1;
                 Duration::from_secs(1).saturating_sub(now.duration_since(oldest))
             };
             tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
         }
     }
 
-    /// Replaces an admitted estimate with what the write consumed.
-    fn settle(&self, estimate: f64, units: f64) {
+    /// Replaces an admitted write's estimate with what it consumed.
+    pub fn settle(&self, admission: Admission, units: f64) {
         let mut window = self.window.lock().unwrap();
-        match window.iter_mut().rev().find(|(_, u)| *u == estimate) {
-            Some(entry) if self.max.is_some() => entry.1 = units,
-            _ => window.push_back((Instant::now(), units)),
-        }
-        let now = Instant::now();
-        while window
-            .front()
-            .is_some_and(|(at, _)| now.duration_since(*at) >= Duration::from_secs(1))
+        // An admission older than a second is gone already: it counted in the window it was in.
+        if let Some(entry) = window
+            .entries
+            .iter_mut()
+            .find(|(id, _, _)| *id == admission.0)
         {
-            window.pop_front();
+            entry.2 = units;
         }
-        let used: f64 = window.iter().map(|(_, units)| units).sum();
+        window.forget_before(Instant::now());
+        let used = window.used();
         let mut peak = self.peak.lock().unwrap();
         *peak = peak.max(used);
+    }
+
+    /// The most units consumed in any one-second window so far.
+    pub fn peak(&self) -> f64 {
+        *self.peak.lock().unwrap()
     }
 }
 
@@ -240,6 +280,23 @@ pub async fn run(
     if options.dry_run {
         saved.clear();
     }
+    if let Some(after) = migration.after.filter(|_| !options.dry_run) {
+        let state = states(ctx)
+            .await?
+            .into_iter()
+            .find(|state| state.migration == after)
+            .map_or("unknown", |state| state.state);
+        if state != "complete" {
+            return Err(format!(
+                "{} takes items from the version {after} writes: run {after} first (it is {state})",
+                migration.name
+            ));
+        }
+    }
+    let survey = match migration.claims {
+        None => Survey::default(),
+        Some(claims) => survey(ctx, migration.name, claims, segments, options.page_size).await?,
+    };
 
     let throttle = Throttle::new(options.max_wcu);
     let counters = Counters::default();
@@ -253,8 +310,8 @@ pub async fn run(
             .find(|(s, _)| *s == segment)
             .map(|(_, c)| c.clone())
             .unwrap_or_default();
-        let (throttle, counters, conflicts, sample, stopped) =
-            (&throttle, &counters, &conflicts, &sample, &stopped);
+        let (throttle, counters, conflicts, sample, stopped, survey) =
+            (&throttle, &counters, &conflicts, &sample, &stopped, &survey);
         async move {
             if checkpoint.done {
                 return Ok::<bool, String>(true);
@@ -272,7 +329,7 @@ pub async fn run(
                     .map_err(|e| format!("cannot scan segment {segment}: {e:?}"))?;
                 for item in &items {
                     counters.scanned.fetch_add(1, Ordering::Relaxed);
-                    match (migration.plan)(item) {
+                    match (migration.plan)(item, survey) {
                         Plan::Skip => {}
                         Plan::Conflict(detail) => conflicts.lock().unwrap().push(Conflict {
                             pk: pk_of(item),
@@ -285,13 +342,13 @@ pub async fn run(
                                 sample.push(pk_of(item));
                             }
                         }
-                        Plan::Change(writes) => {
-                            throttle.admit(estimate).await;
+                        Plan::Change(change) => {
+                            let admission = throttle.admit(estimate).await;
                             let applied = ctx
-                                .apply_writes(&writes)
+                                .apply_change(&change)
                                 .await
                                 .map_err(|e| format!("a write failed: {e:?}"))?;
-                            throttle.settle(estimate, applied.units());
+                            throttle.settle(admission, applied.units());
                             estimate = applied.units().max(0.5);
                             match applied {
                                 Applied::Written { .. } => {
@@ -312,10 +369,10 @@ pub async fn run(
                 }
                 let done = last_key.is_none();
                 if !options.dry_run {
-                    throttle.admit(CHECKPOINT_UNITS).await;
+                    let admission = throttle.admit(CHECKPOINT_UNITS).await;
                     let units =
                         save(ctx, migration, segment, segments, last_key.as_ref(), done).await?;
-                    throttle.settle(CHECKPOINT_UNITS, units);
+                    throttle.settle(admission, units);
                 }
                 eprint!(
                     "\rmigrate {}: scanned {}, changed {}",
@@ -347,8 +404,49 @@ pub async fn run(
         complete: complete && !options.dry_run,
         dry_run: options.dry_run,
         sample: sample.into_inner().unwrap(),
-        peak_wcu_per_second: *throttle.peak.lock().unwrap(),
+        peak_wcu_per_second: throttle.peak(),
     })
+}
+
+/// What every item of the table claims, read by a parallel `Scan` of its own.
+async fn survey(
+    ctx: &Ctx,
+    name: &str,
+    claims: fn(&Item) -> Vec<String>,
+    segments: u32,
+    page_size: Option<i32>,
+) -> Result<Survey, String> {
+    let read = futures::future::join_all((0..segments).map(|segment| async move {
+        let mut claimed = Vec::new();
+        let mut start = None;
+        loop {
+            let (items, last_key) = ctx
+                .scan_page(segment, segments, start, page_size)
+                .await
+                .map_err(|e| format!("cannot scan segment {segment}: {e:?}"))?;
+            claimed.extend(
+                items
+                    .iter()
+                    .map(|item| (pk_of(item), claims(item)))
+                    .filter(|(_, claims)| !claims.is_empty()),
+            );
+            match last_key {
+                Some(key) => start = Some(key),
+                None => return Ok::<_, String>(claimed),
+            }
+        }
+    }))
+    .await;
+    let mut all = Vec::new();
+    for segment in read {
+        all.extend(segment?);
+    }
+    let survey = Survey::new(all);
+    eprintln!(
+        "migrate {name}: surveyed, {} values claimed more than once",
+        survey.collisions()
+    );
+    Ok(survey)
 }
 
 /// Saves one segment's place; answers the write units it consumed.
@@ -377,4 +475,24 @@ fn pk_of(item: &Item) -> String {
         .and_then(|pk| pk.as_s().ok())
         .cloned()
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each admission is settled by its own number: two writes admitted with the same estimate
+    /// and settled in the other order each replace their own entry.
+    #[tokio::test]
+    async fn a_settled_write_replaces_its_own_estimate() {
+        let throttle = Throttle::new(Some(100.0));
+        let first = throttle.admit(1.0).await;
+        let second = throttle.admit(1.0).await;
+        throttle.settle(second, 5.0);
+        throttle.settle(first, 3.0);
+        let window = throttle.window.lock().unwrap();
+        let units: Vec<f64> = window.entries.iter().map(|(_, _, u)| *u).collect();
+        assert_eq!(units, [3.0, 5.0]);
+        assert_eq!(throttle.peak(), 8.0);
+    }
 }

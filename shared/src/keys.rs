@@ -72,6 +72,17 @@ pub fn chassis_lock(chassis: &Chassis) -> Key {
     same(format!("{CHASSIS_PREFIX}{}", chassis.compact()))
 }
 
+/// The plate lock's key under the rule before `plates-compact`: the plate as normalised,
+/// separators and all (`PLATE#ka19 xtr`). Read until the migration has re-keyed every lock.
+pub fn plate_lock_before_compact(plate: &Plate) -> Key {
+    same(format!("{PLATE_PREFIX}{plate}"))
+}
+
+/// The chassis lock's key before `plates-compact`, as [`plate_lock_before_compact`].
+pub fn chassis_lock_before_compact(chassis: &Chassis) -> Key {
+    same(format!("{CHASSIS_PREFIX}{chassis}"))
+}
+
 /// The GSI5 partition of one depot's vehicles.
 pub fn depot_partition(depot: &Depot) -> String {
     format!("{DEPOT_PREFIX}{depot}")

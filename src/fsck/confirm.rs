@@ -102,7 +102,11 @@ async fn reread(
                 return Ok(fresh);
             };
             let mut keys = vec![key.clone()];
-            keys.extend(claims(&entity).into_iter().map(|claim| claim.lock_key));
+            keys.extend(
+                claims(&entity)
+                    .into_iter()
+                    .flat_map(|claim| std::iter::once(claim.lock_key).chain(claim.earlier_key)),
+            );
             let mut holders = Vec::new();
             for stored in snapshot(ctx, &keys).await? {
                 if let Some(lock) = stored.entity.as_ref().ok().and_then(lock)

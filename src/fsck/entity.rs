@@ -10,8 +10,8 @@ use singlet_functions::accounts::{EmailLock, UsernameLock};
 use singlet_functions::fleet::{ChassisLock, PlateLock};
 use singlet_functions::library::PatronCard;
 use singlet_functions::model::{self, Decoded, ENTITY_TYPES, Entity, EntityType, Item, Lock};
-use singlet_shared::Key;
 use singlet_shared::schema::TTL_ATTRIBUTE;
+use singlet_shared::{Key, keys};
 
 /// Entity types that must expire (`shared/API.md`, "Consistency check", rule `expiry`): an
 /// idempotency record, an outbox item.
@@ -90,6 +90,16 @@ pub struct Claim {
     /// The lock as the API writes it for this value: what a repair puts.
     pub lock: Decoded,
     pub lock_key: Key,
+    /// Where the previous version's rule keyed the lock, if elsewhere: a vehicle not yet
+    /// migrated by `plates-compact` holds its plate at `PLATE#ka19 xtr`, and that is held too.
+    pub earlier_key: Option<Key>,
+}
+
+impl Claim {
+    /// Whether a lock at `key` is this value's lock, under the current rule or the one before.
+    pub fn keyed_at(&self, key: &Key) -> bool {
+        self.lock_key == *key || self.earlier_key.as_ref() == Some(key)
+    }
 }
 
 /// The unique values `entity` holds, each with its lock, made as the API makes them.
@@ -101,28 +111,39 @@ pub fn claims(entity: &Decoded) -> Vec<Claim> {
         holder: holder.to_string(),
         lock_key: lock.key(),
         lock,
+        earlier_key: None,
+    };
+    let earlier = |claim: Claim, key: Key| Claim {
+        earlier_key: (key != claim.lock_key).then_some(key),
+        ..claim
     };
     match entity {
         Decoded::Vehicle(v) => vec![
-            claim(
-                LockKind::Plate,
-                v.plate.as_str(),
-                v.key(),
-                &v.vehicle_id,
-                Decoded::PlateLock(PlateLock {
-                    plate: v.plate.clone(),
-                    vehicle_id: v.vehicle_id.clone(),
-                }),
+            earlier(
+                claim(
+                    LockKind::Plate,
+                    v.plate.as_str(),
+                    v.key(),
+                    &v.vehicle_id,
+                    Decoded::PlateLock(PlateLock {
+                        plate: v.plate.clone(),
+                        vehicle_id: v.vehicle_id.clone(),
+                    }),
+                ),
+                keys::plate_lock_before_compact(&v.plate),
             ),
-            claim(
-                LockKind::Chassis,
-                v.chassis.as_str(),
-                v.key(),
-                &v.vehicle_id,
-                Decoded::ChassisLock(ChassisLock {
-                    chassis: v.chassis.clone(),
-                    vehicle_id: v.vehicle_id.clone(),
-                }),
+            earlier(
+                claim(
+                    LockKind::Chassis,
+                    v.chassis.as_str(),
+                    v.key(),
+                    &v.vehicle_id,
+                    Decoded::ChassisLock(ChassisLock {
+                        chassis: v.chassis.clone(),
+                        vehicle_id: v.vehicle_id.clone(),
+                    }),
+                ),
+                keys::chassis_lock_before_compact(&v.chassis),
             ),
         ],
         Decoded::Account(row) => {
@@ -206,8 +227,19 @@ pub fn decode(item: &Item) -> Result<Decoded, String> {
         }
         Err(undecodable) => return Err(undecodable.reason),
     };
-    if entity.key() != key_of(item) {
+    let stored_under = key_of(item);
+    if entity.key() != stored_under && earlier_key(&entity) != Some(stored_under) {
         return Err("its fields make another key than the one it is stored under".into());
     }
     Ok(entity)
+}
+
+/// The key the previous version's rule made of a lock's fields: a plate or chassis lock before
+/// `plates-compact` (`PLATE#ka19 xtr`), read until the migration re-keys it.
+fn earlier_key(entity: &Decoded) -> Option<Key> {
+    match entity {
+        Decoded::PlateLock(lock) => Some(keys::plate_lock_before_compact(&lock.plate)),
+        Decoded::ChassisLock(lock) => Some(keys::chassis_lock_before_compact(&lock.chassis)),
+        _ => None,
+    }
 }

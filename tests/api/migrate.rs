@@ -1,23 +1,41 @@
 //! Migrations (docs/API.md, "Migrations"), on a real engine: vehicles written in the shape they
 //! had before the depot index (raw engine writes), then `vehicles-by-depot` killed part way and
-//! resumed, throttled, dry-run, and run while the API writes the same vehicles.
+//! resumed, throttled, dry-run, and run while the API writes the same vehicles; vehicles whose
+//! locks the old plate rule keyed (separators and all), served by the API before `plates-compact`
+//! and re-keyed by it, collisions reported; items without `_et`/`_v` stamped.
+//!
+//! The sizes are modest (the 100,000-item figures are the bench's, `benches/migrate.rs`).
 
 use crate::harness::{Api, Item, Mode, s};
 use crate::process::singlet;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use serde_json::{Value, json};
+use singlet::fsck;
 use singlet::migrate::{self, Options};
 use singlet_functions::migrations;
 use std::collections::BTreeSet;
 
 const DEPOTS: [&str; 4] = ["north", "South", "east yard", "WEST"];
 
+/// Vehicles in the old shape for `vehicles-by-depot`.
+const VEHICLES: usize = 2000;
+/// Vehicles whose plate lock the old rule keyed with separators, for `plates-compact`.
+const OLD_PLATES: usize = 1000;
+/// Of those, how many collide (in pairs) under the new rule.
+const COLLIDING: usize = 10;
+
 /// A vehicle, its plate lock and its chassis lock as version 1 wrote them: no `_et`, no `_v`, no
-/// depot index keys.
+/// depot index keys. Plates without separators: their locks are keyed the same under the compact
+/// rule.
 fn old_vehicle(i: usize) -> [Item; 3] {
+    old_vehicle_with(i, &format!("old{i:06}"), &format!("ch{i:06}"))
+}
+
+/// [`old_vehicle`] with this plate and chassis number (as normalised): the old rule keyed their
+/// locks by them as they are, separators and all.
+fn old_vehicle_with(i: usize, plate: &str, chassis: &str) -> [Item; 3] {
     let id = format!("v{i:06}");
-    // Plates without separators: their locks are keyed the same under the compact rule.
-    let (plate, chassis) = (format!("old{i:06}"), format!("ch{i:06}"));
+    let (plate, chassis) = (plate.to_owned(), chassis.to_owned());
     let vehicle = Item::from([
         ("PK".into(), AttributeValue::S(format!("VEHICLE#{id}"))),
         ("SK".into(), AttributeValue::S(format!("VEHICLE#{id}"))),
@@ -49,7 +67,10 @@ fn old_vehicle(i: usize) -> [Item; 3] {
 }
 
 async fn write_old_vehicles(api: &Api, count: usize) {
-    let items: Vec<Item> = (0..count).flat_map(old_vehicle).collect();
+    write_raw(api, (0..count).flat_map(old_vehicle).collect()).await;
+}
+
+async fn write_raw(api: &Api, items: Vec<Item>) {
     for chunk in items.chunks(25) {
         let requests = chunk
             .iter()
@@ -78,6 +99,10 @@ async fn write_old_vehicles(api: &Api, count: usize) {
 
 fn migration() -> &'static migrations::Migration {
     migrations::by_name("vehicles-by-depot").unwrap()
+}
+
+fn plates_compact() -> &'static migrations::Migration {
+    migrations::by_name("plates-compact").unwrap()
 }
 
 /// Every vehicle id the depot route lists, page by page, checking newest first.
@@ -115,7 +140,7 @@ fn vehicles(items: &[Item]) -> Vec<&Item> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once() {
     let api = Api::start(Mode::Direct).await;
-    const COUNT: usize = 2000;
+    const COUNT: usize = VEHICLES;
     write_old_vehicles(&api, COUNT).await;
     let before = api.items().await;
 
@@ -187,6 +212,11 @@ async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once(
         COUNT as u64,
         "{first:?} {second:?}"
     );
+    assert_eq!(
+        dry.changed,
+        first.changed + second.changed,
+        "what --dry-run said"
+    );
     // The page each segment was in when killed is read again (at most 100 items a segment), and
     // the vehicles of it already changed refuse their condition.
     assert!(second.already_changed <= 4 * 100, "{second:?}");
@@ -223,12 +253,14 @@ async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vehicles_by_depot_runs_while_the_api_writes_the_same_vehicles() {
     let api = Api::start(Mode::Direct).await;
-    const COUNT: usize = 600;
+    const COUNT: usize = VEHICLES;
+    // A tenth of the vehicles written by the API during the run, a third of those retired.
+    const WRITES: usize = VEHICLES / 10;
     write_old_vehicles(&api, COUNT).await;
 
     let writes = async {
         let mut statuses = Vec::new();
-        for i in 0..60 {
+        for i in 0..WRITES {
             let reply = match i % 3 {
                 0 => api.delete(format!("/vehicles/v{:06}", i * 7)).await,
                 1 => {
@@ -252,6 +284,7 @@ async fn vehicles_by_depot_runs_while_the_api_writes_the_same_vehicles() {
     };
     let options = Options {
         segments: 3,
+        page_size: Some(50),
         ..Options::default()
     };
     let run = migrate::run(&api.ctx, migration(), &options);
@@ -271,7 +304,9 @@ async fn vehicles_by_depot_runs_while_the_api_writes_the_same_vehicles() {
     // vehicle was never brought back as half an item.
     let items = api.items().await;
     let live: Vec<&Item> = vehicles(&items);
-    assert_eq!(live.len(), COUNT - 20 + 20);
+    let retired = WRITES.div_ceil(3);
+    let registered = WRITES / 3;
+    assert_eq!(live.len(), COUNT - retired + registered);
     for vehicle in &live {
         assert!(vehicle.contains_key("GSI5PK"), "{vehicle:?}");
         assert!(vehicle.contains_key("plate") && vehicle.contains_key("depot"));
@@ -291,6 +326,10 @@ async fn vehicles_by_depot_runs_while_the_api_writes_the_same_vehicles() {
         ),
         "new 0001"
     );
+    let checked = fsck::fsck(&api.ctx, fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
 }
 
 #[test]
@@ -301,7 +340,16 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
         .unwrap();
     assert_eq!(listed.status.code(), Some(0), "{listed:?}");
     let list: Value = serde_json::from_slice(&listed.stdout).unwrap();
-    assert_eq!(list["migrations"][0]["migration"], "vehicles-by-depot");
+    let names: Vec<&str> = list["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["migration"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["vehicles-by-depot", "plates-compact", "stamp-entity-types"]
+    );
     assert_eq!(list["migrations"][0]["state"], "not started");
 
     let ran = singlet()
@@ -318,10 +366,351 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
     for args in [
         &["migrate", "no-such-migration"][..],
         &["migrate", "vehicles-by-depot", "--max-wcu", "0"][..],
+        // Each run is its own in-memory engine, on which vehicles-by-depot never ran.
+        &["migrate", "plates-compact"][..],
     ] {
         let refused = singlet().arg("--in-memory").args(args).output().unwrap();
         assert_eq!(refused.status.code(), Some(2), "{args:?}: {refused:?}");
         assert!(refused.stdout.is_empty());
         assert!(!refused.stderr.is_empty());
     }
+}
+
+/// The plate of old vehicle `i` as normalised: the first [`COLLIDING`] in pairs that are one plate
+/// under the new rule (`dup 000` and `dup-000`), the others with separators of their own.
+fn old_plate(i: usize) -> String {
+    if i < COLLIDING {
+        let separator = if i.is_multiple_of(2) { ' ' } else { '-' };
+        format!("dup{separator}{:03}", i / 2)
+    } else {
+        format!("ka {i:04}-x")
+    }
+}
+
+fn old_plated_vehicle(i: usize) -> [Item; 3] {
+    old_vehicle_with(i, &old_plate(i), &format!("ch{i:06}"))
+}
+
+/// `GET /plates/{spelling}`: the vehicle it finds, if any.
+async fn found_by_plate(api: &Api, spelling: &str) -> Option<String> {
+    let reply = api
+        .get(format!("/plates/{}", spelling.replace(' ', "%20")))
+        .await;
+    match reply.status {
+        200 => Some(reply.body["vehicleId"].as_str().unwrap().to_owned()),
+        404 => None,
+        other => panic!("{other}: {reply:?}"),
+    }
+}
+
+/// Before `plates-compact`: the API finds a vehicle by the spelling its old lock was keyed with,
+/// and retires and re-plates it, releasing the old locks (main's API, which keys every lock
+/// compact, found neither and could do neither: the release named a lock that is not there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_the_old_rule_keyed_are_found_and_released_before_plates_compact() {
+    let api = Api::start(Mode::Direct).await;
+    write_raw(
+        &api,
+        [
+            old_vehicle_with(1, "ka 19 xtr", "wvw-1 a"),
+            old_vehicle_with(2, "mh-12 ab", "wvw2"),
+        ]
+        .concat(),
+    )
+    .await;
+
+    assert_eq!(
+        found_by_plate(&api, "KA 19 XTR").await.as_deref(),
+        Some("v000001")
+    );
+    let chassis = api.get("/chassis/WVW-1%20A").await;
+    assert_eq!(chassis.status, 200, "{chassis:?}");
+    assert_eq!(chassis.body["vehicleId"], "v000001");
+    // Another spelling meets the compact key, which no lock has yet.
+    assert_eq!(found_by_plate(&api, "KA19XTR").await, None);
+
+    // Retired: the vehicle and both old locks gone, the plate free for any spelling.
+    let retired = api.delete("/vehicles/v000001").await;
+    assert_eq!(retired.status, 204, "{retired:?}");
+    for pk in ["VEHICLE#v000001", "PLATE#ka 19 xtr", "CHASSIS#wvw-1 a"] {
+        assert!(api.item(pk, pk).await.is_none(), "{pk} is gone");
+    }
+    let again = api
+        .post(
+            "/vehicles",
+            json!({"plate": "KA-19-XTR", "chassis": "WVW-1 A", "depot": "north"}),
+        )
+        .await;
+    assert_eq!(again.status, 201, "{again:?}");
+    assert!(api.item("PLATE#ka19xtr", "PLATE#ka19xtr").await.is_some());
+
+    // Re-plated: the old lock released, the new one keyed compact.
+    let replated = api
+        .put("/vehicles/v000002/plate", json!({"plate": "MH 12 AC"}))
+        .await;
+    assert_eq!(replated.status, 200, "{replated:?}");
+    assert!(api.item("PLATE#mh-12 ab", "PLATE#mh-12 ab").await.is_none());
+    assert_eq!(
+        found_by_plate(&api, "mh12ac").await.as_deref(),
+        Some("v000002")
+    );
+    let free = api
+        .post(
+            "/vehicles",
+            json!({"plate": "MH12AB", "chassis": "WVW3", "depot": "north"}),
+        )
+        .await;
+    assert_eq!(free.status, 201, "{free:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
+    let api = Api::start(Mode::Direct).await;
+    write_raw(&api, (0..OLD_PLATES).flat_map(old_plated_vehicle).collect()).await;
+
+    // It takes vehicles from the version vehicles-by-depot writes.
+    let refused = migrate::run(&api.ctx, plates_compact(), &Options::default())
+        .await
+        .unwrap_err();
+    assert!(refused.contains("run vehicles-by-depot first"), "{refused}");
+    let indexed = migrate::run(&api.ctx, migration(), &Options::default())
+        .await
+        .unwrap();
+    assert_eq!(indexed.changed, OLD_PLATES as u64);
+    // fsck reads the locks the old rule keyed as the vehicles' own, before the run and after.
+    let checked = fsck::fsck(&api.ctx, fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
+
+    let expected_conflicts: Vec<String> =
+        (0..COLLIDING).map(|i| format!("VEHICLE#v{i:06}")).collect();
+    let dry = migrate::run(
+        &api.ctx,
+        plates_compact(),
+        &Options {
+            segments: 4,
+            dry_run: true,
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(dry.changed, (OLD_PLATES - COLLIDING) as u64);
+    let pks: Vec<&str> = dry.conflicts.iter().map(|c| c.pk.as_str()).collect();
+    assert_eq!(pks, expected_conflicts);
+
+    // The command, on the same engine: conflicts are exit 1.
+    let ran = singlet()
+        .args(["--endpoint", &api.engine, "migrate", "plates-compact"])
+        .args(["--segments", "4", "--max-wcu", "2000", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(1), "{ran:?}");
+    let report: Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(
+        report["changed"],
+        (OLD_PLATES - COLLIDING) as u64,
+        "{report}"
+    );
+    assert_eq!(report["complete"], true);
+    let conflicts = report["conflicts"].as_array().unwrap();
+    assert_eq!(conflicts.len(), COLLIDING, "{report}");
+    for (conflict, pk) in conflicts.iter().zip(&expected_conflicts) {
+        assert_eq!(conflict["pk"], pk.as_str());
+        let detail = conflict["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("VEHICLE#v") && !detail.contains("dup"),
+            "{detail}"
+        );
+    }
+
+    // In the table: each re-keyed vehicle at version 3 with compact locks only; each conflict
+    // as it was, version 2, its old lock in place.
+    let items = api.items().await;
+    for i in 0..OLD_PLATES {
+        let (id, plate) = (format!("VEHICLE#v{i:06}"), old_plate(i));
+        let vehicle = items.iter().find(|item| s(item, "PK") == id).unwrap();
+        let compact: String = plate.chars().filter(|c| *c != ' ' && *c != '-').collect();
+        let old_lock = format!("PLATE#{plate}");
+        let has = |pk: &str| items.iter().any(|item| s(item, "PK") == pk);
+        if i < COLLIDING {
+            assert_eq!(vehicle["_v"], AttributeValue::N("2".into()), "{id}");
+            assert!(has(&old_lock), "{old_lock}");
+            assert!(!has(&format!("PLATE#{compact}")), "{compact}");
+        } else {
+            assert_eq!(vehicle["_v"], AttributeValue::N("3".into()), "{id}");
+            assert!(!has(&old_lock), "{old_lock}");
+            assert!(has(&format!("PLATE#{compact}")), "{compact}");
+        }
+    }
+
+    let checked = fsck::fsck(&api.ctx, fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
+
+    // Found by any spelling; a conflict by the one it was registered with.
+    for i in COLLIDING..OLD_PLATES {
+        let plate = old_plate(i);
+        let id = format!("v{i:06}");
+        for spelling in [
+            plate.to_uppercase(),
+            plate.replace([' ', '-'], ""),
+            plate.replace(' ', "-"),
+        ] {
+            assert_eq!(
+                found_by_plate(&api, &spelling).await.as_deref(),
+                Some(id.as_str())
+            );
+        }
+    }
+    for i in 0..COLLIDING {
+        let id = format!("v{i:06}");
+        assert_eq!(found_by_plate(&api, &old_plate(i)).await, Some(id));
+    }
+
+    // The new rule holds for new registrations.
+    let first = api
+        .post(
+            "/vehicles",
+            json!({"plate": "KA19XTR", "chassis": "NEW1", "depot": "north"}),
+        )
+        .await;
+    assert_eq!(first.status, 201, "{first:?}");
+    api.post(
+        "/vehicles",
+        json!({"plate": "KA-19-XTR", "chassis": "NEW2", "depot": "north"}),
+    )
+    .await
+    .assert_problem(409, &[("plate", "taken")]);
+
+    // Run again: nothing to change, the conflicts still reported until an operator acts.
+    let again = migrate::run(&api.ctx, plates_compact(), &Options::default())
+        .await
+        .unwrap();
+    assert_eq!((again.changed, again.already_changed), (0, 0), "{again:?}");
+    assert_eq!(again.conflicts.len(), COLLIDING);
+    // Once one of a pair is retired, the other is re-keyed.
+    let retired = api.delete("/vehicles/v000000").await;
+    assert_eq!(retired.status, 204, "{retired:?}");
+    let after = migrate::run(&api.ctx, plates_compact(), &Options::default())
+        .await
+        .unwrap();
+    assert_eq!(after.changed, 1, "{after:?}");
+    assert_eq!(after.conflicts.len(), COLLIDING - 2);
+    assert_eq!(
+        found_by_plate(&api, "DUP000").await.as_deref(),
+        Some("v000001")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stamp_entity_types_stamps_items_written_before_et_and_v() {
+    let api = Api::start(Mode::Direct).await;
+    write_old_vehicles(&api, 10).await;
+    let stamp = migrations::by_name("stamp-entity-types").unwrap();
+    let report = migrate::run(&api.ctx, stamp, &Options::default())
+        .await
+        .unwrap();
+    assert_eq!(report.changed, 30, "{report:?}");
+    assert!(report.conflicts.is_empty());
+    for item in api.items().await {
+        let pk = s(&item, "PK");
+        if pk.starts_with("MIGRATION#") {
+            continue;
+        }
+        let expected = match pk.split('#').next().unwrap() {
+            "VEHICLE" => "vehicle",
+            "PLATE" => "plate-lock",
+            _ => "chassis-lock",
+        };
+        assert_eq!(s(&item, "_et"), expected, "{pk}");
+        assert_eq!(item["_v"], AttributeValue::N("1".into()), "{pk}");
+    }
+    // The stamped vehicles are version 1: vehicles-by-depot takes them on.
+    let indexed = migrate::run(&api.ctx, migration(), &Options::default())
+        .await
+        .unwrap();
+    assert_eq!(indexed.changed, 10);
+    let again = migrate::run(&api.ctx, stamp, &Options::default())
+        .await
+        .unwrap();
+    assert_eq!((again.changed, again.already_changed), (0, 0));
+}
+
+/// `plates-compact` while the API retires, re-plates and registers the same vehicles: every
+/// answer is what it would be without the run, no vehicle is left without its locks, and a second
+/// pass finishes what the API's writes made the first refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plates_compact_runs_while_the_api_writes_the_same_vehicles() {
+    let api = Api::start(Mode::Direct).await;
+    const WRITES: usize = OLD_PLATES / 10;
+    write_raw(&api, (0..OLD_PLATES).flat_map(old_plated_vehicle).collect()).await;
+    migrate::run(&api.ctx, migration(), &Options::default())
+        .await
+        .unwrap();
+
+    let writes = async {
+        let mut statuses = Vec::new();
+        for i in 0..WRITES {
+            let vehicle = COLLIDING + i * 9;
+            let reply = match i % 3 {
+                0 => api.delete(format!("/vehicles/v{vehicle:06}")).await,
+                1 => {
+                    api.put(
+                        format!("/vehicles/v{vehicle:06}/plate"),
+                        json!({"plate": format!("NEW-{i:04} Q")}),
+                    )
+                    .await
+                }
+                _ => {
+                    api.post(
+                        "/vehicles",
+                        json!({"plate": format!("FRESH {i:04}"), "chassis": format!("FR-{i:04}"), "depot": "North"}),
+                    )
+                    .await
+                }
+            };
+            statuses.push((i, reply.status));
+        }
+        statuses
+    };
+    let options = Options {
+        segments: 3,
+        page_size: Some(50),
+        ..Options::default()
+    };
+    let run = migrate::run(&api.ctx, plates_compact(), &options);
+    let (statuses, first) = tokio::join!(writes, run);
+    let first = first.unwrap();
+    assert!(first.complete, "{first:?}");
+    for (i, status) in statuses {
+        let expected = [204, 200, 201][i % 3];
+        assert_eq!(status, expected, "write {i}");
+    }
+    let second = migrate::run(&api.ctx, plates_compact(), &options)
+        .await
+        .unwrap();
+    assert_eq!(second.already_changed, 0, "{second:?}");
+    assert_eq!(second.conflicts.len(), COLLIDING);
+
+    // Every vehicle but the conflicts is of version 3, and holds compact locks only.
+    let items = api.items().await;
+    let has = |pk: &str| items.iter().any(|item| s(item, "PK") == pk);
+    for vehicle in vehicles(&items) {
+        let id = s(vehicle, "vehicleId");
+        let plate = s(vehicle, "plate");
+        let compact: String = plate.chars().filter(|c| *c != ' ' && *c != '-').collect();
+        if (0..COLLIDING).any(|i| id == format!("v{i:06}")) {
+            continue;
+        }
+        assert_eq!(vehicle["_v"], AttributeValue::N("3".into()), "{id}");
+        assert!(has(&format!("PLATE#{compact}")), "{id}");
+        assert!(!has(&format!("PLATE#{plate}")) || plate == compact, "{id}");
+    }
+    let checked = fsck::fsck(&api.ctx, fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
 }

@@ -124,13 +124,19 @@ async fn every_item_the_api_writes_decodes_through_the_registry(api: Api) {
         if !entity_type.may_expire {
             assert!(!item.contains_key("expiresAt"), "{pk} / {sk}");
         }
-        // Written before `_et` and `_v` existed, the same item reads as the same entity.
+        // Written before `_et` and `_v` existed (version 1), the same item reads as the same
+        // entity, while version 1 is still the current or the one before; a vehicle (version 3)
+        // of version 1 waits for `vehicles-by-depot`.
         let mut legacy = item.clone();
         legacy.remove(ENTITY_TYPE);
         legacy.remove(VERSION);
-        let read = model::decode(&legacy).unwrap_or_else(|e| panic!("legacy undecodable: {e}"));
-        assert_eq!(read.entity_type().name, entity_type.name, "{pk} / {sk}");
-        assert_eq!(read.to_item(), item, "{pk} / {sk}");
+        if entity_type.version <= 2 {
+            let read = model::decode(&legacy).unwrap_or_else(|e| panic!("legacy undecodable: {e}"));
+            assert_eq!(read.entity_type().name, entity_type.name, "{pk} / {sk}");
+            assert_eq!(read.to_item(), item, "{pk} / {sk}");
+        } else {
+            assert!(model::decode(&legacy).is_err(), "{pk} / {sk}");
+        }
 
         if let model::Decoded::Loan(loan) = &decoded {
             loan_states.insert(format!("{:?}", loan.status));

@@ -1,12 +1,14 @@
 //! `PUT /vehicles/{vehicleId}/plate` `{plate}` → `200` vehicle; the old plate is free at once.
 //!
 //! Read the vehicle (to learn its current plate), then one `TransactWriteItems`
-//! ([`lock::swap`], as for an email, a username or a library card): claim the new plate's lock (`attribute_not_exists`), release the old lock only if it still names this
+//! ([`lock::swap`], as for an email, a username or a library card): claim the new plate's lock
+//! (`attribute_not_exists`), release the old lock (where it is: under the old rule's key for a
+//! vehicle `plates-compact` has not migrated yet) only if it still names this
 //! vehicle, and update the vehicle only if it still has the plate we read. A vehicle changed or
 //! retired between the read and the write fails its condition and is read again; a new plate
 //! held by another vehicle is `409`.
 
-use super::{PlateLock, Vehicle, load};
+use super::{PlateLock, Vehicle, load_with_locks};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType, outbox};
@@ -25,7 +27,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .all_valid()?;
 
     for _ in 0..MAX_ATTEMPTS {
-        let mut vehicle = load(ctx, &vehicle_id).await?;
+        let (mut vehicle, locks) = load_with_locks(ctx, &vehicle_id).await?;
         if vehicle.plate == plate {
             return Ok(ok(&vehicle));
         }
@@ -47,8 +49,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 },
             ),
         );
-        let (new, old) = (lock_of(&plate), lock_of(&vehicle.plate));
-        match lock::swap(ctx, &new, &old, update, event).await? {
+        let release_old = lock::release_at(locks.plate, &vehicle_id);
+        match lock::swap_from(ctx, &lock_of(&plate), release_old, update, event).await? {
             Swapped::Done => {
                 tracing::info!(%vehicle_id, "plate changed");
                 vehicle.plate = plate;

@@ -1,5 +1,6 @@
 //! `GET /chassis/{chassis}` → `200` `{chassis, vehicleId}`, or `404`. One `GetItem` on the
-//! chassis lock, the chassis number normalised first.
+//! chassis lock, the chassis number normalised first; a lock keyed by the old rule is found as
+//! `GET /plates/{plate}` finds one.
 
 use super::ChassisLock;
 use crate::context::Ctx;
@@ -10,9 +11,12 @@ use singlet_shared::{Chassis, keys};
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (chassis,) = (path(&req, "chassis", Chassis::parse),).all_valid()?;
-    let lock: ChassisLock = ctx
-        .get(&keys::chassis_lock(&chassis))
-        .await?
-        .ok_or_else(|| ApiError::not_found("chassis"))?;
+    let lock: ChassisLock = super::find_lock(
+        ctx,
+        keys::chassis_lock(&chassis),
+        keys::chassis_lock_before_compact(&chassis),
+    )
+    .await?
+    .ok_or_else(|| ApiError::not_found("chassis"))?;
     Ok(ok(&lock))
 }

@@ -1,5 +1,7 @@
 //! `GET /plates/{plate}` → `200` `{plate, vehicleId}`, or `404`. One `GetItem` on the plate's
-//! lock: the plate is normalised first, so every spelling of it finds the same lock.
+//! lock: the plate is normalised first, so every spelling of it finds the same lock. A lock the
+//! old rule keyed (separators and all) is found by the spelling it was registered with, at the
+//! cost of a second `GetItem`, until `plates-compact` has re-keyed it.
 
 use super::PlateLock;
 use crate::context::Ctx;
@@ -10,9 +12,12 @@ use singlet_shared::{Plate, keys};
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (plate,) = (path(&req, "plate", Plate::parse),).all_valid()?;
-    let lock: PlateLock = ctx
-        .get(&keys::plate_lock(&plate))
-        .await?
-        .ok_or_else(|| ApiError::not_found("plate"))?;
+    let lock: PlateLock = super::find_lock(
+        ctx,
+        keys::plate_lock(&plate),
+        keys::plate_lock_before_compact(&plate),
+    )
+    .await?
+    .ok_or_else(|| ApiError::not_found("plate"))?;
     Ok(ok(&lock))
 }

@@ -15,7 +15,9 @@ pub mod retire_vehicle;
 
 use crate::context::Ctx;
 use crate::error::ApiError;
-use singlet_shared::{Id, keys};
+use crate::model::VERSION;
+use crate::store::{Item, decode, item::text};
+use singlet_shared::{Id, Key, keys};
 
 pub use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
 
@@ -26,4 +28,83 @@ pub async fn load(ctx: &Ctx, vehicle_id: &Id) -> Result<Vehicle, ApiError> {
     ctx.get(&keys::vehicle(vehicle_id))
         .await?
         .ok_or_else(|| ApiError::not_found("vehicle"))
+}
+
+/// Where a vehicle's plate lock and chassis lock are. A vehicle of version 3 holds them keyed
+/// without separators (`PLATE#ka19xtr`); one of an earlier version may still hold them as the old
+/// rule keyed them (`PLATE#ka19 xtr`), until `plates-compact` re-keys them and stamps it.
+#[derive(Debug, Clone)]
+pub struct LockKeys {
+    pub plate: Key,
+    pub chassis: Key,
+}
+
+/// One strongly consistent read of a vehicle and where its locks are, or `404`. A vehicle not yet
+/// migrated whose plate (or chassis number) has separators costs one more read per such value:
+/// its old lock's, to see whether it is still there.
+pub async fn load_with_locks(ctx: &Ctx, vehicle_id: &Id) -> Result<(Vehicle, LockKeys), ApiError> {
+    let item = ctx
+        .get_item(&keys::vehicle(vehicle_id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("vehicle"))?;
+    let vehicle: Vehicle = decode(&item)?;
+    let compact = version(&item) >= crate::migrations::plates_compact::VERSION;
+    let plate = held_at(
+        ctx,
+        compact,
+        keys::plate_lock(&vehicle.plate),
+        keys::plate_lock_before_compact(&vehicle.plate),
+        vehicle_id,
+    )
+    .await?;
+    let chassis = held_at(
+        ctx,
+        compact,
+        keys::chassis_lock(&vehicle.chassis),
+        keys::chassis_lock_before_compact(&vehicle.chassis),
+        vehicle_id,
+    )
+    .await?;
+    Ok((vehicle, LockKeys { plate, chassis }))
+}
+
+/// An item's `_v`; missing is version 1.
+fn version(item: &Item) -> u32 {
+    item.get(VERSION)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
+/// The key of the vehicle's lock: `compact`, unless the vehicle is not migrated and its lock under
+/// the old rule (`before`, a different key) still names it.
+async fn held_at(
+    ctx: &Ctx,
+    migrated: bool,
+    compact: Key,
+    before: Key,
+    vehicle_id: &Id,
+) -> Result<Key, ApiError> {
+    if migrated || compact == before {
+        return Ok(compact);
+    }
+    let old = ctx.get_item(&before).await?;
+    let holds_old = old.is_some_and(|lock| text(&lock, "vehicleId") == vehicle_id.as_str());
+    Ok(if holds_old { before } else { compact })
+}
+
+/// A lock found by the value's key (`compact`), or, until `plates-compact` has re-keyed it, by
+/// the key the old rule made of this spelling (`before`).
+pub async fn find_lock<L: serde::de::DeserializeOwned>(
+    ctx: &Ctx,
+    compact: Key,
+    before: Key,
+) -> Result<Option<L>, ApiError> {
+    if let Some(lock) = ctx.get(&compact).await? {
+        return Ok(Some(lock));
+    }
+    if before == compact {
+        return Ok(None);
+    }
+    ctx.get(&before).await
 }

@@ -3,9 +3,10 @@
 //!
 //! Read the vehicle (to learn its plate and chassis), then one `TransactWriteItems` deleting the
 //! vehicle only if it still has what we read, and releasing each lock only if it still names this
-//! vehicle.
+//! vehicle (where it is: a vehicle not yet migrated by `plates-compact` may hold locks keyed by
+//! the old rule).
 
-use super::{ChassisLock, PlateLock, Vehicle, load};
+use super::{ChassisLock, PlateLock, Vehicle, load_with_locks};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::events::{Event, EventType, outbox};
@@ -29,7 +30,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (vehicle_id,) = (path_id(&req, "vehicleId"),).all_valid()?;
 
     for _ in 0..MAX_ATTEMPTS {
-        let vehicle = load(ctx, &vehicle_id).await?;
+        let (vehicle, locks) = load_with_locks(ctx, &vehicle_id).await?;
         let retire = Transaction::new()
             .delete(
                 Part::Vehicle,
@@ -40,17 +41,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             )
             .delete(
                 Part::PlateLock,
-                lock::release(&PlateLock {
-                    plate: vehicle.plate.clone(),
-                    vehicle_id: vehicle_id.clone(),
-                }),
+                lock::release_at::<PlateLock>(locks.plate, &vehicle_id),
             )
             .delete(
                 Part::ChassisLock,
-                lock::release(&ChassisLock {
-                    chassis: vehicle.chassis.clone(),
-                    vehicle_id: vehicle_id.clone(),
-                }),
+                lock::release_at::<ChassisLock>(locks.chassis, &vehicle_id),
             )
             .put(
                 Part::Event,

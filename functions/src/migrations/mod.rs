@@ -7,19 +7,26 @@
 //! write is conditioned (on `_v`, on the attributes it adds being absent, on a lock's holder), so
 //! a rerun, a second runner and a concurrent API write are all harmless: whoever writes first
 //! wins and the other's condition fails, writing nothing.
+//!
+//! A migration that makes values unique under a new rule cannot see a collision in one item: it
+//! names what each item claims ([`Migration::claims`]), the runner reads them all first (a
+//! [`Survey`]), and the plan of an item that shares a claim with another is a conflict.
 
+pub mod plates_compact;
+pub mod stamp_entity_types;
 pub mod vehicles_by_depot;
 
 use crate::store::Item;
-use crate::store::migration::Write;
+use crate::store::migration::Change;
+use std::collections::HashMap;
 
 /// What one item needs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Plan {
     /// Not this migration's item, or already migrated.
     Skip,
     /// These writes, applied together.
-    Change(Vec<Write>),
+    Change(Change),
     /// The item cannot be migrated without an operator's choice: reported, left as it is.
     Conflict(String),
 }
@@ -29,11 +36,63 @@ pub struct Migration {
     pub name: &'static str,
     /// What it does, in one line.
     pub summary: &'static str,
-    pub plan: fn(&Item) -> Plan,
+    /// The migration that must be complete first: this one takes items from the version that
+    /// one writes.
+    pub after: Option<&'static str>,
+    /// The unique values an item claims under the new rule, if the migration has one.
+    pub claims: Option<fn(&Item) -> Vec<String>>,
+    pub plan: fn(&Item, &Survey) -> Plan,
+}
+
+/// The claims of the whole table that more than one item makes, each with the keys (`PK`) of
+/// the items making it.
+#[derive(Debug, Clone, Default)]
+pub struct Survey {
+    shared: HashMap<String, Vec<String>>,
+}
+
+impl Survey {
+    /// From every item's key and claims.
+    pub fn new(claims: impl IntoIterator<Item = (String, Vec<String>)>) -> Self {
+        let mut by_claim: HashMap<String, Vec<String>> = HashMap::new();
+        for (pk, claims) in claims {
+            for claim in claims {
+                let holders = by_claim.entry(claim).or_default();
+                if !holders.contains(&pk) {
+                    holders.push(pk.clone());
+                }
+            }
+        }
+        by_claim.retain(|_, holders| holders.len() > 1);
+        for holders in by_claim.values_mut() {
+            holders.sort();
+        }
+        Self { shared: by_claim }
+    }
+
+    /// The other items that make `claim`, besides the item `pk`.
+    pub fn others(&self, claim: &str, pk: &str) -> Vec<&str> {
+        self.shared
+            .get(claim)
+            .into_iter()
+            .flatten()
+            .filter(|holder| *holder != pk)
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// How many claims are made more than once.
+    pub fn collisions(&self) -> usize {
+        self.shared.len()
+    }
 }
 
 /// Every migration, in the order they were written.
-pub static MIGRATIONS: &[Migration] = &[vehicles_by_depot::MIGRATION];
+pub static MIGRATIONS: &[Migration] = &[
+    vehicles_by_depot::MIGRATION,
+    plates_compact::MIGRATION,
+    stamp_entity_types::MIGRATION,
+];
 
 pub fn by_name(name: &str) -> Option<&'static Migration> {
     MIGRATIONS.iter().find(|migration| migration.name == name)

@@ -1,27 +1,26 @@
 //! `vehicles-by-depot`: the depot index keys (GSI5) on vehicles registered before
 //! `GET /depots/{depot}/vehicles` existed. A vehicle at version 1 (no depot index keys, no `_v`)
-//! becomes version 2; the API has written version 2 since the route came, and reads both.
+//! becomes version 2; `plates-compact` then takes it to version 3.
 
-use super::{Migration, Plan};
+use super::{Migration, Plan, Survey};
 use crate::fleet::Vehicle;
-use crate::model::Entity;
-use crate::store::migration::{Condition, Write};
-use crate::store::{Item, s};
-use aws_sdk_dynamodb::types::AttributeValue;
-use singlet_shared::schema::{ENTITY_TYPE, GSI5, PK, VERSION};
+use crate::store::migration::Change;
+use crate::store::{Condition, Item, Update};
+use singlet_shared::schema::{GSI5, PK};
 use singlet_shared::{Depot, keys};
 
-fn n(value: u32) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
+/// The version this migration writes.
+pub const VERSION: u32 = 2;
 
 pub const MIGRATION: Migration = Migration {
     name: "vehicles-by-depot",
     summary: "write the depot index keys (GSI5) of vehicles registered before GET /depots/{depot}/vehicles",
+    after: None,
+    claims: None,
     plan,
 };
 
-fn plan(item: &Item) -> Plan {
+fn plan(item: &Item, _: &Survey) -> Plan {
     let is_vehicle = item
         .get(PK)
         .and_then(|pk| pk.as_s().ok())
@@ -36,25 +35,19 @@ fn plan(item: &Item) -> Plan {
         return Plan::Conflict("the vehicle's depot does not make a key".into());
     };
     let index = keys::vehicle_by_depot(&depot, vehicle.added_at, &vehicle.vehicle_id);
-    Plan::Change(vec![Write::Update {
-        key: keys::vehicle(&vehicle.vehicle_id),
-        set: vec![
-            (GSI5.pk, s(index.pk)),
-            (GSI5.sk, s(index.sk)),
-            (ENTITY_TYPE, s(Vehicle::TYPE.name)),
-            (VERSION, n(Vehicle::TYPE.version)),
-        ],
-        conditions: vec![
-            Condition::Exists,
-            Condition::Missing(GSI5.pk),
-            Condition::VersionBelow(Vehicle::TYPE.version),
-        ],
-    }])
+    Plan::Change(Change::update(
+        Update::<Vehicle>::at(keys::vehicle(&vehicle.vehicle_id))
+            .set_index(GSI5, index)
+            .to_version(VERSION)
+            .when(Condition::exists().and_not_in_index(GSI5)),
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::s;
+    use aws_sdk_dynamodb::types::AttributeValue;
 
     fn old_vehicle(depot: &str) -> Item {
         Item::from([
@@ -70,37 +63,39 @@ mod tests {
 
     #[test]
     fn an_old_vehicle_gets_its_depot_keys_and_version_2() {
-        let Plan::Change(writes) = plan(&old_vehicle(" North ")) else {
+        let Plan::Change(change) = plan(&old_vehicle(" North "), &Survey::default()) else {
             panic!("a version-1 vehicle is migrated")
         };
-        let [
-            Write::Update {
-                key,
-                set,
-                conditions,
-            },
-        ] = writes.as_slice()
-        else {
-            panic!("one conditional update: {writes:?}")
-        };
-        assert_eq!(key.pk, "VEHICLE#v1");
-        assert!(set.contains(&(GSI5.pk, s("DEPOT#north"))));
-        assert!(set.contains(&(GSI5.sk, s("001795975200000#v1"))));
-        assert!(set.contains(&(VERSION, n(2))));
-        assert!(conditions.contains(&Condition::VersionBelow(2)));
-        assert!(conditions.contains(&Condition::Missing(GSI5.pk)));
+        let [write] = change
+            .readable()
+            .try_into()
+            .expect("one conditional update");
+        assert!(write.starts_with("update VEHICLE#v1 SET "), "{write}");
+        for part in [
+            r#"GSI5PK = "DEPOT#north""#,
+            r#"GSI5SK = "001795975200000#v1""#,
+            "_v = 2",
+            r#"_et = if_not_exists(_et, "vehicle")"#,
+            "IF (attribute_not_exists(_v) OR _v < 2) AND attribute_exists(PK) AND attribute_not_exists(GSI5PK)",
+        ] {
+            assert!(write.contains(part), "{part} in {write}");
+        }
     }
 
     #[test]
     fn migrated_vehicles_and_other_items_are_skipped() {
         let mut done = old_vehicle("north");
         done.insert(GSI5.pk.into(), s("DEPOT#north"));
-        assert_eq!(plan(&done), Plan::Skip);
+        let survey = Survey::default();
+        assert!(matches!(plan(&done, &survey), Plan::Skip));
         let lock = Item::from([
             ("PK".into(), s("PLATE#ka19xtr")),
             ("SK".into(), s("PLATE#ka19xtr")),
         ]);
-        assert_eq!(plan(&lock), Plan::Skip);
-        assert!(matches!(plan(&old_vehicle("\u{202e}x")), Plan::Conflict(_)));
+        assert!(matches!(plan(&lock, &survey), Plan::Skip));
+        assert!(matches!(
+            plan(&old_vehicle("\u{202e}x"), &survey),
+            Plan::Conflict(_)
+        ));
     }
 }

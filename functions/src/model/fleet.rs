@@ -17,12 +17,14 @@ pub struct Vehicle {
     pub added_at: i64,
 }
 
-/// Version 2 carries the depot index keys (GSI5); version 1, written before
-/// `GET /depots/{depot}/vehicles`, reads the same and is migrated by `vehicles-by-depot`.
+/// Version 3 holds its plate and chassis locks keyed without separators (`PLATE#ka19xtr`);
+/// version 2, migrated by `plates-compact`, may hold them as the old rule keyed them
+/// (`PLATE#ka19 xtr`); both carry the depot index keys (GSI5), which version 1, written before
+/// `GET /depots/{depot}/vehicles`, lacks until `vehicles-by-depot`.
 impl Entity for Vehicle {
     const TYPE: &'static EntityType = &EntityType {
         name: "vehicle",
-        version: 2,
+        version: 3,
         keys: &[KeyShape::alone(keys::VEHICLE_PREFIX)],
         lock: None,
         may_expire: false,

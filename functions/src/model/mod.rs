@@ -24,7 +24,7 @@ pub mod migration;
 pub mod outbox;
 mod registry;
 
-pub use registry::{Decoded, ENTITY_TYPES, Undecodable, decode, entity_type};
+pub use registry::{Decoded, ENTITY_TYPES, Undecodable, decode, entity_type, type_of};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;

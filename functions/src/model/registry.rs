@@ -113,6 +113,33 @@ pub fn entity_type(name: &str) -> Option<&'static EntityType> {
 /// before `_et` existed) is recognised by the shape of its key and read as version 1. A reader
 /// reads its type's current version and the one before (`_v`; missing is 1).
 pub fn decode(item: &Item) -> Result<Decoded, Undecodable> {
+    let entity_type = type_of(item)?;
+    let key = key_of(item).unwrap_or_default();
+    let undecodable = |reason: String| Undecodable {
+        pk: key.pk.clone(),
+        sk: key.sk.clone(),
+        reason,
+    };
+    let version = match item.get(VERSION) {
+        None => 1,
+        Some(version) => version
+            .as_n()
+            .ok()
+            .and_then(|n| n.parse::<u32>().ok())
+            .ok_or_else(|| undecodable(format!("{VERSION} is not a version number")))?,
+    };
+    if version != entity_type.version && version + 1 != entity_type.version {
+        return Err(undecodable(format!(
+            "{} version {version} is neither the current ({}) nor the one before",
+            entity_type.name, entity_type.version
+        )));
+    }
+    decode_as(entity_type, item).map_err(undecodable)
+}
+
+/// The entity type of any item: its `_et`, or for an item without one, the type whose key shape
+/// its key has. Whatever its version.
+pub fn type_of(item: &Item) -> Result<&'static EntityType, Undecodable> {
     let key = key_of(item).unwrap_or_default();
     let undecodable = |reason: String| Undecodable {
         pk: key.pk.clone(),
@@ -143,21 +170,7 @@ pub fn decode(item: &Item) -> Result<Decoded, Undecodable> {
             .find(|t| t.keys.iter().any(|shape| shape.fits(&key)))
             .ok_or_else(|| undecodable("no entity type has this key".into()))?,
     };
-    let version = match item.get(VERSION) {
-        None => 1,
-        Some(version) => version
-            .as_n()
-            .ok()
-            .and_then(|n| n.parse::<u32>().ok())
-            .ok_or_else(|| undecodable(format!("{VERSION} is not a version number")))?,
-    };
-    if version != entity_type.version && version + 1 != entity_type.version {
-        return Err(undecodable(format!(
-            "{} version {version} is neither the current ({}) nor the one before",
-            entity_type.name, entity_type.version
-        )));
-    }
-    decode_as(entity_type, item).map_err(undecodable)
+    Ok(entity_type)
 }
 
 #[cfg(test)]

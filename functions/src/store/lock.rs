@@ -17,6 +17,7 @@ use super::write::{Condition, Delete, Put, Update};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::model::{Entity, Held};
+use singlet_shared::{Id, Key};
 
 /// Puts `lock` unless its key is taken.
 pub fn claim<L: Held>(lock: &L) -> Put {
@@ -25,7 +26,13 @@ pub fn claim<L: Held>(lock: &L) -> Put {
 
 /// Deletes `lock` only if it still names its holder.
 pub fn release<L: Held>(lock: &L) -> Delete<L> {
-    Delete::at(lock.key()).when(Condition::equals(L::HOLDER, lock.holder()))
+    release_at(lock.key(), lock.holder())
+}
+
+/// Deletes the lock at `key` only if it names `holder`: a lock written under an earlier rule
+/// for its key (a plate lock before `plates-compact`).
+pub fn release_at<L: Held>(key: Key, holder: &Id) -> Delete<L> {
+    Delete::at(key).when(Condition::equals(L::HOLDER, holder))
 }
 
 /// Who holds a lock of type `L` whose claim failed, from the item the cancellation returned.
@@ -68,9 +75,20 @@ pub async fn swap<L: Held, O: Entity>(
     owner: Update<O>,
     event: Put,
 ) -> Result<Swapped, ApiError> {
+    swap_from(ctx, new, release(old), owner, event).await
+}
+
+/// [`swap`], with the old lock's release given (a lock keyed under an earlier rule).
+pub async fn swap_from<L: Held, O: Entity>(
+    ctx: &Ctx,
+    new: &L,
+    release_old: Delete<L>,
+    owner: Update<O>,
+    event: Put,
+) -> Result<Swapped, ApiError> {
     let commit = Transaction::new()
         .put(Part::NewLock, claim(new))
-        .delete(Part::OldLock, release(old))
+        .delete(Part::OldLock, release_old)
         .update(Part::Owner, owner)
         .put(Part::Event, event)
         .commit(ctx)

@@ -230,7 +230,10 @@ impl Ctx {
     /// One conditional `UpdateItem` described as a transaction's update is: the item as it is
     /// after the update, or `None` when its condition failed.
     pub async fn update_item<E>(&self, update: Update<E>) -> Result<Option<Item>, ApiError> {
-        let update = update.raw();
+        self.update_raw(&update.raw()).await
+    }
+
+    async fn update_raw(&self, update: &write::RawUpdate) -> Result<Option<Item>, ApiError> {
         let (expression, condition, placeholders) = update.render();
         let result = self
             .db
@@ -264,7 +267,10 @@ impl Ctx {
 
     /// One conditional `DeleteItem`: whether it deleted (`false` when its condition failed).
     pub async fn delete_item<E>(&self, delete: Delete<E>) -> Result<bool, ApiError> {
-        let delete = delete.raw();
+        self.delete_raw(&delete.raw()).await
+    }
+
+    async fn delete_raw(&self, delete: &write::RawDelete) -> Result<bool, ApiError> {
         let (condition, placeholders) = delete.render();
         let names = (!placeholders.names.is_empty()).then_some(placeholders.names);
         let values = (!placeholders.values.is_empty()).then_some(placeholders.values);

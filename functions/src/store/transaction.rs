@@ -140,7 +140,7 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
         }
     }
 
-    fn push(mut self, part: P, write: Write) -> Self {
+    pub(super) fn push(mut self, part: P, write: Write) -> Self {
         self.parts.push((part, write));
         self
     }

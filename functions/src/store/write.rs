@@ -8,7 +8,7 @@
 //! writes `_et` when the item lacks it; `_v` comes only with a whole item (a put, a migration).
 
 use super::item::{Item, key_item};
-use crate::model::{ENTITY_TYPE, Entity, Field, VERSION};
+use crate::model::{ENTITY_TYPE, Entity, EntityType, Field, VERSION};
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete as SdkDelete, Put as SdkPut,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update as SdkUpdate,
@@ -35,6 +35,10 @@ enum Clause {
     Has(&'static str),
     /// The attribute is missing.
     Missing(&'static str),
+    /// `_et` or `_v` is missing: an item written before they existed.
+    Unstamped,
+    /// No item has the key, or the attribute holds the value.
+    AbsentOrEquals(&'static str, AttributeValue),
 }
 
 /// What must hold of an item of `E` for a write to apply.
@@ -61,6 +65,12 @@ impl<E> Condition<E> {
     /// wins.
     pub fn absent() -> Self {
         Self::of(Clause::Absent)
+    }
+
+    /// No item has the key, or its `field` is `value` already: a write that may have been made
+    /// before (a lock re-keyed by a migration, whoever wrote it first).
+    pub fn absent_or_equals(field: Field<E>, value: impl Serialize) -> Self {
+        Self::of(Clause::AbsentOrEquals(field.name(), attribute(value)))
     }
 
     /// `field` is `value`.
@@ -101,6 +111,11 @@ impl<E> Condition<E> {
         self.and(Clause::Has(index.pk))
     }
 
+    /// And the item has no keys in `index` (a migration writing them).
+    pub fn and_not_in_index(self, index: Index) -> Self {
+        self.and(Clause::Missing(index.pk))
+    }
+
     /// And `field` is missing (fsck: an item that must expire has no `expiresAt` yet).
     pub fn and_missing(self, field: Field<E>) -> Self {
         self.and(Clause::Missing(field.name()))
@@ -138,6 +153,14 @@ impl Put {
         }
     }
 
+    /// `entity`, only if `condition` holds of the item at its key.
+    pub fn new_if<E: Entity>(entity: &E, condition: Condition<E>) -> Self {
+        Self {
+            clauses: condition.clauses,
+            ..Self::new(entity)
+        }
+    }
+
     /// When the condition fails, the cancellation hands back the item as it stood.
     pub fn old_on_failure(mut self) -> Self {
         self.old_on_failure = true;
@@ -156,6 +179,8 @@ impl Put {
 pub struct Update<E> {
     key: Key,
     set: Vec<(&'static str, AttributeValue)>,
+    /// The `_v` a migration moves the item to.
+    version: Option<u32>,
     add: Vec<(&'static str, i64)>,
     remove: Vec<&'static str>,
     clauses: Vec<Clause>,
@@ -178,12 +203,25 @@ impl<E: Entity> Update<E> {
         Self {
             key,
             set,
+            version: None,
             add: Vec::new(),
             remove: Vec::new(),
             clauses: Vec::new(),
             old_on_failure: false,
             entity: PhantomData,
         }
+    }
+
+    /// Moves the item to `version` of `E`, on condition that it is of an earlier one (a missing
+    /// `_v` is version 1): only a migration says this, with the attributes that version adds.
+    pub fn to_version(mut self, version: u32) -> Self {
+        self.set.retain(|(attribute, _)| *attribute != VERSION);
+        self.version = Some(version);
+        self.clauses.push(Clause::MissingOrBelow(
+            VERSION,
+            AttributeValue::N(version.to_string()),
+        ));
+        self
     }
 
     /// Sets `field` to `value`.
@@ -233,6 +271,32 @@ impl<E: Entity> Update<E> {
     pub fn old_on_failure(mut self) -> Self {
         self.old_on_failure = true;
         self
+    }
+}
+
+/// An item of whatever entity type, for the one write that is about no entity's fields: the
+/// stamp of `_et` and `_v` on an item written before they existed.
+#[derive(Debug, Clone, Copy)]
+pub enum AnyEntity {}
+
+impl Update<AnyEntity> {
+    /// Writes `_et` (`entity_type`) and `_v` (1: an item without `_v` is of the first version) on
+    /// the item at `key` where either is missing, keeping the one it has; only if the item exists
+    /// and lacks one of them.
+    pub fn stamp(key: Key, entity_type: &EntityType) -> Self {
+        Self {
+            key,
+            set: vec![
+                (ENTITY_TYPE, AttributeValue::S(entity_type.name.to_owned())),
+                (VERSION, AttributeValue::N("1".to_owned())),
+            ],
+            version: None,
+            add: Vec::new(),
+            remove: Vec::new(),
+            clauses: vec![Clause::Exists, Clause::Unstamped],
+            old_on_failure: false,
+            entity: PhantomData,
+        }
     }
 }
 
@@ -299,6 +363,7 @@ pub(super) enum Write {
 pub(super) struct RawUpdate {
     key: Key,
     set: Vec<(&'static str, AttributeValue)>,
+    version: Option<u32>,
     add: Vec<(&'static str, i64)>,
     remove: Vec<&'static str>,
     clauses: Vec<Clause>,
@@ -354,6 +419,7 @@ impl<E> Update<E> {
         RawUpdate {
             key: self.key,
             set: self.set,
+            version: self.version,
             add: self.add,
             remove: self.remove,
             clauses: self.clauses,
@@ -412,6 +478,17 @@ impl Placeholders {
                 Clause::Absent => format!("attribute_not_exists({})", self.name(PK)),
                 Clause::Has(name) => format!("attribute_exists({})", self.name(name)),
                 Clause::Missing(name) => format!("attribute_not_exists({})", self.name(name)),
+                Clause::AbsentOrEquals(name, value) => format!(
+                    "(attribute_not_exists({}) OR {} = {})",
+                    self.name(PK),
+                    self.name(name),
+                    self.value(value.clone())
+                ),
+                Clause::Unstamped => format!(
+                    "(attribute_not_exists({}) OR attribute_not_exists({}))",
+                    self.name(ENTITY_TYPE),
+                    self.name(VERSION)
+                ),
                 Clause::Equals(name, value) => {
                     format!("{} = {}", self.name(name), self.value(value.clone()))
                 }
@@ -455,6 +532,13 @@ impl RawUpdate {
             } else {
                 sets.push(format!("{name} = {value}"));
             }
+        }
+        if let Some(version) = self.version {
+            let (name, value) = (
+                placeholders.name(VERSION),
+                placeholders.value(AttributeValue::N(version.to_string())),
+            );
+            sets.push(format!("{name} = {value}"));
         }
         for (name, by) in &self.add {
             let name = placeholders.name(name);
@@ -555,6 +639,72 @@ impl Write {
         };
         // The builders only fail when a required member is missing: a bug in this module.
         built.expect("every write names its table, key and expressions")
+    }
+}
+
+#[cfg(test)]
+impl Write {
+    /// The write as text, every placeholder replaced by what it stands for: what a test reads.
+    pub(super) fn readable(&self) -> String {
+        let (kind, key, expression, condition, placeholders) = match self {
+            Write::Put(put) => {
+                let mut placeholders = Placeholders::default();
+                let condition = placeholders.condition(&put.clauses);
+                let key = super::item::text(&put.item, PK).to_owned();
+                ("put", key, String::new(), condition, placeholders)
+            }
+            Write::Update(update) => {
+                let (expression, condition, placeholders) = update.render();
+                (
+                    "update",
+                    update.key.pk.clone(),
+                    expression,
+                    condition,
+                    placeholders,
+                )
+            }
+            Write::Delete(delete) => {
+                let (condition, placeholders) = delete.render();
+                (
+                    "delete",
+                    delete.key.pk.clone(),
+                    String::new(),
+                    condition,
+                    placeholders,
+                )
+            }
+            Write::Check(check) => {
+                let mut placeholders = Placeholders::default();
+                let condition = placeholders.condition(&check.clauses);
+                (
+                    "check",
+                    check.key.pk.clone(),
+                    String::new(),
+                    condition,
+                    placeholders,
+                )
+            }
+        };
+        let mut text = format!(
+            "{kind} {key} {expression} IF {}",
+            condition.unwrap_or_default()
+        );
+        let mut names: Vec<_> = placeholders.names.iter().collect();
+        names.sort_by_key(|(placeholder, _)| std::cmp::Reverse(placeholder.len()));
+        for (placeholder, name) in names {
+            text = text.replace(placeholder.as_str(), name);
+        }
+        let mut values: Vec<_> = placeholders.values.iter().collect();
+        values.sort_by_key(|(placeholder, _)| std::cmp::Reverse(placeholder.len()));
+        for (placeholder, value) in values {
+            let shown = match value {
+                AttributeValue::S(s) => format!("{s:?}"),
+                AttributeValue::N(n) => n.clone(),
+                other => format!("{other:?}"),
+            };
+            text = text.replace(placeholder.as_str(), &shown);
+        }
+        text
     }
 }
 
