@@ -20,6 +20,7 @@ pub mod seed;
 pub mod table;
 pub mod token;
 
+use crate::front_door::Gateway;
 pub use api_client::{ApiClient, Sent};
 use axum::body::{Bytes, to_bytes};
 use axum::extract::{Request, State};
@@ -33,7 +34,7 @@ use serde_json::{Value, json};
 use singlet_functions::Ctx;
 use singlet_functions::loans::mark_overdue;
 use std::sync::Arc;
-use table::{Change, Domain};
+use table::Domain;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const CONSOLE_CSS: &str = include_str!("assets/console.css");
@@ -67,16 +68,19 @@ struct Console {
     busy: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// The API router `api` with the console mounted beside it at `/_console`. The console sends its
-/// requests through `api` itself, so they meet every check the API makes.
-pub fn mount(
-    api: axum::Router,
-    ctx: Ctx,
-    issuer: Option<Arc<crate::auth::LocalIssuer>>,
-) -> axum::Router {
-    token::use_issuer(issuer);
+/// The runner's whole app: the front door's API (answering CORS for `origins`) with the console
+/// mounted beside it at `/_console`. Only `main.rs` serves this: the API alone
+/// (`front_door::app`) is what the tests and benches run, so no interceptor sits in their path.
+/// The API here runs on an [`instrument`]ed client, and the console sends its requests through
+/// that same API, so they meet every check the API makes and their DynamoDB calls are recorded.
+pub fn mount(gateway: Gateway, origins: &[String]) -> axum::Router {
+    let gateway = Gateway {
+        ctx: instrument(gateway.ctx),
+        ..gateway
+    };
+    let api = crate::front_door::app_with_cors(gateway.clone(), origins);
     let console = Console {
-        gateway: ApiClient::new(api.clone(), ctx),
+        gateway: ApiClient::new(gateway),
         busy: Arc::default(),
     };
     let routes = axum::Router::new()
@@ -96,10 +100,10 @@ pub fn mount(
     api.merge(routes)
 }
 
-/// `cargo run -- seed`: the data set through the API router, with a progress bar.
-/// `cargo run -- seed`: `api` is the front door's router (`front_door::app`), over `ctx`.
-pub async fn seed_cli(api: axum::Router, ctx: Ctx) -> Result<(), String> {
-    seed::run_cli(&ApiClient::new(api, ctx)).await
+/// `cargo run -- seed`: the data set through the front door's API over `gateway`, with a
+/// progress bar.
+pub async fn seed_cli(gateway: Gateway) -> Result<(), String> {
+    seed::run_cli(&ApiClient::new(gateway)).await
 }
 
 /// The console's secret for this start of the runner: every `/_console/api/` call carries it
@@ -240,7 +244,7 @@ async fn state(State(console): State<Console>) -> Response {
                 StatusCode::OK,
                 &json!({
                     "person": DEFAULT_PERSON,
-                    "token": token::mint(DEFAULT_PERSON).is_some(),
+                    "token": console.gateway.mints(),
                     "table": ctx.table.as_ref(),
                     "domains": Domain::ALL.iter().map(|d| json!({"id": d, "title": d.title()})).collect::<Vec<_>>(),
                     "patterns": patterns::catalogue(&snapshot),
@@ -359,26 +363,7 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         Err(error) => return failed(error),
     };
     let partitions = table::partitions(&after, Some(&before));
-    // The loans this run moved: they left GSI1 (open) and entered GSI3 (overdue).
-    let moved: Vec<Value> = partitions
-        .iter()
-        .flat_map(|p| &p.items)
-        .filter(|i| {
-            i.change == Some(Change::Changed)
-                && i.left_indexes.iter().any(|e| e.index == "GSI1")
-                && i.indexes.iter().any(|e| e.index == "GSI3")
-        })
-        .map(|i| {
-            json!({
-                "pk": i.pk, "sk": i.sk,
-                "title": i.attributes.get("title"),
-                "dueDate": i.attributes.get("dueDate"),
-                "branchId": i.attributes.get("branchId"),
-                "from": i.left_indexes.iter().find(|e| e.index == "GSI1"),
-                "to": i.indexes.iter().find(|e| e.index == "GSI3"),
-            })
-        })
-        .collect();
+    let moved = moved_loans(&before, &after);
     let report = match report {
         Ok(report) => {
             use singlet_functions::routes::RunReport;
@@ -398,6 +383,31 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
             "patterns": patterns::catalogue(&after),
         }),
     )
+}
+
+/// The loans a `mark-overdue` run moved: open before, overdue after (as the model reads them),
+/// each with the index entry it left and the one it entered.
+fn moved_loans(before: &table::Snapshot, after: &table::Snapshot) -> Vec<Value> {
+    use singlet_functions::loans::LoanStatus;
+    use singlet_functions::model::{Decoded, Entity, decode};
+    let loan = |item: &table::Item| match decode(item) {
+        Ok(Decoded::Loan(loan)) => Some(loan),
+        _ => None,
+    };
+    let entry = |(index, key): (singlet_shared::schema::Index, singlet_shared::IndexKey)| json!({"index": index.name, "pk": key.pk, "sk": key.sk});
+    after
+        .iter()
+        .filter_map(|(key, item)| {
+            let now = loan(item).filter(|l| l.status == LoanStatus::Overdue)?;
+            let was = loan(before.get(key)?).filter(|l| l.status == LoanStatus::Open)?;
+            Some(json!({
+                "pk": key.0, "sk": key.1,
+                "summary": format!("{}, due {} at {}", now.title, now.due_date, now.branch_id),
+                "from": was.index_keys().into_iter().next().map(entry),
+                "to": now.index_keys().into_iter().next().map(entry),
+            }))
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -459,19 +469,14 @@ async fn reset(State(console): State<Console>, request: Request) -> Response {
         Err(error) => return failed(error),
     };
     for (pk, sk) in before.keys() {
-        let deleted = ctx
-            .db
-            .delete_item()
-            .table_name(&*ctx.table)
-            .key("PK", aws_sdk_dynamodb::types::AttributeValue::S(pk.clone()))
-            .key("SK", aws_sdk_dynamodb::types::AttributeValue::S(sk.clone()))
-            .send()
-            .await;
-        if let Err(error) = deleted {
-            return failed(format!(
-                "cannot delete {pk}/{sk}: {}",
-                aws_sdk_dynamodb::error::DisplayErrorContext(error)
-            ));
+        let key = singlet_shared::Key {
+            pk: pk.clone(),
+            sk: sk.clone(),
+        };
+        // Unconditional: whatever entity it is, it goes.
+        let delete = singlet_functions::store::Delete::<singlet_functions::model::Decoded>::at(key);
+        if let Err(error) = ctx.delete_item(delete).await {
+            return failed(format!("cannot empty the table: {error:?}"));
         }
     }
     let after = table::Snapshot::new();

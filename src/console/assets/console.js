@@ -5,8 +5,8 @@
 const DOMAIN_NOTES = {
   fleet: 'A plate and a chassis number must each be unique. DynamoDB is unique only on the key, so each becomes a lock item of its own, written in the same transaction as the vehicle.',
   accounts: 'Accounts are unique on email and username: two lock items beside each account, claimed and released in the same transaction as the account.',
-  library: 'Branches hold their patrons and copies in one partition; loans live under their patron. Open loans sit in a sharded index (GSI1), mark-overdue moves the ones that fell due into the sparse overdue index (GSI3), and a return takes a loan out of both.',
-  audit: 'A resource is one partition: CURRENT and an append-only EVENT# per change. A change is guarded by the version it read, so of two reviewers changing one version exactly one wins.',
+  library: 'Branches hold their patrons and copies in one partition; loans live under their patron. Open loans sit in a sharded index, mark-overdue moves the ones that fell due into the sparse overdue indexes, and a return takes a loan out of them.',
+  audit: 'A resource is one partition: its current state and an append-only event per change. A change is guarded by the version it read, so of two reviewers changing one version exactly one wins.',
 };
 
 const ui = {
@@ -192,7 +192,7 @@ function markOverdueCard() {
   },
   h('summary', {},
     h('div', { class: 'route' }, h('span', { class: 'method m-PATCH' }, 'CRON'), h('code', {}, 'mark-overdue')),
-    h('div', { class: 'purpose' }, 'The scheduled job (EventBridge, every 15 minutes): move every open loan due before "now" from the open index GSI1 to the overdue index GSI3')),
+    h('div', { class: 'purpose' }, 'The scheduled job (EventBridge, every 15 minutes): move every open loan due before "now" from the open-loans index to the overdue indexes')),
   form);
 }
 
@@ -291,7 +291,7 @@ const fmt = (n) => (Math.round(n * 100) / 100).toString();
 
 function keyText(key) {
   if (!key || typeof key !== 'object') return '';
-  return [key.PK, key.SK].filter((part) => part !== undefined).join('  ·  ');
+  return [key.pk, key.sk].filter((part) => part !== undefined).join('  ·  ');
 }
 
 function expressionRows(expressions) {
@@ -419,10 +419,10 @@ function showMarkOverdue(answer) {
             h('span', {}, 'complete'), h('span', {}, String(report.complete))),
         h('p', {}, answer.moved.length ? `Moved ${answer.moved.length} loan${answer.moved.length === 1 ? '' : 's'} from the open index to the overdue index:` : 'No loan was due before that time.'),
         answer.moved.map((m) => h('div', { class: 'moved', 'data-sk': m.sk },
-          h('b', {}, m.title || m.sk), ' ', h('span', { class: 'sub' }, 'due ' + m.dueDate + ' at ' + m.branchId),
+          h('b', {}, m.summary),
           h('div', {},
-            m.from ? h('span', { class: 'ix left' }, `GSI1 ${m.from.pk} · ${short(m.from.sk, 30)}`) : null, ' → ',
-            m.to ? h('span', { class: 'ix GSI3' }, `GSI3 ${m.to.pk} · ${short(m.to.sk, 30)}`) : null))))),
+            m.from ? h('span', { class: 'ix left' }, `${m.from.index} ${m.from.pk} · ${short(m.from.sk, 30)}`) : null, ' → ',
+            m.to ? h('span', { class: 'ix ' + m.to.index }, `${m.to.index} ${m.to.pk} · ${short(m.to.sk, 30)}`) : null))))),
     operationsBox(answer.operations));
 }
 
@@ -440,10 +440,10 @@ function itemRow(item) {
     'data-entity': item.entity, 'data-change': item.change || '',
   },
   h('span', { class: 'mark' }, mark),
-  h('span', { class: 'sk', title: 'SK' }, item.sk),
+  h('span', { class: 'sk', title: 'sort key' }, item.sk),
   h('span', { class: 'what' },
     h('span', { class: 'entity e-' + item.entity }, item.entity),
-    item.indexes.map((ix) => h('span', { class: 'ix ' + ix.index, title: `${ix.index}PK / ${ix.index}SK` }, `${ix.index} ${ix.pk} · ${short(ix.sk, 34)}`)),
+    item.indexes.map((ix) => h('span', { class: 'ix ' + ix.index, title: 'index ' + ix.index + ': partition · sort key' }, `${ix.index} ${ix.pk} · ${short(ix.sk, 34)}`)),
     item.leftIndexes.map((ix) => h('span', { class: 'ix left', title: 'left ' + ix.index }, `${ix.index} ${ix.pk}`))),
   h('span', { class: 'attrs' }, Object.entries(item.attributes).map(([name, value]) =>
     h('span', { class: 'a' + (item.changed.includes(name) ? ' hot' : ''), title: typeof value === 'string' ? value : JSON.stringify(value) },
@@ -457,7 +457,7 @@ function renderTable() {
   const changed = [c.added ? `+${c.added} added` : null, c.changed ? `~${c.changed} changed` : null, c.removed ? `−${c.removed} removed` : null].filter(Boolean);
   $('table-summary').textContent = `${shown.length} partitions here, ${c.items || 0} items in the table` + (changed.length ? ' · last action: ' + changed.join(', ') : '');
   const cards = shown.map((p) => h('section', { class: 'partition' + (p.touched ? ' touched' : ''), 'data-pk': p.pk },
-    h('header', {}, h('span', { class: 'pk', title: 'PK' }, p.pk), h('span', { class: 'n' }, p.items.length + (p.items.length === 1 ? ' item' : ' items'))),
+    h('header', {}, h('span', { class: 'pk', title: 'partition key' }, p.pk), h('span', { class: 'n' }, p.items.length + (p.items.length === 1 ? ' item' : ' items'))),
     p.items.map(itemRow)));
   $('partitions').replaceChildren(
     h('div', { class: 'legend' }, h('span', {}, h('span', { class: 'mark', style: 'color:#13804b' }, '+'), ' added'),
@@ -485,7 +485,7 @@ $('seed').addEventListener('click', () => busy(async () => {
     h('div', { class: 'box seed-result' }, h('header', {}, 'Seeded through the real handlers'),
       h('div', { class: 'inner' },
         h('div', { class: 'kv' }, Object.entries(s.created).map(([k, v]) => [h('span', {}, k), h('b', {}, v)])),
-        h('p', {}, `${s.movedDueDates} loans had their due date moved into the past or the coming days (run mark-overdue to move them to the overdue index).`),
+        h('p', {}, `${s.lentInThePast} loans were lent in the past, through the checkout route on a clock set back: due already or in the coming days (run mark-overdue to move the ones due to the overdue indexes).`),
         s.skipped.length ? h('p', { class: 'sub' }, 'Left alone, they already had data: ' + s.skipped.join(', ')) : null,
         s.failures.length ? h('pre', { class: 'reason' }, s.failures.join('\n')) : null)));
   render();
