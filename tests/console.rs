@@ -245,6 +245,27 @@ async fn every_race_has_exactly_one_winner() {
         let answer = console(&base, "race", json!({"race": race})).await;
         let outcome = &answer["race"];
         assert_eq!(outcome["winners"], 1, "{race}: {outcome}");
+        // The caption says where each loser was refused, as its calls show it.
+        let refused_by_handler = outcome["racers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["answer"]["status"].as_u64().unwrap() >= 400)
+            .any(|r| {
+                !r["operations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|o| o["operation"] == "TransactWriteItems")
+            });
+        let caption = outcome["whatHappened"].as_str().unwrap();
+        assert_eq!(
+            caption.contains("refused by the handler") || caption.contains("its handler refused"),
+            refused_by_handler,
+            "{race}: {caption}"
+        );
+        // The winner's events: one outbox item.
+        assert_eq!(outcome["events"].as_array().unwrap().len(), 1, "{race}");
         assert_eq!(outcome["racers"].as_array().unwrap().len(), racers);
         let tally = outcome["tally"].as_array().unwrap();
         let losers = tally
@@ -717,6 +738,17 @@ impl Driver {
     }
 }
 
+/// What the last free query or scan returned and read: `[count, scanned]`.
+async fn explored(driver: &Driver) -> Value {
+    driver
+        .js(
+            "const r = document.querySelector('.explore-result'); \
+             return r ? [r.dataset.count, r.dataset.scanned] : null;",
+            json!([]),
+        )
+        .await
+}
+
 /// What the page shows for a domain is the table: the same items, of that domain, none missing.
 async fn assert_page_matches_table(driver: &Driver, ctx: &Ctx, domain: Domain) {
     let shown: BTreeSet<(String, String, String)> = driver
@@ -802,8 +834,154 @@ async fn the_page_in_a_real_browser() {
         calls.contains("TransactWriteItems") && calls.contains("attribute_not_exists(PK)"),
         "{calls}"
     );
+    // The event it emitted: one outbox item, shown with its detail type.
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.box.events').dataset.events",
+                json!([])
+            )
+            .await,
+        "1"
+    );
+    assert!(
+        driver
+            .text(".box.events")
+            .await
+            .contains("VehicleRegistered")
+    );
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
     driver.screenshot(&screenshot_path("fleet")).await;
+
+    // An edited body is kept after Run: the person can tweak and run again.
+    let edited = r#"{"plate": "ZZ01 KE1234", "chassis": "KEPT0000000000001", "depot": "south"}"#;
+    driver
+        .js(
+            "const form = document.querySelector(\"details[data-function='register-vehicle'] form\"); \
+             form.closest('details').open = true; const body = form.elements.body; \
+             body.value = arguments[0]; body.dispatchEvent(new Event('input', {bubbles: true}));",
+            json!([edited]),
+        )
+        .await;
+    driver.click("[data-run='register-vehicle']").await;
+    let kept = driver
+        .js(
+            "return document.querySelector(\"details[data-function='register-vehicle'] textarea[name=body]\").value",
+            json!([]),
+        )
+        .await;
+    assert_eq!(kept, edited, "the edit survives its run");
+    assert!(driver.text(".hint.edited").await.contains("kept"));
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.answer').dataset.status",
+                json!([])
+            )
+            .await,
+        "201"
+    );
+
+    // A free query of one partition of the table, with what it consumed.
+    let snapshot = table::scan(&ctx).await.unwrap();
+    let (vehicle_pk, _) = snapshot
+        .iter()
+        .find(|(_, item)| table::entity(item).0 == "Vehicle")
+        .map(|(key, _)| key.clone())
+        .unwrap();
+    let explore = |mode: &str, index: &str, partition: &str, limit: &str| {
+        format!(
+            "const f = document.querySelector('form.explore'); f.closest('details').open = true; \
+             f.elements.mode.value = '{mode}'; f.elements.index.value = '{index}'; \
+             f.elements.partition.value = '{partition}'; f.elements.limit.value = '{limit}'; \
+             f.querySelector('button[type=submit]').click();"
+        )
+    };
+    driver
+        .js(&explore("query", "", &vehicle_pk, "25"), json!([]))
+        .await;
+    driver.idle().await;
+    assert_eq!(explored(&driver).await, json!(["1", "1"]));
+    let calls = driver.text(".operations").await;
+    assert!(calls.contains("Query") && calls.contains("CU"), "{calls}");
+    // A scan of an index, one page of at most three.
+    let index = singlet_shared::schema::INDEXES[0].name;
+    driver.js(&explore("scan", index, "", "3"), json!([])).await;
+    driver.idle().await;
+    let scanned = explored(&driver).await;
+    assert_eq!(scanned[1], "3", "{scanned}");
+    assert!(driver.text(".operations").await.contains("Scan"));
+
+    // The table by index: the depot index holds the fleet's vehicles, regrouped by depot.
+    let depot_index = singlet_shared::schema::GSI5;
+    driver
+        .click(&format!("button.view[data-view='{}']", depot_index.name))
+        .await;
+    let in_index: BTreeSet<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .map(|i| i.0)
+        .collect();
+    let held: BTreeSet<String> = table::scan(&ctx)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|(_, item)| item.contains_key(depot_index.pk))
+        .map(|((pk, _), _)| pk.clone())
+        .collect();
+    assert_eq!(in_index, held, "the depot index view shows the index");
+    let partitions = driver
+        .js(
+            "return [...document.querySelectorAll('#partitions .partition')].map(p => p.dataset.pk)",
+            json!([]),
+        )
+        .await;
+    assert!(
+        partitions
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|pk| pk.as_str().unwrap().starts_with("DEPOT#")),
+        "{partitions}"
+    );
+    driver.click("button.view[data-view='table']").await;
+
+    // Search: a chassis number finds its vehicle and its lock.
+    let search = |text: &str| {
+        format!(
+            "const s = document.getElementById('search'); s.value = '{text}'; \
+             s.dispatchEvent(new Event('input', {{bubbles: true}}));"
+        )
+    };
+    driver.js(&search("wba3a5c5xdf598765"), json!([])).await;
+    let found: BTreeSet<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .map(|i| i.2)
+        .collect();
+    assert!(
+        found.contains("Vehicle") && found.contains("ChassisLock"),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .all(|e| ["Vehicle", "ChassisLock", "DomainEvent"].contains(&e.as_str())),
+        "{found:?}"
+    );
+    driver.js(&search(""), json!([])).await;
+    assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
+
+    // At 820 px the outcome of a transaction's part is whole, never clipped.
+    driver
+        .command(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": 820, "height": 1000})),
+        )
+        .await;
 
     // A race: sixteen clients, one plate, one winner; the table holds one lock for it.
     driver.click("[data-race='plate']").await;
@@ -835,11 +1013,32 @@ async fn the_page_in_a_real_browser() {
             .unwrap()
             .contains_key(&(new_locks[0].0.clone(), new_locks[0].1.clone()))
     );
+    let clipped = driver
+        .js(
+            "return [...document.querySelectorAll('table.parts td:last-child')] \
+             .filter(td => td.scrollWidth > td.clientWidth + 1).length",
+            json!([]),
+        )
+        .await;
+    assert_eq!(clipped, 0, "an outcome cell is clipped at 820 px");
+    driver.screenshot(&screenshot_path("race-820")).await;
+    driver
+        .command(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": 1400, "height": 1000})),
+        )
+        .await;
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
     driver.screenshot(&screenshot_path("race")).await;
 
-    // Accounts: sign up; the account, its two locks and its event's outbox item.
+    // Accounts: sign up; the account, its two locks and its event's outbox item. Switching
+    // tabs leaves the fleet's result behind.
     driver.tab("accounts").await;
+    assert_eq!(
+        driver.text("#result-title").await.to_lowercase(),
+        "what happened"
+    );
     driver.click("[data-run='create-account']").await;
     let added: BTreeSet<String> = driver
         .shown_items()

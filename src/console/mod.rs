@@ -13,6 +13,7 @@
 
 pub mod api_client;
 pub mod capture;
+pub mod explore;
 pub mod ops;
 pub mod patterns;
 pub mod races;
@@ -95,6 +96,7 @@ pub fn mount(gateway: Gateway, origins: &[String]) -> axum::Router {
         .route("/_console/api/seed", post(seed_all))
         .route("/_console/api/reset", post(reset))
         .route("/_console/api/fsck", post(check_table))
+        .route("/_console/api/explore", post(explore_table))
         .layer(middleware::from_fn(guard))
         .with_state(console);
     api.merge(routes)
@@ -251,6 +253,7 @@ async fn state(State(console): State<Console>) -> Response {
                     "races": races::RACES.iter().map(|(id, title, domain)| json!({"id": id, "title": title, "domain": domain})).collect::<Vec<_>>(),
                     "partitions": partitions,
                     "changes": table::summary(&partitions),
+                    "indexes": singlet_shared::schema::INDEXES.iter().map(|i| i.name).collect::<Vec<_>>(),
                 }),
             )
         }
@@ -297,11 +300,25 @@ async fn run(State(console): State<Console>, request: Request) -> Response {
             "answer": http,
             "error": error,
             "operations": operations,
+            "events": table::emitted(&after, &before),
             "changes": table::summary(&partitions),
             "partitions": partitions,
             "patterns": patterns::catalogue(&after),
         }),
     )
+}
+
+/// A free query or scan of the table or an index (see [`explore`]).
+async fn explore_table(State(console): State<Console>, request: Request) -> Response {
+    let asked: explore::Asked = match body(request).await {
+        Ok(asked) => asked,
+        Err(refused) => return refused,
+    };
+    let _one_at_a_time = console.busy.lock().await;
+    match explore::explore(&console.gateway.ctx, &asked).await {
+        Ok(explored) => answer(StatusCode::OK, &explored),
+        Err(error) => failed(error),
+    }
 }
 
 #[derive(Deserialize)]
@@ -378,6 +395,7 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
             "now": singlet_functions::clock::iso(now),
             "moved": moved,
             "operations": operations,
+            "events": table::emitted(&after, &before),
             "changes": table::summary(&partitions),
             "partitions": partitions,
             "patterns": patterns::catalogue(&after),

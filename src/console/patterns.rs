@@ -332,7 +332,7 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
         "register-vehicle" => Some(json!({
             "plate": data.fresh_plate(),
             "chassis": data.fresh_chassis(),
-            "depot": "north",
+            "depot": "airport",
         })),
         "change-plate" => Some(json!({"plate": data.fresh_plate()})),
         "create-account" => {

@@ -44,9 +44,11 @@ pub struct RaceOutcome {
     pub winners: usize,
     pub table: Vec<Partition>,
     pub changes: Value,
+    /// The domain events the race's changes emitted (the winner's).
+    pub events: Vec<Value>,
 }
 
-const DEPOTS: [&str; 4] = ["north", "south", "east", "west"];
+const DEPOTS: [&str; 4] = ["airport", "south", "east", "west"];
 
 /// Every race the console offers: id, title, the domain whose page shows it.
 pub const RACES: &[(&str, &str, &str)] = &[
@@ -400,6 +402,7 @@ pub async fn run(race: &str, gateway: &ApiClient, person: &str) -> Result<RaceOu
         explanation,
         setup,
         changes: table::summary(&table),
+        events: table::emitted(&after, &before),
         table,
         tally: tally.into_iter().collect(),
         winners,

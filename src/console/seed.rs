@@ -20,18 +20,18 @@ use time::OffsetDateTime;
 use tracing::instrument::WithSubscriber;
 
 const VEHICLES: &[(&str, &str, &str)] = &[
-    ("KA51 MN2040", "WVWZZZ1JZXW004410", "north"),
-    ("MH12 DE1433", "JTDBR32E720051234", "north"),
+    ("KA51 MN2040", "WVWZZZ1JZXW004410", "airport"),
+    ("MH12 DE1433", "JTDBR32E720051234", "airport"),
     ("DL8C AF5030", "1HGCM82633A004352", "south"),
     ("TN09 BZ2211", "WBA3A5C5XDF598765", "east"),
     ("KL07 CU7475", "VF1RFB00X56712345", "harbour"),
     ("GJ01 KL5566", "ZFA31200000123456", "west"),
     ("RJ14 CV9090", "SALGA2EF9EA123456", "south"),
-    ("UP32 GH1234", "WDD2050041R123456", "north"),
+    ("UP32 GH1234", "WDD2050041R123456", "airport"),
     ("WB06 MN4321", "YV1MS382262123456", "east"),
     ("AP28 QR8765", "KMHCT41BAEU123456", "harbour"),
     ("HR26 DK8337", "TMBJJ7NE5F0123456", "west"),
-    ("PB10 EF2468", "NMTKZ3BE10R123456", "north"),
+    ("PB10 EF2468", "NMTKZ3BE10R123456", "airport"),
 ];
 
 type Change = (&'static str, &'static str, &'static str);

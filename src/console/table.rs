@@ -265,6 +265,30 @@ fn is_key_attribute(name: &str) -> bool {
     name == PK || name == SK || INDEXES.iter().any(|i| i.pk == name || i.sk == name)
 }
 
+/// One item as the console shows it, marked with no change.
+pub fn item_view(item: &Item) -> ItemView {
+    view(&string(item, PK), &string(item, SK), item, None)
+}
+
+/// The domain events (outbox items) `after` holds and `before` did not: what an action emitted,
+/// each as `PutEvents` will publish it.
+pub fn emitted(after: &Snapshot, before: &Snapshot) -> Vec<Value> {
+    after
+        .iter()
+        .filter(|(key, _)| !before.contains_key(*key))
+        .filter_map(|(key, item)| match decode(item) {
+            Ok(Decoded::Outbox(event)) => Some(json!({
+                "pk": key.0,
+                "sk": key.1,
+                "source": event.source,
+                "detailType": event.detail_type,
+                "detail": serde_json::from_str::<Value>(&event.detail).unwrap_or(Value::String(event.detail)),
+            })),
+            _ => None,
+        })
+        .collect()
+}
+
 fn view(pk: &str, sk: &str, item: &Item, change: Option<Change>) -> ItemView {
     let mut attributes: Vec<(&String, &AttributeValue)> = item
         .iter()
