@@ -14,6 +14,7 @@
 pub mod api_client;
 pub mod capture;
 pub mod explore;
+mod gate;
 pub mod ops;
 pub mod patterns;
 pub mod races;
@@ -47,15 +48,18 @@ const DEFAULT_PERSON: &str = "ada";
 const MAX_CONSOLE_BODY: usize = 1024 * 1024;
 
 /// The runner's context with every DynamoDB call of a console request recorded: the same
-/// client (endpoint, credentials, retries) with the console's interceptor added. Outside a
-/// console request the interceptor does nothing.
+/// client (endpoint, credentials, retries) with the console's interceptor and the version race's
+/// gate ([`gate`]) added. Outside a console request neither does anything.
 pub fn instrument(ctx: Ctx) -> Ctx {
-    let config = ctx
+    let mut config = ctx
         .db
         .config()
         .to_builder()
-        .interceptor(capture::Recorder::new())
-        .build();
+        .interceptor(capture::Recorder::new());
+    if let Some(http) = ctx.db.config().http_client() {
+        config = config.http_client(gate::gated(http));
+    }
+    let config = config.build();
     Ctx {
         db: aws_sdk_dynamodb::Client::from_conf(config),
         ..ctx

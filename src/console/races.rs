@@ -4,6 +4,7 @@
 
 use super::api_client::{ApiClient, Received, Sent};
 use super::capture;
+use super::gate;
 use super::ops::{self, Operation};
 use super::patterns::Data;
 use super::table::{self, Partition};
@@ -234,7 +235,7 @@ async fn prepare(
             };
             Ok((
                 format!(
-                    "Two reviewers read {resource_id} at version {version} and both send if-match: \"{version}\". The handler reads the state first and answers 412 at once if its {field} is no longer {version}; else it sends one transaction: update {} only if {field} = {version}, and put {} only if it does not exist. One commits; the other is refused, by the handler or by the engine (see what happened below), and its 412 names the version that won.",
+                    "Two reviewers read {resource_id} at version {version} and both send if-match: \"{version}\". Both handlers read the state at version {version} (the console holds each one's transaction until the other has read too), and each sends one transaction: update {} only if {field} = {version}, and put {} only if it does not exist. The engine commits one and cancels the other on that condition, and the loser's 412 names the version that won.",
                     current.sk,
                     event.sk,
                     field = Resource::VERSION.name(),
@@ -349,15 +350,24 @@ pub async fn run(race: &str, gateway: &ApiClient, person: &str) -> Result<RaceOu
     let (explanation, requests) = prepare(race, gateway, person, &mut setup).await?;
     let before = table::scan(&gateway.ctx).await?;
     let barrier = Arc::new(tokio::sync::Barrier::new(requests.len()));
+    // The version race's reviewers both read before either writes (see `gate`), so that both
+    // transactions reach the engine.
+    let writes_wait =
+        (race == "version").then(|| Arc::new(tokio::sync::Barrier::new(requests.len())));
     let tasks: Vec<_> = requests
         .into_iter()
         .map(|(person, sent)| {
             let gateway = gateway.clone();
             let barrier = barrier.clone();
+            let writes_wait = writes_wait.clone();
             let sent = gateway.prepare(&person, sent);
             tokio::spawn(async move {
                 barrier.wait().await;
-                let (answer, calls) = capture::recording(gateway.send(&sent)).await;
+                let sending = capture::recording(gateway.send(&sent));
+                let (answer, calls) = match writes_wait {
+                    Some(writes) => gate::before_first_write(writes, sending).await,
+                    None => sending.await,
+                };
                 (sent, answer, calls)
             })
         })
