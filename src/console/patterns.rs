@@ -56,7 +56,7 @@ pub(super) struct Data {
     pub(super) accounts: Vec<String>,
     pub(super) resources: Vec<(String, String, i64)>,
     pub(super) branches: Vec<String>,
-    /// (patronId, cardNumber, activeLoans < loanLimit)
+    /// (patronId, cardNumber, whether the patron may borrow)
     pub(super) patrons: Vec<(String, String, bool)>,
     /// (copyId, branchId, available)
     pub(super) copies: Vec<(String, String, bool)>,
