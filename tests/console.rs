@@ -142,6 +142,12 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
         entities(&added),
         ["ChassisLock", "DomainEvent", "PlateLock", "Vehicle"]
     );
+    // The event it emitted: its outbox item, as the stream will publish it.
+    let events = answer["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{answer}");
+    assert_eq!(events[0]["detailType"], "VehicleRegistered");
+    assert_eq!(events[0]["source"], "singlet.fleet");
+    assert_eq!(events[0]["detail"]["subject"]["id"], vehicle_id);
     // What the console shows is what the table holds.
     let snapshot = table::scan(&ctx).await.unwrap();
     let held: Vec<(String, String)> = snapshot.keys().cloned().collect();
@@ -231,6 +237,93 @@ async fn a_cancelled_transaction_shows_its_reasons_next_to_the_field_errors() {
     assert_eq!(entities(&marked(&won, "changed")), ["CurrentState"]);
     let stale = console(&base, "run", json!({"request": change("closed")})).await;
     assert_eq!(stale["answer"]["status"], 412);
+}
+
+/// A console endpoint that refuses: its status and error.
+async fn refused(base: &str, path: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/_console/api/{path}"))
+        .header("content-type", "application/json")
+        .header("x-singlet-console", singlet::console::secret())
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_query_or_scan_answers_its_items_and_what_it_consumed() {
+    let (ctx, base) = start().await;
+    console(&base, "seed", json!({})).await;
+    let snapshot = table::scan(&ctx).await.unwrap();
+
+    // A branch's partition, its patrons only, newest key first, two at a time.
+    let branch_partition = "BRANCH#old-town";
+    let patrons: Vec<&String> = snapshot
+        .keys()
+        .filter(|(pk, sk)| pk == branch_partition && sk.starts_with("PATRON#"))
+        .map(|(_, sk)| sk)
+        .collect();
+    assert!(patrons.len() > 2);
+    let query = console(
+        &base,
+        "explore",
+        json!({"mode": "query", "partition": branch_partition, "sortOp": "begins_with",
+               "sort": "PATRON#", "limit": 2, "descending": true}),
+    )
+    .await;
+    let shown: Vec<&str> = query["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["sk"].as_str().unwrap())
+        .collect();
+    let newest: Vec<&str> = patrons.iter().rev().take(2).map(|s| s.as_str()).collect();
+    assert_eq!(shown, newest);
+    assert_eq!(query["more"], true);
+    let call = &query["operations"][0];
+    assert_eq!(call["operation"], "Query");
+    assert_eq!(call["scanForward"], false);
+    assert!(!call["capacity"].as_array().unwrap().is_empty(), "{call}");
+
+    // An index's partition: every branch.
+    let branches = console(
+        &base,
+        "explore",
+        json!({"mode": "query", "index": "GSI1", "partition": "BRANCHES"}),
+    )
+    .await;
+    assert_eq!(branches["count"], 3);
+    assert_eq!(branches["operations"][0]["index"], "GSI1");
+
+    // A scan with a filter: it reads the page, then keeps what matches.
+    let vehicles = snapshot
+        .values()
+        .filter(|item| table::entity(item).0 == "Vehicle")
+        .count();
+    let scan = console(
+        &base,
+        "explore",
+        json!({"mode": "scan", "limit": 500, "filterAttribute": "_et", "filterOp": "=",
+               "filterValue": "vehicle"}),
+    )
+    .await;
+    assert_eq!(scan["count"], vehicles);
+    assert!(scan["scanned"].as_u64().unwrap() > vehicles as u64);
+    assert_eq!(scan["operations"][0]["operation"], "Scan");
+
+    // What it cannot run, it says.
+    let (status, error) = refused(
+        &base,
+        "explore",
+        json!({"mode": "query", "index": "GSI9", "partition": "x"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(error["error"].as_str().unwrap().contains("GSI9"), "{error}");
+    let (status, _) = refused(&base, "explore", json!({"mode": "query"})).await;
+    assert_eq!(status, 400);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
