@@ -489,7 +489,7 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
     let app = if args.no_console {
         front_door::app_with_cors(gateway, &args.cors_origins)
     } else {
-        singlet::console::mount(gateway, &args.cors_origins)
+        singlet::console::mount(gateway, &args.cors_origins, Some(&runner.events_out))
     };
     tokio::select! {
         served = axum::serve(listener, app) => served.map_err(|e| e.to_string()),

@@ -38,9 +38,28 @@ async fn start() -> (Ctx, String) {
         .await
         .unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = singlet::console::mount(gateway, &[]);
+    let app = singlet::console::mount(gateway, &[], Some(&events_file()));
     tokio::spawn(async move { axum::serve(listener, app).await });
     (ctx, base)
+}
+
+/// The events file the test's console reads: no stream publishes to it here, so a test writes
+/// to it what the local bus would.
+fn events_file() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-events.jsonl")
+}
+
+/// Appends the event `event_id` to the events file as the local bus writes it.
+fn publish(event_id: &Value) {
+    use std::io::Write;
+    let line = json!({"detail-type": "VehicleRegistered", "source": "singlet.fleet",
+                      "detail": {"eventId": event_id}});
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(events_file())
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
 }
 
 /// A console endpoint, as the page calls it.
@@ -148,6 +167,21 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
     assert_eq!(events[0]["detailType"], "VehicleRegistered");
     assert_eq!(events[0]["source"], "singlet.fleet");
     assert_eq!(events[0]["detail"]["subject"]["id"], vehicle_id);
+    // The bus's side: what the events file holds, newest first.
+    publish(&events[0]["detail"]["eventId"]);
+    let published = reqwest::Client::new()
+        .get(format!("{base}/_console/api/published"))
+        .header("x-singlet-console", singlet::console::secret())
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(
+        published["events"][0]["detail"]["eventId"],
+        events[0]["detail"]["eventId"]
+    );
     // What the console shows is what the table holds.
     let snapshot = table::scan(&ctx).await.unwrap();
     let held: Vec<(String, String)> = snapshot.keys().cloned().collect();
@@ -950,6 +984,25 @@ async fn the_page_in_a_real_browser() {
             .text(".box.events")
             .await
             .contains("VehicleRegistered")
+    );
+    // Once the local bus has it in the events file, the page says it was published.
+    let event_id = driver
+        .js(
+            "return document.querySelector('.box.events .event').dataset.eventId",
+            json!([]),
+        )
+        .await;
+    publish(&event_id);
+    driver.click(".check-published").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.box.events [data-published]').dataset.published",
+                json!([])
+            )
+            .await,
+        "1"
     );
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
     driver.screenshot(&screenshot_path("fleet")).await;

@@ -69,6 +69,8 @@ pub fn instrument(ctx: Ctx) -> Ctx {
 #[derive(Clone)]
 struct Console {
     gateway: ApiClient,
+    /// The local bus's events file (`--events-out`), where the published events land.
+    events_file: Option<Arc<std::path::Path>>,
     /// One console action at a time, so that "before" and "after" belong to one action.
     busy: Arc<tokio::sync::Mutex<()>>,
 }
@@ -78,7 +80,13 @@ struct Console {
 /// (`front_door::app`) is what the tests and benches run, so no interceptor sits in their path.
 /// The API here runs on an [`instrument`]ed client, and the console sends its requests through
 /// that same API, so they meet every check the API makes and their DynamoDB calls are recorded.
-pub fn mount(gateway: Gateway, origins: &[String]) -> axum::Router {
+/// `events_file` is the local bus's events file, where the stream's events are published: the
+/// console shows which of a run's events have arrived there.
+pub fn mount(
+    gateway: Gateway,
+    origins: &[String],
+    events_file: Option<&std::path::Path>,
+) -> axum::Router {
     let gateway = Gateway {
         ctx: instrument(gateway.ctx),
         ..gateway
@@ -86,6 +94,7 @@ pub fn mount(gateway: Gateway, origins: &[String]) -> axum::Router {
     let api = crate::front_door::app_with_cors(gateway.clone(), origins);
     let console = Console {
         gateway: ApiClient::new(gateway),
+        events_file: events_file.map(Arc::from),
         busy: Arc::default(),
     };
     let routes = axum::Router::new()
@@ -101,6 +110,7 @@ pub fn mount(gateway: Gateway, origins: &[String]) -> axum::Router {
         .route("/_console/api/reset", post(reset))
         .route("/_console/api/fsck", post(check_table))
         .route("/_console/api/explore", post(explore_table))
+        .route("/_console/api/published", get(published))
         .layer(middleware::from_fn(guard))
         .with_state(console);
     api.merge(routes)
@@ -323,6 +333,32 @@ async fn explore_table(State(console): State<Console>, request: Request) -> Resp
         Ok(explored) => answer(StatusCode::OK, &explored),
         Err(error) => failed(error),
     }
+}
+
+/// How many of the events file's last lines `published` answers.
+const PUBLISHED_SHOWN: usize = 200;
+
+/// The last events the local bus published (the events file's last lines, newest first): what a
+/// rule target would have received.
+async fn published(State(console): State<Console>) -> Response {
+    let Some(path) = console.events_file.as_deref() else {
+        return answer(StatusCode::OK, &json!({"file": null, "events": []}));
+    };
+    let text = match tokio::fs::read_to_string(path).await {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return failed(format!("cannot read {}: {error}", path.display())),
+    };
+    let events: Vec<Value> = text
+        .lines()
+        .rev()
+        .take(PUBLISHED_SHOWN)
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    answer(
+        StatusCode::OK,
+        &json!({"file": path.display().to_string(), "events": events}),
+    )
 }
 
 #[derive(Deserialize)]

@@ -453,17 +453,37 @@ function showExplore(asked, answer) {
     operationsBox(answer.operations));
 }
 
-// The domain events an action emitted: its outbox items, which the stream publishes.
+// The domain events an action emitted: its outbox items, which the stream publishes. Whether
+// each has reached the local bus's events file is checked a moment later (the runner reads the
+// stream every 250 ms), and again on demand.
 function eventsBox(events) {
   if (!events) return null;
-  return h('div', { class: 'box events', 'data-events': events.length },
+  const marks = new Map();
+  const check = async () => {
+    const answer = await api('published');
+    const arrived = new Set(answer.events.map((e) => e.detail && e.detail.eventId));
+    for (const [id, mark] of marks) {
+      const published = arrived.has(id);
+      mark.dataset.published = published ? '1' : '0';
+      mark.textContent = published ? '✓ published to the bus' : (answer.file ? 'not in the events file yet' : 'no events file');
+      mark.className = 'tag ' + (published ? 'good' : '');
+    }
+  };
+  const box = h('div', { class: 'box events', 'data-events': events.length },
     h('header', {}, 'Domain events', h('span', { class: 'sub' }, events.length
       ? `${plural(events.length, 'outbox item')} written in the same transaction; the stream publishes each to the event bus (locally, the events file)`
-      : 'none: nothing changed')),
-    events.map((e) => h('details', { class: 'event', 'data-detail-type': e.detailType },
-      h('summary', {}, h('b', {}, e.detailType), ' ', h('span', { class: 'sub' }, e.source),
-        e.detail && e.detail.subject ? h('span', { class: 'sub' }, ` · ${e.detail.subject.type} ${e.detail.subject.id}`) : null),
-      h('pre', {}, json(e.detail)))));
+      : 'none: nothing changed'),
+    events.length ? h('button', { type: 'button', class: 'view check-published', onclick: () => check().catch((e) => toast(e.message)) }, 'check the bus') : null),
+    events.map((e) => {
+      const mark = h('span', { class: 'tag', 'data-published': '' }, '…');
+      if (e.detail && e.detail.eventId) marks.set(e.detail.eventId, mark);
+      return h('details', { class: 'event', 'data-detail-type': e.detailType, 'data-event-id': e.detail && e.detail.eventId },
+        h('summary', {}, h('b', {}, e.detailType), ' ', h('span', { class: 'sub' }, e.source),
+          e.detail && e.detail.subject ? h('span', { class: 'sub' }, ` · ${e.detail.subject.type} ${e.detail.subject.id}`) : null, ' ', mark),
+        h('pre', {}, json(e.detail)));
+    }));
+  if (events.length) setTimeout(() => check().catch(() => {}), 1200);
+  return box;
 }
 
 function setResult(title, ...boxes) {
