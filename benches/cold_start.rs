@@ -46,8 +46,11 @@ const HELLO: &str = "hello";
 const LAMBDA: &str = "singlet-lambda";
 const DEFAULT_FUNCTIONS: &[&str] = &["get-vehicle", "register-vehicle", "mark-overdue"];
 const TABLE: &str = "singlet-bench";
-/// The server secret the sample events' ids are derived under.
-const CURSOR_KEY: &str = singlet::LOCAL_SECRET;
+/// The server secret the sample events' ids are derived under: not a published one, which a
+/// Lambda refuses. The functions read it at start from a mocked Secrets Manager
+/// (`SERVER_SECRET_ARN`), as they do on AWS; the hello reads nothing.
+const CURSOR_KEY: &str = "singlet-cold-start-bench-key-0123456789abcdef";
+const SERVER_SECRET: &str = "singlet/bench";
 const WAIT: Duration = Duration::from_secs(30);
 
 struct Args {
@@ -236,6 +239,8 @@ async fn spawn_once(function: &str, exe: &FsPath, event: &str, engine: &str, war
         )
         .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
         .route("/2018-06-01/runtime/init/error", post(init_error))
+        // Secrets Manager's `GetSecretValue` (its JSON protocol posts to `/`), on the same mock.
+        .route("/", post(secret_value))
         .with_state(mock);
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .await
@@ -301,6 +306,18 @@ async fn spawn_once(function: &str, exe: &FsPath, event: &str, engine: &str, war
     }
 }
 
+/// The mocked Secrets Manager: the server secret, as the template's `ServerSecret` holds it.
+async fn secret_value(body: String) -> ([(&'static str, &'static str); 1], String) {
+    let request: Value = serde_json::from_str(&body).unwrap_or_default();
+    assert_eq!(request["SecretId"], SERVER_SECRET, "{body}");
+    let value = serde_json::json!({ "CURSOR_KEY": CURSOR_KEY }).to_string();
+    let answer = serde_json::json!({ "Name": SERVER_SECRET, "SecretString": value });
+    (
+        [("content-type", "application/x-amz-json-1.1")],
+        answer.to_string(),
+    )
+}
+
 /// The environment Lambda gives a `provided.al2023` function (as `template.yaml` configures it,
 /// `SINGLET_FUNCTION` included: the hello ignores it), with the engine as DynamoDB.
 fn lambda_env(function: &str, api: &str, engine: &str) -> Vec<(&'static str, String)> {
@@ -328,7 +345,8 @@ fn lambda_env(function: &str, api: &str, engine: &str) -> Vec<(&'static str, Str
         ("PATH", "/usr/local/bin:/usr/bin/:/bin:/opt/bin"),
         ("LD_LIBRARY_PATH", "/var/lang/lib:/lib64:/usr/lib64:/var/runtime:/var/runtime/lib:/var/task:/var/task/lib:/opt/lib"),
         ("TABLE_NAME", TABLE),
-        ("CURSOR_KEY", CURSOR_KEY),
+        ("SERVER_SECRET_ARN", SERVER_SECRET),
+        ("AWS_ENDPOINT_URL_SECRETS_MANAGER", &format!("http://{api}")),
         ("RUST_LOG", "info"),
         ("AWS_ENDPOINT_URL_DYNAMODB", engine),
         (singlet_functions::lambda::FUNCTION_VAR, function),

@@ -209,13 +209,7 @@ fn local_client_in(endpoint: &str, region: Option<String>) -> Client {
         .behavior_version(BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(Region::new(region.unwrap_or_else(|| LOCAL_REGION.into())))
-        .credentials_provider(Credentials::new(
-            "local",
-            "local",
-            None,
-            None,
-            "singlet-local",
-        ))
+        .credentials_provider(local_credentials())
         .http_client(singlet_functions::context::https_client())
         .timeout_config(singlet_functions::context::timeouts())
         .retry_config(singlet_functions::context::retries())
@@ -223,36 +217,27 @@ fn local_client_in(endpoint: &str, region: Option<String>) -> Client {
     Client::from_conf(config)
 }
 
-/// A DynamoDB Streams client for the engine at `endpoint`: the embedded engine serves
-/// `DynamoDBStreams_20120810` on its own endpoint (as DynamoDB Local and LocalStack do), with the
-/// fixed local credentials; an external engine with the standard AWS configuration. Runner only:
-/// the Lambda binary never links this SDK.
-pub async fn streams_client(endpoint: &str, embedded: bool) -> aws_sdk_dynamodbstreams::Client {
-    use aws_sdk_dynamodbstreams::config::{BehaviorVersion, Credentials, Region};
-    if !embedded {
-        let config = aws_config::from_env()
-            .endpoint_url(endpoint)
-            .http_client(singlet_functions::context::https_client())
-            .timeout_config(singlet_functions::context::timeouts())
-            .retry_config(singlet_functions::context::retries())
-            .load()
-            .await;
-        return aws_sdk_dynamodbstreams::Client::new(&config);
-    }
-    let config = aws_sdk_dynamodbstreams::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
+/// A DynamoDB Streams client beside `db`, on the same `endpoint` and in `db`'s region, with
+/// credentials found the way [`external_client`] finds them (local ones for a loopback engine on
+/// a machine with no AWS configuration), so the stream is read where the table is: DynamoDB
+/// Local keeps each region's tables and streams apart. The embedded engine serves
+/// `DynamoDBStreams_20120810` on its own endpoint, as DynamoDB Local and LocalStack do. Runner
+/// only: the Lambda binary never links this SDK.
+pub async fn streams_client(db: &Client, endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new(
-            "local",
-            "local",
-            None,
-            None,
-            "singlet-local",
-        ))
+        .region(db.config().region().cloned())
         .http_client(singlet_functions::context::https_client())
         .timeout_config(singlet_functions::context::timeouts())
-        .retry_config(singlet_functions::context::retries())
-        .build();
-    aws_sdk_dynamodbstreams::Client::from_conf(config)
+        .retry_config(singlet_functions::context::retries());
+    let loopback = endpoint_host(endpoint).is_ok_and(|host| is_loopback(&host));
+    if loopback && !aws_credentials_configured() {
+        loader = loader.credentials_provider(local_credentials());
+    }
+    aws_sdk_dynamodbstreams::Client::new(&loader.load().await)
+}
+
+/// The fixed credentials every local engine accepts.
+fn local_credentials() -> Credentials {
+    Credentials::new("local", "local", None, None, "singlet-local")
 }

@@ -14,6 +14,11 @@
 //!   on-failure destination (a JSON Lines file, `.singlet/events-failed.jsonl`), as Lambda's
 //!   invocation record, and the records after it are still delivered.
 //!
+//! Like Lambda's, its checkpoint outlives the process: with [`EventSource::remember_in`] the
+//! last sequence number delivered is kept in a file (`.singlet/stream-position.json` beside the
+//! engine's data), so a restarted runner goes on where it stopped instead of publishing the whole
+//! stream again.
+//!
 //! [`Faults`] breaks it on purpose: a publisher error every n-th invocation, every n-th batch
 //! delivered twice (the bus's failing entries are `LocalBus::failing`).
 
@@ -70,7 +75,19 @@ pub struct EventSource {
     on_failure: PathBuf,
     faults: Faults,
     batches: u64,
+    /// Where the checkpoint is kept between runs, if anywhere.
+    position_file: Option<PathBuf>,
     pub report: Report,
+}
+
+/// The checkpoint as the position file holds it: for which stream and shard, and the last
+/// sequence number delivered there.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Position {
+    stream_arn: String,
+    shard_id: String,
+    sequence_number: String,
 }
 
 /// Enables the table's stream (`NEW_AND_OLD_IMAGES`, as the template does) unless it is on.
@@ -152,8 +169,58 @@ impl EventSource {
             on_failure,
             faults,
             batches: 0,
+            position_file: None,
             report: Report::default(),
         })
+    }
+
+    /// The same mapping, keeping its checkpoint in `file` and starting from the one it holds
+    /// when that names this stream and shard (another table's or an earlier engine's stream is
+    /// read from its start, as a new mapping would). A file that cannot be read as a
+    /// checkpoint is said so and ignored.
+    pub fn remember_in(mut self, file: PathBuf) -> Self {
+        match std::fs::read(&file) {
+            Ok(bytes) => match serde_json::from_slice::<Position>(&bytes) {
+                Ok(kept)
+                    if kept.stream_arn == self.stream_arn && kept.shard_id == self.shard_id =>
+                {
+                    self.position = Some(kept.sequence_number);
+                }
+                Ok(_) => tracing::info!(
+                    file = %file.display(),
+                    "the kept stream position is another stream's: reading this one from its start"
+                ),
+                Err(error) => tracing::warn!(
+                    file = %file.display(),
+                    %error,
+                    "the kept stream position is unreadable: reading the stream from its start"
+                ),
+            },
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                tracing::warn!(file = %file.display(), %error, "cannot read the kept stream position")
+            }
+        }
+        self.position_file = Some(file);
+        self
+    }
+
+    /// Keeps the checkpoint in the position file, replaced whole (written aside, then renamed),
+    /// so a runner killed mid-write finds the previous one.
+    fn keep_position(&self) -> Result<(), String> {
+        let (Some(file), Some(sequence)) = (&self.position_file, &self.position) else {
+            return Ok(());
+        };
+        let position = Position {
+            stream_arn: self.stream_arn.clone(),
+            shard_id: self.shard_id.clone(),
+            sequence_number: sequence.clone(),
+        };
+        let aside = file.with_extension("json.partial");
+        let json = serde_json::to_vec(&position).expect("a position is JSON");
+        std::fs::write(&aside, json)
+            .and_then(|()| std::fs::rename(&aside, file))
+            .map_err(|e| format!("cannot keep the stream position in {}: {e}", file.display()))
     }
 
     /// Plays the mapping for ever: reads, delivers, and waits [`POLL_EVERY`] when there was
@@ -222,6 +289,7 @@ impl EventSource {
             .and_then(|d| d.sequence_number())
         {
             self.position = Some(last.to_owned());
+            self.keep_position()?;
         }
         Ok(read)
     }

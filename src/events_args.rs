@@ -54,16 +54,17 @@ impl EventsArgs {
     }
 
     /// The event-source mapping for `ctx`'s table on the engine at `endpoint` (the embedded
-    /// one, or an external one), publishing to the local bus that writes `events_out`.
+    /// one, or an external one), publishing to the local bus that writes `events_out`, its
+    /// checkpoint kept in `position_file` when given.
     pub async fn start(
         &self,
         ctx: Ctx,
         events_out: &Path,
         endpoint: &str,
-        embedded: bool,
+        position_file: Option<PathBuf>,
     ) -> Result<EventSource, String> {
         let ctx = ctx.with_bus(Arc::new(self.bus(events_out)?));
-        let streams = streams_client(endpoint, embedded).await;
+        let streams = streams_client(&ctx.db, endpoint).await;
         let source = EventSource::start(
             ctx.clone(),
             streams,
@@ -71,6 +72,10 @@ impl EventsArgs {
             self.faults(),
         )
         .await?;
+        let source = match position_file {
+            Some(file) => source.remember_in(file),
+            None => source,
+        };
         if self.fault_undecodable_outbox {
             crate::event_source::write_undecodable_outbox_item(&ctx).await?;
         }

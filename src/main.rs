@@ -436,14 +436,18 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
     let (ctx, engine_url) = connect(runner, Some(engine_addr)).await?;
     // The table's stream, played as Lambda's event-source mapping feeds `publish-events`. An
     // external engine may serve no streams (moto): the API is served all the same.
-    let (stream_endpoint, embedded) = match (&runner.endpoint, &engine_url) {
-        (Some(external), _) => (Some(external.as_str()), false),
-        (None, served) => (served.as_deref(), true),
+    let stream_endpoint = runner.endpoint.as_deref().or(engine_url.as_deref());
+    // The mapping's checkpoint outlives the runner where the stream does: beside the engine's
+    // data, or beside the events file for an external engine (whose stream it names).
+    let position_file = match (&runner.endpoint, runner.in_memory) {
+        (Some(_), _) => Some(runner.events_out.with_file_name("stream-position.json")),
+        (None, false) => Some(runner.data.with_file_name("stream-position.json")),
+        (None, true) => None,
     };
     if let Some(endpoint) = stream_endpoint {
         match args
             .events
-            .start(ctx.clone(), &runner.events_out, endpoint, embedded)
+            .start(ctx.clone(), &runner.events_out, endpoint, position_file)
             .await
         {
             Ok(source) => {

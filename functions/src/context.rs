@@ -31,6 +31,50 @@ pub struct Ctx {
     pub bus: Option<Arc<dyn Bus>>,
 }
 
+/// The variable naming the Secrets Manager secret (its ARN or name) that holds the server's keys
+/// on AWS.
+pub const SERVER_SECRET_VAR: &str = "SERVER_SECRET_ARN";
+
+/// The server's keys as a Secrets Manager secret holds them: a JSON object whose fields are named
+/// as the variables they stand for (`{"CURSOR_KEY": "…"}`, and `CURSOR_KEY_PREVIOUS` with
+/// `CURSOR_KEY_PREVIOUS_UNTIL` during a rotation: README, "Rotating the server secret"). The
+/// template generates it, so no person ever types or sees the key.
+#[derive(Default)]
+pub struct ServerSecret(std::collections::HashMap<String, String>);
+
+impl ServerSecret {
+    /// The secret `id`'s current value, read with `client` (`GetSecretValue`). Every failure is
+    /// a sentence naming the secret and the whole cause, never a part of the value.
+    pub async fn fetch(client: &aws_sdk_secretsmanager::Client, id: &str) -> Result<Self, String> {
+        let output = client
+            .get_secret_value()
+            .secret_id(id)
+            .send()
+            .await
+            .map_err(|error| {
+                format!(
+                    "cannot read the server secret {id}: {}",
+                    aws_sdk_secretsmanager::error::DisplayErrorContext(&error)
+                )
+            })?;
+        let text = output.secret_string().ok_or_else(|| {
+            format!("the server secret {id} holds no SecretString (a binary secret?)")
+        })?;
+        let fields = serde_json::from_str(text).map_err(|_| {
+            format!(
+                "the server secret {id} is not a JSON object of strings such as \
+                 {{\"CURSOR_KEY\": \"…\"}}"
+            )
+        })?;
+        Ok(Self(fields))
+    }
+
+    /// The field `name`, if the secret has it.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+}
+
 /// The deadline around every request's handler: under the Lambda's 10 s timeout, so a request
 /// whose engine calls and retries add up is answered `503` with `retry-after` by the function,
 /// never by API Gateway's generic error when the Lambda is killed.
@@ -60,8 +104,24 @@ impl Ctx {
     /// The Lambda context. `TABLE_NAME` and the cursor keys are required: a function that would
     /// quietly talk to a default table, or sign cursors no other instance accepts, stops its cold
     /// start instead, and the reason is the one line it logs.
+    ///
+    /// On AWS the keys come from the Secrets Manager secret `SERVER_SECRET_ARN` names, read once
+    /// here ([`ServerSecret`]), not from plain variables that `lambda:GetFunctionConfiguration`
+    /// shows; a variable of the same name is read only where the secret has no such field.
     pub async fn from_lambda_env() -> Result<Self, String> {
-        Self::from_vars(|name| std::env::var(name).ok())
+        let secret = match endpoint_from(SERVER_SECRET_VAR) {
+            Some(id) => ServerSecret::fetch(&secrets_client(), &id).await?,
+            None => ServerSecret::default(),
+        };
+        Self::from_secret_and_vars(&secret, |name| std::env::var(name).ok())
+    }
+
+    /// [`Ctx::from_vars`], each variable taken from `secret` when it has a field of that name.
+    pub fn from_secret_and_vars(
+        secret: &ServerSecret,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        Self::from_vars(|name| secret.get(name).or_else(|| var(name)))
     }
 
     /// [`Ctx::from_lambda_env`] with the variables read by `var`.
@@ -91,54 +151,52 @@ impl Ctx {
     }
 }
 
-/// The Lambda's client, from the variables Lambda sets and nothing else: the region from
-/// `AWS_REGION`, the execution role's credentials from `AWS_ACCESS_KEY_ID`,
-/// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` (the SDK's environment provider), the endpoint
-/// from `AWS_ENDPOINT_URL_DYNAMODB` when set, and Amazon's roots ([`amazon_roots`]).
-/// `aws_config::load` would also look for profile files, SSO, web identity, container and
-/// instance credentials, none of which a Lambda has: that search cost every cold start time, and
-/// every binary the credential providers' code (README, "Cold starts").
-pub fn lambda_client() -> Client {
-    let mut config = aws_sdk_dynamodb::Config::builder()
+/// What every client a Lambda makes shares, from the variables Lambda sets and nothing else:
+/// the region from `AWS_REGION`, the execution role's credentials from `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` (the SDK's environment provider), Amazon's
+/// roots ([`amazon_roots`]), the timeouts and the retries. `aws_config::load` would also look for
+/// profile files, SSO, web identity, container and instance credentials, none of which a Lambda
+/// has: that search cost every cold start time, and every binary the credential providers' code
+/// (README, "Cold starts").
+fn lambda_sdk_config() -> aws_config::SdkConfig {
+    aws_config::SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(std::env::var("AWS_REGION").ok().map(Region::new))
-        .credentials_provider(
+        .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(
             aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
-        )
+        ))
         .http_client(https_client_trusting(amazon_roots()))
         .timeout_config(timeouts())
-        .retry_config(retries());
-    // SAM declares the variable for `sam local`; an empty value means DynamoDB itself.
-    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
-        && !endpoint.is_empty()
-    {
-        config = config.endpoint_url(endpoint);
-    }
+        .retry_config(retries())
+        .build()
+}
+
+/// `variable` when it is set and not empty: a service's endpoint for `sam local` and the tests
+/// (`AWS_ENDPOINT_URL_DYNAMODB`, ...), where an empty value means the service itself.
+fn endpoint_from(variable: &str) -> Option<String> {
+    std::env::var(variable).ok().filter(|url| !url.is_empty())
+}
+
+/// The Lambda's DynamoDB client ([`lambda_sdk_config`]), on `AWS_ENDPOINT_URL_DYNAMODB` when set.
+pub fn lambda_client() -> Client {
+    let mut config = aws_sdk_dynamodb::config::Builder::from(&lambda_sdk_config());
+    config.set_endpoint_url(endpoint_from("AWS_ENDPOINT_URL_DYNAMODB"));
     Client::from_conf(config.build())
 }
 
-/// The publisher's EventBridge client, built as [`lambda_client`] is: the region, the execution
-/// role's credentials from the environment, Amazon's compiled-in roots, no `aws_config::load`.
+/// The publisher's EventBridge client, built as [`lambda_client`] is.
 pub fn eventbridge_client() -> aws_sdk_eventbridge::Client {
-    let mut config = aws_sdk_eventbridge::Config::builder()
-        .behavior_version(aws_sdk_eventbridge::config::BehaviorVersion::latest())
-        .region(
-            std::env::var("AWS_REGION")
-                .ok()
-                .map(aws_sdk_eventbridge::config::Region::new),
-        )
-        .credentials_provider(
-            aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
-        )
-        .http_client(https_client_trusting(amazon_roots()))
-        .timeout_config(timeouts())
-        .retry_config(retries());
-    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL_EVENTBRIDGE")
-        && !endpoint.is_empty()
-    {
-        config = config.endpoint_url(endpoint);
-    }
+    let mut config = aws_sdk_eventbridge::config::Builder::from(&lambda_sdk_config());
+    config.set_endpoint_url(endpoint_from("AWS_ENDPOINT_URL_EVENTBRIDGE"));
     aws_sdk_eventbridge::Client::from_conf(config.build())
+}
+
+/// The Secrets Manager client that reads the server's keys at cold start, built as
+/// [`lambda_client`] is.
+pub fn secrets_client() -> aws_sdk_secretsmanager::Client {
+    let mut config = aws_sdk_secretsmanager::config::Builder::from(&lambda_sdk_config());
+    config.set_endpoint_url(endpoint_from("AWS_ENDPOINT_URL_SECRETS_MANAGER"));
+    aws_sdk_secretsmanager::Client::from_conf(config.build())
 }
 
 /// How long one request to the engine may take, and all its retries together: well under the

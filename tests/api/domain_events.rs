@@ -41,7 +41,7 @@ impl Published {
             bus = bus.failing(bus_failure_rate, 7);
         }
         let ctx = api.ctx.clone().with_bus(Arc::new(bus));
-        let streams = streams_client(&api.engine, true).await;
+        let streams = streams_client(&api.ctx.db, &api.engine).await;
         let source = EventSource::start(ctx, streams, failed.clone(), faults)
             .await
             .unwrap();
@@ -603,7 +603,7 @@ async fn under_faults_every_event_is_published_and_the_bad_item_fails_alone() {
 /// The stream record with sequence number `sequence`, as the mapping hands it over.
 async fn stream_record(api: &Api, sequence: &str) -> Value {
     use aws_sdk_dynamodbstreams::types::ShardIteratorType;
-    let streams = streams_client(&api.engine, true).await;
+    let streams = streams_client(&api.ctx.db, &api.engine).await;
     let arn = streams
         .list_streams()
         .table_name(&*api.ctx.table)
@@ -647,4 +647,66 @@ async fn stream_record(api: &Api, sequence: &str) -> Value {
         .records
         .unwrap();
     singlet::event_source::lambda_record(&records[0], &arn)
+}
+
+/// The mapping's checkpoint outlives it, as Lambda's does: a mapping started again with the
+/// same position file publishes only what changed since, never the whole stream again; a
+/// position file that names another stream (another engine's, another table's) is not trusted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_mapping_goes_on_from_its_kept_position() {
+    let mut published = Published::start("position", 0.0, Faults::default()).await;
+    let position = published.events.with_file_name("stream-position.json");
+    let restart = |published: &Published, position: Option<PathBuf>| {
+        let bus = LocalBus::open(&published.events).unwrap();
+        let ctx = published.api.ctx.clone().with_bus(Arc::new(bus));
+        let (db, engine, failed) = (
+            published.api.ctx.db.clone(),
+            published.api.engine.clone(),
+            published.failed.clone(),
+        );
+        async move {
+            let streams = streams_client(&db, &engine).await;
+            let source = EventSource::start(ctx, streams, failed, Faults::default())
+                .await
+                .unwrap();
+            match position {
+                Some(file) => source.remember_in(file),
+                None => source,
+            }
+        }
+    };
+    published.source = restart(&published, Some(position.clone())).await;
+    let register = |n: usize| json!({"plate": format!("POS {n}"), "chassis": format!("POSC{n}"), "depot": "north"});
+    for n in 0..3 {
+        let reply = published.api.post("/vehicles", register(n)).await;
+        assert_eq!(reply.status, 201, "{reply:?}");
+    }
+    assert_eq!(published.drain().await.len(), 3);
+    let kept: Value = serde_json::from_slice(&std::fs::read(&position).unwrap()).unwrap();
+    assert!(kept["sequenceNumber"].is_string(), "{kept}");
+
+    // Started again: the three are not published twice; the next change is.
+    published.source = restart(&published, Some(position.clone())).await;
+    let reply = published.api.post("/vehicles", register(3)).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let events = published.drain().await;
+    assert_eq!(events.len(), 4, "{events:#?}");
+    let ids: BTreeSet<String> = events
+        .iter()
+        .map(|e| e["detail"]["eventId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 4, "no event twice");
+
+    // A position for another stream: read from the start (at least once, same eventIds).
+    let mut foreign = kept.clone();
+    foreign["streamArn"] = json!("arn:aws:dynamodb:local:000000000000:table/other/stream/x");
+    std::fs::write(&position, foreign.to_string()).unwrap();
+    published.source = restart(&published, Some(position.clone())).await;
+    let events = published.drain().await;
+    assert_eq!(events.len(), 8, "the whole stream again");
+    let ids: BTreeSet<String> = events
+        .iter()
+        .map(|e| e["detail"]["eventId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 4, "redelivered events keep their eventId");
 }

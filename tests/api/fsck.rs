@@ -330,6 +330,9 @@ async fn a_table_built_through_the_api_has_no_finding() {
     assert_eq!(report.repaired, 0);
 }
 
+/// How many clients call the API while `fsck` reads the table (the load).
+const CLIENTS: u64 = 32;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn calls_running_during_the_check_raise_nothing() {
     let api = Api::start(Mode::Direct).await;
@@ -341,7 +344,7 @@ async fn calls_running_during_the_check_raise_nothing() {
     }
     let world = Arc::new(tokio::sync::Mutex::new(world));
     let stop = Arc::new(AtomicBool::new(false));
-    let clients: Vec<_> = (0..8)
+    let clients: Vec<_> = (0..CLIENTS)
         .map(|client| {
             let (api, world, stop) = (api.clone(), world.clone(), stop.clone());
             tokio::spawn(async move {

@@ -613,6 +613,139 @@ fn a_lambda_refuses_the_published_local_keys() {
     assert!(Ctx::from_vars(var).is_err(), "nor as the previous key");
 }
 
+/// On AWS the server's keys are read once per cold start from the Secrets Manager secret
+/// `SERVER_SECRET_ARN` names (here a Secrets Manager on a real socket, answering as the service
+/// does): the keys it holds are the ones the context uses; a published key in it stops the start
+/// as in a variable; a missing secret, an unreachable service and a value that is not the JSON
+/// object of keys each stop it with a sentence that names the secret and shows none of its value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
+    use axum::http::{HeaderMap, StatusCode};
+    use singlet_functions::context::ServerSecret;
+    use singlet_functions::cursor::PUBLISHED_KEYS;
+    use singlet_functions::ids::{Caller, IdKey};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = requests.clone();
+    let service = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |headers: HeaderMap, body: String| {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                assert_eq!(headers["x-amz-target"], "secretsmanager.GetSecretValue");
+                let request: Value = serde_json::from_str(&body).unwrap();
+                let value = |string: String| json!({"ARN": "arn:aws:secretsmanager:us-east-1:1:secret:x", "SecretString": string});
+                let (status, answer) = match request["SecretId"].as_str().unwrap() {
+                    "singlet/server" => (StatusCode::OK, value(json!({"CURSOR_KEY": KEY_A}).to_string())),
+                    "singlet/published" => (
+                        StatusCode::OK,
+                        value(json!({"CURSOR_KEY": PUBLISHED_KEYS[0]}).to_string()),
+                    ),
+                    "singlet/plain" => (StatusCode::OK, value(format!("{KEY_B} as plain text"))),
+                    "singlet/binary" => (StatusCode::OK, json!({"SecretBinary": "AAAA"})),
+                    _ => (
+                        StatusCode::BAD_REQUEST,
+                        json!({"__type": "ResourceNotFoundException",
+                               "message": "Secrets Manager can't find the specified secret."}),
+                    ),
+                };
+                (
+                    status,
+                    [("content-type", "application/x-amz-json-1.1")],
+                    answer.to_string(),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, service).await.unwrap() });
+    let client_on = |endpoint: &str| {
+        aws_sdk_secretsmanager::Client::from_conf(
+            aws_sdk_secretsmanager::Config::builder()
+                .behavior_version_latest()
+                .http_client(singlet_functions::context::https_client())
+                .endpoint_url(endpoint)
+                .region(aws_sdk_secretsmanager::config::Region::new("us-east-1"))
+                .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
+                    "local", "local", None, None, "test",
+                ))
+                .build(),
+        )
+    };
+    let client = client_on(&endpoint);
+    let table = |name: &str| (name == "TABLE_NAME").then(|| "singlet".to_owned());
+
+    // The keys in the secret are the context's: ids derive under them, and no variable is needed.
+    let secret = ServerSecret::fetch(&client, "singlet/server")
+        .await
+        .unwrap();
+    let ctx = Ctx::from_secret_and_vars(&secret, table).unwrap();
+    let caller = Caller {
+        issuer: "i",
+        subject: "s",
+    };
+    let key = singlet_shared::Id::parse("key-1").unwrap();
+    assert_eq!(
+        ctx.ids.uuid("register-vehicle", caller, &key),
+        IdKey::derived_from(KEY_A.as_bytes()).uuid("register-vehicle", caller, &key),
+    );
+    // A field of the secret wins over a variable of the same name.
+    let also_variable = |name: &str| match name {
+        "CURSOR_KEY" => Some(KEY_B.to_owned()),
+        other => table(other),
+    };
+    let ctx = Ctx::from_secret_and_vars(&secret, also_variable).unwrap();
+    assert_eq!(
+        ctx.ids.uuid("register-vehicle", caller, &key),
+        IdKey::derived_from(KEY_A.as_bytes()).uuid("register-vehicle", caller, &key),
+    );
+
+    let published = ServerSecret::fetch(&client, "singlet/published")
+        .await
+        .unwrap();
+    let Err(reason) = Ctx::from_secret_and_vars(&published, table) else {
+        panic!("started with a published key from the secret")
+    };
+    assert!(reason.contains("published"), "{reason}");
+
+    for (id, expected) in [
+        ("singlet/missing", "ResourceNotFoundException"),
+        ("singlet/binary", "holds no SecretString"),
+        ("singlet/plain", "is not a JSON object"),
+    ] {
+        let Err(reason) = ServerSecret::fetch(&client, id).await else {
+            panic!("{id} was read")
+        };
+        assert!(reason.contains(id) && reason.contains(expected), "{reason}");
+        assert!(
+            !reason.contains(KEY_B),
+            "the value is never shown: {reason}"
+        );
+    }
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        5,
+        "one GetSecretValue per read"
+    );
+
+    // Nothing listens: the cold start stops, saying where it looked.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let Err(reason) = ServerSecret::fetch(&client_on(&closed), "singlet/server").await else {
+        panic!("read a secret from a closed port")
+    };
+    assert!(
+        reason.contains("cannot read the server secret singlet/server"),
+        "{reason}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // TransactionConflict, through the SDK's own HTTP seam.
 

@@ -1,0 +1,184 @@
+//! Event lag: how long after a `2xx` its domain event is a line in the events file, under the
+//! load bench's 32 writers. The runner's front door (on a loopback port, the runner's own
+//! authorizer) takes `register-vehicle` from 32 concurrent clients; the event-source mapping is
+//! played as `cargo run` plays it (the table's stream polled every `POLL_EVERY`, each batch handed
+//! to `publish-events` in process, the local bus appending to an events file). For each vehicle,
+//! the lag is the time from its `201` reaching the client to its event's line being written.
+//!
+//! It prints p50, p99 and the maximum over the whole run and over each tenth of it in order (so a
+//! lag that grows over the run shows as rising rows), and asserts nothing but that every `201` got
+//! exactly one event. Most of the lag is the mapping's polling interval, as on AWS, where Lambda
+//! polls a stream four times a second.
+//!
+//! `cargo bench --bench event_lag [-- REQUESTS_PER_CLIENT]`.
+
+use serde_json::{Value, json};
+use singlet::auth::Authorizer;
+use singlet::event_source::{EventSource, Faults, POLL_EVERY};
+use singlet::local_bus::LocalBus;
+use singlet::{engine, front_door};
+use singlet_functions::Ctx;
+use singlet_functions::cursor::CursorKeys;
+use singlet_functions::events::Entry;
+use singlet_functions::events::bus::Bus;
+use singlet_functions::routes::{self, BoxFuture};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const CLIENTS: usize = 32;
+const REQUESTS_PER_CLIENT: usize = 100;
+/// The run is reported in this many consecutive slices, by the time each `201` arrived.
+const SLICES: usize = 10;
+/// How long the last events may take to arrive once every request is answered.
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// The local bus, noting when each event's line was written, by its subject's id.
+struct Timed {
+    bus: LocalBus,
+    written: Mutex<HashMap<String, Vec<Instant>>>,
+}
+
+impl Bus for Timed {
+    fn put_events<'a>(
+        &'a self,
+        entries: &'a [Entry],
+    ) -> BoxFuture<'a, Result<Vec<Option<String>>, String>> {
+        Box::pin(async move {
+            let outcomes = self.bus.put_events(entries).await?;
+            let now = Instant::now();
+            let mut written = self.written.lock().unwrap();
+            for (entry, outcome) in entries.iter().zip(&outcomes) {
+                if outcome.is_none() {
+                    let detail: Value = serde_json::from_str(&entry.detail).unwrap();
+                    let subject = detail["subject"]["id"].as_str().unwrap().to_owned();
+                    written.entry(subject).or_default().push(now);
+                }
+            }
+            Ok(outcomes)
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let per_client: usize = std::env::args()
+        .skip(1)
+        .find_map(|arg| arg.parse().ok())
+        .unwrap_or(REQUESTS_PER_CLIENT);
+    let (client, endpoint) = engine::start_in_memory("singlet").await;
+    let ctx = Ctx::new(client, "singlet", CursorKeys::random());
+
+    let scratch = std::env::temp_dir().join(format!("singlet-event-lag-{}", std::process::id()));
+    let timed = Arc::new(Timed {
+        bus: LocalBus::open(&scratch.join("events.jsonl")).unwrap(),
+        written: Mutex::default(),
+    });
+    let streams = engine::streams_client(&ctx.db, &endpoint).await;
+    let source = EventSource::start(
+        ctx.clone().with_bus(timed.clone()),
+        streams,
+        scratch.join("events-failed.jsonl"),
+        Faults::default(),
+    )
+    .await
+    .unwrap();
+    let mapping = tokio::spawn(source.run());
+
+    let dir = std::env::temp_dir().join("singlet-bench-keys");
+    let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
+    let token = issuer.mint(
+        "bench",
+        &routes::all_scopes().join(" "),
+        &Default::default(),
+        3600,
+    );
+    let gateway = front_door::Gateway {
+        ctx: ctx.clone(),
+        authorizer: Arc::new(authorizer),
+        issuer: None,
+    };
+    let base = front_door::serve_on_loopback(gateway).await.unwrap();
+    let http = reqwest::Client::new();
+    let bearer = format!("Bearer {token}");
+
+    let started = Instant::now();
+    let writers: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let (http, url, bearer) = (http.clone(), format!("{base}/vehicles"), bearer.clone());
+            tokio::spawn(async move {
+                let mut answered = Vec::with_capacity(per_client);
+                for round in 0..per_client {
+                    let n = round * CLIENTS + client;
+                    let reply = http
+                        .post(&url)
+                        .header("authorization", &bearer)
+                        .json(&json!({"plate": format!("L-{n}"), "chassis": format!("LC-{n}"), "depot": "north"}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(reply.status(), 201, "register-vehicle {n}");
+                    let at = Instant::now();
+                    let body: Value = reply.json().await.unwrap();
+                    answered.push((body["vehicleId"].as_str().unwrap().to_owned(), at));
+                }
+                answered
+            })
+        })
+        .collect();
+    let mut answered = Vec::new();
+    for writer in writers {
+        answered.extend(writer.await.unwrap());
+    }
+    let requests_took = started.elapsed();
+
+    let deadline = Instant::now() + SETTLE;
+    while timed.written.lock().unwrap().len() < answered.len() && Instant::now() < deadline {
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+    mapping.abort();
+    let written = timed.written.lock().unwrap();
+    let missing = answered
+        .iter()
+        .filter(|(id, _)| !written.contains_key(id))
+        .count();
+    let doubled = written.values().filter(|times| times.len() > 1).count();
+    assert_eq!(missing, 0, "201s without an event after {SETTLE:?}");
+    assert_eq!(doubled, 0, "vehicles with more than one event");
+
+    answered.sort_by_key(|(_, at)| *at);
+    let lags: Vec<Duration> = answered
+        .iter()
+        .map(|(id, at)| written[id][0].saturating_duration_since(*at))
+        .collect();
+    println!(
+        "{} register-vehicle requests from {CLIENTS} concurrent clients in {:.1} s ({:.0}/s); the stream polled every {} ms",
+        answered.len(),
+        requests_took.as_secs_f64(),
+        answered.len() as f64 / requests_took.as_secs_f64(),
+        POLL_EVERY.as_millis()
+    );
+    println!(
+        "{:<22} {:>8} {:>8} {:>8}",
+        "lag, 201 → event (ms)", "p50", "p99", "max"
+    );
+    row("whole run", &lags);
+    let slice = lags.len().div_ceil(SLICES);
+    for (i, part) in lags.chunks(slice).enumerate() {
+        row(&format!("tenth {}", i + 1), part);
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+fn row(name: &str, lags: &[Duration]) {
+    let mut sorted = lags.to_vec();
+    sorted.sort();
+    let at = |p: f64| sorted[((sorted.len() as f64 - 1.0) * p).round() as usize];
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{name:<22} {:>8.1} {:>8.1} {:>8.1}",
+        ms(at(0.5)),
+        ms(at(0.99)),
+        ms(*sorted.last().unwrap())
+    );
+}
