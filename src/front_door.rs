@@ -32,6 +32,8 @@ pub struct Gateway {
     pub issuer: Option<Arc<LocalIssuer>>,
 }
 
+/// The API: every route of the route table, `/openapi.json` and `/`. The runner serves the
+/// console beside it (`console::mount`, from `main.rs`); the tests and benches serve this alone.
 pub fn app(gateway: Gateway) -> axum::Router {
     app_with_cors(gateway, &[])
 }
@@ -39,25 +41,6 @@ pub fn app(gateway: Gateway) -> axum::Router {
 /// [`app`], with the API's routes answering CORS for `origins` (`--cors-origin`) as API Gateway
 /// does for the template's `CorsAllowedOrigins`. The console and `/openapi.json` never do.
 pub fn app_with_cors(gateway: Gateway, origins: &[String]) -> axum::Router {
-    // The console at `/_console` (the runner only) sees every DynamoDB call of its requests.
-    let gateway = Gateway {
-        ctx: crate::console::instrument(gateway.ctx),
-        ..gateway
-    };
-    let api = with_cors(
-        axum::Router::new()
-            .fallback(dispatch)
-            .with_state(gateway.clone()),
-        origins,
-    );
-    crate::console::mount(api, gateway.ctx, gateway.issuer)
-        .route("/openapi.json", axum::routing::get(openapi))
-        .route("/", axum::routing::get(index))
-}
-
-/// The API alone, without the console (`--no-console`): for a runner other local users or
-/// processes can reach, where the console's view of the whole table is not wanted.
-pub fn app_without_console(gateway: Gateway, origins: &[String]) -> axum::Router {
     with_cors(
         axum::Router::new().fallback(dispatch).with_state(gateway),
         origins,

@@ -303,8 +303,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
                 authorizer: Arc::new(authorizer),
                 issuer: Some(Arc::new(issuer)),
             };
-            let ctx = gateway.ctx.clone();
-            singlet::console::seed_cli(front_door::app(gateway), ctx).await?;
+            singlet::console::seed_cli(gateway).await?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Export(args)) => export(runner, args).await,
@@ -511,10 +510,11 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
         let every = std::time::Duration::from_secs(args.mark_overdue_every);
         tokio::spawn(invoke::schedule(ctx, every));
     }
+    // The console is the runner's alone: mounted here, beside the front door's API.
     let app = if args.no_console {
-        front_door::app_without_console(gateway, &args.cors_origins)
-    } else {
         front_door::app_with_cors(gateway, &args.cors_origins)
+    } else {
+        singlet::console::mount(gateway, &args.cors_origins, Some(&runner.events_out))
     };
     tokio::select! {
         served = axum::serve(listener, app) => served.map_err(|e| e.to_string()),

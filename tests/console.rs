@@ -33,8 +33,33 @@ async fn start() -> (Ctx, String) {
         authorizer: std::sync::Arc::new(authorizer),
         issuer: Some(std::sync::Arc::new(issuer)),
     };
-    let base = front_door::serve_on_loopback(gateway).await.unwrap();
+    // As `main.rs` serves it: the API with the console mounted beside it.
+    let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .await
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = singlet::console::mount(gateway, &[], Some(&events_file()));
+    tokio::spawn(async move { axum::serve(listener, app).await });
     (ctx, base)
+}
+
+/// The events file the test's console reads: no stream publishes to it here, so a test writes
+/// to it what the local bus would.
+fn events_file() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-events.jsonl")
+}
+
+/// Appends the event `event_id` to the events file as the local bus writes it.
+fn publish(event_id: &Value) {
+    use std::io::Write;
+    let line = json!({"detail-type": "VehicleRegistered", "source": "singlet.fleet",
+                      "detail": {"eventId": event_id}});
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(events_file())
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
 }
 
 /// A console endpoint, as the page calls it.
@@ -109,7 +134,7 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
     let parts = transaction["parts"].as_array().unwrap();
     let keys: Vec<&str> = parts
         .iter()
-        .map(|p| p["key"]["PK"].as_str().unwrap())
+        .map(|p| p["key"]["pk"].as_str().unwrap())
         .collect();
     assert_eq!(
         keys,
@@ -135,6 +160,27 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
     assert_eq!(
         entities(&added),
         ["ChassisLock", "DomainEvent", "PlateLock", "Vehicle"]
+    );
+    // The event it emitted: its outbox item, as the stream will publish it.
+    let events = answer["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{answer}");
+    assert_eq!(events[0]["detailType"], "VehicleRegistered");
+    assert_eq!(events[0]["source"], "singlet.fleet");
+    assert_eq!(events[0]["detail"]["subject"]["id"], vehicle_id);
+    // The bus's side: what the events file holds, newest first.
+    publish(&events[0]["detail"]["eventId"]);
+    let published = reqwest::Client::new()
+        .get(format!("{base}/_console/api/published"))
+        .header("x-singlet-console", singlet::console::secret())
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(
+        published["events"][0]["detail"]["eventId"],
+        events[0]["detail"]["eventId"]
     );
     // What the console shows is what the table holds.
     let snapshot = table::scan(&ctx).await.unwrap();
@@ -208,13 +254,13 @@ async fn a_cancelled_transaction_shows_its_reasons_next_to_the_field_errors() {
         &base,
         "POST",
         "/resources",
-        Some(json!({"resourceId": "door-7", "status": "closed", "actor": "ada"})),
+        Some(json!({"resourceId": "door-7", "status": "closed"})),
     )
     .await;
     let change = |status: &str| {
         json!({"method": "PATCH", "path": "/resources/door-7",
                "headers": [["content-type", "application/json"], ["if-match", "\"1\""]],
-               "body": json!({"status": status, "action": "edit", "actor": "ada"}).to_string()})
+               "body": json!({"status": status, "action": "edit"}).to_string()})
     };
     let won = console(&base, "run", json!({"request": change("open")})).await;
     assert_eq!(won["answer"]["status"], 200);
@@ -225,6 +271,93 @@ async fn a_cancelled_transaction_shows_its_reasons_next_to_the_field_errors() {
     assert_eq!(entities(&marked(&won, "changed")), ["CurrentState"]);
     let stale = console(&base, "run", json!({"request": change("closed")})).await;
     assert_eq!(stale["answer"]["status"], 412);
+}
+
+/// A console endpoint that refuses: its status and error.
+async fn refused(base: &str, path: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/_console/api/{path}"))
+        .header("content-type", "application/json")
+        .header("x-singlet-console", singlet::console::secret())
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_query_or_scan_answers_its_items_and_what_it_consumed() {
+    let (ctx, base) = start().await;
+    console(&base, "seed", json!({})).await;
+    let snapshot = table::scan(&ctx).await.unwrap();
+
+    // A branch's partition, its patrons only, newest key first, two at a time.
+    let branch_partition = "BRANCH#old-town";
+    let patrons: Vec<&String> = snapshot
+        .keys()
+        .filter(|(pk, sk)| pk == branch_partition && sk.starts_with("PATRON#"))
+        .map(|(_, sk)| sk)
+        .collect();
+    assert!(patrons.len() > 2);
+    let query = console(
+        &base,
+        "explore",
+        json!({"mode": "query", "partition": branch_partition, "sortOp": "begins_with",
+               "sort": "PATRON#", "limit": 2, "descending": true}),
+    )
+    .await;
+    let shown: Vec<&str> = query["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["sk"].as_str().unwrap())
+        .collect();
+    let newest: Vec<&str> = patrons.iter().rev().take(2).map(|s| s.as_str()).collect();
+    assert_eq!(shown, newest);
+    assert_eq!(query["more"], true);
+    let call = &query["operations"][0];
+    assert_eq!(call["operation"], "Query");
+    assert_eq!(call["scanForward"], false);
+    assert!(!call["capacity"].as_array().unwrap().is_empty(), "{call}");
+
+    // An index's partition: every branch.
+    let branches = console(
+        &base,
+        "explore",
+        json!({"mode": "query", "index": "GSI1", "partition": "BRANCHES"}),
+    )
+    .await;
+    assert_eq!(branches["count"], 3);
+    assert_eq!(branches["operations"][0]["index"], "GSI1");
+
+    // A scan with a filter: it reads the page, then keeps what matches.
+    let vehicles = snapshot
+        .values()
+        .filter(|item| table::entity(item).0 == "Vehicle")
+        .count();
+    let scan = console(
+        &base,
+        "explore",
+        json!({"mode": "scan", "limit": 500, "filterAttribute": "_et", "filterOp": "=",
+               "filterValue": "vehicle"}),
+    )
+    .await;
+    assert_eq!(scan["count"], vehicles);
+    assert!(scan["scanned"].as_u64().unwrap() > vehicles as u64);
+    assert_eq!(scan["operations"][0]["operation"], "Scan");
+
+    // What it cannot run, it says.
+    let (status, error) = refused(
+        &base,
+        "explore",
+        json!({"mode": "query", "index": "GSI9", "partition": "x"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(error["error"].as_str().unwrap().contains("GSI9"), "{error}");
+    let (status, _) = refused(&base, "explore", json!({"mode": "query"})).await;
+    assert_eq!(status, 400);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,6 +372,35 @@ async fn every_race_has_exactly_one_winner() {
         let answer = console(&base, "race", json!({"race": race})).await;
         let outcome = &answer["race"];
         assert_eq!(outcome["winners"], 1, "{race}: {outcome}");
+        // The caption says where each loser was refused, as its calls show it.
+        let refused_by_handler = outcome["racers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["answer"]["status"].as_u64().unwrap() >= 400)
+            .any(|r| {
+                !r["operations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|o| o["operation"] == "TransactWriteItems")
+            });
+        // The version race holds each reviewer's write until both have read: both reach the
+        // engine, which refuses one.
+        if race == "version" {
+            assert!(
+                !refused_by_handler,
+                "both reviewers sent a transaction: {outcome}"
+            );
+        }
+        let caption = outcome["whatHappened"].as_str().unwrap();
+        assert_eq!(
+            caption.contains("refused by the handler") || caption.contains("its handler refused"),
+            refused_by_handler,
+            "{race}: {caption}"
+        );
+        // The winner's events: one outbox item.
+        assert_eq!(outcome["events"].as_array().unwrap().len(), 1, "{race}");
         assert_eq!(outcome["racers"].as_array().unwrap().len(), racers);
         let tally = outcome["tally"].as_array().unwrap();
         let losers = tally
@@ -275,11 +437,11 @@ async fn the_seed_fills_every_domain_and_mark_overdue_moves_its_loans_already_du
     let (ctx, base) = start().await;
     let seeded = console(&base, "seed", json!({})).await;
     assert_eq!(seeded["seed"]["failures"], json!([]), "{}", seeded["seed"]);
-    assert_eq!(seeded["seed"]["movedDueDates"], 8);
+    assert_eq!(seeded["seed"]["lentInThePast"], 8);
     let snapshot = table::scan(&ctx).await.unwrap();
     let domains: BTreeSet<Domain> = snapshot
-        .iter()
-        .filter_map(|((pk, sk), item)| table::entity(pk, sk, item).1)
+        .values()
+        .filter_map(|item| table::entity(item).1)
         .collect();
     assert_eq!(domains.len(), 4, "every domain has data");
     // A second seed leaves every domain alone.
@@ -711,6 +873,17 @@ impl Driver {
     }
 }
 
+/// What the last free query or scan returned and read: `[count, scanned]`.
+async fn explored(driver: &Driver) -> Value {
+    driver
+        .js(
+            "const r = document.querySelector('.explore-result'); \
+             return r ? [r.dataset.count, r.dataset.scanned] : null;",
+            json!([]),
+        )
+        .await
+}
+
 /// What the page shows for a domain is the table: the same items, of that domain, none missing.
 async fn assert_page_matches_table(driver: &Driver, ctx: &Ctx, domain: Domain) {
     let shown: BTreeSet<(String, String, String)> = driver
@@ -725,7 +898,7 @@ async fn assert_page_matches_table(driver: &Driver, ctx: &Ctx, domain: Domain) {
         .unwrap()
         .iter()
         .filter_map(|((pk, sk), item)| {
-            let (entity, of) = table::entity(pk, sk, item);
+            let (entity, of) = table::entity(item);
             (of == Some(domain)).then(|| (pk.clone(), sk.clone(), entity.to_owned()))
         })
         .collect();
@@ -796,8 +969,173 @@ async fn the_page_in_a_real_browser() {
         calls.contains("TransactWriteItems") && calls.contains("attribute_not_exists(PK)"),
         "{calls}"
     );
+    // The event it emitted: one outbox item, shown with its detail type.
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.box.events').dataset.events",
+                json!([])
+            )
+            .await,
+        "1"
+    );
+    assert!(
+        driver
+            .text(".box.events")
+            .await
+            .contains("VehicleRegistered")
+    );
+    // Once the local bus has it in the events file, the page says it was published.
+    let event_id = driver
+        .js(
+            "return document.querySelector('.box.events .event').dataset.eventId",
+            json!([]),
+        )
+        .await;
+    publish(&event_id);
+    driver.click(".check-published").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.box.events [data-published]').dataset.published",
+                json!([])
+            )
+            .await,
+        "1"
+    );
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
     driver.screenshot(&screenshot_path("fleet")).await;
+
+    // An edited body is kept after Run: the person can tweak and run again.
+    let edited = r#"{"plate": "ZZ01 KE1234", "chassis": "KEPT0000000000001", "depot": "south"}"#;
+    driver
+        .js(
+            "const form = document.querySelector(\"details[data-function='register-vehicle'] form\"); \
+             form.closest('details').open = true; const body = form.elements.body; \
+             body.value = arguments[0]; body.dispatchEvent(new Event('input', {bubbles: true}));",
+            json!([edited]),
+        )
+        .await;
+    driver.click("[data-run='register-vehicle']").await;
+    let kept = driver
+        .js(
+            "return document.querySelector(\"details[data-function='register-vehicle'] textarea[name=body]\").value",
+            json!([]),
+        )
+        .await;
+    assert_eq!(kept, edited, "the edit survives its run");
+    assert!(driver.text(".hint.edited").await.contains("kept"));
+    assert_eq!(
+        driver
+            .js(
+                "return document.querySelector('.answer').dataset.status",
+                json!([])
+            )
+            .await,
+        "201"
+    );
+
+    // A free query of one partition of the table, with what it consumed.
+    let snapshot = table::scan(&ctx).await.unwrap();
+    let (vehicle_pk, _) = snapshot
+        .iter()
+        .find(|(_, item)| table::entity(item).0 == "Vehicle")
+        .map(|(key, _)| key.clone())
+        .unwrap();
+    let explore = |mode: &str, index: &str, partition: &str, limit: &str| {
+        format!(
+            "const f = document.querySelector('form.explore'); f.closest('details').open = true; \
+             f.elements.mode.value = '{mode}'; f.elements.index.value = '{index}'; \
+             f.elements.partition.value = '{partition}'; f.elements.limit.value = '{limit}'; \
+             f.querySelector('button[type=submit]').click();"
+        )
+    };
+    driver
+        .js(&explore("query", "", &vehicle_pk, "25"), json!([]))
+        .await;
+    driver.idle().await;
+    assert_eq!(explored(&driver).await, json!(["1", "1"]));
+    let calls = driver.text(".operations").await;
+    assert!(calls.contains("Query") && calls.contains("CU"), "{calls}");
+    // A scan of an index, one page of at most three.
+    let index = singlet_shared::schema::INDEXES[0].name;
+    driver.js(&explore("scan", index, "", "3"), json!([])).await;
+    driver.idle().await;
+    let scanned = explored(&driver).await;
+    assert_eq!(scanned[1], "3", "{scanned}");
+    assert!(driver.text(".operations").await.contains("Scan"));
+
+    // The table by index: the depot index holds the fleet's vehicles, regrouped by depot.
+    let depot_index = singlet_shared::schema::GSI5;
+    driver
+        .click(&format!("button.view[data-view='{}']", depot_index.name))
+        .await;
+    let in_index: BTreeSet<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .map(|i| i.0)
+        .collect();
+    let held: BTreeSet<String> = table::scan(&ctx)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|(_, item)| item.contains_key(depot_index.pk))
+        .map(|((pk, _), _)| pk.clone())
+        .collect();
+    assert_eq!(in_index, held, "the depot index view shows the index");
+    let partitions = driver
+        .js(
+            "return [...document.querySelectorAll('#partitions .partition')].map(p => p.dataset.pk)",
+            json!([]),
+        )
+        .await;
+    assert!(
+        partitions
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|pk| pk.as_str().unwrap().starts_with("DEPOT#")),
+        "{partitions}"
+    );
+    driver.click("button.view[data-view='table']").await;
+
+    // Search: a chassis number finds its vehicle and its lock.
+    let search = |text: &str| {
+        format!(
+            "const s = document.getElementById('search'); s.value = '{text}'; \
+             s.dispatchEvent(new Event('input', {{bubbles: true}}));"
+        )
+    };
+    driver.js(&search("wba3a5c5xdf598765"), json!([])).await;
+    let found: BTreeSet<String> = driver
+        .shown_items()
+        .await
+        .into_iter()
+        .map(|i| i.2)
+        .collect();
+    assert!(
+        found.contains("Vehicle") && found.contains("ChassisLock"),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .all(|e| ["Vehicle", "ChassisLock", "DomainEvent"].contains(&e.as_str())),
+        "{found:?}"
+    );
+    driver.js(&search(""), json!([])).await;
+    assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
+
+    // At 820 px the outcome of a transaction's part is whole, never clipped.
+    driver
+        .command(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": 820, "height": 1000})),
+        )
+        .await;
 
     // A race: sixteen clients, one plate, one winner; the table holds one lock for it.
     driver.click("[data-race='plate']").await;
@@ -829,11 +1167,32 @@ async fn the_page_in_a_real_browser() {
             .unwrap()
             .contains_key(&(new_locks[0].0.clone(), new_locks[0].1.clone()))
     );
+    let clipped = driver
+        .js(
+            "return [...document.querySelectorAll('table.parts td:last-child')] \
+             .filter(td => td.scrollWidth > td.clientWidth + 1).length",
+            json!([]),
+        )
+        .await;
+    assert_eq!(clipped, 0, "an outcome cell is clipped at 820 px");
+    driver.screenshot(&screenshot_path("race-820")).await;
+    driver
+        .command(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": 1400, "height": 1000})),
+        )
+        .await;
     assert_page_matches_table(&driver, &ctx, Domain::Fleet).await;
     driver.screenshot(&screenshot_path("race")).await;
 
-    // Accounts: sign up; the account, its two locks and its event's outbox item.
+    // Accounts: sign up; the account, its two locks and its event's outbox item. Switching
+    // tabs leaves the fleet's result behind.
     driver.tab("accounts").await;
+    assert_eq!(
+        driver.text("#result-title").await.to_lowercase(),
+        "what happened"
+    );
     driver.click("[data-run='create-account']").await;
     let added: BTreeSet<String> = driver
         .shown_items()

@@ -6,11 +6,14 @@
 
 use super::capture::{self, Call};
 use super::token;
+use crate::front_door::Gateway;
 use axum::body::{Body, to_bytes};
 use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use singlet_functions::Ctx;
+use singlet_functions::clock::Clock;
+use time::OffsetDateTime;
 use tower::ServiceExt;
 
 /// The largest answer the console reads back.
@@ -20,6 +23,7 @@ const MAX_ANSWER: usize = 16 * 1024 * 1024;
 #[derive(Clone)]
 pub struct ApiClient {
     api: axum::Router,
+    gateway: Gateway,
     pub ctx: Ctx,
 }
 
@@ -73,14 +77,32 @@ impl Sent {
 }
 
 impl ApiClient {
-    pub fn new(api: axum::Router, ctx: Ctx) -> Self {
-        ApiClient { api, ctx }
+    /// The front door's API (`front_door::app`) over `gateway`.
+    pub fn new(gateway: Gateway) -> Self {
+        ApiClient {
+            api: crate::front_door::app(gateway.clone()),
+            ctx: gateway.ctx.clone(),
+            gateway,
+        }
+    }
+
+    /// The same API with its handlers' clock reading `now` (as `invoke --clock` runs a
+    /// function): the seed lends books in the past through the checkout route itself.
+    pub fn at(&self, now: OffsetDateTime) -> Self {
+        let mut gateway = self.gateway.clone();
+        gateway.ctx.clock = Clock::reading(now);
+        ApiClient::new(gateway)
+    }
+
+    /// Whether it mints the person's token (the runner is its own issuer).
+    pub fn mints(&self) -> bool {
+        self.gateway.issuer.is_some()
     }
 
     /// The request as it will be sent: the person's token added unless the request carries an
     /// `authorization` of its own (to show a `401`, say).
     pub fn prepare(&self, person: &str, sent: Sent) -> Sent {
-        match token::mint(person) {
+        match token::mint(self.gateway.issuer.as_deref(), person) {
             Some(token) if !sent.has("authorization") => {
                 sent.header("authorization", &format!("Bearer {token}"))
             }

@@ -13,6 +13,8 @@
 
 pub mod api_client;
 pub mod capture;
+pub mod explore;
+mod gate;
 pub mod ops;
 pub mod patterns;
 pub mod races;
@@ -20,6 +22,7 @@ pub mod seed;
 pub mod table;
 pub mod token;
 
+use crate::front_door::Gateway;
 pub use api_client::{ApiClient, Sent};
 use axum::body::{Bytes, to_bytes};
 use axum::extract::{Request, State};
@@ -33,7 +36,7 @@ use serde_json::{Value, json};
 use singlet_functions::Ctx;
 use singlet_functions::loans::mark_overdue;
 use std::sync::Arc;
-use table::{Change, Domain};
+use table::Domain;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const CONSOLE_CSS: &str = include_str!("assets/console.css");
@@ -45,15 +48,18 @@ const DEFAULT_PERSON: &str = "ada";
 const MAX_CONSOLE_BODY: usize = 1024 * 1024;
 
 /// The runner's context with every DynamoDB call of a console request recorded: the same
-/// client (endpoint, credentials, retries) with the console's interceptor added. Outside a
-/// console request the interceptor does nothing.
+/// client (endpoint, credentials, retries) with the console's interceptor and the version race's
+/// gate ([`gate`]) added. Outside a console request neither does anything.
 pub fn instrument(ctx: Ctx) -> Ctx {
-    let config = ctx
+    let mut config = ctx
         .db
         .config()
         .to_builder()
-        .interceptor(capture::Recorder::new())
-        .build();
+        .interceptor(capture::Recorder::new());
+    if let Some(http) = ctx.db.config().http_client() {
+        config = config.http_client(gate::gated(http));
+    }
+    let config = config.build();
     Ctx {
         db: aws_sdk_dynamodb::Client::from_conf(config),
         ..ctx
@@ -63,20 +69,32 @@ pub fn instrument(ctx: Ctx) -> Ctx {
 #[derive(Clone)]
 struct Console {
     gateway: ApiClient,
+    /// The local bus's events file (`--events-out`), where the published events land.
+    events_file: Option<Arc<std::path::Path>>,
     /// One console action at a time, so that "before" and "after" belong to one action.
     busy: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// The API router `api` with the console mounted beside it at `/_console`. The console sends its
-/// requests through `api` itself, so they meet every check the API makes.
+/// The runner's whole app: the front door's API (answering CORS for `origins`) with the console
+/// mounted beside it at `/_console`. Only `main.rs` serves this: the API alone
+/// (`front_door::app`) is what the tests and benches run, so no interceptor sits in their path.
+/// The API here runs on an [`instrument`]ed client, and the console sends its requests through
+/// that same API, so they meet every check the API makes and their DynamoDB calls are recorded.
+/// `events_file` is the local bus's events file, where the stream's events are published: the
+/// console shows which of a run's events have arrived there.
 pub fn mount(
-    api: axum::Router,
-    ctx: Ctx,
-    issuer: Option<Arc<crate::auth::LocalIssuer>>,
+    gateway: Gateway,
+    origins: &[String],
+    events_file: Option<&std::path::Path>,
 ) -> axum::Router {
-    token::use_issuer(issuer);
+    let gateway = Gateway {
+        ctx: instrument(gateway.ctx),
+        ..gateway
+    };
+    let api = crate::front_door::app_with_cors(gateway.clone(), origins);
     let console = Console {
-        gateway: ApiClient::new(api.clone(), ctx),
+        gateway: ApiClient::new(gateway),
+        events_file: events_file.map(Arc::from),
         busy: Arc::default(),
     };
     let routes = axum::Router::new()
@@ -91,15 +109,17 @@ pub fn mount(
         .route("/_console/api/seed", post(seed_all))
         .route("/_console/api/reset", post(reset))
         .route("/_console/api/fsck", post(check_table))
+        .route("/_console/api/explore", post(explore_table))
+        .route("/_console/api/published", get(published))
         .layer(middleware::from_fn(guard))
         .with_state(console);
     api.merge(routes)
 }
 
-/// `cargo run -- seed`: the data set through the API router, with a progress bar.
-/// `cargo run -- seed`: `api` is the front door's router (`front_door::app`), over `ctx`.
-pub async fn seed_cli(api: axum::Router, ctx: Ctx) -> Result<(), String> {
-    seed::run_cli(&ApiClient::new(api, ctx)).await
+/// `cargo run -- seed`: the data set through the front door's API over `gateway`, with a
+/// progress bar.
+pub async fn seed_cli(gateway: Gateway) -> Result<(), String> {
+    seed::run_cli(&ApiClient::new(gateway)).await
 }
 
 /// The console's secret for this start of the runner: every `/_console/api/` call carries it
@@ -240,13 +260,14 @@ async fn state(State(console): State<Console>) -> Response {
                 StatusCode::OK,
                 &json!({
                     "person": DEFAULT_PERSON,
-                    "token": token::mint(DEFAULT_PERSON).is_some(),
+                    "token": console.gateway.mints(),
                     "table": ctx.table.as_ref(),
                     "domains": Domain::ALL.iter().map(|d| json!({"id": d, "title": d.title()})).collect::<Vec<_>>(),
                     "patterns": patterns::catalogue(&snapshot),
                     "races": races::RACES.iter().map(|(id, title, domain)| json!({"id": id, "title": title, "domain": domain})).collect::<Vec<_>>(),
                     "partitions": partitions,
                     "changes": table::summary(&partitions),
+                    "indexes": singlet_shared::schema::INDEXES.iter().map(|i| i.name).collect::<Vec<_>>(),
                 }),
             )
         }
@@ -293,10 +314,50 @@ async fn run(State(console): State<Console>, request: Request) -> Response {
             "answer": http,
             "error": error,
             "operations": operations,
+            "events": table::emitted(&after, &before),
             "changes": table::summary(&partitions),
             "partitions": partitions,
             "patterns": patterns::catalogue(&after),
         }),
+    )
+}
+
+/// A free query or scan of the table or an index (see [`explore`]).
+async fn explore_table(State(console): State<Console>, request: Request) -> Response {
+    let asked: explore::Asked = match body(request).await {
+        Ok(asked) => asked,
+        Err(refused) => return refused,
+    };
+    let _one_at_a_time = console.busy.lock().await;
+    match explore::explore(&console.gateway.ctx, &asked).await {
+        Ok(explored) => answer(StatusCode::OK, &explored),
+        Err(error) => failed(error),
+    }
+}
+
+/// How many of the events file's last lines `published` answers.
+const PUBLISHED_SHOWN: usize = 200;
+
+/// The last events the local bus published (the events file's last lines, newest first): what a
+/// rule target would have received.
+async fn published(State(console): State<Console>) -> Response {
+    let Some(path) = console.events_file.as_deref() else {
+        return answer(StatusCode::OK, &json!({"file": null, "events": []}));
+    };
+    let text = match tokio::fs::read_to_string(path).await {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return failed(format!("cannot read {}: {error}", path.display())),
+    };
+    let events: Vec<Value> = text
+        .lines()
+        .rev()
+        .take(PUBLISHED_SHOWN)
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    answer(
+        StatusCode::OK,
+        &json!({"file": path.display().to_string(), "events": events}),
     )
 }
 
@@ -359,26 +420,7 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         Err(error) => return failed(error),
     };
     let partitions = table::partitions(&after, Some(&before));
-    // The loans this run moved: they left GSI1 (open) and entered GSI3 (overdue).
-    let moved: Vec<Value> = partitions
-        .iter()
-        .flat_map(|p| &p.items)
-        .filter(|i| {
-            i.change == Some(Change::Changed)
-                && i.left_indexes.iter().any(|e| e.index == "GSI1")
-                && i.indexes.iter().any(|e| e.index == "GSI3")
-        })
-        .map(|i| {
-            json!({
-                "pk": i.pk, "sk": i.sk,
-                "title": i.attributes.get("title"),
-                "dueDate": i.attributes.get("dueDate"),
-                "branchId": i.attributes.get("branchId"),
-                "from": i.left_indexes.iter().find(|e| e.index == "GSI1"),
-                "to": i.indexes.iter().find(|e| e.index == "GSI3"),
-            })
-        })
-        .collect();
+    let moved = moved_loans(&before, &after);
     let report = match report {
         Ok(report) => {
             use singlet_functions::routes::RunReport;
@@ -393,11 +435,37 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
             "now": singlet_functions::clock::iso(now),
             "moved": moved,
             "operations": operations,
+            "events": table::emitted(&after, &before),
             "changes": table::summary(&partitions),
             "partitions": partitions,
             "patterns": patterns::catalogue(&after),
         }),
     )
+}
+
+/// The loans a `mark-overdue` run moved: open before, overdue after (as the model reads them),
+/// each with the index entry it left and the one it entered.
+fn moved_loans(before: &table::Snapshot, after: &table::Snapshot) -> Vec<Value> {
+    use singlet_functions::loans::LoanStatus;
+    use singlet_functions::model::{Decoded, Entity, decode};
+    let loan = |item: &table::Item| match decode(item) {
+        Ok(Decoded::Loan(loan)) => Some(loan),
+        _ => None,
+    };
+    let entry = |(index, key): (singlet_shared::schema::Index, singlet_shared::IndexKey)| json!({"index": index.name, "pk": key.pk, "sk": key.sk});
+    after
+        .iter()
+        .filter_map(|(key, item)| {
+            let now = loan(item).filter(|l| l.status == LoanStatus::Overdue)?;
+            let was = loan(before.get(key)?).filter(|l| l.status == LoanStatus::Open)?;
+            Some(json!({
+                "pk": key.0, "sk": key.1,
+                "summary": format!("{}, due {} at {}", now.title, now.due_date, now.branch_id),
+                "from": was.index_keys().into_iter().next().map(entry),
+                "to": now.index_keys().into_iter().next().map(entry),
+            }))
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -459,19 +527,14 @@ async fn reset(State(console): State<Console>, request: Request) -> Response {
         Err(error) => return failed(error),
     };
     for (pk, sk) in before.keys() {
-        let deleted = ctx
-            .db
-            .delete_item()
-            .table_name(&*ctx.table)
-            .key("PK", aws_sdk_dynamodb::types::AttributeValue::S(pk.clone()))
-            .key("SK", aws_sdk_dynamodb::types::AttributeValue::S(sk.clone()))
-            .send()
-            .await;
-        if let Err(error) = deleted {
-            return failed(format!(
-                "cannot delete {pk}/{sk}: {}",
-                aws_sdk_dynamodb::error::DisplayErrorContext(error)
-            ));
+        let key = singlet_shared::Key {
+            pk: pk.clone(),
+            sk: sk.clone(),
+        };
+        // Unconditional: whatever entity it is, it goes.
+        let delete = singlet_functions::store::Delete::<singlet_functions::model::Decoded>::at(key);
+        if let Err(error) = ctx.delete_item(delete).await {
+            return failed(format!("cannot empty the table: {error:?}"));
         }
     }
     let after = table::Snapshot::new();

@@ -4,9 +4,11 @@
 //! per index when the response carries it.
 
 use super::capture::Call;
-use super::table::{plain_wire, plain_wire_item};
+use super::table::plain_wire;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use singlet_functions::model::{Lock, entity_type_of};
+use singlet_shared::Key;
 use singlet_shared::schema::{INDEXES, PK, SK};
 
 #[derive(Debug, Clone, Serialize)]
@@ -144,8 +146,8 @@ pub fn read(call: &Call, with_raw: bool) -> Operation {
         index: request["IndexName"].as_str().map(str::to_owned),
         key: request
             .get("Key")
-            .map(plain_wire_item)
-            .or_else(|| request.get("Item").map(key_of)),
+            .or_else(|| request.get("Item"))
+            .map(key_of),
         expressions: expressions(request),
         parts,
         consistent: request["ConsistentRead"].as_bool(),
@@ -167,11 +169,12 @@ pub fn read(call: &Call, with_raw: bool) -> Operation {
     }
 }
 
+/// A wire-JSON item's or key's primary key, as `{"pk": ..., "sk": ...}`.
 fn key_of(item: &Value) -> Value {
     let mut key = Map::new();
-    for name in [PK, SK] {
+    for (name, shown) in [(PK, "pk"), (SK, "sk")] {
         if let Some(v) = item.get(name) {
-            key.insert(name.to_owned(), plain_wire(v));
+            key.insert(shown.to_owned(), plain_wire(v));
         }
     }
     key.into()
@@ -179,7 +182,7 @@ fn key_of(item: &Value) -> Value {
 
 fn part_key(body: &Value) -> Value {
     match body.get("Key") {
-        Some(key) => plain_wire_item(key),
+        Some(key) => key_of(key),
         None => key_of(&body["Item"]),
     }
 }
@@ -283,40 +286,32 @@ fn capacity(consumed: &Value) -> Vec<Capacity> {
     }
 }
 
-/// The request field a lock or row stands for, by its key: what a failed condition on it means
-/// to the client.
-fn field_of(key: &Value) -> Option<&'static str> {
-    let pk = key[PK].as_str()?;
-    let sk = key[SK].as_str().unwrap_or_default();
-    let field = if pk.starts_with("PLATE#") {
-        "plate"
-    } else if pk.starts_with("CHASSIS#") {
-        "chassis"
-    } else if pk.starts_with("UNIQ#EMAIL#") {
-        "email"
-    } else if pk.starts_with("UNIQ#HANDLE#") {
-        "username"
-    } else if pk.starts_with("CARD#") {
-        "cardNumber"
-    } else if sk.starts_with("COPY#") {
-        "copyId"
-    } else if pk.starts_with("BRANCH#") && sk.starts_with("PATRON#") {
-        "patronId"
-    } else if pk.starts_with("BRANCH#") {
-        "branchId"
-    } else if pk.starts_with("BOOK#") {
-        "isbn"
-    } else if pk.starts_with("RESOURCE#") {
-        "resourceId"
-    } else if pk.starts_with("PATRON#") {
-        "checkoutId"
-    } else {
-        return None;
+/// The item a transaction part wrote or checked, by its key: what the model's registry says it
+/// is. A lock stands for the owner's value it makes unique (`plate`), which is the request field
+/// a failed condition on it becomes.
+fn locked_value(key: &Value) -> Option<&'static str> {
+    let key = Key {
+        pk: key["pk"].as_str()?.to_owned(),
+        sk: key["sk"].as_str().unwrap_or_default().to_owned(),
     };
-    Some(field)
+    match entity_type_of(&key)?.lock? {
+        Lock::Of { value, .. } => Some(value),
+        Lock::DerivedId => None,
+    }
 }
 
-/// Puts next to each cancelled part what the handler's answer (`status`, `body`) made of it.
+/// The entity a part's key belongs to (`copy`), for a field named after it (`copyId`).
+fn entity_of(key: &Value) -> Option<&'static str> {
+    let key = Key {
+        pk: key["pk"].as_str()?.to_owned(),
+        sk: key["sk"].as_str().unwrap_or_default().to_owned(),
+    };
+    entity_type_of(&key).map(|t| t.name)
+}
+
+/// Puts next to each cancelled part what the handler's answer (`status`, `body`) made of it: the
+/// field error on the value a lock holds, else the one named after the part's entity, else the
+/// answer's only field error.
 pub fn link_reasons(operations: &mut [Operation], status: u16, body: &Value) {
     let errors: Vec<(String, String)> = body["errors"]
         .as_array()
@@ -333,8 +328,15 @@ pub fn link_reasons(operations: &mut [Operation], status: u16, body: &Value) {
         if part.reason.is_none() {
             continue;
         }
-        let field = field_of(&part.key);
-        let error = errors.iter().find(|(f, _)| Some(f.as_str()) == field);
+        let error = match locked_value(&part.key) {
+            Some(value) => errors.iter().find(|(field, _)| field == value),
+            None => entity_of(&part.key)
+                .and_then(|entity| errors.iter().find(|(field, _)| field.starts_with(entity)))
+                .or(match errors.as_slice() {
+                    [only] => Some(only),
+                    _ => None,
+                }),
+        };
         part.became = Some(match (error, status) {
             (Some((field, code)), _) => format!("{status} {field}: {code}"),
             (None, 412) => match body["currentVersion"].as_i64() {
@@ -351,22 +353,24 @@ pub fn link_reasons(operations: &mut [Operation], status: u16, body: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+    use singlet_shared::schema::{GSI1, GSI3};
+    use singlet_shared::{Id, Plate, keys};
 
     #[test]
     fn expressions_read_with_their_names_and_values() {
-        let names = json!({"#status": "status", "#gsi2sk": "GSI2SK"});
-        let values = json!({":out": {"S": "checked_out"}, ":one": {"N": "1"}});
+        let names = json!({"#colour": "colour", "#n": "n"});
+        let values = json!({":red": {"S": "red"}, ":one": {"N": "1"}});
         assert_eq!(
             resolve(
-                "SET #status = :out, #gsi2sk = :sk, n = n + :one",
+                "SET #colour = :red, shade = :shade, #n = #n + :one",
                 names.as_object(),
                 values.as_object()
             ),
-            "SET status = \"checked_out\", GSI2SK = :sk, n = n + 1"
+            "SET colour = \"red\", shade = :shade, n = n + 1"
         );
         assert_eq!(
-            resolve("attribute_not_exists(PK)", None, None),
-            "attribute_not_exists(PK)"
+            resolve("attribute_not_exists(x)", None, None),
+            "attribute_not_exists(x)"
         );
     }
 
@@ -379,23 +383,30 @@ mod tests {
         let indexes = capacity(&json!([{
             "TableName": "singlet", "CapacityUnits": 4.0,
             "Table": {"CapacityUnits": 2.0},
-            "GlobalSecondaryIndexes": {"GSI1": {"CapacityUnits": 1.0}, "GSI3": {"CapacityUnits": 1.0}},
+            "GlobalSecondaryIndexes": {GSI1.name: {"CapacityUnits": 1.0}, GSI3.name: {"CapacityUnits": 1.0}},
         }]));
         assert_eq!(indexes[0].table_units, Some(2.0));
         assert_eq!(
             indexes[0].indexes,
-            [("GSI1".to_owned(), 1.0), ("GSI3".to_owned(), 1.0)]
+            [(GSI1.name.to_owned(), 1.0), (GSI3.name.to_owned(), 1.0)]
         );
+    }
+
+    /// A wire-JSON item holding only `key`.
+    fn wire(key: Key) -> Value {
+        json!({PK: {"S": key.pk}, SK: {"S": key.sk}})
     }
 
     #[test]
     fn a_cancelled_part_says_what_it_became() {
+        let vehicle = keys::vehicle(&Id::parse("v1").unwrap());
+        let plate = keys::plate_lock(&Plate::parse("KA19 XTR").unwrap());
         let call = Call {
             operation: "TransactWriteItems".into(),
             request: json!({"TransactItems": [
-                {"Put": {"TableName": "singlet", "Item": {"PK": {"S": "VEHICLE#v"}, "SK": {"S": "VEHICLE#v"}}}},
-                {"Put": {"TableName": "singlet", "Item": {"PK": {"S": "PLATE#ka19 xtr"}, "SK": {"S": "PLATE#ka19 xtr"}},
-                         "ConditionExpression": "attribute_not_exists(PK)"}},
+                {"Put": {"TableName": "singlet", "Item": wire(vehicle)}},
+                {"Put": {"TableName": "singlet", "Item": wire(plate),
+                         "ConditionExpression": "attribute_not_exists(#pk)"}},
             ]}),
             response: Some((
                 400,
@@ -415,7 +426,7 @@ mod tests {
         link_reasons(
             &mut operations,
             409,
-            &json!({"errors": [{"field": "plate", "code": "taken"}]}),
+            &json!({"errors": [{"field": "chassis", "code": "taken"}, {"field": "plate", "code": "taken"}]}),
         );
         let parts = &operations[0].parts;
         assert_eq!(parts[0].reason, None);

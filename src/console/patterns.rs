@@ -3,10 +3,13 @@
 //! (an existing vehicle to read, a plate nobody holds yet to register, the current version to
 //! send in `if-match`), or the example of `events/` when the table has nothing to point at.
 
-use super::table::{Domain, Snapshot, string};
+use super::table::{Domain, Snapshot};
 use serde::Serialize;
+use singlet_functions::loans::LoanStatus;
+use singlet_functions::model::{Decoded, decode};
 use singlet_functions::routes::{ROUTES, Route};
-use singlet_shared::{Chassis, Email, Key, Plate, keys};
+use singlet_shared::keys::CopyStatus;
+use singlet_shared::{CardNumber, Chassis, Email, Id, Isbn13, Key, Plate, Username, keys};
 use std::collections::HashSet;
 
 /// The contention a pattern is famous for, run by the race button on its card.
@@ -53,7 +56,7 @@ pub(super) struct Data {
     pub(super) accounts: Vec<String>,
     pub(super) resources: Vec<(String, String, i64)>,
     pub(super) branches: Vec<String>,
-    /// (patronId, cardNumber, activeLoans < loanLimit)
+    /// (patronId, cardNumber, whether the patron may borrow)
     pub(super) patrons: Vec<(String, String, bool)>,
     /// (copyId, branchId, available)
     pub(super) copies: Vec<(String, String, bool)>,
@@ -63,70 +66,58 @@ pub(super) struct Data {
 }
 
 impl Data {
+    /// Every entity of `snapshot`, read through the model's registry; the rules (may this patron
+    /// borrow, may this loan be renewed) are the model's own.
     pub(super) fn read(snapshot: &Snapshot) -> Data {
         let mut data = Data::default();
-        let now = singlet_functions::clock::iso(singlet_functions::clock::now());
-        for ((pk, sk), item) in snapshot {
+        let now = singlet_functions::clock::now();
+        for ((pk, _), item) in snapshot {
             data.taken.insert(pk.clone());
-            let s = |name: &str| string(item, name);
-            let n = |name: &str| {
-                item.get(name)
-                    .and_then(|v| v.as_n().ok())
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .unwrap_or(0)
-            };
-            let (entity, _) = super::table::entity(pk, sk, item);
-            match entity {
-                "Vehicle" => {
-                    data.vehicles
-                        .push((s("vehicleId"), s("plate"), s("chassis"), s("depot")))
-                }
-                "Account" => data.accounts.push(s("accountId")),
-                "CurrentState" => data
-                    .resources
-                    .push((s("resourceId"), s("status"), n("version"))),
-                "Branch" => data.branches.push(s("branchId")),
-                "Patron" => data.patrons.push((
-                    s("patronId"),
-                    s("cardNumber"),
-                    n("activeLoans") < n("loanLimit"),
+            let Ok(decoded) = decode(item) else { continue };
+            match decoded {
+                Decoded::Vehicle(v) => data.vehicles.push((
+                    text(&v.vehicle_id),
+                    text(&v.plate),
+                    text(&v.chassis),
+                    v.depot,
                 )),
-                "Copy" => {
-                    data.copies
-                        .push((s("copyId"), s("branchId"), s("status") == "available"))
+                Decoded::Account(a) => data.accounts.push(text(&a.account.account_id)),
+                Decoded::Resource(r) => {
+                    data.resources
+                        .push((text(&r.resource_id), text(&r.status), r.version as i64))
                 }
-                "Book" => data.books.push(s("isbn")),
-                "Loan" => data.loans.push((
-                    s("patronId"),
-                    s("checkoutId"),
-                    n("renewalCount") < 2 && s("dueDate") > now,
+                Decoded::Branch(b) => data.branches.push(text(&b.branch_id)),
+                Decoded::Patron(p) => {
+                    data.patrons
+                        .push((text(&p.patron_id), text(&p.card_number), p.may_borrow()))
+                }
+                Decoded::Copy(c) => data.copies.push((
+                    text(&c.copy_id),
+                    text(&c.branch_id),
+                    c.status == CopyStatus::Available,
                 )),
-                "OverdueLoan" => data.loans.push((s("patronId"), s("checkoutId"), false)),
+                Decoded::Book(b) => data.books.push(text(&b.isbn)),
+                Decoded::Loan(loan) if loan.status != LoanStatus::Returned => data.loans.push((
+                    text(&loan.patron_id),
+                    text(&loan.checkout_id),
+                    loan.renewable(now),
+                )),
                 _ => {}
             }
         }
         data
     }
 
-    /// The first of `candidates` whose key (`prefix` + key form) is free.
-    fn fresh(&self, prefix: &str, candidates: impl Iterator<Item = (String, String)>) -> String {
-        candidates
-            .into_iter()
-            .find(|(_, key)| !self.taken.contains(&format!("{prefix}{key}")))
-            .map(|(raw, _)| raw)
-            .unwrap_or_default()
-    }
-
-    /// The first candidate whose lock (its partition key, as `keys` builds it from the value:
-    /// a plate without separators, an email's skeleton) nobody holds.
+    /// The first candidate whose key (as `key` makes it from the value: a plate without
+    /// separators, an email's skeleton) nobody holds.
     fn fresh_value(
         &self,
         candidates: impl Iterator<Item = String>,
-        lock: impl Fn(&str) -> Option<Key>,
+        key: impl Fn(&str) -> Option<Key>,
     ) -> String {
         candidates
             .into_iter()
-            .find(|raw| lock(raw).is_none_or(|key| !self.taken.contains(&key.pk)))
+            .find(|raw| key(raw).is_none_or(|key| !self.taken.contains(&key.pk)))
             .unwrap_or_default()
     }
 
@@ -163,7 +154,8 @@ impl Data {
             })
             .find(|(email, username, _)| {
                 !Email::parse(email).is_ok_and(|e| self.taken.contains(&keys::email_lock(&e).pk))
-                    && !self.taken.contains(&format!("UNIQ#HANDLE#{username}"))
+                    && !Username::parse(username)
+                        .is_ok_and(|u| self.taken.contains(&keys::handle_lock(&u).pk))
             })
             .unwrap_or_default()
     }
@@ -176,33 +168,43 @@ impl Data {
     }
 
     pub(super) fn fresh_username(&self) -> String {
-        self.fresh(
-            "UNIQ#HANDLE#",
-            names().map(|(first, last)| {
-                let username = format!("{first}_{last}").to_lowercase();
-                (username.clone(), username)
-            }),
+        self.fresh_value(
+            names().map(|(first, last)| format!("{first}_{last}").to_lowercase()),
+            |username| {
+                Username::parse(username)
+                    .ok()
+                    .map(|u| keys::handle_lock(&u))
+            },
         )
     }
 
-    pub(super) fn fresh_id(&self, prefix: &str, stem: &str) -> String {
-        self.fresh(
-            prefix,
-            (1..).map(|n: u32| {
-                let id = format!("{stem}-{n}");
-                (id.clone(), id)
-            }),
-        )
+    /// `<stem>-1`, `<stem>-2`, ...: the first whose key (`key` of the id) is free.
+    pub(super) fn fresh_id(&self, stem: &str, key: impl Fn(&Id) -> Key) -> String {
+        self.fresh_value((1..).map(|n: u32| format!("{stem}-{n}")), |id| {
+            Id::parse(id).ok().map(|id| key(&id))
+        })
+    }
+
+    pub(super) fn fresh_card(&self) -> String {
+        self.fresh_value((1..).map(|n: u32| format!("C-{n:06}")), |card| {
+            CardNumber::parse(card).ok().map(|c| keys::card_lock(&c))
+        })
     }
 
     pub(super) fn fresh_isbn(&self) -> String {
-        self.fresh(
-            "BOOK#",
-            (1..).map(|n: u64| {
-                let isbn = isbn13(978_000_000_000 + n * 7);
-                (isbn.clone(), isbn)
-            }),
+        self.fresh_value(
+            (1..).map(|n: u64| isbn13(978_000_000_000 + n * 7)),
+            |isbn| Isbn13::parse(isbn).ok().map(|i| keys::book(&i)),
         )
+    }
+}
+
+/// A typed value as the string it is written as.
+fn text(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
     }
 }
 
@@ -330,7 +332,7 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
         "register-vehicle" => Some(json!({
             "plate": data.fresh_plate(),
             "chassis": data.fresh_chassis(),
-            "depot": "north",
+            "depot": "airport",
         })),
         "change-plate" => Some(json!({"plate": data.fresh_plate()})),
         "create-account" => {
@@ -340,9 +342,8 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
         "change-email" => Some(json!({"email": data.fresh_email()})),
         "change-username" => Some(json!({"username": data.fresh_username()})),
         "create-resource" => Some(json!({
-            "resourceId": data.fresh_id("RESOURCE#", "doc"),
+            "resourceId": data.fresh_id("doc", keys::resource_current),
             "status": "draft",
-            "actor": "ada",
         })),
         "change-resource" => {
             let (status, version) = resource
@@ -354,10 +355,10 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
             } else {
                 "in_review"
             };
-            Some(json!({"status": next, "action": "review", "actor": "grace"}))
+            Some(json!({"status": next, "action": "review"}))
         }
         "create-branch" => Some(json!({
-            "branchId": data.fresh_id("BRANCH#", "branch"),
+            "branchId": data.fresh_id("branch", keys::branch),
             "name": "Harbour Library",
             "address": "4 Quay Street",
             "city": "Springfield",
@@ -365,7 +366,7 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
             "openingHours": "Tue-Sat 10:00-18:00",
         })),
         "register-patron" => Some(json!({
-            "cardNumber": data.fresh_id("CARD#", "C"),
+            "cardNumber": data.fresh_card(),
             "firstName": "Hedy",
             "lastName": "Lamarr",
             "email": "hedy.lamarr@example.com",
@@ -412,7 +413,7 @@ fn example(route: &'static Route, data: &Data) -> Pattern {
     }
     Pattern {
         function,
-        domain: Domain::of_path(route.path),
+        domain: Domain::of_route(route).unwrap_or(Domain::Library),
         method: route.method,
         path: route.path,
         summary: route.summary,

@@ -4,11 +4,15 @@
 
 use super::api_client::{ApiClient, Received, Sent};
 use super::capture;
+use super::gate;
 use super::ops::{self, Operation};
 use super::patterns::Data;
 use super::table::{self, Partition};
 use serde::Serialize;
 use serde_json::{Value, json};
+use singlet_functions::model::audit::Resource;
+use singlet_shared::keys::{self, CopyStatus};
+use singlet_shared::{Email, Id, Plate};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -30,6 +34,9 @@ pub struct RaceOutcome {
     pub race: String,
     pub title: String,
     pub explanation: String,
+    /// Where each loser was refused: by the engine (its transaction sent and cancelled) or by
+    /// the handler before it sent one (its read already saw the winner's write).
+    pub what_happened: String,
     /// What the race set up first (a resource, a copy), and the requests that did it.
     pub setup: Vec<String>,
     pub racers: Vec<Racer>,
@@ -38,9 +45,11 @@ pub struct RaceOutcome {
     pub winners: usize,
     pub table: Vec<Partition>,
     pub changes: Value,
+    /// The domain events the race's changes emitted (the winner's).
+    pub events: Vec<Value>,
 }
 
-const DEPOTS: [&str; 4] = ["north", "south", "east", "west"];
+const DEPOTS: [&str; 4] = ["airport", "south", "east", "west"];
 
 /// Every race the console offers: id, title, the domain whose page shows it.
 pub const RACES: &[(&str, &str, &str)] = &[
@@ -71,6 +80,44 @@ fn outcome(answer: &Received) -> String {
     }
 }
 
+/// Whether a racer sent a write to the engine (a transaction, or a single conditional write).
+fn sent_a_write(racer: &Racer) -> bool {
+    racer.operations.iter().any(|o| {
+        matches!(
+            o.operation.as_str(),
+            "TransactWriteItems" | "PutItem" | "UpdateItem" | "DeleteItem"
+        )
+    })
+}
+
+/// The caption of a race's end, from what each racer's calls show.
+fn what_happened(racers: &[Racer]) -> String {
+    let won = |r: &&Racer| r.answer.as_ref().is_some_and(|a| a.status < 300);
+    let losers: Vec<&Racer> = racers.iter().filter(|r| !won(r)).collect();
+    let by_engine = losers.iter().filter(|r| sent_a_write(r)).count();
+    let by_handler = losers.len() - by_engine;
+    let clients = |n: usize| match n {
+        1 => "1 client".to_owned(),
+        n => format!("{n} clients"),
+    };
+    match (by_engine, by_handler) {
+        (0, 0) => "No client lost.".to_owned(),
+        (_, 0) => format!(
+            "Every loser sent its write: the engine cancelled it on its condition ({}).",
+            clients(by_engine)
+        ),
+        (0, _) => format!(
+            "No loser sent a write: each one's read already saw the winner's change, so its handler refused it before writing ({}). Run the race again to see the engine refuse one.",
+            clients(by_handler)
+        ),
+        _ => format!(
+            "{} sent a write that the engine cancelled on its condition; {} read after the winner's change and were refused by the handler before writing.",
+            clients(by_engine),
+            clients(by_handler)
+        ),
+    }
+}
+
 async fn setup_call(
     gateway: &ApiClient,
     person: &str,
@@ -95,7 +142,7 @@ async fn prepare(
     gateway: &ApiClient,
     person: &str,
     log: &mut Vec<String>,
-) -> Result<(String, Vec<Sent>), String> {
+) -> Result<(String, Vec<(String, Sent)>), String> {
     let data = Data::read(&table::scan(&gateway.ctx).await?);
     match race {
         "plate" => {
@@ -110,16 +157,20 @@ async fn prepare(
             ];
             let requests = (0..16)
                 .map(|i| {
-                    Sent::new("POST", "/vehicles").json(json!({
+                    let sent = Sent::new("POST", "/vehicles").json(json!({
                         "plate": forms[i % forms.len()],
                         "chassis": format!("{chassis}-{i:02}"),
                         "depot": DEPOTS[i % DEPOTS.len()],
-                    }))
+                    }));
+                    (person.to_owned(), sent)
                 })
                 .collect();
+            let lock = Plate::parse(&plate)
+                .map(|p| keys::plate_lock(&p).pk)
+                .unwrap_or_default();
             Ok((
                 format!(
-                    "Each client registers a different vehicle with the plate {plate:?}, written four ways that normalise to one key, PLATE#{lower}. Each transaction puts the vehicle and both locks with attribute_not_exists(PK): the engine lets one through and cancels the rest, and each loser's cancellation reason on the plate lock becomes its 409."
+                    "Each client registers a different vehicle with the plate {plate:?}, written four ways that normalise to one key, {lock}. Each transaction puts the vehicle and both locks on the condition that no lock of that key exists: the engine lets one through and cancels the rest, and each loser's cancellation reason on the plate lock becomes its 409."
                 ),
                 requests,
             ))
@@ -133,16 +184,21 @@ async fn prepare(
                     } else {
                         email.to_uppercase()
                     };
-                    Sent::new("POST", "/accounts").json(json!({
+                    let sent = Sent::new("POST", "/accounts").json(json!({
                         "email": written,
                         "username": format!("{username}{i:02}"),
                         "displayName": format!("Sign-up {i}"),
-                    }))
+                    }));
+                    // Each sign-up is a person of its own: one account per subject.
+                    (format!("{person}-{i:02}"), sent)
                 })
                 .collect();
+            let lock = Email::parse(&email)
+                .map(|e| keys::email_lock(&e).pk)
+                .unwrap_or_default();
             Ok((
                 format!(
-                    "Sixteen sign-ups with the email {email} (some in capitals) and sixteen different usernames: the email lock UNIQ#EMAIL#{email} admits one account."
+                    "Sixteen sign-ups with the email {email} (some in capitals) and sixteen different usernames: the email lock {lock} admits one account."
                 ),
                 requests,
             ))
@@ -151,27 +207,38 @@ async fn prepare(
             let (resource_id, version) = match data.resources.first() {
                 Some((id, _, version)) => (id.clone(), *version),
                 None => {
-                    let id = data.fresh_id("RESOURCE#", "doc");
+                    let id = data.fresh_id("doc", keys::resource_current);
                     setup_call(
                         gateway,
                         person,
                         log,
                         Sent::new("POST", "/resources")
-                            .json(json!({"resourceId": id, "status": "draft", "actor": "ada"})),
+                            .json(json!({"resourceId": id, "status": "draft"})),
                     )
                     .await?;
                     (id, 1)
                 }
             };
-            let change = |status: &str, action: &str, actor: &str| {
-                Sent::new("PATCH", format!("/resources/{resource_id}"))
-                    .json(json!({"status": status, "action": action, "actor": actor}))
-                    .header("if-match", &format!("\"{version}\""))
+            // Each reviewer is a person of their own: the API takes the actor from the token.
+            let change = |status: &str, action: &str, reviewer: &str| {
+                let sent = Sent::new("PATCH", format!("/resources/{resource_id}"))
+                    .json(json!({"status": status, "action": action}))
+                    .header("if-match", &format!("\"{version}\""));
+                (reviewer.to_owned(), sent)
+            };
+            let (current, event) = match Id::parse(&resource_id) {
+                Ok(id) => (
+                    keys::resource_current(&id),
+                    keys::resource_event(&id, version as u64 + 1),
+                ),
+                Err(_) => Default::default(),
             };
             Ok((
                 format!(
-                    "Two reviewers read {resource_id} at version {version} and both send if-match: \"{version}\". Each change is one transaction: update CURRENT only if version = {version}, and put EVENT #{} only if it does not exist. One commits; the other's condition fails and its 412 names the version that won.",
-                    version + 1
+                    "Two reviewers read {resource_id} at version {version} and both send if-match: \"{version}\". Both handlers read the state at version {version} (the console holds each one's transaction until the other has read too), and each sends one transaction: update {} only if {field} = {version}, and put {} only if it does not exist. The engine commits one and cancels the other on that condition, and the loser's 412 names the version that won.",
+                    current.sk,
+                    event.sk,
+                    field = Resource::VERSION.name(),
                 ),
                 vec![
                     change("approved", "approve", "reviewer-a"),
@@ -186,7 +253,7 @@ async fn prepare(
                     let branch = match data.branches.first() {
                         Some(branch) => branch.clone(),
                         None => {
-                            let id = data.fresh_id("BRANCH#", "branch");
+                            let id = data.fresh_id("branch", keys::branch);
                             setup_call(gateway, person, log, Sent::new("POST", "/branches").json(json!({
                                 "branchId": id, "name": "Race Library", "address": "1 Contention Row",
                                 "city": "Springfield", "phone": "+44 20 7946 0999", "openingHours": "Always",
@@ -228,7 +295,7 @@ async fn prepare(
                 .map(|p| p.0.clone())
                 .collect();
             if patrons.is_empty() {
-                let card = data.fresh_id("CARD#", "C");
+                let card = data.fresh_card();
                 let patron = setup_call(
                     gateway,
                     person,
@@ -249,17 +316,20 @@ async fn prepare(
             patrons.truncate(32);
             let requests = (0..32)
                 .map(|i| {
-                    Sent::new("POST", "/checkouts").json(json!({
+                    let sent = Sent::new("POST", "/checkouts").json(json!({
                         "patronId": patrons[i % patrons.len()],
                         "branchId": branch_id,
                         "copyId": copy_id,
-                    }))
+                    }));
+                    (person.to_owned(), sent)
                 })
                 .collect();
             Ok((
                 format!(
-                    "{} patrons ask for copy {copy_id} at {branch_id} at once. Each checkout is one transaction whose copy part requires status = \"available\": the first to commit makes it checked_out, and every other one is cancelled on that part, a 409 copyId: unavailable.",
-                    patrons.len()
+                    "{} patrons ask for copy {copy_id} at {branch_id} at once. Each checkout is one transaction whose copy part requires the copy to be {}: the first to commit makes it {}, and every other one is cancelled on that part, a 409 saying the copy is unavailable.",
+                    patrons.len(),
+                    CopyStatus::Available.as_str(),
+                    CopyStatus::CheckedOut.as_str(),
                 ),
                 requests,
             ))
@@ -280,15 +350,24 @@ pub async fn run(race: &str, gateway: &ApiClient, person: &str) -> Result<RaceOu
     let (explanation, requests) = prepare(race, gateway, person, &mut setup).await?;
     let before = table::scan(&gateway.ctx).await?;
     let barrier = Arc::new(tokio::sync::Barrier::new(requests.len()));
+    // The version race's reviewers both read before either writes (see `gate`), so that both
+    // transactions reach the engine.
+    let writes_wait =
+        (race == "version").then(|| Arc::new(tokio::sync::Barrier::new(requests.len())));
     let tasks: Vec<_> = requests
         .into_iter()
-        .map(|sent| {
+        .map(|(person, sent)| {
             let gateway = gateway.clone();
             let barrier = barrier.clone();
-            let sent = gateway.prepare(person, sent);
+            let writes_wait = writes_wait.clone();
+            let sent = gateway.prepare(&person, sent);
             tokio::spawn(async move {
                 barrier.wait().await;
-                let (answer, calls) = capture::recording(gateway.send(&sent)).await;
+                let sending = capture::recording(gateway.send(&sent));
+                let (answer, calls) = match writes_wait {
+                    Some(writes) => gate::before_first_write(writes, sending).await,
+                    None => sending.await,
+                };
                 (sent, answer, calls)
             })
         })
@@ -329,9 +408,11 @@ pub async fn run(race: &str, gateway: &ApiClient, person: &str) -> Result<RaceOu
     Ok(RaceOutcome {
         race: race.to_owned(),
         title: title.to_owned(),
+        what_happened: what_happened(&racers),
         explanation,
         setup,
         changes: table::summary(&table),
+        events: table::emitted(&after, &before),
         table,
         tally: tally.into_iter().collect(),
         winners,

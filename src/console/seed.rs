@@ -2,37 +2,36 @@
 //! through the front door like any other, so every invariant holds: locks with their vehicles,
 //! copies counted in the availability index, loans counted against their patrons).
 //!
-//! The one thing no handler does is lend a book in the past: loans are made now, then the due
-//! dates of some are moved into the past (and a few into the coming days) with direct
-//! `UpdateItem`s that move the open-loans index sort key with the due date, exactly as
-//! `keys::open_loan` builds it, so `mark-overdue` finds them as it would find loans that fell due.
-//! A domain that already has data is left alone.
+//! Some loans are lent in the past, through the same checkout route on a clock set back (as
+//! `invoke --clock` runs a function), so that they are due already or in the coming days and
+//! `mark-overdue` finds them as it finds loans that fell due. Each change of a resource is made
+//! by its own reviewer (the token's subject is the event's actor). A domain that already has
+//! data is left alone.
 
 use super::api_client::{ApiClient, Sent};
 use super::patterns::{Data, isbn13, names};
 use super::table;
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 use serde_json::{Value, json};
 use singlet_functions::clock;
-use singlet_shared::schema::GSI1;
-use singlet_shared::{Id, keys};
+use singlet_functions::model::library::Tier;
 use std::collections::BTreeMap;
+use time::OffsetDateTime;
 use tracing::instrument::WithSubscriber;
 
 const VEHICLES: &[(&str, &str, &str)] = &[
-    ("KA51 MN2040", "WVWZZZ1JZXW004410", "north"),
-    ("MH12 DE1433", "JTDBR32E720051234", "north"),
+    ("KA51 MN2040", "WVWZZZ1JZXW004410", "airport"),
+    ("MH12 DE1433", "JTDBR32E720051234", "airport"),
     ("DL8C AF5030", "1HGCM82633A004352", "south"),
     ("TN09 BZ2211", "WBA3A5C5XDF598765", "east"),
     ("KL07 CU7475", "VF1RFB00X56712345", "harbour"),
     ("GJ01 KL5566", "ZFA31200000123456", "west"),
     ("RJ14 CV9090", "SALGA2EF9EA123456", "south"),
-    ("UP32 GH1234", "WDD2050041R123456", "north"),
+    ("UP32 GH1234", "WDD2050041R123456", "airport"),
     ("WB06 MN4321", "YV1MS382262123456", "east"),
     ("AP28 QR8765", "KMHCT41BAEU123456", "harbour"),
     ("HR26 DK8337", "TMBJJ7NE5F0123456", "west"),
-    ("PB10 EF2468", "NMTKZ3BE10R123456", "north"),
+    ("PB10 EF2468", "NMTKZ3BE10R123456", "airport"),
 ];
 
 type Change = (&'static str, &'static str, &'static str);
@@ -238,8 +237,8 @@ pub struct SeedReport {
     pub created: BTreeMap<String, usize>,
     /// Domains left alone because they already had data.
     pub skipped: Vec<String>,
-    /// Loans whose due date was moved into the past (or the coming days).
-    pub moved_due_dates: usize,
+    /// Loans lent in the past: due already, or in the coming days.
+    pub lent_in_the_past: usize,
     /// Requests that did not succeed (a seed on a table changed meanwhile).
     pub failures: Vec<String>,
 }
@@ -264,8 +263,21 @@ impl Seeder<'_> {
 
     /// One request; its answer's body when it succeeded.
     async fn send(&mut self, pattern: &str, sent: Sent) -> Option<Value> {
+        self.send_at(None, pattern, sent).await
+    }
+
+    /// One request, handled as if the clock read `at` (now when `None`).
+    async fn send_at(
+        &mut self,
+        at: Option<OffsetDateTime>,
+        pattern: &str,
+        sent: Sent,
+    ) -> Option<Value> {
         let line = format!("{} {}", sent.method, sent.path);
-        let answer = self.gateway.call(self.person, sent).await;
+        let answer = match at {
+            Some(at) => self.gateway.at(at).call(self.person, sent).await,
+            None => self.gateway.call(self.person, sent).await,
+        };
         self.step(&line);
         match answer {
             Ok(answer) if answer.status < 300 => {
@@ -309,8 +321,7 @@ fn steps(fleet: bool, accounts: bool, audit: bool, library: bool) -> u64 {
             + PATRONS
             + LOANS
             + RETURNED.len()
-            + RENEWED.len()
-            + DUE.len();
+            + RENEWED.len();
     }
     total as u64
 }
@@ -406,7 +417,7 @@ async fn seed_accounts(seeder: &mut Seeder<'_>) {
 
 async fn seed_audit(seeder: &mut Seeder<'_>) {
     for (id, status, changes) in RESOURCES {
-        let body = json!({"resourceId": id, "status": status, "actor": "ada"});
+        let body = json!({"resourceId": id, "status": status});
         if seeder
             .send("create-resource", post("/resources", body))
             .await
@@ -414,12 +425,16 @@ async fn seed_audit(seeder: &mut Seeder<'_>) {
         {
             continue;
         }
+        // The API takes the actor from the token: each reviewer sends their own change.
+        let person = seeder.person;
         for (version, (status, action, actor)) in (1..).zip(changes.iter()) {
             let sent = Sent::new("PATCH", format!("/resources/{id}"))
-                .json(json!({"status": status, "action": action, "actor": actor}))
+                .json(json!({"status": status, "action": action}))
                 .header("if-match", &format!("\"{version}\""));
+            seeder.person = actor;
             seeder.send("change-resource", sent).await;
         }
+        seeder.person = person;
     }
 }
 
@@ -463,11 +478,16 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
     let mut patrons = Vec::new();
     for (i, (first, last)) in names().skip(ACCOUNTS).take(PATRONS).enumerate() {
         let branch_id = BRANCHES[i % BRANCHES.len()].0;
+        let tier = if i % 3 == 0 {
+            Tier::Premium
+        } else {
+            Tier::Standard
+        };
         let body = json!({
             "cardNumber": format!("C-{:06}", 100 + i),
             "firstName": first, "lastName": last,
             "email": format!("{first}.{last}@example.org"),
-            "membershipTier": if i % 3 == 0 { "premium" } else { "standard" },
+            "membershipTier": tier,
         });
         if let Some(patron) = seeder
             .send(
@@ -476,99 +496,56 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
             )
             .await
         {
-            patrons.push(patron["patronId"].as_str().unwrap_or_default().to_owned());
+            let id = patron["patronId"].as_str().unwrap_or_default().to_owned();
+            patrons.push((id, tier));
         }
     }
     if patrons.is_empty() {
-        return Err("no patron could be registered".into());
+        let last = seeder.report.failures.last().cloned().unwrap_or_default();
+        return Err(format!("no patron could be registered ({last})"));
     }
-    // Spread the loans over the copies: every other copy, then the rest.
+    // Spread the loans over the copies: every other copy, then the rest. A loan of `DUE` is
+    // lent in the past, by the checkout route on a clock set back, so that its due date is where
+    // `DUE` says: the handler writes its dates and index keys, as it would have then.
     let order: Vec<usize> = (0..copies.len())
         .step_by(2)
         .chain((1..copies.len()).step_by(2))
         .collect();
-    let mut loans: Vec<Option<(String, String, u32)>> = Vec::new();
+    let now = clock::now();
+    let mut loans: Vec<Option<(String, String)>> = Vec::new();
     for (k, &c) in order.iter().take(LOANS).enumerate() {
         let (branch_id, copy_id) = &copies[c];
-        let patron_id = &patrons[(k * 7) % patrons.len()];
+        let (patron_id, tier) = &patrons[(k * 7) % patrons.len()];
         let body = json!({"patronId": patron_id, "branchId": branch_id, "copyId": copy_id});
-        let loan = seeder.send("checkout-book", post("/checkouts", body)).await;
+        let lent_at = DUE.iter().find(|(loan, _)| *loan == k).map(|(_, days)| {
+            now + clock::days(*days) - clock::days(tier.loan_period_days().into())
+        });
+        let loan = seeder
+            .send_at(lent_at, "checkout-book", post("/checkouts", body))
+            .await;
+        if loan.is_some() && lent_at.is_some() {
+            seeder.report.lent_in_the_past += 1;
+        }
         loans.push(loan.map(|l| {
             (
                 patron_id.clone(),
                 l["checkoutId"].as_str().unwrap_or_default().to_owned(),
-                l["loanPeriodDays"].as_u64().unwrap_or(21) as u32,
             )
         }));
     }
     for &k in RETURNED {
-        if let Some(Some((patron, checkout, _))) = loans.get(k) {
+        if let Some(Some((patron, checkout))) = loans.get(k) {
             let path = format!("/patrons/{patron}/checkouts/{checkout}/return");
             seeder.send("return-book", Sent::new("POST", path)).await;
         }
     }
     for &k in RENEWED {
-        if let Some(Some((patron, checkout, _))) = loans.get(k) {
+        if let Some(Some((patron, checkout))) = loans.get(k) {
             let path = format!("/patrons/{patron}/checkouts/{checkout}/renew");
             seeder.send("renew-checkout", Sent::new("POST", path)).await;
         }
     }
-    for &(k, days) in DUE {
-        seeder.step("move a due date");
-        let Some(Some((patron, checkout, period))) = loans.get(k) else {
-            continue;
-        };
-        match set_due(seeder.gateway, patron, checkout, days, *period).await {
-            Ok(()) => seeder.report.moved_due_dates += 1,
-            Err(error) => seeder.report.failures.push(error),
-        }
-    }
     Ok(())
-}
-
-/// Moves an open loan's due date to `days` from now, its checkout date by its loan period before
-/// that, and its open-loans index sort key with them (`keys::open_loan`): a loan made in the
-/// past, as the handlers would have written it then.
-async fn set_due(
-    gateway: &ApiClient,
-    patron: &str,
-    checkout: &str,
-    days: i64,
-    period: u32,
-) -> Result<(), String> {
-    let ids = (Id::parse(patron), Id::parse(checkout));
-    let (Ok(patron_id), Ok(checkout_id)) = ids else {
-        return Err(format!("loan {checkout} has malformed ids"));
-    };
-    let due = clock::now() + clock::days(days);
-    let due_date = clock::iso(due);
-    let checked_out_at = clock::iso(due - clock::days(period.into()));
-    let key = keys::checkout(&patron_id, &checkout_id);
-    let ctx = &gateway.ctx;
-    ctx.db
-        .update_item()
-        .table_name(&*ctx.table)
-        .key("PK", AttributeValue::S(key.pk))
-        .key("SK", AttributeValue::S(key.sk))
-        .update_expression("SET dueDate = :due, checkedOutAt = :out, #g1sk = :sk")
-        .condition_expression("attribute_exists(#g1pk)")
-        .expression_attribute_names("#g1pk", GSI1.pk)
-        .expression_attribute_names("#g1sk", GSI1.sk)
-        .expression_attribute_values(":due", AttributeValue::S(due_date.clone()))
-        .expression_attribute_values(":out", AttributeValue::S(checked_out_at))
-        .expression_attribute_values(
-            ":sk",
-            AttributeValue::S(keys::open_loan(&checkout_id, &due_date).sk),
-        )
-        .send()
-        .await
-        .map(drop)
-        .map_err(|e| {
-            format!(
-                "cannot move the due date of {checkout}: {}",
-                aws_sdk_dynamodb::error::DisplayErrorContext(e)
-            )
-        })
 }
 
 /// `cargo run -- seed`: the data set, with a progress bar.
@@ -596,14 +573,14 @@ pub async fn run_cli(gateway: &ApiClient) -> Result<(), String> {
     }
     let created: usize = report.created.values().sum();
     eprintln!(
-        "seeded {created} requests ({}), {} loans made due in the past or the coming days",
+        "seeded {created} requests ({}), {} loans lent in the past (due already or in the coming days)",
         report
             .created
             .iter()
             .map(|(pattern, n)| format!("{n} {pattern}"))
             .collect::<Vec<_>>()
             .join(", "),
-        report.moved_due_dates
+        report.lent_in_the_past
     );
     for failure in &report.failures {
         eprintln!("failed: {failure}");

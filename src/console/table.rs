@@ -1,13 +1,14 @@
 //! The table as the console shows it: every item (a Scan: the local table is small), named by
-//! the entity its key says it is, grouped by partition, and compared by `(PK, SK)` with the table
+//! the entity the model's registry reads it as, grouped by partition, and compared by `(PK, SK)` with the table
 //! before a request, so that what the request added, changed or removed stands out.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use singlet_functions::Ctx;
-use singlet_functions::routes::by_function;
-use singlet_shared::keys;
+use singlet_functions::events::EventType;
+use singlet_functions::model::{Decoded, decode};
+use singlet_functions::routes::{Route, by_function};
 use singlet_shared::schema::{INDEXES, PK, SK};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -79,76 +80,73 @@ impl Domain {
         }
     }
 
-    /// The domain of a route, by the first segment of its path.
-    pub fn of_path(path: &str) -> Domain {
-        let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
-        match first {
-            "vehicles" | "plates" | "chassis" => Domain::Fleet,
-            "accounts" | "emails" | "usernames" => Domain::Accounts,
-            "resources" => Domain::Audit,
-            _ => Domain::Library,
+    /// The page's name for the domain: `fleet`, as its scopes begin (`fleet:read`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Domain::Fleet => "fleet",
+            Domain::Accounts => "accounts",
+            Domain::Library => "library",
+            Domain::Audit => "audit",
+        }
+    }
+
+    /// The domain of a route: the one its scopes belong to.
+    pub fn of_route(route: &Route) -> Option<Domain> {
+        let area = route.scopes.first()?.split(':').next()?;
+        Domain::ALL.into_iter().find(|domain| domain.id() == area)
+    }
+
+    /// The domain of an event's `source` (`singlet.fleet`): loans' events are the library's.
+    fn of_source(source: &str) -> Domain {
+        [
+            (EventType::VehicleRegistered, Domain::Fleet),
+            (EventType::AccountCreated, Domain::Accounts),
+            (EventType::ResourceCreated, Domain::Audit),
+        ]
+        .into_iter()
+        .find(|(event, _)| event.source() == source)
+        .map_or(Domain::Library, |(_, domain)| domain)
+    }
+
+    /// The domain of a route, by its function's name.
+    fn of_function(function: &str) -> Option<Domain> {
+        by_function(function).and_then(Domain::of_route)
+    }
+
+    /// The domain an entity belongs to; `None` for the runner's own bookkeeping (a migration's
+    /// checkpoint).
+    pub fn of(decoded: &Decoded) -> Option<Domain> {
+        use Domain::*;
+        match decoded {
+            Decoded::Vehicle(_) | Decoded::PlateLock(_) | Decoded::ChassisLock(_) => Some(Fleet),
+            Decoded::Account(_)
+            | Decoded::EmailLock(_)
+            | Decoded::UsernameLock(_)
+            | Decoded::OwnerLock(_) => Some(Accounts),
+            Decoded::Branch(_)
+            | Decoded::Patron(_)
+            | Decoded::CardLock(_)
+            | Decoded::Book(_)
+            | Decoded::BookAvailability(_)
+            | Decoded::Copy(_)
+            | Decoded::Loan(_)
+            | Decoded::MarkerRun(_) => Some(Library),
+            Decoded::Resource(_) | Decoded::ResourceEvent(_) => Some(Audit),
+            Decoded::IdempotencyRecord(record) => record.route().and_then(Domain::of_function),
+            Decoded::IdLock(lock) => Domain::of_function(&lock.route),
+            Decoded::Outbox(event) => Some(Domain::of_source(&event.source)),
+            #[allow(unreachable_patterns)]
+            _ => None,
         }
     }
 }
 
-/// The entity an item is, by its key, and the domain it belongs to.
-pub fn entity(pk: &str, sk: &str, item: &Item) -> (&'static str, Option<Domain>) {
-    use Domain::*;
-    let prefix = |p: &str| pk.starts_with(p);
-    if prefix("VEHICLE#") {
-        ("Vehicle", Some(Fleet))
-    } else if prefix("PLATE#") {
-        ("PlateLock", Some(Fleet))
-    } else if prefix("CHASSIS#") {
-        ("ChassisLock", Some(Fleet))
-    } else if prefix("ACCT#") {
-        ("Account", Some(Accounts))
-    } else if prefix("UNIQ#EMAIL#") {
-        ("EmailLock", Some(Accounts))
-    } else if prefix("UNIQ#HANDLE#") {
-        ("UsernameLock", Some(Accounts))
-    } else if prefix("BRANCH#") {
-        if sk.starts_with(keys::PATRON_PREFIX) {
-            ("Patron", Some(Library))
-        } else if sk.starts_with(keys::COPY_PREFIX) {
-            ("Copy", Some(Library))
-        } else {
-            ("Branch", Some(Library))
-        }
-    } else if prefix("CARD#") {
-        ("CardLock", Some(Library))
-    } else if prefix("BOOK#") {
-        ("Book", Some(Library))
-    } else if prefix(keys::PATRON_PREFIX) {
-        if sk.starts_with(keys::RETURNED_PREFIX) {
-            ("ReturnedLoan", Some(Library))
-        } else if item.contains_key("GSI3PK") {
-            ("OverdueLoan", Some(Library))
-        } else {
-            ("Loan", Some(Library))
-        }
-    } else if prefix("RESOURCE#") {
-        if sk.starts_with(keys::EVENT_PREFIX) {
-            ("ChangeEvent", Some(Audit))
-        } else {
-            ("CurrentState", Some(Audit))
-        }
-    } else if let Some(rest) = pk.strip_prefix("OUTBOX#") {
-        let domain = match rest.split('#').next().unwrap_or("") {
-            "vehicle" => Fleet,
-            "account" => Accounts,
-            "resource" => Audit,
-            _ => Library,
-        };
-        ("DomainEvent", Some(domain))
-    } else if let Some(rest) = pk.strip_prefix("IDEMPOTENCY#") {
-        let route = rest.split('#').next().unwrap_or("");
-        (
-            "IdempotencyRecord",
-            by_function(route).map(|r| Domain::of_path(r.path)),
-        )
-    } else {
-        ("Unknown", None)
+/// The entity an item is, as the model's registry reads it, and the domain it belongs to. An
+/// item the registry cannot read is `Unknown`.
+pub fn entity(item: &Item) -> (&'static str, Option<Domain>) {
+    match decode(item) {
+        Ok(decoded) => (decoded.display_name(), Domain::of(&decoded)),
+        Err(_) => ("Unknown", None),
     }
 }
 
@@ -198,18 +196,6 @@ pub fn plain_wire(value: &Value) -> Value {
     }
 }
 
-/// A wire-JSON item (`{"PK": {"S": ...}}`) as a plain JSON object.
-pub fn plain_wire_item(item: &Value) -> Value {
-    match item.as_object() {
-        Some(map) => map
-            .iter()
-            .map(|(k, v)| (k.clone(), plain_wire(v)))
-            .collect::<Map<_, _>>()
-            .into(),
-        None => Value::Null,
-    }
-}
-
 fn number(raw: &str) -> Value {
     raw.parse::<i64>()
         .map(Value::from)
@@ -240,7 +226,7 @@ pub struct ItemView {
     pub pk: String,
     pub sk: String,
     pub entity: &'static str,
-    /// The index entries the item has: GSI1..GSI4 keys, only those present (sparse indexes).
+    /// The index entries the item has, only those present (the indexes are sparse).
     pub indexes: Vec<IndexEntry>,
     /// Every other attribute, as plain JSON.
     pub attributes: Map<String, Value>,
@@ -279,6 +265,30 @@ fn is_key_attribute(name: &str) -> bool {
     name == PK || name == SK || INDEXES.iter().any(|i| i.pk == name || i.sk == name)
 }
 
+/// One item as the console shows it, marked with no change.
+pub fn item_view(item: &Item) -> ItemView {
+    view(&string(item, PK), &string(item, SK), item, None)
+}
+
+/// The domain events (outbox items) `after` holds and `before` did not: what an action emitted,
+/// each as `PutEvents` will publish it.
+pub fn emitted(after: &Snapshot, before: &Snapshot) -> Vec<Value> {
+    after
+        .iter()
+        .filter(|(key, _)| !before.contains_key(*key))
+        .filter_map(|(key, item)| match decode(item) {
+            Ok(Decoded::Outbox(event)) => Some(json!({
+                "pk": key.0,
+                "sk": key.1,
+                "source": event.source,
+                "detailType": event.detail_type,
+                "detail": serde_json::from_str::<Value>(&event.detail).unwrap_or(Value::String(event.detail)),
+            })),
+            _ => None,
+        })
+        .collect()
+}
+
 fn view(pk: &str, sk: &str, item: &Item, change: Option<Change>) -> ItemView {
     let mut attributes: Vec<(&String, &AttributeValue)> = item
         .iter()
@@ -288,7 +298,7 @@ fn view(pk: &str, sk: &str, item: &Item, change: Option<Change>) -> ItemView {
     ItemView {
         pk: pk.to_owned(),
         sk: sk.to_owned(),
-        entity: entity(pk, sk, item).0,
+        entity: entity(item).0,
         indexes: index_entries(item),
         attributes: attributes
             .into_iter()
@@ -343,10 +353,10 @@ pub fn partitions(after: &Snapshot, before: Option<&Snapshot>) -> Vec<Partition>
         .map(|(pk, items)| {
             let first = &items[0];
             let domain = match (before, after.get(&(pk.clone(), first.sk.clone()))) {
-                (_, Some(item)) => entity(&pk, &first.sk, item).1,
+                (_, Some(item)) => entity(item).1,
                 (Some(before), None) => before
                     .get(&(pk.clone(), first.sk.clone()))
-                    .and_then(|item| entity(&pk, &first.sk, item).1),
+                    .and_then(|item| entity(item).1),
                 (None, None) => None,
             };
             Partition {

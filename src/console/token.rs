@@ -5,21 +5,12 @@
 //! exactly as `cargo run -- token` would mint one (every scope, for the person's subject).
 
 use crate::auth::LocalIssuer;
-use std::sync::Arc;
 
-static ISSUER: std::sync::OnceLock<Option<Arc<LocalIssuer>>> = std::sync::OnceLock::new();
-
-/// The issuer the console mints with: the runner's own (none when the runner trusts another
-/// issuer: the console then runs nothing, and says so).
-pub fn use_issuer(issuer: Option<Arc<LocalIssuer>>) {
-    let _ = ISSUER.set(issuer);
-}
-
-/// A bearer token for `subject` with every scope, exactly as `cargo run -- token` mints one; or
-/// `None` when the runner is not its own issuer.
-pub fn mint(subject: &str) -> Option<String> {
-    let issuer = ISSUER.get()?.as_ref()?;
-    Some(issuer.mint(
+/// A bearer token for `subject` with every scope, exactly as `cargo run -- token` mints one,
+/// from the runner's own `issuer`; `None` when the runner trusts another issuer (the console then
+/// runs nothing, and says so).
+pub fn mint(issuer: Option<&LocalIssuer>, subject: &str) -> Option<String> {
+    Some(issuer?.mint(
         subject,
         &singlet_functions::routes::all_scopes().join(" "),
         &Default::default(),

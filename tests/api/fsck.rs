@@ -121,10 +121,7 @@ async fn seed(api: &Api) {
         authorizer: crate::harness::tokens().0.clone(),
         issuer: Some(crate::harness::tokens().1.clone()),
     };
-    let console = singlet::console::api_client::ApiClient::new(
-        singlet::front_door::app(front_door),
-        api.ctx.clone(),
-    );
+    let console = singlet::console::api_client::ApiClient::new(front_door);
     let report = singlet::console::seed::seed(&console, "tester", &|_, _, _| {})
         .await
         .unwrap();

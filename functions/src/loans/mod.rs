@@ -50,6 +50,14 @@ impl Checkout {
         self
     }
 
+    /// Whether a renewal at `now` would be accepted: the loan is open, not yet due, and renewed
+    /// fewer than [`MAX_RENEWALS`] times (what `renew-checkout` checks before it writes).
+    pub fn renewable(&self, now: OffsetDateTime) -> bool {
+        self.status == LoanStatus::Open
+            && !self.is_due_before(now)
+            && self.renewal_count < MAX_RENEWALS
+    }
+
     /// Whether the due date is before `now`. A due date that does not parse (none the API
     /// writes) counts as not due.
     fn is_due_before(&self, now: OffsetDateTime) -> bool {

@@ -43,6 +43,15 @@ impl IdempotencyRecord {
     }
 }
 
+impl IdempotencyRecord {
+    /// The route the record's key names (`register-vehicle`), as [`keys::idempotency_record`]
+    /// writes it.
+    pub fn route(&self) -> Option<&str> {
+        let rest = self.key.pk.strip_prefix(keys::IDEMPOTENCY_PREFIX)?;
+        rest.split_once('#').map(|(route, _)| route)
+    }
+}
+
 impl Entity for IdempotencyRecord {
     const TYPE: &'static EntityType = &EntityType {
         name: "idempotency-record",

@@ -97,6 +97,14 @@ pub struct Patron {
     pub created_at: String,
 }
 
+impl Patron {
+    /// Whether the patron may borrow one more book: fewer open loans than the tier's limit (the
+    /// condition a checkout's patron part guards its count with).
+    pub fn may_borrow(&self) -> bool {
+        self.active_loans < self.loan_limit
+    }
+}
+
 impl Entity for Patron {
     const TYPE: &'static EntityType = &EntityType {
         name: "patron",

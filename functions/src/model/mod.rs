@@ -16,6 +16,7 @@
 
 pub mod accounts;
 pub mod audit;
+mod display;
 pub mod fleet;
 pub mod idempotency;
 pub mod library;
@@ -24,7 +25,9 @@ pub mod migration;
 pub mod outbox;
 mod registry;
 
-pub use registry::{Decoded, ENTITY_TYPES, Undecodable, decode, entity_type, type_of};
+pub use registry::{
+    Decoded, ENTITY_TYPES, Undecodable, decode, entity_type, entity_type_of, type_of,
+};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;

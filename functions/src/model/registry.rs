@@ -109,6 +109,14 @@ pub fn entity_type(name: &str) -> Option<&'static EntityType> {
     ENTITY_TYPES.iter().copied().find(|t| t.name == name)
 }
 
+/// The entity type whose key `key` is: what a key alone says (a transaction part's key, say).
+pub fn entity_type_of(key: &Key) -> Option<&'static EntityType> {
+    ENTITY_TYPES
+        .iter()
+        .copied()
+        .find(|t| t.keys.iter().any(|shape| shape.fits(key)))
+}
+
 /// Any item of the table as the entity it is. Its type is its `_et`; an item without one (written
 /// before `_et` existed) is recognised by the shape of its key and read as version 1. A reader
 /// reads its type's current version and the one before (`_v`; missing is 1).
@@ -164,11 +172,9 @@ pub fn type_of(item: &Item) -> Result<&'static EntityType, Undecodable> {
             }
             entity_type
         }
-        None => ENTITY_TYPES
-            .iter()
-            .copied()
-            .find(|t| t.keys.iter().any(|shape| shape.fits(&key)))
-            .ok_or_else(|| undecodable("no entity type has this key".into()))?,
+        None => {
+            entity_type_of(&key).ok_or_else(|| undecodable("no entity type has this key".into()))?
+        }
     };
     Ok(entity_type)
 }

@@ -5,8 +5,8 @@
 const DOMAIN_NOTES = {
   fleet: 'A plate and a chassis number must each be unique. DynamoDB is unique only on the key, so each becomes a lock item of its own, written in the same transaction as the vehicle.',
   accounts: 'Accounts are unique on email and username: two lock items beside each account, claimed and released in the same transaction as the account.',
-  library: 'Branches hold their patrons and copies in one partition; loans live under their patron. Open loans sit in a sharded index (GSI1), mark-overdue moves the ones that fell due into the sparse overdue index (GSI3), and a return takes a loan out of both.',
-  audit: 'A resource is one partition: CURRENT and an append-only EVENT# per change. A change is guarded by the version it read, so of two reviewers changing one version exactly one wins.',
+  library: 'Branches hold their patrons and copies in one partition; loans live under their patron. Open loans sit in a sharded index, mark-overdue moves the ones that fell due into the sparse overdue indexes, and a return takes a loan out of them.',
+  audit: 'A resource is one partition: its current state and an append-only event per change. A change is guarded by the version it read, so of two reviewers changing one version exactly one wins.',
 };
 
 const ui = {
@@ -14,6 +14,9 @@ const ui = {
   data: null,        // the last /state answer, kept current by every action
   open: null,        // the pattern whose form is open
   allDomains: false,
+  edits: {},         // per pattern, the form's fields as the person edited them: kept after Run
+  byIndex: '',       // the table view: '' for the table, else an index's name
+  search: '',        // the table view's search text
 };
 
 // ---- Small helpers ----------------------------------------------------------------------
@@ -38,6 +41,25 @@ const $ = (id) => document.getElementById(id);
 const json = (v) => JSON.stringify(v, null, 2);
 const short = (v, n = 48) => (v.length > n ? v.slice(0, n - 1) + '…' : v);
 const statusClass = (s) => 's' + String(s || 0)[0];
+const plural = (n, one, many) => `${n} ${n === 1 ? one : (many || one + 's')}`;
+// An index's colour, by its place in the table's definition.
+const ixClass = (name) => 'ix ix-' + Math.max(0, (ui.data.indexes || []).indexOf(name));
+
+// A number that reads as an epoch time (milliseconds, or seconds for expiries) as ISO-8601 UTC.
+function readableTime(value) {
+  if (typeof value !== 'number' || !Number.isInteger(value)) return null;
+  if (value >= 1e12 && value < 1e13) return new Date(value).toISOString();
+  if (value >= 1e9 && value < 1e10) return new Date(value * 1000).toISOString().replace('.000Z', 'Z');
+  return null;
+}
+
+// Every epoch time in a JSON value, as [path, value, readable].
+function timesIn(value, path = '') {
+  if (Array.isArray(value)) return value.flatMap((v, i) => timesIn(v, `${path}[${i}]`));
+  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => timesIn(v, path ? `${path}.${k}` : k));
+  const readable = readableTime(value);
+  return readable ? [[path, value, readable]] : [];
+}
 
 function toast(text) {
   const t = $('toast');
@@ -109,7 +131,7 @@ function renderTabs() {
     h('button', {
       class: d.id === ui.domain ? 'on' : '',
       'data-domain': d.id,
-      onclick: () => { ui.domain = d.id; location.hash = d.id; ui.open = null; render(); },
+      onclick: () => { ui.domain = d.id; location.hash = d.id; ui.open = null; clearResult(); render(); },
     }, d.title, h('span', { class: 'count' }, counts[d.id] || 0))));
 }
 
@@ -132,20 +154,30 @@ function parseHeaders(text) {
 }
 
 function patternCard(pattern) {
-  const form = h('form', { class: 'try', onsubmit: (e) => { e.preventDefault(); runPattern(pattern, form); } },
+  // What the person typed stays until they ask for the example again: Run does not replace it.
+  const edited = ui.edits[pattern.function] || {};
+  const field = (name, example) => (name in edited ? edited[name] : example);
+  const keep = (e) => {
+    if (!e.target.name) return;
+    ui.edits[pattern.function] = { ...(ui.edits[pattern.function] || {}), [e.target.name]: e.target.value };
+  };
+  const body = pattern.body || '';
+  const form = h('form', { class: 'try', oninput: keep, onsubmit: (e) => { e.preventDefault(); runPattern(pattern, form); } },
     pattern.params.map(([name, value]) =>
-      h('label', {}, name, h('input', { name: 'p-' + name, value, spellcheck: false }))),
-    h('label', {}, 'query', h('input', { name: 'query', value: pattern.query, spellcheck: false })),
+      h('label', {}, name, h('input', { name: 'p-' + name, value: field('p-' + name, value), spellcheck: false }))),
+    h('label', {}, 'query', h('input', { name: 'query', value: field('query', pattern.query), spellcheck: false })),
     h('label', {}, 'headers', h('textarea', {
       name: 'headers', rows: Math.max(1, pattern.headers.length), spellcheck: false,
-      value: pattern.headers.map(([n, v]) => n + ': ' + v).join('\n'),
+      value: field('headers', pattern.headers.map(([n, v]) => n + ': ' + v).join('\n')),
     })),
     pattern.method === 'GET' || pattern.method === 'DELETE' ? null :
       h('label', {}, 'body', h('textarea', {
         name: 'body', spellcheck: false, wrap: 'off',
-        rows: Math.min(12, Math.max(3, (pattern.body || '').split('\n').length)), value: pattern.body || '',
+        rows: Math.min(12, Math.max(3, field('body', body).split('\n').length)), value: field('body', body),
       })),
     pattern.live ? null : h('div', { class: 'hint' }, 'Nothing in the table to point at yet: this is the example of events/. Seed data for a working one.'),
+    ui.edits[pattern.function] ? h('div', { class: 'hint edited' }, 'Your edits are kept after Run. ',
+      h('a', { href: '#', 'data-example': pattern.function, onclick: (e) => { e.preventDefault(); delete ui.edits[pattern.function]; renderPatterns(); } }, 'Back to the example')) : null,
     h('div', { class: 'buttons' },
       h('button', { type: 'submit', 'data-run': pattern.function }, 'Run'),
       pattern.race ? h('button', {
@@ -192,13 +224,42 @@ function markOverdueCard() {
   },
   h('summary', {},
     h('div', { class: 'route' }, h('span', { class: 'method m-PATCH' }, 'CRON'), h('code', {}, 'mark-overdue')),
-    h('div', { class: 'purpose' }, 'The scheduled job (EventBridge, every 15 minutes): move every open loan due before "now" from the open index GSI1 to the overdue index GSI3')),
+    h('div', { class: 'purpose' }, 'The scheduled job (EventBridge, every 15 minutes): move every open loan due before "now" from the open-loans index to the overdue indexes')),
+  form);
+}
+
+// The free query and scan: the table or an index, a key condition, a filter, a limit, a direction.
+function exploreCard() {
+  const e = ui.exploreForm || { mode: 'query', index: '', partition: '', sortOp: '', sort: '', limit: '25', descending: false, filterAttribute: '', filterOp: '=', filterValue: '' };
+  const select = (name, options, value) => h('select', { name }, options.map(([v, label]) => h('option', { value: v, selected: v === value }, label)));
+  const form = h('form', { class: 'try explore', onsubmit: (ev) => { ev.preventDefault(); runExplore(form); } },
+    h('label', {}, 'operation', select('mode', [['query', 'Query'], ['scan', 'Scan']], e.mode)),
+    h('label', {}, 'on', select('index', [['', 'the table'], ...(ui.data.indexes || []).map((i) => [i, 'index ' + i])], e.index)),
+    h('label', {}, 'partition', h('input', { name: 'partition', value: e.partition, spellcheck: false, placeholder: 'partition key value (Query)' })),
+    h('label', {}, 'sort key', h('div', { class: 'row' },
+      select('sortOp', [['', 'any'], ['=', '='], ['begins_with', 'begins with'], ['<', '<']], e.sortOp),
+      h('input', { name: 'sort', value: e.sort, spellcheck: false }))),
+    h('label', {}, 'filter', h('div', { class: 'row' },
+      h('input', { name: 'filterAttribute', value: e.filterAttribute, placeholder: 'attribute', spellcheck: false }),
+      select('filterOp', [['=', '='], ['contains', 'contains']], e.filterOp),
+      h('input', { name: 'filterValue', value: e.filterValue, placeholder: 'value', spellcheck: false }))),
+    h('label', {}, 'limit', h('input', { name: 'limit', value: e.limit, type: 'number', min: 1, max: 500 })),
+    h('label', {}, 'descending', h('input', { name: 'descending', type: 'checkbox', checked: e.descending })),
+    h('div', { class: 'hint' }, 'The filter is applied to the page read, as a FilterExpression is: it saves no capacity.'),
+    h('div', { class: 'buttons' }, h('button', { type: 'submit', 'data-run': 'explore' }, 'Run')));
+  return h('details', {
+    class: 'pattern explore-card', open: ui.open === 'explore', 'data-function': 'explore',
+    ontoggle: (ev) => { if (ev.target.open) ui.open = 'explore'; },
+  },
+  h('summary', {},
+    h('div', { class: 'route' }, h('span', { class: 'method m-GET' }, 'FREE'), h('code', {}, 'Query or scan')),
+    h('div', { class: 'purpose' }, 'Any partition of the table or of an index, with its consumed capacity')),
   form);
 }
 
 function renderPatterns() {
   $('domain-note').textContent = DOMAIN_NOTES[ui.domain] || '';
-  const list = ui.data.patterns.filter((p) => p.domain === ui.domain).map(patternCard);
+  const list = [exploreCard(), ...ui.data.patterns.filter((p) => p.domain === ui.domain).map(patternCard)];
   if (ui.domain === 'library') list.push(markOverdueCard());
   $('pattern-list').replaceChildren(...list);
 }
@@ -223,6 +284,22 @@ function runPattern(pattern, form) {
     absorb(answer);
     showRun(answer, pattern);
     render();
+  });
+}
+
+function runExplore(form) {
+  const f = form.elements;
+  const asked = {
+    mode: f.mode.value, index: f.index.value || null, partition: f.partition.value.trim(),
+    sortOp: f.sortOp.value, sort: f.sort.value.trim(), limit: Number(f.limit.value) || null,
+    descending: f.descending.checked, filterAttribute: f.filterAttribute.value.trim(),
+    filterOp: f.filterOp.value, filterValue: f.filterValue.value,
+  };
+  ui.exploreForm = { ...asked, index: asked.index || '', limit: String(asked.limit || '') };
+  ui.open = 'explore';
+  return busy(async () => {
+    const answer = await api('explore', asked);
+    showExplore(asked, answer);
   });
 }
 
@@ -273,7 +350,14 @@ function answerBox(answer) {
       h('span', { class: 'total' }, answer.elapsedMs.toFixed(1) + ' ms')),
     h('div', { class: 'inner' },
       h('div', { class: 'headers mono' }, headerLines(answer.headers, ['content-type', 'location', 'etag', 'retry-after', 'x-consumed-capacity'])),
-      answer.body === null ? h('span', { class: 'sub' }, '(no body)') : h('pre', {}, json(answer.body))));
+      answer.body === null ? h('span', { class: 'sub' }, '(no body)') : h('pre', {}, json(answer.body)),
+      timesBox(answer.body)));
+}
+
+function timesBox(value) {
+  const times = timesIn(value);
+  return times.length ? h('div', { class: 'times sub' }, times.map(([path, raw, readable]) =>
+    h('div', {}, h('code', {}, path), ` ${raw} = `, h('b', {}, readable)))) : null;
 }
 
 function capacityTags(capacity) {
@@ -291,7 +375,7 @@ const fmt = (n) => (Math.round(n * 100) / 100).toString();
 
 function keyText(key) {
   if (!key || typeof key !== 'object') return '';
-  return [key.PK, key.SK].filter((part) => part !== undefined).join('  ·  ');
+  return [key.pk, key.sk].filter((part) => part !== undefined).join('  ·  ');
 }
 
 function expressionRows(expressions) {
@@ -315,7 +399,7 @@ function operationCard(op, i) {
       h('td', {}, h('b', {}, p.action)),
       h('td', {},
         h('code', {}, keyText(p.key)),
-        p.indexKeys.map((ix) => h('div', {}, h('span', { class: 'ix ' + ix.index }, `${ix.index} ${ix.pk} · ${ix.sk}`))),
+        p.indexKeys.map((ix) => h('div', {}, h('span', { class: ixClass(ix.index) }, `${ix.index} ${ix.pk} · ${ix.sk}`))),
         p.expressions.map((e) => h('div', {}, h('span', { class: 'sub' }, e.kind + ' '), h('code', { title: e.raw }, e.resolved)))),
       h('td', {}, p.reason
         ? [h('span', { class: 'reason', title: p.reasonMessage || '' }, p.reason), p.became ? h('span', { class: 'became' }, '→ ' + p.became) : null]
@@ -346,7 +430,60 @@ function operationsBox(operations, title) {
       h('span', { class: 'total' }, operations.some((o) => o.capacity.length)
         ? fmt(totalCapacity(operations)) + ' capacity units in all'
         : 'no capacity in the answers')),
-    operations.length ? operations.map(operationCard) : h('div', { class: 'inner sub' }, 'None: the front door answered on its own.'));
+    operations.length ? operations.map(operationCard) : h('div', { class: 'inner sub' }, 'None: the front door answered on its own.'),
+    operations.some((o) => o.error === 'TransactionCanceledException') ? h('div', { class: 'inner billing' },
+      h('b', {}, 'What a cancelled transaction costs. '),
+      'Its answer carries no ConsumedCapacity, locally as on AWS, so the console cannot show a figure. ',
+      'What AWS documents: a write whose condition fails still consumes write capacity (at least 1 WCU, by the item\'s size), ',
+      'and a transactional write costs two underlying writes per item (prepare and commit). ',
+      'AWS gives no separate figure for a cancelled TransactWriteItems: budget each of its items as a transactional write.') : null);
+}
+
+function clearResult() {
+  setResult('What happened', h('p', { class: 'empty' }, 'Open a pattern and press Run.'));
+}
+
+function showExplore(asked, answer) {
+  const where = asked.index ? 'index ' + asked.index : 'the table';
+  setResult(asked.mode,
+    h('div', { class: 'box explore-result', 'data-count': answer.count, 'data-scanned': answer.scanned },
+      h('header', {}, `${asked.mode === 'query' ? 'Query' : 'Scan'} of ${where}`,
+        h('span', { class: 'sub' }, `${plural(answer.count, 'item')} returned, ${answer.scanned} read` + (answer.more ? ', another page follows' : ''))),
+      h('div', { class: 'inner items' }, answer.items.length ? answer.items.map(itemRow) : h('p', { class: 'sub' }, 'No item.'))),
+    operationsBox(answer.operations));
+}
+
+// The domain events an action emitted: its outbox items, which the stream publishes. Whether
+// each has reached the local bus's events file is checked a moment later (the runner reads the
+// stream every 250 ms), and again on demand.
+function eventsBox(events) {
+  if (!events) return null;
+  const marks = new Map();
+  const check = async () => {
+    const answer = await api('published');
+    const arrived = new Set(answer.events.map((e) => e.detail && e.detail.eventId));
+    for (const [id, mark] of marks) {
+      const published = arrived.has(id);
+      mark.dataset.published = published ? '1' : '0';
+      mark.textContent = published ? '✓ published to the bus' : (answer.file ? 'not in the events file yet' : 'no events file');
+      mark.className = 'tag ' + (published ? 'good' : '');
+    }
+  };
+  const box = h('div', { class: 'box events', 'data-events': events.length },
+    h('header', {}, 'Domain events', h('span', { class: 'sub' }, events.length
+      ? `${plural(events.length, 'outbox item')} written in the same transaction; the stream publishes each to the event bus (locally, the events file)`
+      : 'none: nothing changed'),
+    events.length ? h('button', { type: 'button', class: 'view check-published', onclick: () => check().catch((e) => toast(e.message)) }, 'check the bus') : null),
+    events.map((e) => {
+      const mark = h('span', { class: 'tag', 'data-published': '' }, '…');
+      if (e.detail && e.detail.eventId) marks.set(e.detail.eventId, mark);
+      return h('details', { class: 'event', 'data-detail-type': e.detailType, 'data-event-id': e.detail && e.detail.eventId },
+        h('summary', {}, h('b', {}, e.detailType), ' ', h('span', { class: 'sub' }, e.source),
+          e.detail && e.detail.subject ? h('span', { class: 'sub' }, ` · ${e.detail.subject.type} ${e.detail.subject.id}`) : null, ' ', mark),
+        h('pre', {}, json(e.detail)));
+    }));
+  if (events.length) setTimeout(() => check().catch(() => {}), 1200);
+  return box;
 }
 
 function setResult(title, ...boxes) {
@@ -358,7 +495,8 @@ function showRun(answer, pattern) {
   setResult(pattern.function,
     requestBox(answer.request),
     answer.answer ? answerBox(answer.answer) : h('div', { class: 'box' }, h('header', {}, 'Not sent'), h('div', { class: 'inner' }, answer.error)),
-    operationsBox(answer.operations));
+    operationsBox(answer.operations),
+    eventsBox(answer.events));
 }
 
 function racerColour(status) {
@@ -379,6 +517,7 @@ function showRace(race) {
       h('div', { class: 'inner' },
         h('p', { class: 'winner-line' }, race.winners === 1 ? `One winner of ${race.racers.length}` : `${race.winners} winners of ${race.racers.length}`),
         h('p', {}, race.explanation),
+        h('p', { class: 'what-happened' }, race.whatHappened),
         race.setup.length ? h('p', { class: 'sub' }, 'Set up first: ' + race.setup.join('; ')) : null,
         h('div', { class: 'tally' }, race.tally.map(([outcome, n]) => h('span', { class: 'tag', 'data-outcome': outcome }, `${n} × ${outcome}`))),
         h('div', { class: 'racers' }, race.racers.map((r) => h('button', {
@@ -399,7 +538,8 @@ function showRace(race) {
     h('div', { class: 'box' }, h('header', {}, 'The winner: client #' + winner.n, h('span', { class: 'sub' }, winner.outcome))),
     requestBox(winner.request),
     winner.answer ? answerBox(winner.answer) : null,
-    operationsBox(winner.operations, 'Its DynamoDB calls')].flat().filter(Boolean));
+    operationsBox(winner.operations, 'Its DynamoDB calls'),
+    eventsBox(race.events)].flat().filter(Boolean));
 }
 
 function showMarkOverdue(answer) {
@@ -419,18 +559,20 @@ function showMarkOverdue(answer) {
             h('span', {}, 'complete'), h('span', {}, String(report.complete))),
         h('p', {}, answer.moved.length ? `Moved ${answer.moved.length} loan${answer.moved.length === 1 ? '' : 's'} from the open index to the overdue index:` : 'No loan was due before that time.'),
         answer.moved.map((m) => h('div', { class: 'moved', 'data-sk': m.sk },
-          h('b', {}, m.title || m.sk), ' ', h('span', { class: 'sub' }, 'due ' + m.dueDate + ' at ' + m.branchId),
+          h('b', {}, m.summary),
           h('div', {},
-            m.from ? h('span', { class: 'ix left' }, `GSI1 ${m.from.pk} · ${short(m.from.sk, 30)}`) : null, ' → ',
-            m.to ? h('span', { class: 'ix GSI3' }, `GSI3 ${m.to.pk} · ${short(m.to.sk, 30)}`) : null))))),
-    operationsBox(answer.operations));
+            m.from ? h('span', { class: 'ix left' }, `${m.from.index} ${m.from.pk} · ${short(m.from.sk, 30)}`) : null, ' → ',
+            m.to ? h('span', { class: ixClass(m.to.index) }, `${m.to.index} ${m.to.pk} · ${short(m.to.sk, 30)}`) : null))))),
+    operationsBox(answer.operations),
+    eventsBox(answer.events));
 }
 
 // ---- The table --------------------------------------------------------------------------
 
 function attributeText(value) {
   if (typeof value === 'string') return '"' + short(value, 40) + '"';
-  return short(JSON.stringify(value), 40);
+  const readable = readableTime(value);
+  return readable ? `${value} (${readable})` : short(JSON.stringify(value), 40);
 }
 
 function itemRow(item) {
@@ -440,31 +582,73 @@ function itemRow(item) {
     'data-entity': item.entity, 'data-change': item.change || '',
   },
   h('span', { class: 'mark' }, mark),
-  h('span', { class: 'sk', title: 'SK' }, item.sk),
+  h('span', { class: 'sk', title: item.tableKey ? 'the index sort key; the item is ' + item.tableKey : 'sort key' }, item.sk),
   h('span', { class: 'what' },
     h('span', { class: 'entity e-' + item.entity }, item.entity),
-    item.indexes.map((ix) => h('span', { class: 'ix ' + ix.index, title: `${ix.index}PK / ${ix.index}SK` }, `${ix.index} ${ix.pk} · ${short(ix.sk, 34)}`)),
+    item.indexes.map((ix) => h('span', { class: ixClass(ix.index), title: 'index ' + ix.index + ': partition · sort key' }, `${ix.index} ${ix.pk} · ${short(ix.sk, 34)}`)),
     item.leftIndexes.map((ix) => h('span', { class: 'ix left', title: 'left ' + ix.index }, `${ix.index} ${ix.pk}`))),
   h('span', { class: 'attrs' }, Object.entries(item.attributes).map(([name, value]) =>
     h('span', { class: 'a' + (item.changed.includes(name) ? ' hot' : ''), title: typeof value === 'string' ? value : JSON.stringify(value) },
       h('b', {}, name), ' ', attributeText(value)))));
 }
 
+// Whether an item holds the search text (its keys, entity or any attribute).
+function matches(item, text) {
+  if (!text) return true;
+  const haystack = [item.pk, item.sk, item.entity, ...item.indexes.flatMap((ix) => [ix.pk, ix.sk]),
+    ...Object.entries(item.attributes).map(([n, v]) => n + ' ' + (typeof v === 'string' ? v : JSON.stringify(v)))].join(' ').toLowerCase();
+  return haystack.includes(text.toLowerCase());
+}
+
+// The partitions the table view shows: the table's own, or an index's (items regrouped by that
+// index's partition key, in its sort key's order; items without its keys are not in it).
+function viewed() {
+  const shown = ui.data.partitions.filter((p) => ui.allDomains || domainOf(p) === ui.domain);
+  const search = ui.search.trim();
+  if (!ui.byIndex) {
+    return shown.map((p) => ({ ...p, items: p.items.filter((i) => matches(i, search)) }))
+      .filter((p) => p.items.length);
+  }
+  const groups = new Map();
+  let outside = 0;
+  for (const p of shown) {
+    for (const item of p.items) {
+      const entry = item.indexes.find((ix) => ix.index === ui.byIndex);
+      if (!entry) { outside += 1; continue; }
+      if (!matches(item, search)) continue;
+      if (!groups.has(entry.pk)) groups.set(entry.pk, []);
+      groups.get(entry.pk).push({ ...item, sk: entry.sk, tableKey: `${item.pk} · ${item.sk}` });
+    }
+  }
+  ui.outside = outside;
+  return [...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([pk, items]) => ({
+    pk, touched: items.some((i) => i.change), items: items.sort((a, b) => a.sk.localeCompare(b.sk)),
+  }));
+}
+
 function renderTable() {
   $('table-name').textContent = ui.data.table ? `(${ui.data.table})` : '';
   const c = ui.data.changes || {};
-  const shown = ui.data.partitions.filter((p) => ui.allDomains || domainOf(p) === ui.domain);
+  const shown = viewed();
   const changed = [c.added ? `+${c.added} added` : null, c.changed ? `~${c.changed} changed` : null, c.removed ? `−${c.removed} removed` : null].filter(Boolean);
-  $('table-summary').textContent = `${shown.length} partitions here, ${c.items || 0} items in the table` + (changed.length ? ' · last action: ' + changed.join(', ') : '');
+  const where = ui.byIndex ? `of index ${ui.byIndex}` : 'here';
+  $('table-summary').textContent = `${plural(shown.length, 'partition')} ${where}, ${plural(c.items || 0, 'item')} in the table` +
+    (ui.byIndex ? ` (${plural(ui.outside || 0, 'item')} not in the index: it is sparse)` : '') +
+    (changed.length ? ' · last action: ' + changed.join(', ') : '');
+  const views = [['', 'table'], ...(ui.data.indexes || []).map((i) => [i, i])];
+  $('table-view').replaceChildren(...views.map(([value, label]) => h('button', {
+    type: 'button', class: 'view' + (ui.byIndex === value ? ' on' : ''), 'data-view': value || 'table',
+    onclick: () => { ui.byIndex = value; renderTable(); },
+  }, label)));
   const cards = shown.map((p) => h('section', { class: 'partition' + (p.touched ? ' touched' : ''), 'data-pk': p.pk },
-    h('header', {}, h('span', { class: 'pk', title: 'PK' }, p.pk), h('span', { class: 'n' }, p.items.length + (p.items.length === 1 ? ' item' : ' items'))),
+    h('header', {}, h('span', { class: 'pk', title: ui.byIndex ? ui.byIndex + ' partition key' : 'partition key' }, p.pk), h('span', { class: 'n' }, plural(p.items.length, 'item'))),
     p.items.map(itemRow)));
   $('partitions').replaceChildren(
     h('div', { class: 'legend' }, h('span', {}, h('span', { class: 'mark', style: 'color:#13804b' }, '+'), ' added'),
       h('span', {}, h('span', { class: 'mark', style: 'color:#b7630b' }, '~'), ' changed'),
       h('span', {}, h('span', { class: 'mark', style: 'color:#c22f2f' }, '−'), ' removed'),
       h('span', {}, 'partitions the last action touched come first')),
-    ...(cards.length ? cards : [h('p', { class: 'empty' }, 'No items in this domain yet. Run a creating pattern, or Seed data.')]));
+    ...(cards.length ? cards : [h('p', { class: 'empty' }, ui.search ? 'No item matches the search.' : ui.byIndex ? 'No item of this domain is in that index.' : 'No items in this domain yet. Run a creating pattern, or Seed data.')]));
 }
 
 function render() {
@@ -476,6 +660,7 @@ function render() {
 // ---- Start ------------------------------------------------------------------------------
 
 $('all-domains').addEventListener('change', (e) => { ui.allDomains = e.target.checked; renderTable(); });
+$('search').addEventListener('input', (e) => { ui.search = e.target.value; renderTable(); });
 $('seed').addEventListener('click', () => busy(async () => {
   setResult('seed', h('div', { class: 'box' }, h('header', {}, 'Seeding every empty domain through the handlers…')));
   const answer = await api('seed', { person: person() });
@@ -485,7 +670,7 @@ $('seed').addEventListener('click', () => busy(async () => {
     h('div', { class: 'box seed-result' }, h('header', {}, 'Seeded through the real handlers'),
       h('div', { class: 'inner' },
         h('div', { class: 'kv' }, Object.entries(s.created).map(([k, v]) => [h('span', {}, k), h('b', {}, v)])),
-        h('p', {}, `${s.movedDueDates} loans had their due date moved into the past or the coming days (run mark-overdue to move them to the overdue index).`),
+        h('p', {}, `${plural(s.lentInThePast, 'loan was', 'loans were')} lent in the past, through the checkout route on a clock set back: due already or in the coming days (run mark-overdue to move the ones due to the overdue indexes).`),
         s.skipped.length ? h('p', { class: 'sub' }, 'Left alone, they already had data: ' + s.skipped.join(', ')) : null,
         s.failures.length ? h('pre', { class: 'reason' }, s.failures.join('\n')) : null)));
   render();
@@ -497,8 +682,8 @@ $('check').addEventListener('click', () => busy(async () => {
   setResult('check the table',
     h('div', { class: 'box fsck-result' },
       h('header', {}, findings.length
-        ? `${findings.length} finding${findings.length === 1 ? '' : 's'} in ${report.scanned} items`
-        : `No finding in ${report.scanned} items`),
+        ? `${plural(findings.length, 'finding')} in ${plural(report.scanned, 'item')}`
+        : `No finding in ${plural(report.scanned, 'item')}`),
       h('div', { class: 'inner' },
         findings.length
           ? [h('table', { class: 'findings' },
@@ -517,7 +702,7 @@ $('reset').addEventListener('click', () => {
     const answer = await api('reset', {});
     absorb(answer);
     ui.data.changes = { items: 0 };
-    setResult('empty table', h('div', { class: 'box' }, h('header', {}, `Deleted ${answer.removed} items`)));
+    setResult('empty table', h('div', { class: 'box' }, h('header', {}, `Deleted ${plural(answer.removed, 'item')}`)));
     render();
   });
 });
