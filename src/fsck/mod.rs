@@ -147,7 +147,7 @@ async fn judge(ctx: &Ctx, scanned: Vec<rules::Stored>, options: Options) -> Resu
         }
     };
     let started = std::time::Instant::now();
-    let mut table = Table::default();
+    let mut table = Table::new(ctx.ids.clone());
     for stored in scanned {
         table.insert(stored);
     }
