@@ -487,6 +487,23 @@ fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
     }
 }
 
+/// Whether the table's owner locks are keyed under another server secret than this run's: some
+/// owner lock names its subject's one account, and not one of them is where this run's key puts
+/// it. Every owner lock would then look orphaned, and every such account without its lock.
+pub fn owner_locks_under_another_key(table: &Table) -> bool {
+    let (mut named, mut placed) = (0, 0);
+    for stored in table.items.values() {
+        if let Ok(Decoded::OwnerLock(lock)) = &stored.entity
+            && let Some(Ok(Decoded::Account(row))) = table.entity(&keys::account(&lock.account_id))
+            && let Some(held) = table.owner_lock_of(row)
+        {
+            named += 1;
+            placed += usize::from(held.key() == stored.key);
+        }
+    }
+    named > 0 && placed == 0
+}
+
 /// `lock-orphan`, for an owner lock: the account it names does not exist, or is not the one
 /// account of the subject whose keyed hash is the lock's key.
 fn owner_lock_orphan(table: &Table, key: &Key, lock: &OwnerLock, found: &mut Vec<Finding>) {

@@ -843,6 +843,19 @@ async fn owner_lock_of(api: &Api, account: &str) -> String {
     s(lock.expect("the account holds an owner lock"), "PK").to_owned()
 }
 
+/// An owner lock's key is a keyed hash of its subject under the server's secret: `fsck` run with
+/// another secret refuses (every owner lock would look orphaned) rather than release them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owner_locks_keyed_under_another_secret_stop_the_check() {
+    let api = Api::start(Mode::Direct).await;
+    account(&own(&api, "owner-1"), "own@example.com", "own").await;
+    assert_eq!(found(&check(&api.ctx).await), Found::new());
+    let other = Ctx::new(api.ctx.db.clone(), &*api.ctx.table, CursorKeys::random());
+    let refused = fsck::fsck(&other, Options::default()).await.unwrap_err();
+    assert!(refused.contains("server secret"), "{refused}");
+    assert_eq!(api.items_with_pk_prefix("UNIQ#OWNER#").await.len(), 1);
+}
+
 // ---- A torn restore -------------------------------------------------------------------------
 
 /// A fresh table in the same engine, holding `items`: a restore that kept exactly these.
