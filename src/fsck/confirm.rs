@@ -20,8 +20,8 @@ use singlet_functions::loans::LoanStatus;
 use singlet_functions::model::{Decoded, Entity};
 use singlet_functions::store::{Item, Query, key_item};
 use singlet_shared::keys::{self, CHECKOUT_PREFIX, COPY_PREFIX};
-use singlet_shared::{Id, Isbn13, Key};
 use singlet_shared::schema::GSI1;
+use singlet_shared::{Id, Isbn13, Key};
 use std::collections::{BTreeSet, HashMap};
 
 /// How many findings are confirmed at once.
@@ -193,11 +193,7 @@ async fn reread(
 /// A branch's count of a book's available copies and the book's copies there, in one snapshot.
 /// The copies are found by a query of the branch first: if the query finds others after the
 /// snapshot (a copy added meanwhile), nothing is returned, and the finding is not confirmed.
-async fn count_and_copies(
-    ctx: &Ctx,
-    isbn: &Isbn13,
-    branch_id: &Id,
-) -> Result<Vec<Stored>, String> {
+async fn count_and_copies(ctx: &Ctx, isbn: &Isbn13, branch_id: &Id) -> Result<Vec<Stored>, String> {
     let copies = || async {
         let partition = keys::branch(branch_id).pk;
         let copies = partition_items(ctx, &partition, COPY_PREFIX).await?;

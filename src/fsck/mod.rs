@@ -153,10 +153,12 @@ async fn judge(ctx: &Ctx, scanned: Vec<rules::Stored>, options: Options) -> Resu
     }
     let scanned = table.items.len() as u64;
     if rules::owner_locks_under_another_key(&table) {
-        return Err("no owner lock is where this run's server secret puts it: the table's were \
+        return Err(
+            "no owner lock is where this run's server secret puts it: the table's were \
                     keyed under another (run fsck with the API's CURSOR_KEY), and repairing \
                     would release them all"
-            .into());
+                .into(),
+        );
     }
     let mut candidates = check_all(&table);
     progress(format!(

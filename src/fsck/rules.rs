@@ -596,17 +596,20 @@ fn owner_lock_missing(table: &Table, row: &AccountRow, found: &mut Vec<Finding>)
 /// copy's status agrees with its loans: a copy whose status is wrong is repaired alone, as the
 /// loans say, and the count is then judged against the statuses it leaves.
 fn availability_settled(table: &Table, isbn: &Isbn13, branch_id: &Id, found: &mut Vec<Finding>) {
-    let unsettled = table.copies_of_book(isbn, branch_id).into_iter().any(|copy| {
-        let key = copy.key();
-        let Some(stored) = table.get(&key) else {
-            return false;
-        };
-        let mut doubts = Vec::new();
-        copy_status(table, &key, stored, copy, &mut doubts);
-        doubts.iter().any(|f| {
+    let unsettled = table
+        .copies_of_book(isbn, branch_id)
+        .into_iter()
+        .any(|copy| {
+            let key = copy.key();
+            let Some(stored) = table.get(&key) else {
+                return false;
+            };
+            let mut doubts = Vec::new();
+            copy_status(table, &key, stored, copy, &mut doubts);
+            doubts.iter().any(|f| {
             !matches!(&f.repair, Some(Repair::SetCopyStatus { to, .. }) if *to == copy.status)
         })
-    });
+        });
     if !unsettled {
         found.extend(availability(table, isbn, branch_id));
     }

@@ -599,7 +599,10 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
     delete_raw(ctx, &a3_lock, "LOCK").await;
     let ghost_lock = format!("UNIQ#OWNER#{}", "0".repeat(32));
     let stolen_lock = format!("UNIQ#OWNER#{}", "f".repeat(32));
-    for (pk, account_id) in [(&ghost_lock, "no-such-account"), (&stolen_lock, a4.as_str())] {
+    for (pk, account_id) in [
+        (&ghost_lock, "no-such-account"),
+        (&stolen_lock, a4.as_str()),
+    ] {
         put_raw(
             ctx,
             Item::from([
@@ -960,6 +963,39 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
             finding("copy-status", "BRANCH#central", &format!("COPY#{copy}")),
         ])
     );
+
+    // ... or everything but the change to the branch's count of the book's copies on the shelf.
+    let count = written
+        .iter()
+        .find(|i| s(i, "SK").starts_with("AVAILABLE#"))
+        .unwrap();
+    let mut kept = before.clone();
+    kept.retain(|i| at(i) == at(count) || !written.iter().any(|w| at(w) == at(i)));
+    kept.extend(written.iter().filter(|i| at(i) != at(count)).cloned());
+    let torn = restore(&api, "torn-checkout-3", &kept).await;
+    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
+        .await
+        .unwrap();
+    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
+    assert_eq!(
+        found(&check(&torn).await),
+        Found::from([finding("copy-status", s(count, "PK"), "AVAILABLE#central")])
+    );
+    let torn_count = torn
+        .db
+        .get_item()
+        .table_name(&*torn.table)
+        .key("PK", str_attr(s(count, "PK")))
+        .key("SK", str_attr("AVAILABLE#central"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::harness::n(torn_count.item().unwrap(), "availableCopies"),
+        1
+    );
+    assert_eq!(repair(&torn, false).await.repaired, 1);
+    assert_eq!(found(&check(&torn).await), Found::new());
 
     // A plate change claims the new lock, releases the old one and updates the vehicle: the
     // restore kept only the new lock.
