@@ -220,6 +220,14 @@ impl Table {
             .collect()
     }
 
+    /// Whether the copy at `at` is the first, in key order, of its book's copies at its branch.
+    fn is_first_copy_of_book(&self, copy: &Copy, at: &At) -> bool {
+        self.copies_by_book
+            .get(&(copy.isbn.to_string(), copy.branch_id.to_string()))
+            .and_then(|copies| copies.first())
+            == Some(at)
+    }
+
     /// The owner lock `row` must hold, if it is its owner's one account.
     pub fn owner_lock_of(&self, row: &AccountRow) -> Option<OwnerLock> {
         (row.owners_one && !row.owner.is_empty())
@@ -296,11 +304,7 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
             copy_status(table, &key, stored, copy, &mut found);
             // A count no transaction wrote is reported once, from its book's first copy.
             let count = keys::book_availability(&copy.isbn, &copy.branch_id);
-            let first = table
-                .copies_of_book(&copy.isbn, &copy.branch_id)
-                .first()
-                .map(|first| first.copy_id == copy.copy_id);
-            if table.get(&count).is_none() && first == Some(true) {
+            if table.get(&count).is_none() && table.is_first_copy_of_book(copy, at) {
                 availability_settled(table, &copy.isbn, &copy.branch_id, &mut found);
             }
         }
