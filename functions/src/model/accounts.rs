@@ -202,8 +202,9 @@ impl Entity for OwnerLock {
             keys::OWNER_LOCK_PREFIX,
             SortShape::Exactly(keys::LOCK),
         )],
-        // Its value is a keyed hash of the account's `owner`, not an attribute of the account:
-        // `fsck` cannot recompute it without the server's key, so it is not a value lock to it.
+        // Its value is a keyed hash of the account's `owner`, not an attribute of the account,
+        // so it is no `Lock::Of`: `fsck` recomputes it under the server's key
+        // (`accounts::owner_lock_under`) and checks it by rules of its own.
         lock: None,
         may_expire: false,
     };
