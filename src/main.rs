@@ -87,8 +87,9 @@ struct ServeArgs {
     /// `sam local invoke` reach it.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     engine_host: IpAddr,
-    /// How often `mark-overdue` runs, in seconds (0: never), as its EventBridge schedule does.
-    #[arg(long, default_value_t = 900)]
+    /// How often `mark-overdue` runs, in seconds (0: never); by default as often as its
+    /// EventBridge schedule (the route table's, rendered into template.yaml).
+    #[arg(long, default_value_t = schedule_seconds("mark-overdue"))]
     mark_overdue_every: u64,
     /// A browser origin allowed to call the API (CORS), such as http://localhost:5173;
     /// repeatable. None by default, as the template's `CorsAllowedOrigins`.
@@ -134,6 +135,19 @@ enum Command {
     /// Check every rule that spans items, and repair what can be (exit 0 clean, 1 findings, 2
     /// could not run).
     Fsck(singlet::fsck::Args),
+    /// Render template.yaml's functions and Cargo.toml's watch router from the route table
+    /// (exit 0 written or already current; with --check, 1 when a file differs).
+    Render(RenderArgs),
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// Write nothing: exit 1 when a file differs from its rendering.
+    #[arg(long)]
+    check: bool,
+    /// The repository's root, where template.yaml and Cargo.toml are.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
 }
 
 #[derive(Args)]
@@ -234,6 +248,12 @@ fn parse_claim(raw: &str) -> Result<(String, serde_json::Value), String> {
     Ok((name.to_owned(), value))
 }
 
+/// How often the scheduled `function` runs on AWS, in seconds (0 if there is no such function).
+fn schedule_seconds(function: &str) -> u64 {
+    singlet_functions::routes::scheduled(function)
+        .map_or(0, |scheduled| u64::from(scheduled.every_minutes) * 60)
+}
+
 /// What a command that could not run exits with (clap's usage errors too); `1` is left to a
 /// command that ran and has something to report.
 const COULD_NOT_RUN: u8 = 2;
@@ -294,6 +314,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             Ok((ctx, _)) => singlet::fsck::cli(&ctx, &args).await,
             Err(reason) => singlet::fsck::could_not_run(&reason),
         }),
+        Some(Command::Render(args)) => singlet::render::cli(&args.root, args.check),
         None => serve(runner, &cli.serve, human)
             .await
             .map(|()| ExitCode::SUCCESS),

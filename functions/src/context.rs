@@ -80,6 +80,10 @@ impl ServerSecret {
 /// never by API Gateway's generic error when the Lambda is killed.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(8);
 
+/// The variable naming the EventBridge bus a function publishes to: set on the publisher only
+/// (`routes::STREAMED`, and so `template.yaml`).
+pub const EVENT_BUS_VAR: &str = "EVENT_BUS_NAME";
+
 impl Ctx {
     pub fn new(db: Client, table: impl Into<Arc<str>>, cursors: CursorKeys) -> Self {
         let ids = Arc::new(IdKey::derived_from(cursors.server_secret()));
@@ -140,14 +144,12 @@ impl Ctx {
         }
         let ctx = Self::new(lambda_client(), table, cursors);
         // Only the publisher is given a bus (and the permission to put events on it).
-        Ok(
-            match var("EVENT_BUS_NAME").filter(|name| !name.is_empty()) {
-                Some(bus_name) => {
-                    ctx.with_bus(Arc::new(EventBridge::new(eventbridge_client(), bus_name)))
-                }
-                None => ctx,
-            },
-        )
+        Ok(match var(EVENT_BUS_VAR).filter(|name| !name.is_empty()) {
+            Some(bus_name) => {
+                ctx.with_bus(Arc::new(EventBridge::new(eventbridge_client(), bus_name)))
+            }
+            None => ctx,
+        })
     }
 }
 

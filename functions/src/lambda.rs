@@ -1,5 +1,6 @@
 //! What the Lambda binary runs: logging, the context once per cold start, then the runtime
-//! serving the function `SINGLET_FUNCTION` names (an HTTP route or a scheduled function).
+//! serving the function `SINGLET_FUNCTION` names (an HTTP route, a scheduled or a stream-fed
+//! function).
 
 use crate::context::Ctx;
 use crate::error::ApiError;
@@ -159,9 +160,9 @@ fn cold_start() -> bool {
     COLD.swap(false, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// The variable naming the function an instance serves: a route's function (`get-vehicle`) or a
-/// scheduled one (`mark-overdue`). `template.yaml` sets it on every function, from the route
-/// table (a test keeps the two equal).
+/// The variable naming the function an instance serves: a route's function (`get-vehicle`), a
+/// scheduled one (`mark-overdue`) or a stream-fed one (`publish-events`). `template.yaml` sets it
+/// on every function, rendered from the route table (`cargo run -- render`).
 pub const FUNCTION_VAR: &str = "SINGLET_FUNCTION";
 
 /// Serves the function `SINGLET_FUNCTION` names on the Lambda runtime. Without it (`cargo lambda
@@ -193,7 +194,7 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     if let Some(streamed) = streamed(&function) {
         return serve_streamed(ctx, streamed).await;
     }
-    let reason = format!("{FUNCTION_VAR}={function} names no route or scheduled function");
+    let reason = format!("{FUNCTION_VAR}={function} names no function of the route table");
     tracing::error!(function, reason, "the function cannot start");
     Err(reason.into())
 }

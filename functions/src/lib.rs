@@ -2,7 +2,8 @@
 //! reads as one story: the contract, the one DynamoDB request, and how each failure becomes a
 //! response. The entities themselves are the model's ([`model`]), and each domain's `mod.rs` owns
 //! their lifecycles. What every route shares is here once:
-//! - [`routes`]: the route table, every function declared once;
+//! - [`routes`]: the route table, every function declared once, and [`access`]: what each
+//!   touches, from which its policy in `template.yaml` is rendered;
 //! - [`request`]: what happens to every request (body rules, metering, logging, errors);
 //! - [`claims`]: who is asking, and what they may reach;
 //! - [`error`]: the one error type and its problem documents;
@@ -17,6 +18,7 @@
 //! - [`lambda`]: what the one Lambda binary runs for whichever function `SINGLET_FUNCTION`
 //!   names, and [`metrics`]: its CloudWatch EMF lines.
 
+pub mod access;
 pub mod claims;
 pub mod clock;
 pub mod context;

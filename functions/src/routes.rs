@@ -1,9 +1,17 @@
-//! The route table: every function, declared once. The one Lambda binary (serving the entry its
-//! `SINGLET_FUNCTION` names), the local runner, `invoke`, the tests and the template, event,
-//! README and OpenAPI parity checks all read it.
+//! The route table: every function, declared once, with what it touches ([`Access`]). The one
+//! Lambda binary (serving the entry its `SINGLET_FUNCTION` names), the local runner, `invoke`
+//! and the tests read it; `cargo run -- render` renders from it each function's block of
+//! `template.yaml` (its policy, `SINGLET_FUNCTION`, its events) and the `Cargo.toml` watch router.
 
+use crate::access::{Access, Grant};
 use crate::context::Ctx;
 use crate::http::HandlerResult;
+use crate::model::accounts::{AccountRow, EmailLock, OwnerLock, UsernameLock};
+use crate::model::audit::{Resource, ResourceEvent};
+use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
+use crate::model::idempotency::IdLock;
+use crate::model::library::{Book, BookAvailability, Branch, Copy as BookCopy, Patron, PatronCard};
+use crate::model::loans::{Checkout, MarkerRun};
 use crate::{accounts, audit, events, fleet, library, loans};
 use lambda_http::Request;
 use std::collections::HashMap;
@@ -50,17 +58,38 @@ pub struct Route {
     pub summary: &'static str,
     /// A token needs one of these scopes (API Gateway's `AuthorizationScopes`).
     pub scopes: &'static [&'static str],
-    /// Whether the route takes an `Idempotency-Key`.
+    /// Whether the route takes an `Idempotency-Key` (its records are `IDEMPOTENCY#<function>#…`).
     pub idempotent: bool,
-    /// The DynamoDB actions the function calls: its least-privilege policy in `template.yaml`.
-    pub permissions: &'static [&'static str],
+    /// What it touches: its least-privilege policy in `template.yaml`.
+    pub access: Access,
     pub handler: Handler,
+}
+
+/// An [`Access`] declared in a line: `table [GetItem, PutItem] on [Vehicle, PlateLock]` (the
+/// table actions and the entities they reach), `indexes [GSI1]`, `events [VehicleRegistered]`,
+/// `tombstones "register-vehicle"`, each optional, in that order.
+macro_rules! access {
+    (@creator) => { None };
+    (@creator $creator:literal) => { Some($creator) };
+    ($(table [$($action:ident),+] on [$($entity:ident),+] $(,)?)?
+     $(indexes [$($index:ident),+] $(,)?)?
+     $(events [$($event:ident),+] $(,)?)?
+     $(tombstones $creator:literal)?) => {
+        Access {
+            actions: &[$($($crate::access::Action::$action),+)?],
+            entities: &[$($(<$entity as $crate::model::Entity>::TYPE),+)?],
+            indexes: &[$($(singlet_shared::schema::$index),+)?],
+            events: &[$($($crate::events::EventType::$event),+)?],
+            tombstones: access!(@creator $($creator)?),
+            grants: &[],
+        }
+    };
 }
 
 macro_rules! route {
     ($function:literal, $method:literal $path:literal, $handle:path,
      $summary:literal, scopes [$($scope:literal),+], idempotent: $idempotent:literal,
-     [$($action:literal),*]) => {
+     $($access:tt)*) => {
         Route {
             function: $function,
             method: $method,
@@ -68,7 +97,7 @@ macro_rules! route {
             summary: $summary,
             scopes: &[$($scope),+],
             idempotent: $idempotent,
-            permissions: &[$(concat!("dynamodb:", $action)),*],
+            access: access!($($access)*),
             handler: handler!($handle),
         }
     };
@@ -78,109 +107,161 @@ macro_rules! route {
 pub static ROUTES: &[Route] = &[
     // Fleet registry
     route!("register-vehicle", "POST" "/vehicles", fleet::register_vehicle::handle,
-        "Register a vehicle, claiming its plate and chassis number", scopes ["fleet:write"], idempotent: true, ["PutItem", "GetItem"]),
+        "Register a vehicle, claiming its plate and chassis number", scopes ["fleet:write"], idempotent: true,
+        table [PutItem, GetItem] on [Vehicle, PlateLock, ChassisLock, IdLock], events [VehicleRegistered]),
     route!("get-vehicle", "GET" "/vehicles/{vehicleId}", fleet::get_vehicle::handle,
-        "Read a vehicle by id", scopes ["fleet:read", "fleet:write"], idempotent: false, ["GetItem"]),
+        "Read a vehicle by id", scopes ["fleet:read", "fleet:write"], idempotent: false,
+        table [GetItem] on [Vehicle]),
     route!("find-by-plate", "GET" "/plates/{plate}", fleet::find_by_plate::handle,
-        "Find the vehicle holding a plate", scopes ["fleet:read", "fleet:write"], idempotent: false, ["GetItem"]),
+        "Find the vehicle holding a plate", scopes ["fleet:read", "fleet:write"], idempotent: false,
+        table [GetItem] on [PlateLock]),
     route!("find-by-chassis", "GET" "/chassis/{chassis}", fleet::find_by_chassis::handle,
-        "Find the vehicle holding a chassis number", scopes ["fleet:read", "fleet:write"], idempotent: false, ["GetItem"]),
+        "Find the vehicle holding a chassis number", scopes ["fleet:read", "fleet:write"], idempotent: false,
+        table [GetItem] on [ChassisLock]),
     route!("depot-vehicles", "GET" "/depots/{depot}/vehicles", fleet::depot_vehicles::handle,
-        "List a depot's vehicles, newest first", scopes ["fleet:read", "fleet:write"], idempotent: false, ["Query"]),
+        "List a depot's vehicles, newest first", scopes ["fleet:read", "fleet:write"], idempotent: false,
+        indexes [GSI5]),
     route!("change-plate", "PUT" "/vehicles/{vehicleId}/plate", fleet::change_plate::handle,
-        "Move a vehicle to a new plate, freeing the old one", scopes ["fleet:write"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+        "Move a vehicle to a new plate, freeing the old one", scopes ["fleet:write"], idempotent: false,
+        table [GetItem, PutItem, DeleteItem, UpdateItem] on [Vehicle, PlateLock], events [VehiclePlateChanged]),
     route!("retire-vehicle", "DELETE" "/vehicles/{vehicleId}", fleet::retire_vehicle::handle,
-        "Retire a vehicle and free its plate and chassis number", scopes ["fleet:write"], idempotent: false, ["GetItem", "DeleteItem", "PutItem"]),
+        "Retire a vehicle and free its plate and chassis number", scopes ["fleet:write"], idempotent: false,
+        table [GetItem, DeleteItem, PutItem] on [Vehicle, PlateLock, ChassisLock], events [VehicleRetired], tombstones "register-vehicle"),
     // Accounts
     route!("create-account", "POST" "/accounts", accounts::create_account::handle,
-        "Create an account, claiming its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: true, ["PutItem", "GetItem"]),
+        "Create an account, claiming its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: true,
+        table [PutItem, GetItem] on [AccountRow, EmailLock, UsernameLock, OwnerLock, IdLock], events [AccountCreated]),
     route!("get-account", "GET" "/accounts/{accountId}", accounts::get_account::handle,
-        "Read an account", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem"]),
+        "Read an account", scopes ["accounts:self", "accounts:admin"], idempotent: false,
+        table [GetItem] on [AccountRow]),
     route!("change-email", "PUT" "/accounts/{accountId}/email", accounts::change_email::handle,
-        "Change an account's email, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+        "Change an account's email, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false,
+        table [GetItem, PutItem, DeleteItem, UpdateItem] on [AccountRow, EmailLock], events [AccountEmailChanged]),
     route!("change-username", "PUT" "/accounts/{accountId}/username", accounts::change_username::handle,
-        "Change an account's username, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "PutItem", "DeleteItem", "UpdateItem"]),
+        "Change an account's username, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false,
+        table [GetItem, PutItem, DeleteItem, UpdateItem] on [AccountRow, UsernameLock], events [AccountUsernameChanged]),
     route!("delete-account", "DELETE" "/accounts/{accountId}", accounts::delete_account::handle,
-        "Delete an account and free its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem", "DeleteItem", "PutItem"]),
+        "Delete an account and free its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: false,
+        table [GetItem, DeleteItem, PutItem] on [AccountRow, EmailLock, UsernameLock, OwnerLock], events [AccountDeleted], tombstones "create-account"),
     route!("check-email", "GET" "/emails/{email}", accounts::check_email::handle,
-        "Tell whether an email is free to sign up with", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem"]),
+        "Tell whether an email is free to sign up with", scopes ["accounts:self", "accounts:admin"], idempotent: false,
+        table [GetItem] on [EmailLock]),
     route!("check-username", "GET" "/usernames/{username}", accounts::check_username::handle,
-        "Tell whether a username is free to sign up with", scopes ["accounts:self", "accounts:admin"], idempotent: false, ["GetItem"]),
+        "Tell whether a username is free to sign up with", scopes ["accounts:self", "accounts:admin"], idempotent: false,
+        table [GetItem] on [UsernameLock]),
     // Change & audit log
     route!("create-resource", "POST" "/resources", audit::create_resource::handle,
-        "Create a resource with its first history event", scopes ["audit:write"], idempotent: true, ["PutItem", "GetItem"]),
+        "Create a resource with its first history event", scopes ["audit:write"], idempotent: true,
+        table [PutItem, GetItem] on [Resource, ResourceEvent], events [ResourceCreated]),
     route!("get-resource", "GET" "/resources/{resourceId}", audit::get_resource::handle,
-        "Read a resource's current state and version", scopes ["audit:read", "audit:write"], idempotent: false, ["GetItem"]),
+        "Read a resource's current state and version", scopes ["audit:read", "audit:write"], idempotent: false,
+        table [GetItem] on [Resource]),
     route!("resource-history", "GET" "/resources/{resourceId}/history", audit::resource_history::handle,
-        "Read a resource's state and a page of its history", scopes ["audit:read", "audit:write"], idempotent: false, ["Query", "GetItem"]),
+        "Read a resource's state and a page of its history", scopes ["audit:read", "audit:write"], idempotent: false,
+        table [Query, GetItem] on [Resource, ResourceEvent]),
     route!("change-resource", "PATCH" "/resources/{resourceId}", audit::change_resource::handle,
-        "Change a resource if it is still at the version read", scopes ["audit:write"], idempotent: false, ["GetItem", "UpdateItem", "PutItem"]),
+        "Change a resource if it is still at the version read", scopes ["audit:write"], idempotent: false,
+        table [GetItem, UpdateItem, PutItem] on [Resource, ResourceEvent], events [ResourceChanged]),
     // Library catalogue
     route!("create-branch", "POST" "/branches", library::create_branch::handle,
-        "Open a branch", scopes ["library:staff"], idempotent: true, ["PutItem", "GetItem"]),
+        "Open a branch", scopes ["library:staff"], idempotent: true,
+        table [PutItem, GetItem] on [Branch], events [BranchCreated]),
     route!("list-branches", "GET" "/branches", library::list_branches::handle,
-        "List every branch", scopes ["library:read", "library:staff"], idempotent: false, ["Query"]),
+        "List every branch", scopes ["library:read", "library:staff"], idempotent: false,
+        indexes [GSI1]),
     route!("get-branch", "GET" "/branches/{branchId}", library::get_branch::handle,
-        "Read a branch", scopes ["library:read", "library:staff"], idempotent: false, ["GetItem"]),
+        "Read a branch", scopes ["library:read", "library:staff"], idempotent: false,
+        table [GetItem] on [Branch]),
     route!("register-patron", "POST" "/branches/{branchId}/patrons", library::register_patron::handle,
-        "Register a patron at a branch, claiming the card number", scopes ["library:staff"], idempotent: true, ["ConditionCheckItem", "PutItem", "GetItem"]),
+        "Register a patron at a branch, claiming the card number", scopes ["library:staff"], idempotent: true,
+        table [ConditionCheckItem, PutItem, GetItem] on [Branch, Patron, PatronCard, IdLock], events [PatronRegistered]),
     route!("list-patrons", "GET" "/branches/{branchId}/patrons", library::list_patrons::handle,
-        "List a branch's patrons", scopes ["library:staff"], idempotent: false, ["Query", "GetItem"]),
+        "List a branch's patrons", scopes ["library:staff"], idempotent: false,
+        table [Query, GetItem] on [Branch, Patron]),
     route!("get-patron", "GET" "/patrons/{patronId}", library::get_patron::handle,
-        "Read a patron by id", scopes ["library:staff", "library:patron"], idempotent: false, ["Query"]),
+        "Read a patron by id", scopes ["library:staff", "library:patron"], idempotent: false,
+        indexes [GSI1]),
     route!("reissue-card", "PUT" "/patrons/{patronId}/card", library::reissue_card::handle,
-        "Give a patron a new library card, freeing the old one", scopes ["library:staff"], idempotent: false, ["Query", "PutItem", "DeleteItem", "UpdateItem"]),
+        "Give a patron a new library card, freeing the old one", scopes ["library:staff"], idempotent: false,
+        table [PutItem, DeleteItem, UpdateItem] on [Patron, PatronCard], indexes [GSI1], events [PatronCardReissued]),
     route!("change-tier", "PUT" "/patrons/{patronId}/tier", library::change_tier::handle,
-        "Change a patron's membership tier and loan limit", scopes ["library:staff"], idempotent: false, ["Query", "UpdateItem", "PutItem"]),
+        "Change a patron's membership tier and loan limit", scopes ["library:staff"], idempotent: false,
+        table [UpdateItem, PutItem] on [Patron], indexes [GSI1], events [PatronTierChanged]),
     route!("remove-patron", "DELETE" "/patrons/{patronId}", library::remove_patron::handle,
-        "Remove a patron without active loans and free its card", scopes ["library:staff"], idempotent: false, ["Query", "DeleteItem", "PutItem"]),
+        "Remove a patron without active loans and free its card", scopes ["library:staff"], idempotent: false,
+        table [DeleteItem, PutItem] on [Patron, PatronCard], indexes [GSI1], events [PatronRemoved], tombstones "register-patron"),
     route!("find-by-card", "GET" "/cards/{cardNumber}", library::find_by_card::handle,
-        "Find the patron holding a library card", scopes ["library:staff"], idempotent: false, ["GetItem"]),
+        "Find the patron holding a library card", scopes ["library:staff"], idempotent: false,
+        table [GetItem] on [PatronCard]),
     route!("create-book", "POST" "/books", library::create_book::handle,
-        "Add a book to the catalogue by ISBN", scopes ["library:staff"], idempotent: true, ["PutItem", "GetItem"]),
+        "Add a book to the catalogue by ISBN", scopes ["library:staff"], idempotent: true,
+        table [PutItem, GetItem] on [Book], events [BookAdded]),
     route!("get-book", "GET" "/books/{isbn}", library::get_book::handle,
-        "Read a book by ISBN", scopes ["library:read", "library:staff"], idempotent: false, ["GetItem"]),
+        "Read a book by ISBN", scopes ["library:read", "library:staff"], idempotent: false,
+        table [GetItem] on [Book]),
     route!("correct-book", "PATCH" "/books/{isbn}", library::correct_book::handle,
-        "Correct a book's catalogue entry", scopes ["library:staff"], idempotent: false, ["GetItem", "UpdateItem", "PutItem"]),
+        "Correct a book's catalogue entry", scopes ["library:staff"], idempotent: false,
+        table [UpdateItem, PutItem, GetItem] on [Book], events [BookCorrected]),
     route!("add-copy", "POST" "/branches/{branchId}/copies", library::add_copy::handle,
-        "Add a copy of a book to a branch", scopes ["library:staff"], idempotent: true, ["ConditionCheckItem", "PutItem", "GetItem", "UpdateItem"]),
+        "Add a copy of a book to a branch", scopes ["library:staff"], idempotent: true,
+        table [ConditionCheckItem, PutItem, GetItem, UpdateItem] on [Branch, Book, BookCopy, BookAvailability, IdLock], events [CopyAdded]),
     route!("list-copies", "GET" "/branches/{branchId}/copies", library::list_copies::handle,
-        "List a branch's copies", scopes ["library:read", "library:staff"], idempotent: false, ["Query", "GetItem"]),
+        "List a branch's copies", scopes ["library:read", "library:staff"], idempotent: false,
+        table [Query, GetItem] on [Branch, BookCopy]),
     route!("book-availability", "GET" "/books/{isbn}/availability", library::book_availability::handle,
-        "Count a book's available copies per branch", scopes ["library:read", "library:staff"], idempotent: false, ["Query"]),
+        "Count a book's available copies per branch", scopes ["library:read", "library:staff"], idempotent: false,
+        table [Query] on [BookAvailability]),
     route!("available-copies", "GET" "/branches/{branchId}/books/{isbn}/copies", library::available_copies::handle,
-        "List a book's copies on the shelf at one branch", scopes ["library:read", "library:staff"], idempotent: false, ["Query", "GetItem"]),
+        "List a book's copies on the shelf at one branch", scopes ["library:read", "library:staff"], idempotent: false,
+        table [GetItem] on [Branch, Book], indexes [GSI2]),
     // Library loans
     route!("checkout-book", "POST" "/checkouts", loans::checkout_book::handle,
-        "Lend a copy to a patron", scopes ["library:staff"], idempotent: true, ["Query", "GetItem", "PutItem", "UpdateItem"]),
+        "Lend a copy to a patron", scopes ["library:staff"], idempotent: true,
+        table [GetItem, PutItem, UpdateItem] on [Checkout, Patron, BookCopy, BookAvailability, IdLock], indexes [GSI1], events [LoanCheckedOut]),
     route!("active-checkouts", "GET" "/patrons/{patronId}/checkouts", loans::active_checkouts::handle,
-        "List a patron's active loans", scopes ["library:staff", "library:patron"], idempotent: false, ["Query"]),
+        "List a patron's active loans", scopes ["library:staff", "library:patron"], idempotent: false,
+        table [Query] on [Checkout], indexes [GSI1]),
     route!("return-book", "POST" "/patrons/{patronId}/checkouts/{checkoutId}/return", loans::return_book::handle,
-        "Return a loan, freeing the copy and the patron's slot", scopes ["library:staff"], idempotent: true, ["GetItem", "DeleteItem", "PutItem", "UpdateItem"]),
+        "Return a loan, freeing the copy and the patron's slot", scopes ["library:staff"], idempotent: true,
+        table [GetItem, DeleteItem, PutItem, UpdateItem] on [Checkout, Patron, BookCopy, BookAvailability], events [LoanReturned]),
     route!("renew-checkout", "POST" "/patrons/{patronId}/checkouts/{checkoutId}/renew", loans::renew_checkout::handle,
-        "Renew a loan that is not yet due", scopes ["library:staff", "library:patron"], idempotent: true, ["GetItem", "UpdateItem", "PutItem"]),
+        "Renew a loan that is not yet due", scopes ["library:staff", "library:patron"], idempotent: true,
+        table [GetItem, UpdateItem, PutItem] on [Checkout], events [LoanRenewed]),
     route!("get-checkout", "GET" "/patrons/{patronId}/checkouts/{checkoutId}", loans::get_checkout::handle,
-        "Read one loan, active or returned", scopes ["library:staff", "library:patron"], idempotent: false, ["GetItem"]),
+        "Read one loan, active or returned", scopes ["library:staff", "library:patron"], idempotent: false,
+        table [GetItem] on [Checkout]),
     route!("loan-history", "GET" "/patrons/{patronId}/history", loans::loan_history::handle,
-        "List a patron's returned loans, newest return first", scopes ["library:staff", "library:patron"], idempotent: false, ["Query"]),
+        "List a patron's returned loans, newest return first", scopes ["library:staff", "library:patron"], idempotent: false,
+        indexes [GSI1]),
     route!("find-overdue", "GET" "/branches/{branchId}/overdue", loans::find_overdue::handle,
-        "List a branch's overdue loans, oldest due first", scopes ["library:staff"], idempotent: false, ["Query", "GetItem"]),
+        "List a branch's overdue loans, oldest due first", scopes ["library:staff"], idempotent: false,
+        table [GetItem] on [Branch, MarkerRun], indexes [GSI3]),
     route!("find-all-overdue", "GET" "/overdue", loans::find_all_overdue::handle,
-        "List every branch's overdue loans, oldest due first", scopes ["library:staff"], idempotent: false, ["Query", "GetItem"]),
+        "List every branch's overdue loans, oldest due first", scopes ["library:staff"], idempotent: false,
+        table [GetItem] on [MarkerRun], indexes [GSI4]),
 ];
 
-/// A function that no HTTP route serves: it runs on a schedule.
+/// A function that no HTTP route serves: it runs on a schedule. Its rendered block sends failed
+/// runs to the queue `<Function>Failures` and undeliverable events to
+/// `<Function>ScheduleDeadLetters` (`MarkOverdueFailures`...), which `template.yaml` declares by
+/// hand with their alarm.
 pub struct Scheduled {
     pub function: &'static str,
     pub summary: &'static str,
-    pub permissions: &'static [&'static str],
+    /// How often EventBridge runs it (its `rate(…)`), in minutes.
+    pub every_minutes: u32,
+    /// Its Lambda timeout: the deadline its runs stop before.
+    pub timeout_seconds: u32,
+    pub access: Access,
     pub handler: ScheduledHandler,
 }
 
 pub static SCHEDULED: &[Scheduled] = &[Scheduled {
     function: "mark-overdue",
     summary: "Move every open loan that fell due into the overdue index",
-    permissions: &["dynamodb:Query", "dynamodb:UpdateItem"],
+    every_minutes: 15,
+    timeout_seconds: 120,
+    access: access!(table [UpdateItem] on [Checkout, MarkerRun], indexes [GSI1]),
     handler: |ctx, event, deadline| {
         Box::pin(async move {
             let report = loans::mark_overdue::run(ctx, event, deadline).await?;
@@ -191,21 +272,40 @@ pub static SCHEDULED: &[Scheduled] = &[Scheduled {
 
 /// A function the table's stream feeds, through an event-source mapping (`template.yaml`; the
 /// runner plays it, `src/event_source.rs`). Its handler takes the stream event and answers the
-/// partial batch response.
+/// partial batch response. Its rendered mapping sends what keeps failing to the queue
+/// `<Function>Failures` (`PublishEventsFailures`), which `template.yaml` declares by hand with its
+/// alarm; what it needs beyond the stream is a [`Grant`] in its `access`.
 pub struct Streamed {
     pub function: &'static str,
     pub summary: &'static str,
-    /// Its actions beyond reading the stream (which the mapping's policy grants).
-    pub permissions: &'static [&'static str],
+    /// Its Lambda timeout.
+    pub timeout_seconds: u32,
+    /// Environment variables beyond every function's, as the template writes each value.
+    pub environment: &'static [(&'static str, &'static str)],
+    /// What it touches beyond reading the stream (which the mapping's policy grants).
+    pub access: Access,
     pub handler: StreamedHandler,
 }
 
 pub static STREAMED: &[Streamed] = &[Streamed {
     function: "publish-events",
     summary: "Publish every change's domain event to EventBridge",
-    permissions: &["events:PutEvents"],
+    timeout_seconds: 60,
+    environment: &[(crate::context::EVENT_BUS_VAR, "!Ref EventBusName")],
+    access: Access {
+        grants: &[Grant {
+            why: "The one bus the template names, nothing else.",
+            actions: &["events:PutEvents"],
+            resource: "!Sub \"arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}\"",
+        }],
+        ..Access::NONE
+    },
     handler: |ctx, event, deadline| Box::pin(events::publish_events::run(ctx, event, deadline)),
 }];
+
+/// The functions the library desk and the overdue marker cannot do without: the template
+/// reserves each `CriticalReservedConcurrency` (none by default).
+pub static CRITICAL: &[&str] = &["checkout-book", "return-book", "mark-overdue"];
 
 impl Route {
     /// `POST /vehicles`: API Gateway's route key.

@@ -13,12 +13,10 @@ use super::entity::{LockKind, claims, key_of, lock};
 use super::repair::Repair;
 use super::rules::{At, Finding, Rule, Stored, Table, at, availability, check, owner_key};
 use super::scan::{self, Counter};
-use aws_sdk_dynamodb::error::DisplayErrorContext;
-use aws_sdk_dynamodb::types::{Get, TransactGetItem};
 use singlet_functions::Ctx;
 use singlet_functions::loans::LoanStatus;
 use singlet_functions::model::{Decoded, Entity};
-use singlet_functions::store::{Item, Query, key_item};
+use singlet_functions::store::{Item, Query};
 use singlet_shared::keys::{self, CHECKOUT_PREFIX, COPY_PREFIX};
 use singlet_shared::schema::GSI1;
 use singlet_shared::{Id, Isbn13, Key};
@@ -246,41 +244,14 @@ async fn locate(
     Ok(page.items.first().map(key_of))
 }
 
-/// The items at `keys` (those that exist) in one `TransactGetItems`: a snapshot that no
-/// transaction's writes can be half in.
+/// The items at `keys` (those that exist) read together: a snapshot that no transaction's writes
+/// can be half in.
 async fn snapshot(ctx: &Ctx, keys: &[Key]) -> Result<Vec<Stored>, String> {
-    let gets: Vec<TransactGetItem> = keys
-        .iter()
-        .map(|key| {
-            let get = Get::builder()
-                .table_name(&*ctx.table)
-                .set_key(Some(key_item(key)))
-                .build()
-                .expect("a get names its table and key");
-            TransactGetItem::builder().get(get).build()
-        })
-        .collect();
-    // A snapshot of more items than one request takes is read in several: only a copy with
-    // dozens of loans of it comes near.
-    let mut stored = Vec::new();
-    for chunk in gets.chunks(100) {
-        let output = ctx
-            .db
-            .transact_get_items()
-            .set_transact_items(Some(chunk.to_vec()))
-            .send()
-            .await
-            .map_err(|e| format!("cannot read items again: {}", DisplayErrorContext(e)))?;
-        stored.extend(
-            output
-                .responses
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|response| response.item)
-                .map(Stored::new),
-        );
-    }
-    Ok(stored)
+    let items = ctx
+        .snapshot(keys)
+        .await
+        .map_err(|e| format!("cannot read items again: {e:?}"))?;
+    Ok(items.into_iter().map(Stored::new).collect())
 }
 
 /// Every item of partition `pk` whose sort key starts with `prefix`, strongly consistent.

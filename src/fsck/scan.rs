@@ -1,7 +1,6 @@
 //! The parallel `Scan`: `segments` workers, each paging through its segment of the table, each
 //! item turned into what the caller wants (decoded, for the check) as it arrives.
 
-use aws_sdk_dynamodb::error::DisplayErrorContext;
 use singlet_functions::Ctx;
 use singlet_functions::store::Item;
 use std::sync::Arc;
@@ -40,22 +39,13 @@ where
                 let mut out = Vec::new();
                 let mut start = None;
                 loop {
-                    let page = ctx
-                        .db
-                        .scan()
-                        .table_name(&*ctx.table)
-                        .segment(segment as i32)
-                        .total_segments(segments as i32)
-                        .set_exclusive_start_key(start)
-                        .send()
+                    let (items, last) = ctx
+                        .scan_page(segment, segments, start, None)
                         .await
-                        .map_err(|e| {
-                            format!("cannot scan the table: {}", DisplayErrorContext(e))
-                        })?;
-                    let items = page.items.unwrap_or_default();
+                        .map_err(|e| format!("cannot scan the table: {e:?}"))?;
                     counter.add(items.len());
                     out.extend(items.into_iter().map(&each));
-                    start = page.last_evaluated_key;
+                    start = last;
                     if start.is_none() {
                         return Ok::<_, String>(out);
                     }

@@ -8,7 +8,7 @@ use singlet_functions::routes::{SCHEDULED, by_function};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Each event and the status it must get, in replay order.
-const REPLAY: &[(&str, u16)] = &[
+pub(crate) const REPLAY: &[(&str, u16)] = &[
     ("register-vehicle", 201),
     ("register-vehicle", 201), // the same Idempotency-Key: the same answer, nothing new
     ("get-vehicle", 200),

@@ -25,6 +25,7 @@ mod logs;
 mod migrate;
 mod model;
 mod openapi;
+mod policy;
 mod readme;
 mod reliability;
 mod runner;

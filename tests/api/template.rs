@@ -1,9 +1,11 @@
-//! `template.yaml`, `events/` and the README against the code's route table and table schema,
-//! so that none of them can drift; and the template's operations
-//! (authorizer, scopes, log groups, alarms, the marker's failure queue, keys in policies).
+//! `template.yaml` and the `Cargo.toml` watch router equal their rendering from the route table
+//! (`cargo run -- render`, `src/render.rs`, whose unit tests hold the rules every policy keeps);
+//! the hand-written rest of the template against the code's table schema, the runner's CORS and
+//! the operations it must watch; `events/` and the README against the route table.
 
 use serde_norway::value::TaggedValue;
 use serde_norway::{Mapping, Value};
+use singlet_functions::context::EVENT_BUS_VAR;
 use singlet_functions::events::mapping;
 use singlet_functions::lambda::FUNCTION_VAR;
 use singlet_functions::routes::{ROUTES, SCHEDULED, STREAMED};
@@ -112,6 +114,21 @@ fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Each function's block (its policy, `SINGLET_FUNCTION`, events, log group and alarms) and the
+/// watch router are what `cargo run -- render` makes of the route table: a route, an entity it
+/// touches or an index it queries changed in the code and not rendered fails here.
+#[test]
+fn the_template_and_the_watch_router_are_their_rendering() {
+    let files = singlet::render::render(std::path::Path::new(ROOT)).unwrap();
+    for file in files {
+        assert!(
+            file.is_current(),
+            "{} differs from its rendering: run `cargo run -- render`",
+            file.path.display()
+        );
+    }
+}
+
 #[test]
 fn the_table_is_the_schema() {
     let template = template();
@@ -177,83 +194,6 @@ fn the_table_is_the_schema() {
             index.name
         );
     }
-}
-
-#[test]
-fn every_route_is_one_function_with_its_route_and_least_privilege() {
-    let template = template();
-    let mut seen = BTreeSet::new();
-    for (_, served, function) in functions(&template) {
-        assert!(seen.insert(served.clone()), "{served} is declared twice");
-        let events = function["Properties"]["Events"]
-            .as_mapping()
-            .cloned()
-            .unwrap_or_default();
-        let http: Vec<(String, String)> = events
-            .values()
-            .filter(|e| e["Type"] == "HttpApi")
-            .map(|e| {
-                (
-                    e["Properties"]["Method"].as_str().unwrap().into(),
-                    e["Properties"]["Path"].as_str().unwrap().into(),
-                )
-            })
-            .collect();
-        let statements = function["Properties"]["Policies"][0]["Statement"]
-            .as_sequence()
-            .unwrap();
-        // A table statement and an index statement may both allow `Query`.
-        let actions: BTreeSet<String> = statements
-            .iter()
-            .flat_map(|s| strings(&s["Action"]))
-            .collect();
-        if let Some(streamed) = STREAMED.iter().find(|s| s.function == served) {
-            assert!(http.is_empty(), "{served} has no route");
-            let streams = events.values().filter(|e| e["Type"] == "DynamoDB").count();
-            assert_eq!(streams, 1, "{served} reads one stream");
-            let expected: BTreeSet<String> = streamed
-                .permissions
-                .iter()
-                .map(|p| (*p).to_owned())
-                .collect();
-            assert_eq!(actions, expected, "{served}'s policy");
-            continue;
-        }
-        if let Some(scheduled) = SCHEDULED.iter().find(|s| s.function == served) {
-            assert!(http.is_empty(), "{served} has no route");
-            let schedules = events.values().filter(|e| e["Type"] == "Schedule").count();
-            assert_eq!(schedules, 1, "{served} runs on one schedule");
-            let expected: BTreeSet<String> = scheduled
-                .permissions
-                .iter()
-                .map(|p| (*p).to_owned())
-                .collect();
-            assert_eq!(actions, expected, "{served}'s policy");
-            continue;
-        }
-        let route = ROUTES
-            .iter()
-            .find(|r| r.function == served)
-            .unwrap_or_else(|| panic!("{served} is not in the route table"));
-        assert_eq!(
-            http,
-            vec![(route.method.to_owned(), route.path.to_owned())],
-            "{served}"
-        );
-        let expected: BTreeSet<String> =
-            route.permissions.iter().map(|p| (*p).to_owned()).collect();
-        assert_eq!(actions, expected, "{served}'s policy");
-    }
-    let expected: BTreeSet<String> = ROUTES
-        .iter()
-        .map(|r| r.function.to_owned())
-        .chain(SCHEDULED.iter().map(|s| s.function.to_owned()))
-        .chain(STREAMED.iter().map(|s| s.function.to_owned()))
-        .collect();
-    assert_eq!(
-        seen, expected,
-        "template functions = routes + scheduled and stream functions"
-    );
 }
 
 /// `sam build` builds functions once per distinct CodeUri, Metadata, Handler, Runtime and
@@ -403,31 +343,26 @@ fn sums_its_metrics_with_gaps_as_zero(alarm: &Value) -> bool {
     terms == filled
 }
 
-/// The DynamoDB operations the data layer calls (`functions/src/store/`), as CloudWatch names
-/// them: `.transact_write_items()` is `TransactWriteItems`.
+/// The DynamoDB operations the functions call, as CloudWatch names them: each table action
+/// the route table declares (a `ConditionCheckItem` is part of a transaction), `Query` for an
+/// index, and `TransactWriteItems`, in which every change writes its outbox item.
 fn operations_called() -> BTreeSet<String> {
+    let accesses = ROUTES
+        .iter()
+        .map(|r| &r.access)
+        .chain(SCHEDULED.iter().map(|s| &s.access))
+        .chain(STREAMED.iter().map(|s| &s.access));
     let mut operations = BTreeSet::new();
-    for file in std::fs::read_dir(format!("{ROOT}/functions/src/store")).unwrap() {
-        let source = std::fs::read_to_string(file.unwrap().path()).unwrap();
-        for call in [
-            "get_item",
-            "put_item",
-            "update_item",
-            "delete_item",
-            "query",
-            "scan",
-            "batch_get_item",
-            "batch_write_item",
-            "transact_get_items",
-            "transact_write_items",
-        ] {
-            if source.contains(&format!(".{call}()")) {
-                let name: String = call
-                    .split('_')
-                    .map(|word| word[..1].to_uppercase() + &word[1..])
-                    .collect();
-                operations.insert(name);
+    for access in accesses {
+        for action in access.iam_actions() {
+            if let Some(operation) = action.strip_prefix("dynamodb:")
+                && operation != "ConditionCheckItem"
+            {
+                operations.insert(operation.to_owned());
             }
+        }
+        if !access.events.is_empty() {
+            operations.insert("TransactWriteItems".to_owned());
         }
     }
     operations
@@ -474,22 +409,17 @@ fn every_route_needs_a_token_from_the_configured_issuer_with_one_of_its_scopes()
     ] {
         assert_eq!(format[field], variable, "access log field {field}");
     }
-
+    // The rendered routes name this API and its authorizer (their scopes are the route table's).
     for (_, served, function) in functions(&template) {
-        let Some(route) = ROUTES.iter().find(|r| r.function == served) else {
-            continue;
-        };
         let events = function["Properties"]["Events"].as_mapping().unwrap();
         for event in events.values().filter(|e| e["Type"] == "HttpApi") {
             let event = &event["Properties"];
             assert_eq!(target(&event["ApiId"]), Some(api.as_str()), "{served}");
             assert_eq!(event["Auth"]["Authorizer"], authorizer, "{served}");
-            let scopes: BTreeSet<String> = strings(&event["Auth"]["AuthorizationScopes"])
-                .into_iter()
-                .collect();
-            let expected: BTreeSet<String> = route.scopes.iter().map(|s| (*s).to_owned()).collect();
-            assert!(!expected.is_empty(), "{served} grants no scope");
-            assert_eq!(scopes, expected, "{served}'s scopes");
+            assert!(
+                !strings(&event["Auth"]["AuthorizationScopes"]).is_empty(),
+                "{served} grants no scope"
+            );
         }
     }
 }
@@ -631,220 +561,6 @@ fn the_api_the_table_and_the_marker_are_watched() {
     }
 }
 
-/// The source of the handler serving `function`: `functions/src/<area>/<function>.rs`, the
-/// function's name with `_` for `-` (one access pattern per file).
-fn handler_source(function: &str) -> String {
-    let file = format!("{}.rs", function.replace('-', "_"));
-    let sources: Vec<String> = std::fs::read_dir(format!("{ROOT}/functions/src"))
-        .unwrap()
-        .map(|area| area.unwrap().path().join(&file))
-        .filter(|path| path.is_file())
-        .map(|path| std::fs::read_to_string(path).unwrap())
-        .collect();
-    assert_eq!(sources.len(), 1, "one handler file {file}");
-    sources.into_iter().next().unwrap()
-}
-
-/// The indexes named by each `Query::index(<index>, ...)` in `source`.
-fn index_queries(source: &str) -> BTreeSet<String> {
-    source
-        .split("Query::index(")
-        .skip(1)
-        .map(|rest| rest.split(',').next().unwrap().trim().to_owned())
-        .collect()
-}
-
-/// The indexes a function's code queries: those its handler queries, and GSI1 when it finds a
-/// patron by id (`library::find_patron`, the one index query outside a handler).
-fn indexes_queried(function: &str) -> BTreeSet<String> {
-    let source = handler_source(function);
-    let mut indexes = index_queries(&source);
-    if source.contains("find_patron(") {
-        indexes.insert("GSI1".to_owned());
-    }
-    indexes
-}
-
-#[test]
-fn the_one_index_query_outside_a_handler_is_find_patron_on_gsi1() {
-    let library = std::fs::read_to_string(format!("{ROOT}/functions/src/library/mod.rs")).unwrap();
-    assert_eq!(index_queries(&library), BTreeSet::from(["GSI1".to_owned()]));
-    let find_patron = &library[library.find("pub async fn find_patron(").unwrap()..];
-    let body = &find_patron[..find_patron.find("\n}\n").unwrap()];
-    assert!(
-        body.contains("Query::index(GSI1"),
-        "find_patron queries GSI1"
-    );
-    // No other shared module queries an index (`store` defines `Query::index`).
-    let handlers: BTreeSet<String> = ROUTES
-        .iter()
-        .map(|r| r.function)
-        .chain(SCHEDULED.iter().map(|s| s.function))
-        .map(|f| format!("{}.rs", f.replace('-', "_")))
-        .collect();
-    for area in std::fs::read_dir(format!("{ROOT}/functions/src")).unwrap() {
-        let area = area.unwrap().path();
-        let files: Vec<std::path::PathBuf> = if area.is_dir() {
-            std::fs::read_dir(area)
-                .unwrap()
-                .map(|f| f.unwrap().path())
-                .collect()
-        } else {
-            vec![area]
-        };
-        for file in files {
-            let name = file.file_name().unwrap().to_str().unwrap().to_owned();
-            let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
-            if handlers.contains(&name)
-                || relative.ends_with("library/mod.rs")
-                || relative.contains("/store/")
-                || file.extension().is_none_or(|e| e != "rs")
-            {
-                continue;
-            }
-            let source = std::fs::read_to_string(&file).unwrap();
-            assert!(
-                index_queries(&source).is_empty(),
-                "{relative} queries an index: add it to indexes_queried"
-            );
-        }
-    }
-}
-
-#[test]
-fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_index_the_code_queries()
- {
-    let template = template();
-    let table = get_att("Table", "Arn");
-    let index_arn = |name: &str| sub(&format!("${{Table.Arn}}/index/{name}"));
-    for (_, served, function) in functions(&template) {
-        let statements = list(&function["Properties"]["Policies"][0]["Statement"]);
-        assert!(!statements.is_empty(), "{served} has a policy");
-        if STREAMED.iter().any(|s| s.function == served) {
-            // The publisher touches no table: it puts events on the one bus the template names.
-            assert_eq!(statements.len(), 1, "{served}");
-            assert_eq!(
-                list(&statements[0]["Resource"]),
-                [sub(
-                    "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}"
-                )],
-                "{served} may put events on the EventBusName bus only"
-            );
-            continue;
-        }
-        let mut queried = BTreeSet::new();
-        let mut table_actions = BTreeSet::new();
-        for statement in &statements {
-            assert_eq!(statement["Effect"], "Allow");
-            let actions = strings(&statement["Action"]);
-            assert!(!actions.is_empty());
-            assert!(
-                !actions.iter().any(|a| a.contains("Scan")),
-                "{served}: a Scan carries no key to check"
-            );
-            // One resource per statement: the table, or one index.
-            let resources = list(&statement["Resource"]);
-            assert_eq!(resources.len(), 1, "{served}: one resource per statement");
-            if resources[0] == table {
-                table_actions.extend(actions);
-                let prefixes = strings(
-                    &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
-                );
-                assert!(
-                    !prefixes.is_empty(),
-                    "{served}: every table statement is bounded by key"
-                );
-                for prefix in &prefixes {
-                    assert!(
-                        prefix.len() > 1
-                            && prefix.ends_with('*')
-                            && !prefix[..prefix.len() - 1].contains('*'),
-                        "{served}: {prefix} is one key prefix"
-                    );
-                }
-                let condition = statement["Condition"].as_mapping().unwrap();
-                assert_eq!(condition.len(), 1, "{served}: LeadingKeys is the condition");
-                continue;
-            }
-            let index = INDEXES
-                .iter()
-                .find(|index| resources[0] == index_arn(index.name))
-                .unwrap_or_else(|| {
-                    panic!(
-                        "{served}: {:?} is the table or one of its indexes",
-                        resources[0]
-                    )
-                });
-            assert!(
-                queried.insert(index.name.to_owned()),
-                "{served}: {} twice",
-                index.name
-            );
-            assert_eq!(
-                actions,
-                ["dynamodb:Query"],
-                "{served}: an index is only queried"
-            );
-            // The documentation defines LeadingKeys by the table's partition key, so no index
-            // statement claims a key bound (template.yaml, above the functions).
-            assert!(
-                statement["Condition"].is_null(),
-                "{served}: no LeadingKeys bound is claimed on {}",
-                index.name
-            );
-        }
-        assert_eq!(
-            queried,
-            indexes_queried(&served),
-            "{served}: the index statements name exactly the indexes its code queries"
-        );
-        // Everything but an index Query is allowed on the table: writes, reads and a Query on
-        // the table's own partitions.
-        let permissions: BTreeSet<String> = ROUTES
-            .iter()
-            .find(|r| r.function == served)
-            .map(|r| r.permissions)
-            .or_else(|| {
-                SCHEDULED
-                    .iter()
-                    .find(|s| s.function == served)
-                    .map(|s| s.permissions)
-            })
-            .unwrap()
-            .iter()
-            .map(|p| (*p).to_owned())
-            .collect();
-        let off_table: Vec<&String> = permissions
-            .iter()
-            .filter(|p| *p != "dynamodb:Query" && !table_actions.contains(*p))
-            .collect();
-        assert!(
-            off_table.is_empty(),
-            "{served}: {off_table:?} only on the table"
-        );
-        if permissions.contains("dynamodb:Query") && queried.is_empty() {
-            assert!(
-                table_actions.contains("dynamodb:Query"),
-                "{served} queries the table"
-            );
-        }
-        // A route that takes an Idempotency-Key puts and reads its record
-        // IDEMPOTENCY#<route>#<derived id> (shared/src/keys.rs) in the table.
-        if ROUTES.iter().any(|r| r.function == served && r.idempotent) {
-            let record = format!("IDEMPOTENCY#{served}#*");
-            let allowed = statements.iter().any(|s| {
-                list(&s["Resource"]) == [table.clone()]
-                    && strings(&s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"])
-                        .contains(&record)
-            });
-            assert!(
-                allowed,
-                "{served} may touch its idempotency records {record}"
-            );
-        }
-    }
-}
-
 #[test]
 fn the_env_vars_file_names_every_function_and_only_declared_variables() {
     let template = template();
@@ -935,86 +651,63 @@ fn the_dynamodb_endpoint_parameter_takes_only_https() {
     }
 }
 
-/// The event-source mapping that the template declares is the one the local runner plays
-/// (`singlet::event_source`, with `singlet_functions::events::mapping`'s values): its batch size,
-/// retries, bisection, record age, starting position and filters; the stream's view; the
-/// partial batch responses and the on-failure queue, alarmed.
+/// The stream that feeds the publisher (its mapping is rendered from `events::mapping`, which
+/// the runner plays): the table's stream has the view the mapping reads, the publisher is given
+/// the bus from `EventBusName`, and a batch it could not publish lands in a queue that alarms.
 #[test]
-fn the_event_source_mapping_is_the_one_the_runner_plays() {
+fn the_stream_feeds_the_publisher_and_its_failures_alarm() {
     let template = template();
     let table = &template["Resources"]["Table"]["Properties"];
     assert_eq!(
         table["StreamSpecification"]["StreamViewType"],
         mapping::STREAM_VIEW_TYPE
     );
-    let (_, _, function) = functions(&template)
-        .into_iter()
-        .find(|(_, served, _)| served == "publish-events")
-        .expect("publish-events is in the template");
-    let properties = &function["Properties"];
-    assert_eq!(
-        properties["Environment"]["Variables"]["EVENT_BUS_NAME"],
-        reference("EventBusName")
-    );
-    let events = properties["Events"].as_mapping().unwrap();
-    let stream = events
-        .values()
-        .find(|e| e["Type"] == "DynamoDB")
-        .expect("a DynamoDB stream event");
-    let mapped = &stream["Properties"];
-    assert_eq!(mapped["Stream"], get_att("Table", "StreamArn"));
-    assert_eq!(mapped["BatchSize"], mapping::BATCH_SIZE as u64);
-    assert_eq!(
-        mapped["MaximumRetryAttempts"],
-        u64::from(mapping::MAXIMUM_RETRY_ATTEMPTS)
-    );
-    assert_eq!(
-        mapped["BisectBatchOnFunctionError"],
-        mapping::BISECT_BATCH_ON_FUNCTION_ERROR
-    );
-    assert_eq!(
-        mapped["MaximumRecordAgeInSeconds"],
-        mapping::MAXIMUM_RECORD_AGE_SECONDS
-    );
-    assert_eq!(mapped["StartingPosition"], mapping::STARTING_POSITION);
-    assert_eq!(
-        strings(&mapped["FunctionResponseTypes"]),
-        ["ReportBatchItemFailures"]
-    );
-    let declared: Vec<serde_json::Value> = list(&mapped["FilterCriteria"]["Filters"])
-        .iter()
-        .map(|f| serde_json::from_str(f["Pattern"].as_str().unwrap()).unwrap())
-        .collect();
-    let played: Vec<serde_json::Value> = mapping::FILTERS
-        .iter()
-        .map(|f| serde_json::from_str(f).unwrap())
-        .collect();
-    assert_eq!(declared, played, "the template's filters are the runner's");
-    for filter in &declared {
-        let keys: Vec<&String> = filter.as_object().unwrap().keys().collect();
+    for streamed in STREAMED {
+        let (_, _, function) = functions(&template)
+            .into_iter()
+            .find(|(_, served, _)| served == streamed.function)
+            .expect("the streamed function is in the template");
+        let properties = &function["Properties"];
         assert_eq!(
-            keys,
-            ["dynamodb"],
-            "a stream filter sees the dynamodb key only"
+            properties["Environment"]["Variables"][EVENT_BUS_VAR],
+            reference("EventBusName")
+        );
+        let stream = properties["Events"]
+            .as_mapping()
+            .unwrap()
+            .values()
+            .find(|e| e["Type"] == "DynamoDB")
+            .expect("a DynamoDB stream event")
+            .clone();
+        let mapped = &stream["Properties"];
+        assert_eq!(mapped["Stream"], get_att("Table", "StreamArn"));
+        for filter in list(&mapped["FilterCriteria"]["Filters"]) {
+            let filter: serde_json::Value =
+                serde_json::from_str(filter["Pattern"].as_str().unwrap()).unwrap();
+            let keys: Vec<&String> = filter.as_object().unwrap().keys().collect();
+            assert_eq!(
+                keys,
+                ["dynamodb"],
+                "a stream filter sees the dynamodb key only"
+            );
+        }
+        let on_failure = &mapped["DestinationConfig"]["OnFailure"];
+        assert_eq!(on_failure["Type"], "SQS");
+        let queue = target(&on_failure["Destination"]).unwrap();
+        assert_eq!(template["Resources"][queue]["Type"], "AWS::SQS::Queue");
+        assert_eq!(
+            alarms_on(
+                &template,
+                "AWS/SQS",
+                "ApproximateNumberOfMessagesVisible",
+                "QueueName",
+                &get_att(queue, "QueueName")
+            ),
+            1,
+            "a message in {queue} alarms"
         );
     }
-    let on_failure = &mapped["DestinationConfig"]["OnFailure"];
-    assert_eq!(on_failure["Type"], "SQS");
-    let queue = target(&on_failure["Destination"]).unwrap();
-    assert_eq!(template["Resources"][queue]["Type"], "AWS::SQS::Queue");
-    assert_eq!(
-        alarms_on(
-            &template,
-            "AWS/SQS",
-            "ApproximateNumberOfMessagesVisible",
-            "QueueName",
-            &get_att(queue, "QueueName")
-        ),
-        1,
-        "a message in {queue} alarms"
-    );
-    let bus = &template["Parameters"]["EventBusName"];
-    assert_eq!(bus["Type"], "String");
+    assert_eq!(template["Parameters"]["EventBusName"]["Type"], "String");
 }
 
 /// The Lambda binary stays lean: the streams SDK is the runner's alone (it plays the

@@ -1,66 +1,12 @@
 //! `cargo lambda watch` serves the API's real paths: the router in the workspace's Cargo metadata
-//! (`[workspace.metadata.lambda.watch.router]` in Cargo.toml) routes every route of the route
-//! table, by method and path, to the one Lambda binary, and nothing else. Run without
-//! `SINGLET_FUNCTION`, the binary answers each request with the route its method and path match.
+//! (`[workspace.metadata.lambda.watch.router]` in Cargo.toml) is rendered from the route table by
+//! `cargo run -- render` (`tests/api/template.rs` checks it is its rendering), every route by
+//! method and path to the one Lambda binary. Run without `SINGLET_FUNCTION`, the binary answers
+//! each request with the route its method and path match. What is left here is what the
+//! rendering cannot say: that cargo-lambda can route the table's paths at all, and where the
+//! functions it runs find their engine.
 
 use singlet_functions::routes::ROUTES;
-use std::collections::BTreeSet;
-
-/// The workspace metadata as cargo-lambda reads it: from `cargo metadata`.
-fn workspace_metadata() -> serde_json::Value {
-    let output = std::process::Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--no-deps",
-            "--offline",
-            "--format-version",
-            "1",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "cargo metadata: {output:?}");
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    // `[workspace.metadata]`, which the `cargo_metadata` crate cargo-lambda uses calls
-    // `workspace_metadata`.
-    metadata["metadata"].clone()
-}
-
-#[test]
-fn the_watch_router_routes_every_route_to_the_one_binary_and_nothing_else() {
-    let router = workspace_metadata()["lambda"]["watch"]["router"]
-        .as_object()
-        .expect("a [workspace.metadata.lambda.watch.router] table")
-        .clone();
-    let mut routed = BTreeSet::new();
-    for (path, functions) in &router {
-        // A bare function name would take every method; each route names its own.
-        let functions = functions
-            .as_array()
-            .unwrap_or_else(|| panic!("{path}: a list of {{ method, function }}, one per route"));
-        for entry in functions {
-            let method = entry["method"].as_str().unwrap().to_owned();
-            let function = entry["function"].as_str().unwrap().to_owned();
-            assert!(
-                routed.insert((function.clone(), method.clone(), path.clone())),
-                "{method} {path} → {function} twice"
-            );
-        }
-    }
-    // cargo-lambda matches paths with `matchit`, whose `{param}` is API Gateway's: the paths are
-    // the route table's as they are.
-    let expected: BTreeSet<(String, String, String)> = ROUTES
-        .iter()
-        .map(|r| {
-            (
-                "singlet-lambda".to_owned(),
-                r.method.to_owned(),
-                r.path.to_owned(),
-            )
-        })
-        .collect();
-    assert_eq!(routed, expected);
-}
 
 /// `matchit` refuses two routes that name one path segment's parameter differently
 /// (`/books/{isbn}` and `/books/{bookId}/copies`), and cargo-lambda would not start.

@@ -6,8 +6,9 @@
 //! ([`capacity`]); every SDK failure becomes a `503` or a `500` in one place ([`failure`]);
 //! every item is decoded in one place ([`item::decode`]).
 //!
-//! - reads: [`Ctx::get`] (one strongly consistent `GetItem`) and [`Ctx::query`] (one page of one
-//!   partition of the table or of an index, described by a [`Query`]);
+//! - reads: [`Ctx::get`] (one strongly consistent `GetItem`), [`Ctx::query`] (one page of one
+//!   partition of the table or of an index, described by a [`Query`]) and [`Ctx::snapshot`]
+//!   (items read together in `TransactGetItems`);
 //! - writes as typed values ([`write`]): [`Put`], [`Update`], [`Delete`], [`Check`] of one
 //!   entity type, guarded by a [`Condition`] on its fields; no other module writes an expression;
 //! - single-item writes: [`Ctx::update_item`], [`Ctx::delete_item`];
@@ -31,7 +32,7 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue};
+use aws_sdk_dynamodb::types::{Get, ReturnConsumedCapacity, ReturnValue, TransactGetItem};
 use capacity::Billing;
 use serde::de::DeserializeOwned;
 use singlet_shared::Key;
@@ -144,6 +145,46 @@ impl Ctx {
             .await?;
         capacity::record("GetItem", Billing::Read, output.consumed_capacity());
         Ok(output.item)
+    }
+
+    /// The items at `keys` that exist, read together in `TransactGetItems`: up to 100 keys (one
+    /// request's limit) are a snapshot that no transaction's writes can be half in; more are
+    /// read 100 at a time. The consistency checker confirms its findings with it.
+    pub async fn snapshot(&self, keys: &[Key]) -> Result<Vec<Item>, ApiError> {
+        let gets: Vec<TransactGetItem> = keys
+            .iter()
+            .map(|key| {
+                let get = Get::builder()
+                    .table_name(&*self.table)
+                    .set_key(Some(key_item(key)))
+                    .build()
+                    .expect("a get names its table and key");
+                TransactGetItem::builder().get(get).build()
+            })
+            .collect();
+        let mut items = Vec::new();
+        for chunk in gets.chunks(100) {
+            let output = self
+                .db
+                .transact_get_items()
+                .set_transact_items(Some(chunk.to_vec()))
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .send()
+                .await?;
+            capacity::record(
+                "TransactGetItems",
+                Billing::Read,
+                output.consumed_capacity(),
+            );
+            items.extend(
+                output
+                    .responses
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|response| response.item),
+            );
+        }
+        Ok(items)
     }
 
     /// One `Query` of one page.
