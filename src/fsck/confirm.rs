@@ -10,15 +10,16 @@
 //! that starts after the first one ended, so a loan committed during the first scan is found.
 
 use super::entity::{LockKind, claims, key_of, lock};
-use super::rules::{At, Finding, Rule, Stored, Table, at, check, owner_key};
+use super::repair::Repair;
+use super::rules::{At, Finding, Rule, Stored, Table, at, availability, check, owner_key};
 use super::scan::{self, Counter};
 use singlet_functions::Ctx;
 use singlet_functions::loans::LoanStatus;
-use singlet_functions::model::Decoded;
+use singlet_functions::model::{Decoded, Entity};
 use singlet_functions::store::{Item, Query};
-use singlet_shared::Key;
-use singlet_shared::keys::{self, CHECKOUT_PREFIX};
+use singlet_shared::keys::{self, CHECKOUT_PREFIX, COPY_PREFIX};
 use singlet_shared::schema::GSI1;
+use singlet_shared::{Id, Isbn13, Key};
 use std::collections::{BTreeSet, HashMap};
 
 /// How many findings are confirmed at once.
@@ -56,15 +57,29 @@ async fn confirm_one(
     let mut last = None;
     for _ in 0..2 {
         let fresh = reread(ctx, table, loans, finding).await?;
-        let again = check(&fresh, &at(&finding.key))
-            .into_iter()
-            .find(|f| f.rule == finding.rule && f.about == finding.about);
+        let again = match counted(finding) {
+            // A count no transaction wrote has no item to judge: its book's copies are.
+            Some((isbn, branch_id)) => availability(&fresh, isbn, branch_id),
+            None => check(&fresh, &at(&finding.key))
+                .into_iter()
+                .find(|f| f.rule == finding.rule && f.about == finding.about),
+        };
         match again {
             Some(again) => last = Some(again),
             None => return Ok(None),
         }
     }
     Ok(last)
+}
+
+/// The book and branch whose count of available copies `finding` is about, if it is.
+fn counted(finding: &Finding) -> Option<(&Isbn13, &Id)> {
+    match &finding.repair {
+        Some(Repair::SetAvailableCopies {
+            isbn, branch_id, ..
+        }) => Some((isbn, branch_id)),
+        _ => None,
+    }
 }
 
 /// Every item `finding` involves, read again.
@@ -74,11 +89,20 @@ async fn reread(
     loans: &HashMap<(String, String), Vec<Key>>,
     finding: &Finding,
 ) -> Result<Table, String> {
-    let mut fresh = Table::default();
+    let mut fresh = Table::new(table.ids.clone());
     let key = &finding.key;
+    if let Some((isbn, branch_id)) = counted(finding) {
+        fill(&mut fresh, count_and_copies(ctx, isbn, branch_id).await?);
+        return Ok(fresh);
+    }
     match finding.rule {
         Rule::LockOrphan => {
             let read = snapshot(ctx, std::slice::from_ref(key)).await?;
+            if let Some(Ok(Decoded::OwnerLock(lock))) = read.first().map(|s| &s.entity) {
+                let keys = [key.clone(), keys::account(&lock.account_id)];
+                fill(&mut fresh, snapshot(ctx, &keys).await?);
+                return Ok(fresh);
+            }
             let Some(lock) = read
                 .first()
                 .and_then(|s| s.entity.as_ref().ok())
@@ -107,9 +131,19 @@ async fn reread(
                     .into_iter()
                     .flat_map(|claim| std::iter::once(claim.lock_key).chain(claim.earlier_key)),
             );
+            if let Decoded::Account(row) = &entity
+                && let Some(owner_lock) = table.owner_lock_of(row)
+            {
+                keys.push(owner_lock.key());
+            }
             let mut holders = Vec::new();
             for stored in snapshot(ctx, &keys).await? {
-                if let Some(lock) = stored.entity.as_ref().ok().and_then(lock)
+                if let Ok(Decoded::OwnerLock(held)) = &stored.entity {
+                    let other = keys::account(&held.account_id);
+                    if other != *key {
+                        holders.push(other);
+                    }
+                } else if let Some(lock) = stored.entity.as_ref().ok().and_then(lock)
                     && let Some(owner) = locate(ctx, table, lock.kind, &lock.holder).await?
                     && owner != *key
                 {
@@ -156,6 +190,31 @@ async fn reread(
         }
     }
     Ok(fresh)
+}
+
+/// A branch's count of a book's available copies and the book's copies there, in one snapshot.
+/// The copies are found by a query of the branch first: if the query finds others after the
+/// snapshot (a copy added meanwhile), nothing is returned, and the finding is not confirmed.
+async fn count_and_copies(ctx: &Ctx, isbn: &Isbn13, branch_id: &Id) -> Result<Vec<Stored>, String> {
+    let copies = || async {
+        let partition = keys::branch(branch_id).pk;
+        let copies = partition_items(ctx, &partition, COPY_PREFIX).await?;
+        Ok::<_, String>(
+            copies
+                .into_iter()
+                .filter(|s| matches!(&s.entity, Ok(Decoded::Copy(copy)) if copy.isbn == *isbn))
+                .map(|s| at(&s.key))
+                .collect::<BTreeSet<At>>(),
+        )
+    };
+    let before = copies().await?;
+    let mut keys = vec![keys::book_availability(isbn, branch_id)];
+    keys.extend(before.iter().map(super::rules::key));
+    let read = snapshot(ctx, &keys).await?;
+    if copies().await? != before {
+        return Ok(Vec::new());
+    }
+    Ok(read)
 }
 
 fn fill(table: &mut Table, items: Vec<Stored>) {

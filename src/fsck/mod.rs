@@ -147,11 +147,19 @@ async fn judge(ctx: &Ctx, scanned: Vec<rules::Stored>, options: Options) -> Resu
         }
     };
     let started = std::time::Instant::now();
-    let mut table = Table::default();
+    let mut table = Table::new(ctx.ids.clone());
     for stored in scanned {
         table.insert(stored);
     }
     let scanned = table.items.len() as u64;
+    if rules::owner_locks_under_another_key(&table) {
+        return Err(
+            "no owner lock is where this run's server secret puts it: the table's were \
+                    keyed under another (run fsck with the API's CURSOR_KEY), and repairing \
+                    would release them all"
+                .into(),
+        );
+    }
     let mut candidates = check_all(&table);
     progress(format!(
         "checked them in {:.2} s; {} findings to confirm",

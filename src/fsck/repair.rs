@@ -9,17 +9,17 @@
 
 use super::entity::{Claim, LockKind};
 use singlet_functions::Ctx;
-use singlet_functions::accounts::{AccountRow, EmailLock, UsernameLock};
+use singlet_functions::accounts::{AccountRow, EmailLock, OwnerLock, UsernameLock};
 use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
 use singlet_functions::idempotency::KEEP_SECONDS;
-use singlet_functions::library::{Copy, Patron, PatronCard};
+use singlet_functions::library::{BookAvailability, Copy, Patron, PatronCard};
 use singlet_functions::loans::Checkout;
 use singlet_functions::model::idempotency::{IdLock, IdempotencyRecord};
 use singlet_functions::model::{Decoded, Entity, Field, Held};
 use singlet_functions::store::{Check, Commit, Condition, Transaction, Update, lock};
-use singlet_shared::keys::CopyStatus;
+use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{INDEXES, Index, TTL_ATTRIBUTE};
-use singlet_shared::{IndexKey, Key};
+use singlet_shared::{Id, IndexKey, Isbn13, Key};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What the table said about the owner a lock names, when the finding was confirmed.
@@ -52,6 +52,20 @@ pub enum Repair {
     /// the value. A lock held by an orphan (`over`: its holder) is released first, by that
     /// orphan's own `lock-orphan` repair.
     ClaimLock { claim: Claim, over: Option<String> },
+    /// `lock-orphan`, for an owner lock: delete it, if it still names its account and that
+    /// account is still as it was (absent, or another subject's, or no subject's one account).
+    ReleaseOwnerLock {
+        lock: OwnerLock,
+        account: Option<AccountRow>,
+    },
+    /// `lock-missing`, for an owner lock: put the account's, where the key is free, while the
+    /// account is still its owner's one account. A lock held by an orphan (`over`: the account it
+    /// names) is released first, by that orphan's own `lock-orphan` repair.
+    ClaimOwnerLock {
+        lock: OwnerLock,
+        account: AccountRow,
+        over: Option<Id>,
+    },
     /// `active-loans`: set the counter to the open loans, if it is still `seen`.
     SetActiveLoans { patron: Key, seen: u32, open: u32 },
     /// `copy-status`: set the status (and its availability index keys) the loans say, if the
@@ -60,6 +74,14 @@ pub enum Repair {
         copy: Copy,
         to: CopyStatus,
         loan: Option<Key>,
+    },
+    /// `copy-status`, for a branch's count of a book's available copies: set it to `to`, the
+    /// copies' count, if it is still `seen` (`None`: if there is still no count).
+    SetAvailableCopies {
+        isbn: Isbn13,
+        branch_id: Id,
+        seen: Option<i64>,
+        to: i64,
     },
     /// `loan-index`: write the index keys the loan's state makes and remove any other, if the
     /// loan is still as read.
@@ -110,8 +132,8 @@ impl Repair {
     /// Releases come before claims: a lock taken over from an orphan is then simply free.
     pub fn order(&self) -> u8 {
         match self {
-            Repair::ReleaseLock { .. } => 0,
-            Repair::ClaimLock { .. } => 1,
+            Repair::ReleaseLock { .. } | Repair::ReleaseOwnerLock { .. } => 0,
+            Repair::ClaimLock { .. } | Repair::ClaimOwnerLock { .. } => 1,
             _ => 2,
         }
     }
@@ -141,8 +163,44 @@ impl Repair {
                     claim.kind.owner_field()
                 )
             }
+            Repair::ReleaseOwnerLock { lock, .. } => format!(
+                "delete {} if it still names the same {}",
+                at(&lock.key()),
+                OwnerLock::HOLDER.name()
+            ),
+            Repair::ClaimOwnerLock { lock, over, .. } => {
+                let over = match over {
+                    None => "if the key is free".to_owned(),
+                    Some(account) => format!(
+                        "once the orphan naming {} {account} is deleted",
+                        OwnerLock::HOLDER.name()
+                    ),
+                };
+                format!(
+                    "put {} naming {} {}, {over}, while the account is still its owner's one",
+                    at(&lock.key()),
+                    OwnerLock::HOLDER.name(),
+                    lock.account_id
+                )
+            }
             Repair::SetActiveLoans { patron, seen, open } => {
                 format!("set activeLoans of {} from {seen} to {open}", at(patron))
+            }
+            Repair::SetAvailableCopies {
+                isbn,
+                branch_id,
+                seen,
+                to,
+            } => {
+                let key = keys::book_availability(isbn, branch_id);
+                match seen {
+                    Some(seen) => format!(
+                        "set {} of {} from {seen} to {to}",
+                        BookAvailability::AVAILABLE_COPIES.name(),
+                        at(&key)
+                    ),
+                    None => format!("put {} with {to}, if there is still none", at(&key)),
+                }
             }
             Repair::SetCopyStatus { copy, to, .. } => format!(
                 "set status of {} from {} to {} (and its availability index keys)",
@@ -211,6 +269,57 @@ impl Repair {
                     .commit(ctx)
                     .await
                     .map(done)
+            }
+            Repair::ReleaseOwnerLock { lock, account } => {
+                let account_key = keys::account(&lock.account_id);
+                let as_it_was = match account {
+                    None => Condition::absent(),
+                    Some(row) => {
+                        let owner = Condition::equals(AccountRow::OWNER, &row.owner);
+                        if row.owners_one {
+                            owner.and_equals(AccountRow::OWNERS_ONE, true)
+                        } else {
+                            owner.and_missing(AccountRow::OWNERS_ONE)
+                        }
+                    }
+                };
+                release(lock)
+                    .check(Part::Owner, Check::<AccountRow>::at(account_key, as_it_was))
+                    .commit(ctx)
+                    .await
+                    .map(done)
+            }
+            Repair::ClaimOwnerLock { lock, account, .. } => Transaction::new()
+                .put(Part::Lock, lock::claim(lock))
+                .check(
+                    Part::Owner,
+                    Check::<AccountRow>::at(
+                        account.key(),
+                        Condition::equals(AccountRow::OWNER, &account.owner)
+                            .and_equals(AccountRow::OWNERS_ONE, true),
+                    ),
+                )
+                .commit(ctx)
+                .await
+                .map(done),
+            Repair::SetAvailableCopies {
+                isbn,
+                branch_id,
+                seen,
+                to,
+            } => {
+                let unchanged = match seen {
+                    Some(seen) => Condition::equals(BookAvailability::AVAILABLE_COPIES, seen),
+                    None => Condition::absent(),
+                };
+                ctx.update_item(
+                    Update::<BookAvailability>::at(keys::book_availability(isbn, branch_id))
+                        .set(BookAvailability::BRANCH_ID, branch_id)
+                        .set(BookAvailability::AVAILABLE_COPIES, to)
+                        .when(unchanged),
+                )
+                .await
+                .map(|written| written.is_some())
             }
             Repair::SetActiveLoans { patron, seen, open } => ctx
                 .update_item(

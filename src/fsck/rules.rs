@@ -8,13 +8,23 @@ use super::entity::{
 };
 use super::repair::{Holder, Repair, expiry_repairable, other_indexes};
 use serde::Serialize;
-use singlet_functions::library::Copy;
+use singlet_functions::accounts::{AccountRow, OwnerLock, owner_lock_under};
+use singlet_functions::ids::IdKey;
+use singlet_functions::library::{BookAvailability, Copy};
 use singlet_functions::loans::{Checkout, LoanStatus};
 use singlet_functions::model::{Decoded, Entity, Item};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI2, INDEXES, TTL_ATTRIBUTE};
-use singlet_shared::{Id, Key};
+use singlet_shared::{Id, Isbn13, Key};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// A finding's `about` when it is about an account's owner lock (its email and username are
+/// `email` and `username`).
+pub const OWNER: &str = "owner";
+
+/// A finding's `about` when it is about a branch's count of a book's available copies.
+pub const AVAILABLE_COPIES: &str = "availableCopies";
 
 /// The contract's rules (`shared/API.md`, "Consistency check: `fsck`").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -115,19 +125,34 @@ impl Stored {
     }
 }
 
-/// Items by key, with the lookups the rules need: a patron's and a copy's open loans, a
-/// resource's partition.
-#[derive(Default)]
+/// Items by key, with the lookups the rules need: a patron's and a copy's open loans, a book's
+/// copies at a branch, a resource's partition; and the server's id key, under which an account's
+/// owner lock is keyed.
 pub struct Table {
     pub items: HashMap<At, Stored>,
+    pub ids: Arc<IdKey>,
     /// Patron ids and the keys of their rows: a card lock names its holder by id alone.
     pub patrons: HashMap<String, Key>,
     open_loans_by_patron: HashMap<String, BTreeSet<At>>,
     open_loans_by_copy: HashMap<(String, String), BTreeSet<At>>,
+    /// Copies by book and branch: `(isbn, branchId)`.
+    copies_by_book: HashMap<(String, String), BTreeSet<At>>,
     resources: HashMap<String, BTreeSet<String>>,
 }
 
 impl Table {
+    pub fn new(ids: Arc<IdKey>) -> Self {
+        Self {
+            items: HashMap::new(),
+            ids,
+            patrons: HashMap::new(),
+            open_loans_by_patron: HashMap::new(),
+            open_loans_by_copy: HashMap::new(),
+            copies_by_book: HashMap::new(),
+            resources: HashMap::new(),
+        }
+    }
+
     pub fn insert(&mut self, stored: Stored) {
         let key = stored.key.clone();
         let at = at(&key);
@@ -145,6 +170,12 @@ impl Table {
             Ok(Decoded::Patron(patron)) => {
                 self.patrons
                     .insert(patron.patron_id.to_string(), patron.key());
+            }
+            Ok(Decoded::Copy(copy)) => {
+                self.copies_by_book
+                    .entry((copy.isbn.to_string(), copy.branch_id.to_string()))
+                    .or_default()
+                    .insert(at.clone());
             }
             _ if key.pk.starts_with("RESOURCE#") => {
                 self.resources
@@ -174,6 +205,33 @@ impl Table {
 
     fn open_loans_of_patron(&self, patron_id: &str) -> Vec<&Checkout> {
         self.loans(self.open_loans_by_patron.get(patron_id))
+    }
+
+    /// The copies of the book `isbn` at `branch_id`, in key order.
+    pub fn copies_of_book(&self, isbn: &Isbn13, branch_id: &Id) -> Vec<&Copy> {
+        self.copies_by_book
+            .get(&(isbn.to_string(), branch_id.to_string()))
+            .into_iter()
+            .flatten()
+            .filter_map(|at| match self.items.get(at).map(|s| &s.entity) {
+                Some(Ok(Decoded::Copy(copy))) => Some(copy),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether the copy at `at` is the first, in key order, of its book's copies at its branch.
+    fn is_first_copy_of_book(&self, copy: &Copy, at: &At) -> bool {
+        self.copies_by_book
+            .get(&(copy.isbn.to_string(), copy.branch_id.to_string()))
+            .and_then(|copies| copies.first())
+            == Some(at)
+    }
+
+    /// The owner lock `row` must hold, if it is its owner's one account.
+    pub fn owner_lock_of(&self, row: &AccountRow) -> Option<OwnerLock> {
+        (row.owners_one && !row.owner.is_empty())
+            .then(|| owner_lock_under(&self.ids, &row.owner, &row.account.account_id))
     }
 
     fn loans(&self, keys: Option<&BTreeSet<At>>) -> Vec<&Checkout> {
@@ -242,7 +300,21 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
                 });
             }
         }
-        Decoded::Copy(copy) => copy_status(table, &key, stored, copy, &mut found),
+        Decoded::Copy(copy) => {
+            copy_status(table, &key, stored, copy, &mut found);
+            // A count no transaction wrote is reported once, from its book's first copy.
+            let count = keys::book_availability(&copy.isbn, &copy.branch_id);
+            if table.get(&count).is_none() && table.is_first_copy_of_book(copy, at) {
+                availability_settled(table, &copy.isbn, &copy.branch_id, &mut found);
+            }
+        }
+        Decoded::BookAvailability(count) => {
+            if let Some(isbn) = &count.isbn {
+                availability_settled(table, isbn, &count.branch_id, &mut found);
+            }
+        }
+        Decoded::OwnerLock(lock) => owner_lock_orphan(table, &key, lock, &mut found),
+        Decoded::Account(row) => owner_lock_missing(table, row, &mut found),
         Decoded::Loan(loan) => loan_index(&key, stored, loan, &mut found),
         Decoded::Resource(_) => audit_history(table, &key, &mut found),
         Decoded::ResourceEvent(_) => {
@@ -425,6 +497,177 @@ fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
             }
         }
     }
+}
+
+/// Whether the table's owner locks are keyed under another server secret than this run's: some
+/// owner lock names its subject's one account, and not one of them is where this run's key puts
+/// it. Every owner lock would then look orphaned, and every such account without its lock.
+pub fn owner_locks_under_another_key(table: &Table) -> bool {
+    let (mut named, mut placed) = (0, 0);
+    for stored in table.items.values() {
+        if let Ok(Decoded::OwnerLock(lock)) = &stored.entity
+            && let Some(Ok(Decoded::Account(row))) = table.entity(&keys::account(&lock.account_id))
+            && let Some(held) = table.owner_lock_of(row)
+        {
+            named += 1;
+            placed += usize::from(held.key() == stored.key);
+        }
+    }
+    named > 0 && placed == 0
+}
+
+/// `lock-orphan`, for an owner lock: the account it names does not exist, or is not the one
+/// account of the subject whose keyed hash is the lock's key.
+fn owner_lock_orphan(table: &Table, key: &Key, lock: &OwnerLock, found: &mut Vec<Finding>) {
+    let account = keys::account(&lock.account_id);
+    let row = match table.entity(&account) {
+        None => None,
+        Some(Ok(Decoded::Account(row))) => Some(row),
+        // Something else at the account's key: reported as undecodable.
+        Some(_) => return,
+    };
+    let detail = match row {
+        None => format!("names accountId {}, which does not exist", lock.account_id),
+        Some(row) => match table.owner_lock_of(row) {
+            Some(held) if held.key() == *key => return,
+            Some(_) => format!(
+                "names accountId {}, which another subject owns",
+                lock.account_id
+            ),
+            None => format!(
+                "names accountId {}, which is no subject's one account",
+                lock.account_id
+            ),
+        },
+    };
+    found.push(Finding {
+        rule: Rule::LockOrphan,
+        about: "",
+        key: key.clone(),
+        detail,
+        repair: Some(Repair::ReleaseOwnerLock {
+            lock: lock.clone(),
+            account: row.cloned(),
+        }),
+    });
+}
+
+/// `lock-missing`, for an account that is its owner's one account: no owner lock names it.
+fn owner_lock_missing(table: &Table, row: &AccountRow, found: &mut Vec<Finding>) {
+    let Some(claim) = table.owner_lock_of(row) else {
+        return;
+    };
+    let finding = |detail: String, repair: Option<Repair>| Finding {
+        rule: Rule::LockMissing,
+        key: row.key(),
+        about: OWNER,
+        detail,
+        repair,
+    };
+    let claim_it = |over: Option<Id>| Repair::ClaimOwnerLock {
+        lock: claim.clone(),
+        account: row.clone(),
+        over,
+    };
+    match table.entity(&claim.key()) {
+        None => found.push(finding(
+            "its owner has no owner lock".into(),
+            Some(claim_it(None)),
+        )),
+        Some(Ok(Decoded::OwnerLock(held))) if held.account_id == row.account.account_id => {}
+        Some(Ok(Decoded::OwnerLock(held))) => {
+            let other = match table.entity(&keys::account(&held.account_id)) {
+                Some(Ok(Decoded::Account(other))) => table.owner_lock_of(other),
+                _ => None,
+            };
+            if other.is_some_and(|other| other.key() == claim.key()) {
+                found.push(finding(
+                    format!(
+                        "its owner's lock names accountId {}, which the same subject owns: a \
+                         person must choose between them",
+                        held.account_id
+                    ),
+                    None,
+                ));
+            } else {
+                found.push(finding(
+                    format!(
+                        "its owner's lock names accountId {}, which does not hold it",
+                        held.account_id
+                    ),
+                    Some(claim_it(Some(held.account_id.clone()))),
+                ));
+            }
+        }
+        // Something else at the lock's key: reported as undecodable.
+        Some(_) => {}
+    }
+}
+
+/// `copy-status`, for a branch's count of a book's available copies, judged only where every
+/// copy's status agrees with its loans: a copy whose status is wrong is repaired alone, as the
+/// loans say, and the count is then judged against the statuses it leaves.
+fn availability_settled(table: &Table, isbn: &Isbn13, branch_id: &Id, found: &mut Vec<Finding>) {
+    let unsettled = table
+        .copies_of_book(isbn, branch_id)
+        .into_iter()
+        .any(|copy| {
+            let key = copy.key();
+            let Some(stored) = table.get(&key) else {
+                return false;
+            };
+            let mut doubts = Vec::new();
+            copy_status(table, &key, stored, copy, &mut doubts);
+            doubts.iter().any(|f| {
+            !matches!(&f.repair, Some(Repair::SetCopyStatus { to, .. }) if *to == copy.status)
+        })
+        });
+    if !unsettled {
+        found.extend(availability(table, isbn, branch_id));
+    }
+}
+
+/// `copy-status`, for the count `BOOK#<isbn>`/`AVAILABLE#<branchId>`: it must be the number of
+/// the book's copies at the branch whose status is `available`, and it must exist once the
+/// branch has a copy of the book (the transaction that adds the first one writes it).
+pub fn availability(table: &Table, isbn: &Isbn13, branch_id: &Id) -> Option<Finding> {
+    let key = keys::book_availability(isbn, branch_id);
+    let copies = table.copies_of_book(isbn, branch_id);
+    let shelved = copies
+        .iter()
+        .filter(|copy| copy.status == CopyStatus::Available)
+        .count() as i64;
+    let seen = match table.entity(&key) {
+        None => None,
+        Some(Ok(Decoded::BookAvailability(count))) => Some(count.available_copies),
+        // Something else at the count's key: reported as undecodable.
+        Some(_) => return None,
+    };
+    let detail = match seen {
+        Some(seen) if seen == shelved => return None,
+        None if copies.is_empty() => return None,
+        Some(seen) => format!(
+            "{} is {seen}, but {shelved} of the branch's {} copies are available",
+            BookAvailability::AVAILABLE_COPIES.name(),
+            copies.len()
+        ),
+        None => format!(
+            "no count, but the branch has {} copies of the book ({shelved} available)",
+            copies.len()
+        ),
+    };
+    Some(Finding {
+        rule: Rule::CopyStatus,
+        about: AVAILABLE_COPIES,
+        key,
+        detail,
+        repair: Some(Repair::SetAvailableCopies {
+            isbn: isbn.clone(),
+            branch_id: branch_id.clone(),
+            seen,
+            to: shelved,
+        }),
+    })
 }
 
 fn copy_status(table: &Table, key: &Key, stored: &Stored, copy: &Copy, found: &mut Vec<Finding>) {

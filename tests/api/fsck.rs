@@ -174,7 +174,13 @@ async fn random_call(api: &Api, rng: &mut StdRng, world: &mut World) {
         }
         3 => {
             let body = json!({"email": format!("r{n}@example.com"), "username": format!("user_{}", rng.gen_range(0..40))});
-            let reply = api.post("/accounts", body).await;
+            // Some sign up as themselves: their one account holds an owner lock.
+            let caller = if n % 3 == 0 {
+                own(api, &format!("subject-{}", n % 5))
+            } else {
+                api.clone()
+            };
+            let reply = caller.post("/accounts", body).await;
             if reply.status == 201 {
                 world
                     .accounts
@@ -325,6 +331,8 @@ async fn a_table_built_through_the_api_has_no_finding() {
     )
     .await
     .unwrap();
+    // Some of the accounts are their subjects' one account, with an owner lock.
+    assert!(!api.items_with_pk_prefix("UNIQ#OWNER#").await.is_empty());
     let report = check(&api.ctx).await;
     assert_eq!(found(&report), Found::new(), "{:?}", report.findings);
     assert_eq!(report.repaired, 0);
@@ -464,6 +472,17 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
         s(&record[0], "PK").to_owned(),
         s(&record[0], "SK").to_owned(),
     );
+    // Two subjects' one accounts (no `accounts:admin`), each holding its owner lock.
+    let a3 = account(&own(&api, "owner-3"), "three@example.com", "three").await;
+    let a4 = account(&own(&api, "owner-4"), "four@example.com", "four").await;
+    let a3_lock = owner_lock_of(&api, &a3).await;
+    let a4_lock = owner_lock_of(&api, &a4).await;
+    // Counts of a book's copies on the shelf, at branches of their own.
+    fixtures::branch(&api, "west").await;
+    for branch in ["east", "east", "west"] {
+        fixtures::copy(&api, branch).await;
+    }
+    let count_pk = format!("BOOK#{ISBN}");
     assert_eq!(found(&check(ctx).await), Found::new());
 
     let copy_key = |copy: &str| ("BRANCH#central".to_owned(), format!("COPY#{copy}"));
@@ -575,6 +594,66 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
         ]),
     )
     .await;
+    // Delete an owner lock; orphan one (naming no account) and another (naming another
+    // subject's account).
+    delete_raw(ctx, &a3_lock, "LOCK").await;
+    let ghost_lock = format!("UNIQ#OWNER#{}", "0".repeat(32));
+    let stolen_lock = format!("UNIQ#OWNER#{}", "f".repeat(32));
+    for (pk, account_id) in [
+        (&ghost_lock, "no-such-account"),
+        (&stolen_lock, a4.as_str()),
+    ] {
+        put_raw(
+            ctx,
+            Item::from([
+                ("PK".into(), str_attr(pk)),
+                ("SK".into(), str_attr("LOCK")),
+                ("accountId".into(), str_attr(account_id)),
+            ]),
+        )
+        .await;
+    }
+    // Two real claimants: an account written by hand for the owner of A4 (with its own email
+    // and username locks), while A4 holds that owner's lock.
+    put_raw(
+        ctx,
+        Item::from([
+            ("PK".into(), str_attr("ACCT#twin-acct")),
+            ("SK".into(), str_attr("PROFILE")),
+            ("accountId".into(), str_attr("twin-acct")),
+            ("email".into(), str_attr("twin@example.com")),
+            ("username".into(), str_attr("twin")),
+            ("createdAt".into(), AttributeValue::N("1".into())),
+            ("owner".into(), str_attr("owner-4")),
+            ("ownersOne".into(), AttributeValue::Bool(true)),
+        ]),
+    )
+    .await;
+    for (pk, value) in [
+        (email_lock_pk("twin@example.com"), "twin@example.com"),
+        ("UNIQ#HANDLE#twin".to_owned(), "twin"),
+    ] {
+        put_raw(
+            ctx,
+            Item::from([
+                ("PK".into(), str_attr(&pk)),
+                ("SK".into(), str_attr("LOCK")),
+                ("accountId".into(), str_attr("twin-acct")),
+                ("value".into(), str_attr(value)),
+            ]),
+        )
+        .await;
+    }
+    // Bump a branch's count of available copies; delete another's.
+    update_raw(
+        ctx,
+        &count_pk,
+        "AVAILABLE#east",
+        "SET availableCopies = availableCopies + :one",
+        &[(":one", AttributeValue::N("1".into()))],
+    )
+    .await;
+    delete_raw(ctx, &count_pk, "AVAILABLE#west").await;
 
     let repairable = Found::from([
         finding(
@@ -601,9 +680,15 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
         ),
         finding("expiry", "CHASSIS#vc4", "CHASSIS#vc4"),
         finding("expiry", &record.0, &record.1),
+        finding("lock-missing", &format!("ACCT#{a3}"), "PROFILE"),
+        finding("lock-orphan", &ghost_lock, "LOCK"),
+        finding("lock-orphan", &stolen_lock, "LOCK"),
+        finding("copy-status", &count_pk, "AVAILABLE#east"),
+        finding("copy-status", &count_pk, "AVAILABLE#west"),
     ]);
     let unrepairable = Found::from([
         finding("lock-missing", "VEHICLE#twin", "VEHICLE#twin"),
+        finding("lock-missing", "ACCT#twin-acct", "PROFILE"),
         finding("audit-history", "RESOURCE#r1", "CURRENT"),
         finding("undecodable", "JUNK#1", "JUNK#1"),
     ]);
@@ -621,6 +706,21 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
     }
     let missing = |detail: &str| report.findings.iter().any(|f| f.detail == detail);
     assert!(missing("sequence 5 is missing"), "{:#?}", report.findings);
+    assert!(
+        missing("names accountId no-such-account, which does not exist"),
+        "{:#?}",
+        report.findings
+    );
+    assert!(
+        missing(&format!("names accountId {a4}, which another subject owns")),
+        "{:#?}",
+        report.findings
+    );
+    assert!(
+        missing("availableCopies is 3, but 2 of the branch's 2 copies are available"),
+        "{:#?}",
+        report.findings
+    );
 
     // A dry run says what it would write, and writes nothing.
     let before = snapshot(&api).await;
@@ -699,6 +799,29 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
             .unwrap()
             .contains_key("expiresAt")
     );
+    let owner_lock = api.item(&a3_lock, "LOCK").await.unwrap();
+    assert_eq!(s(&owner_lock, "accountId"), a3);
+    assert_eq!(s(&owner_lock, "_et"), "owner-lock");
+    assert!(api.item(&ghost_lock, "LOCK").await.is_none());
+    assert!(api.item(&stolen_lock, "LOCK").await.is_none());
+    // The real claimant keeps its owner's lock.
+    let owner_lock = api.item(&a4_lock, "LOCK").await.unwrap();
+    assert_eq!(s(&owner_lock, "accountId"), a4);
+    for (branch, shelved) in [("east", 2), ("west", 1)] {
+        let count = api
+            .item(&count_pk, &format!("AVAILABLE#{branch}"))
+            .await
+            .unwrap();
+        assert_eq!(crate::harness::n(&count, "availableCopies"), shelved);
+        let read = api.get(format!("/books/{ISBN}/availability")).await;
+        assert!(
+            read.body["branches"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({"branchId": branch, "availableCopies": shelved})),
+            "{read:?}"
+        );
+    }
 
     // A second run finds only what a person must decide; a third repair writes nothing.
     let second = check(ctx).await;
@@ -708,6 +831,32 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
     assert_eq!(third.repaired, 0);
     assert_eq!(found(&third), unrepairable);
     assert_eq!(snapshot(&api).await, before);
+}
+
+/// The API as `subject` without `accounts:admin`: its first account is its one, holding an owner
+/// lock.
+fn own(api: &Api, subject: &str) -> Api {
+    api.as_token(crate::harness::token(subject, "accounts:self", &[]))
+}
+
+/// The partition key of the owner lock that names `account`.
+async fn owner_lock_of(api: &Api, account: &str) -> String {
+    let locks = api.items_with_pk_prefix("UNIQ#OWNER#").await;
+    let lock = locks.iter().find(|lock| s(lock, "accountId") == account);
+    s(lock.expect("the account holds an owner lock"), "PK").to_owned()
+}
+
+/// An owner lock's key is a keyed hash of its subject under the server's secret: `fsck` run with
+/// another secret refuses (every owner lock would look orphaned) rather than release them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owner_locks_keyed_under_another_secret_stop_the_check() {
+    let api = Api::start(Mode::Direct).await;
+    account(&own(&api, "owner-1"), "own@example.com", "own").await;
+    assert_eq!(found(&check(&api.ctx).await), Found::new());
+    let other = Ctx::new(api.ctx.db.clone(), &*api.ctx.table, CursorKeys::random());
+    let refused = fsck::fsck(&other, Options::default()).await.unwrap_err();
+    assert!(refused.contains("server secret"), "{refused}");
+    assert_eq!(api.items_with_pk_prefix("UNIQ#OWNER#").await.len(), 1);
 }
 
 // ---- A torn restore -------------------------------------------------------------------------
@@ -814,6 +963,39 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
             finding("copy-status", "BRANCH#central", &format!("COPY#{copy}")),
         ])
     );
+
+    // ... or everything but the change to the branch's count of the book's copies on the shelf.
+    let count = written
+        .iter()
+        .find(|i| s(i, "SK").starts_with("AVAILABLE#"))
+        .unwrap();
+    let mut kept = before.clone();
+    kept.retain(|i| at(i) == at(count) || !written.iter().any(|w| at(w) == at(i)));
+    kept.extend(written.iter().filter(|i| at(i) != at(count)).cloned());
+    let torn = restore(&api, "torn-checkout-3", &kept).await;
+    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
+        .await
+        .unwrap();
+    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
+    assert_eq!(
+        found(&check(&torn).await),
+        Found::from([finding("copy-status", s(count, "PK"), "AVAILABLE#central")])
+    );
+    let torn_count = torn
+        .db
+        .get_item()
+        .table_name(&*torn.table)
+        .key("PK", str_attr(s(count, "PK")))
+        .key("SK", str_attr("AVAILABLE#central"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::harness::n(torn_count.item().unwrap(), "availableCopies"),
+        1
+    );
+    assert_eq!(repair(&torn, false).await.repaired, 1);
+    assert_eq!(found(&check(&torn).await), Found::new());
 
     // A plate change claims the new lock, releases the old one and updates the vehicle: the
     // restore kept only the new lock.

@@ -19,6 +19,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path, path_id};
+use crate::ids::IdKey;
 use crate::model::Field;
 use crate::store::lock::{self, Swapped};
 use crate::store::{Commit, Condition, MAX_ATTEMPTS, Put, Transaction, Update};
@@ -30,8 +31,13 @@ pub use crate::model::accounts::{Account, AccountRow, EmailLock, OwnerLock, User
 /// The lock that keeps a subject without `accounts:admin` to one account: keyed by a keyed hash
 /// of its subject, naming the account.
 pub fn owner_lock(ctx: &Ctx, owner: &str, account_id: &Id) -> OwnerLock {
+    owner_lock_under(&ctx.ids, owner, account_id)
+}
+
+/// [`owner_lock`] under the server's id key alone: `fsck` recomputes every account's with it.
+pub fn owner_lock_under(ids: &IdKey, owner: &str, account_id: &Id) -> OwnerLock {
     OwnerLock {
-        pseudonym: ctx.ids.pseudonym("account owner", &[owner]),
+        pseudonym: ids.pseudonym("account owner", &[owner]),
         account_id: account_id.clone(),
     }
 }

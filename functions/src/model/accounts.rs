@@ -60,6 +60,33 @@ fields!(AccountRow, serde Account, test account_fields_are_serde_names {
     USERNAME = "username",
 });
 
+impl AccountRow {
+    /// The subject that owns the account: the owner lock's key is a keyed hash of it.
+    pub const OWNER: Field<Self> = Field::new("owner");
+    /// `true` while the account holds its owner's lock; absent otherwise.
+    pub const OWNERS_ONE: Field<Self> = Field::new("ownersOne");
+}
+
+#[cfg(test)]
+#[test]
+fn account_row_fields_are_serde_names() {
+    let row = AccountRow {
+        account: Account {
+            account_id: Id::parse("a").unwrap(),
+            email: Email::parse("a@example.com").unwrap(),
+            username: Username::parse("a_1").unwrap(),
+            display_name: None,
+            created_at: 0,
+        },
+        owner: "s".into(),
+        owners_one: true,
+    };
+    let stored = serde_json::to_value(&row).unwrap();
+    for field in [AccountRow::OWNER, AccountRow::OWNERS_ONE] {
+        assert!(stored.get(field.name()).is_some(), "{}", field.name());
+    }
+}
+
 /// A `UNIQ#EMAIL#<email>`/`LOCK` lock: which account holds the email.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -175,8 +202,9 @@ impl Entity for OwnerLock {
             keys::OWNER_LOCK_PREFIX,
             SortShape::Exactly(keys::LOCK),
         )],
-        // Its value is a keyed hash of the account's `owner`, not an attribute of the account:
-        // `fsck` cannot recompute it without the server's key, so it is not a value lock to it.
+        // Its value is a keyed hash of the account's `owner`, not an attribute of the account,
+        // so it is no `Lock::Of`: `fsck` recomputes it under the server's key
+        // (`accounts::owner_lock_under`) and checks it by rules of its own.
         lock: None,
         may_expire: false,
     };
