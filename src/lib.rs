@@ -8,11 +8,13 @@ pub mod event_source;
 pub mod events_args;
 pub mod front_door;
 pub mod fsck;
+pub mod import;
 pub mod invoke;
 pub mod local_bus;
 pub mod logging;
 pub mod migrate;
 pub mod refusal;
+pub mod throttle;
 pub mod transfer;
 
 /// The server secret the runner uses when `CURSOR_KEY` is not set: public, so that ids derived

@@ -125,6 +125,9 @@ enum Command {
     Token(TokenArgs),
     /// Fill every domain that has no data with a realistic data set, through the real handlers.
     Seed,
+    /// Load a file of rows (JSON Lines, or CSV with a header) as the create routes would write
+    /// them; refused rows go to `<file>.rejects.jsonl` (exit 1 when there are some).
+    Import(ImportArgs),
     /// Write the table in DynamoDB's export format (`<dir>/data/*.json.gz`, `manifest-summary.json`).
     Export(ExportArgs),
     /// Write an export into an empty table (a table that holds items is refused).
@@ -134,6 +137,30 @@ enum Command {
     /// Check every rule that spans items, and repair what can be (exit 0 clean, 1 findings, 2
     /// could not run).
     Fsck(singlet::fsck::Args),
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// What the rows are: vehicles, accounts, branches, patrons, books or copies.
+    kind: String,
+    /// JSON Lines (`.jsonl`), or CSV (`.csv`) with a header row naming the fields.
+    file: PathBuf,
+    /// Write units per second, at most.
+    #[arg(long)]
+    max_wcu: Option<f64>,
+    /// Print one JSON summary on standard output.
+    #[arg(long)]
+    json: bool,
+    /// The time the rows are created at (ISO-8601; default: now). Two runs of one file with one
+    /// `--clock` write the very same items.
+    #[arg(long, value_parser = parse_clock)]
+    clock: Option<time::OffsetDateTime>,
+    /// Rows per transaction, at most.
+    #[arg(long, hide = true, default_value_t = singlet::import::MAX_ACTIONS)]
+    rows_per_transaction: usize,
+    /// Stop as if killed once this many rows were created (for testing a second run).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
 }
 
 #[derive(Args)]
@@ -287,6 +314,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             singlet::console::seed_cli(front_door::app(gateway), ctx).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Import(args)) => import(runner, args).await,
         Some(Command::Export(args)) => export(runner, args).await,
         Some(Command::Load(args)) => load(runner, args).await,
         Some(Command::Migrate(args)) => migrate_command(runner, args).await,
@@ -317,6 +345,46 @@ fn token(runner: &RunnerArgs, args: TokenArgs) -> Result<ExitCode, String> {
     let extra = args.claim.into_iter().collect();
     println!("{}", issuer.mint(&args.sub, &args.scope, &extra, args.ttl));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `import`: a file of rows; `1` when some were refused.
+async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, String> {
+    // The kind and the limit first: a typo is told before any engine is opened.
+    let kind = singlet::import::Kind::parse(&args.kind)?;
+    if args.max_wcu.is_some_and(|max| max.is_nan() || max <= 0.0) {
+        return Err("--max-wcu must be more than 0".into());
+    }
+    if !args.file.is_file() {
+        return Err(format!("{} is not a file", args.file.display()));
+    }
+    let (ctx, _) = connect(runner, None).await?;
+    let options = singlet::import::Options {
+        max_wcu: args.max_wcu,
+        at: args.clock.unwrap_or_else(singlet_functions::clock::now),
+        rows_per_transaction: args.rows_per_transaction,
+        stop_after: args.stop_after,
+        progress: true,
+    };
+    let summary = singlet::import::run(&ctx, kind, &args.file, &options).await?;
+    if summary.stopped {
+        return Ok(ExitCode::from(1));
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&summary).expect("JSON"));
+    } else {
+        eprintln!(
+            "read {}, created {}, rejected {}, already imported {}",
+            summary.read, summary.created, summary.rejected, summary.already_imported
+        );
+        if summary.rejected > 0 {
+            eprintln!("the rejected rows: {}", summary.rejects.display());
+        }
+    }
+    Ok(if summary.rejected == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// `export`: the whole table in DynamoDB's export format.

@@ -12,6 +12,7 @@
 //!   window goes over the limit by more than one write.
 //! - `--dry-run` plans every item and writes nothing, checkpoints included.
 
+use crate::throttle::Throttle;
 use serde::Serialize;
 use singlet_functions::Ctx;
 use singlet_functions::migrations::{Migration, Plan};
@@ -19,10 +20,8 @@ use singlet_functions::model::Entity;
 use singlet_functions::model::migration::MigrationCheckpoint;
 use singlet_functions::store::Item;
 use singlet_functions::store::migration::Applied;
-use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 /// What a checkpoint's put consumes: one small item.
 const CHECKPOINT_UNITS: f64 = 1.0;
@@ -138,68 +137,6 @@ pub async fn states(ctx: &Ctx) -> Result<Vec<State>, String> {
         });
     }
     Ok(states)
-}
-
-/// The write units consumed in the last second, as a sliding window, and the run's peak.
-struct Throttle {
-    max: Option<f64>,
-    window: Mutex<VecDeque<(Instant, f64)>>,
-    peak: Mutex<f64>,
-}
-
-impl Throttle {
-    fn new(max: Option<f64>) -> Self {
-        Self {
-            max,
-            window: Mutex::new(VecDeque::new()),
-            peak: Mutex::new(0.0),
-        }
-    }
-
-    /// Waits until `estimate` more units fit in the last second.
-    async fn admit(&self, estimate: f64) {
-        let Some(max) = self.max else { return };
-        loop {
-            let wait = {
-                let mut window = self.window.lock().unwrap();
-                let now = Instant::now();
-                while window
-                    .front()
-                    .is_some_and(|(at, _)| now.duration_since(*at) >= Duration::from_secs(1))
-                {
-                    window.pop_front();
-                }
-                let used: f64 = window.iter().map(|(_, units)| units).sum();
-                if used + estimate <= max || window.is_empty() {
-                    // Held in the window now, so that other segments see it before it is sent.
-                    window.push_back((now, estimate));
-                    return;
-                }
-                let oldest = window.front().expect("not empty").0;
-                Duration::from_secs(1).saturating_sub(now.duration_since(oldest))
-            };
-            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
-        }
-    }
-
-    /// Replaces an admitted estimate with what the write consumed.
-    fn settle(&self, estimate: f64, units: f64) {
-        let mut window = self.window.lock().unwrap();
-        match window.iter_mut().rev().find(|(_, u)| *u == estimate) {
-            Some(entry) if self.max.is_some() => entry.1 = units,
-            _ => window.push_back((Instant::now(), units)),
-        }
-        let now = Instant::now();
-        while window
-            .front()
-            .is_some_and(|(at, _)| now.duration_since(*at) >= Duration::from_secs(1))
-        {
-            window.pop_front();
-        }
-        let used: f64 = window.iter().map(|(_, units)| units).sum();
-        let mut peak = self.peak.lock().unwrap();
-        *peak = peak.max(used);
-    }
 }
 
 /// Counters shared by the segments.
@@ -347,7 +284,7 @@ pub async fn run(
         complete: complete && !options.dry_run,
         dry_run: options.dry_run,
         sample: sample.into_inner().unwrap(),
-        peak_wcu_per_second: *throttle.peak.lock().unwrap(),
+        peak_wcu_per_second: throttle.peak(),
     })
 }
 
