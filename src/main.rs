@@ -170,6 +170,10 @@ struct ExportArgs {
     /// Parallel `Scan` segments, one data file each.
     #[arg(long, default_value_t = 4)]
     segments: u32,
+    /// Replace personal data (emails, names, phone numbers, addresses, card numbers, plates,
+    /// chassis numbers), one value always by one replacement, locks re-keyed to match.
+    #[arg(long)]
+    anonymise: bool,
     /// Print one JSON summary on standard output.
     #[arg(long)]
     json: bool,
@@ -390,8 +394,13 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
 /// `export`: the whole table in DynamoDB's export format.
 async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, String> {
     let (ctx, _) = connect(runner, None).await?;
+    let anonymiser = args.anonymise.then(singlet::anonymise::Anonymiser::random);
+    let transform = |item| match &anonymiser {
+        Some(anonymiser) => anonymiser.item(item),
+        None => item,
+    };
     let exported =
-        transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &|item| item).await?;
+        transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &transform).await?;
     if args.json {
         println!(
             "{}",
@@ -407,10 +416,23 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
     Ok(ExitCode::SUCCESS)
 }
 
-/// `load`: an export into an empty table.
+/// `load`: an export into an empty table; into the embedded engine by its bulk path.
 async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
-    let (ctx, _) = connect(runner, None).await?;
-    let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir).await?;
+    let embedded = match &runner.endpoint {
+        Some(_) => None,
+        None => Some(engine::open(
+            (!runner.in_memory).then_some(runner.data.as_path()),
+        )?),
+    };
+    let (ctx, _) = match &embedded {
+        Some(db) => connect_to(runner, db.clone()).await?,
+        None => connect(runner, None).await?,
+    };
+    let target = match &embedded {
+        Some(db) => transfer::Target::Embedded(db),
+        None => transfer::Target::Api,
+    };
+    let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir, target).await?;
     if args.json {
         println!("{}", serde_json::json!({"loaded": loaded}));
     } else {
@@ -609,9 +631,30 @@ async fn connect(
             (client, endpoint)
         }
     };
+    Ok((table_ready(args, client, &endpoint).await?, served))
+}
+
+/// [`connect`] to the embedded engine `db`, opened by the caller (which keeps it for its bulk
+/// path), served on a free loopback port.
+async fn connect_to(
+    args: &RunnerArgs,
+    db: dynoxide::Database,
+) -> Result<(Ctx, Option<String>), String> {
+    let endpoint = engine::serve(db, SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
+    let client = engine::local_client(&endpoint);
+    Ok((table_ready(args, client, &endpoint).await?, None))
+}
+
+/// The context over `client`, its table created when missing (and given missing indexes on the
+/// embedded engine).
+async fn table_ready(
+    args: &RunnerArgs,
+    client: aws_sdk_dynamodb::Client,
+    endpoint: &str,
+) -> Result<Ctx, String> {
     if ensure_table(&client, &args.table)
         .await
-        .map_err(|e| engine::sdk_error("cannot create the table", &endpoint, &e))?
+        .map_err(|e| engine::sdk_error("cannot create the table", endpoint, &e))?
     {
         tracing::info!(table = %args.table, "created the table");
     } else if args.endpoint.is_none() {
@@ -620,13 +663,13 @@ async fn connect(
         let added = add_missing_indexes(&client, &args.table)
             .await
             .map_err(|e| {
-                engine::sdk_error("cannot add the table's missing indexes", &endpoint, &e)
+                engine::sdk_error("cannot add the table's missing indexes", endpoint, &e)
             })?;
         if !added.is_empty() {
             tracing::info!(table = %args.table, indexes = ?added, "added the indexes the table lacked");
         }
     }
-    Ok((Ctx::new(client, args.table.clone(), cursor_keys()?), served))
+    Ok(Ctx::new(client, args.table.clone(), cursor_keys()?))
 }
 
 /// `CURSOR_KEY` (and its rotation) when set, else the published local secret.

@@ -88,7 +88,9 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     assert_eq!(first, original.len());
 
     let (fresh, _) = engine::start_in_memory("copy").await;
-    let loaded = transfer::load(&fresh, "copy", &dir).await.unwrap();
+    let loaded = transfer::load(&fresh, "copy", &dir, transfer::Target::Api)
+        .await
+        .unwrap();
     assert_eq!(loaded, original.len() as u64);
     let copy = Api::start(Mode::Direct)
         .await
@@ -108,7 +110,9 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     );
 
     // A table that holds items is refused, and nothing is written to it.
-    let refused = transfer::load(&fresh, "copy", &dir).await.unwrap_err();
+    let refused = transfer::load(&fresh, "copy", &dir, transfer::Target::Api)
+        .await
+        .unwrap_err();
     assert!(refused.contains("already holds items"), "{refused}");
     assert_eq!(dump(copy.all_items().await), original);
     // An export is never written over another.
