@@ -1,5 +1,6 @@
 //! `import` against the two ways to load the same file without it, in the same run: one
-//! `TransactWriteItems` per row (what a script calling the create route's logic row by row does)
+//! `TransactWriteItems` per row, one at a time (what a script calling the create route's logic
+//! row by row does)
 //! and a bare `BatchWriteItem` of the very same items, with no condition and no lock checked (the
 //! fastest a table can be filled, and what keeps no rule).
 //!
@@ -53,6 +54,7 @@ async fn main() {
         &file,
         &Options {
             rows_per_transaction: 1,
+            in_flight: 1,
             ..options.clone()
         },
     )

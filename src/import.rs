@@ -12,13 +12,16 @@
 //!    two actions on one item, within DynamoDB's 100 actions and 4 MB. A cancelled transaction
 //!    names, by its `CancellationReasons`, the rows whose items were there already: a row whose
 //!    own item is there was imported by an earlier run; a row whose lock is held by another goes
-//!    to the rejects with the holder's id; the others are sent again.
+//!    to the rejects with the holder's id; the others are sent again. A few transactions are in
+//!    flight at once, each with a `ClientRequestToken` of this run's, so an attempt that timed out
+//!    after it was applied is not taken for an earlier run's rows when it is sent again.
 //!
 //! A row's id (and its event's) is derived from the row's text and its line under the server's
 //! key, and its times are the run's (`--clock` fixes them), so a run killed midway and run again
 //! writes every row once, and with `--clock` writes exactly the items one uninterrupted run would.
 
 use crate::throttle::Throttle;
+use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use singlet_functions::Ctx;
@@ -34,7 +37,9 @@ use singlet_functions::library::{
 use singlet_functions::model::{Entity, Held};
 use singlet_functions::store::capacity;
 use singlet_functions::store::item::text;
-use singlet_functions::store::{Check, Commit, Condition, Item, Put, Transaction, lock};
+use singlet_functions::store::{
+    Check, Commit, Condition, Item, Put, TokenCommit, Transaction, lock,
+};
 use singlet_shared::{Id, Isbn13, Key, keys};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -46,6 +51,8 @@ pub const MAX_ACTIONS: usize = 100;
 /// DynamoDB's most bytes in one `TransactWriteItems` is 4 MB; a transaction is closed well before,
 /// since a row's size is estimated from its text.
 const MAX_TRANSACTION_BYTES: usize = 3 * 1024 * 1024;
+/// Transactions in flight at once, by default: each waits on the engine for most of its time.
+pub const IN_FLIGHT: usize = 4;
 /// The largest row, as the largest body a route accepts.
 const MAX_ROW_BYTES: usize = singlet_functions::http::MAX_BODY_BYTES;
 /// The events of imported rows name this actor, as a route's name the token's subject.
@@ -148,6 +155,8 @@ pub struct Options {
     pub at: OffsetDateTime,
     /// Rows per transaction, at most (1: one transaction per row, as the benchmark compares).
     pub rows_per_transaction: usize,
+    /// Transactions in flight at once.
+    pub in_flight: usize,
     /// A test hook: stop as if killed once this many rows were created, before the rejects file
     /// is written.
     pub stop_after: Option<u64>,
@@ -161,6 +170,7 @@ impl Default for Options {
             max_wcu: None,
             at: OffsetDateTime::now_utc(),
             rows_per_transaction: MAX_ACTIONS,
+            in_flight: IN_FLIGHT,
             stop_after: None,
             progress: true,
         }
@@ -760,39 +770,29 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
     drop(claimed);
 
     let throttle = Throttle::new(options.max_wcu);
-    let mut pending = planned.into_iter().peekable();
-    let mut estimate_per_action = 2.0;
-    while pending.peek().is_some() {
-        let mut batch = Vec::new();
-        let (mut actions, mut bytes) = (0, 0);
-        let mut branches = HashSet::new();
-        let mut counts = HashSet::new();
-        while let Some(next) = pending.peek() {
-            let extra = next.actions()
-                + usize::from(next.branch.as_ref().is_some_and(|b| !branches.contains(b)))
-                + usize::from(next.available.as_ref().is_some_and(|a| !counts.contains(a)));
-            if !batch.is_empty()
-                && (actions + extra > MAX_ACTIONS
-                    || bytes + next.bytes > MAX_TRANSACTION_BYTES
-                    || batch.len() >= options.rows_per_transaction.max(1))
-            {
-                break;
+    let run = format!("{:032x}", rand::random::<u128>());
+    let run = &run;
+    // Learned from the writes themselves: what one action consumes.
+    let units_per_action = std::sync::Mutex::new(2.0);
+    let batches = batches(planned, options.rows_per_transaction);
+    let mut written = futures::stream::iter(batches)
+        .map(|batch| {
+            let (throttle, units_per_action, run) = (&throttle, &units_per_action, run);
+            async move {
+                let actions = batch_actions(&batch) as f64;
+                let estimate = *units_per_action.lock().unwrap() * actions;
+                throttle.admit(estimate).await;
+                let (ended, units) = write_batch(ctx, &run, &batch).await?;
+                throttle.settle(estimate, units);
+                if units > 0.0 {
+                    *units_per_action.lock().unwrap() = units / actions;
+                }
+                Ok::<_, String>(ended)
             }
-            let next = pending.next().expect("peeked");
-            actions += extra;
-            bytes += next.bytes;
-            branches.extend(next.branch.clone());
-            counts.extend(next.available.clone());
-            batch.push(next);
-        }
-        let estimate = estimate_per_action * actions as f64;
-        throttle.admit(estimate).await;
-        let (ended, units) = write_batch(ctx, &batch).await?;
-        throttle.settle(estimate, units);
-        if units > 0.0 {
-            estimate_per_action = units / actions as f64;
-        }
-        for end in ended {
+        })
+        .buffered(options.in_flight.max(1));
+    while let Some(ended) = written.next().await {
+        for end in ended? {
             match end {
                 Ended::Created => summary.created += 1,
                 Ended::AlreadyImported => summary.already_imported += 1,
@@ -813,6 +813,8 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
             .stop_after
             .is_some_and(|limit| summary.created >= limit)
         {
+            // As if killed: the transactions in flight are dropped, whether or not the engine
+            // applied them, and no rejects file is written.
             summary.stopped = true;
             summary.rejected = rejects.len() as u64;
             return Ok(summary);
@@ -825,6 +827,42 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
     summary.rejected = rejects.len() as u64;
     write_rejects(&summary.rejects, &rejects)?;
     Ok(summary)
+}
+
+/// The planned rows in transactions: in file order, as many rows to each as fit in DynamoDB's
+/// limits (and `rows_per_transaction`), counting one branch check and one count per book and
+/// branch once per transaction.
+fn batches(planned: Vec<Planned>, rows_per_transaction: usize) -> Vec<Vec<Planned>> {
+    let mut batches: Vec<Vec<Planned>> = Vec::new();
+    let mut batch: Vec<Planned> = Vec::new();
+    let mut bytes = 0;
+    for row in planned {
+        batch.push(row);
+        bytes += batch.last().expect("pushed").bytes;
+        if batch.len() > 1
+            && (batch_actions(&batch) > MAX_ACTIONS
+                || bytes > MAX_TRANSACTION_BYTES
+                || batch.len() > rows_per_transaction.max(1))
+        {
+            let row = batch.pop().expect("pushed");
+            bytes = row.bytes;
+            batches.push(std::mem::replace(&mut batch, vec![row]));
+        }
+    }
+    if !batch.is_empty() {
+        batches.push(batch);
+    }
+    batches
+}
+
+/// The actions of one transaction of `batch`.
+fn batch_actions(batch: &[Planned]) -> usize {
+    let branches: HashSet<&Id> = batch.iter().filter_map(|row| row.branch.as_ref()).collect();
+    let counts: HashSet<&(Isbn13, Id)> = batch
+        .iter()
+        .filter_map(|row| row.available.as_ref())
+        .collect();
+    batch.iter().map(Planned::actions).sum::<usize>() + branches.len() + counts.len()
 }
 
 /// The rejects, one JSON object a line; a file left by an earlier run is removed when there are
@@ -848,7 +886,12 @@ fn write_rejects(path: &Path, rejects: &[Reject]) -> Result<(), String> {
 /// Writes `batch` in one transaction, sending it again without the rows whose items were there
 /// already until the rest is written. Answers each row's end, in the batch's order, and the write
 /// units consumed.
-async fn write_batch(ctx: &Ctx, batch: &[Planned]) -> Result<(Vec<Ended>, f64), String> {
+///
+/// Each transaction carries a `ClientRequestToken` made from `run` (this run's own) and its rows:
+/// an attempt that timed out after the engine applied it, sent again (by the SDK or here), is
+/// answered as done, not cancelled by its own items, so this run counts its rows as created. A
+/// later run has another token, and finds them imported already.
+async fn write_batch(ctx: &Ctx, run: &str, batch: &[Planned]) -> Result<(Vec<Ended>, f64), String> {
     let mut ends: Vec<Option<Ended>> = batch.iter().map(|_| None).collect();
     let mut units = 0.0;
     let mut unavailable = 0;
@@ -858,16 +901,26 @@ async fn write_batch(ctx: &Ctx, batch: &[Planned]) -> Result<(Vec<Ended>, f64), 
             break;
         }
         let (transaction, branches) = transaction(batch, &open);
-        let (commit, consumed) = capacity::metered(transaction.commit(ctx)).await;
+        let ids: Vec<&str> = open.iter().map(|i| batch[*i].id.as_str()).collect();
+        let token = ctx
+            .ids
+            .pseudonym("import transaction", &[&[run][..], &ids].concat());
+        let (commit, consumed) =
+            capacity::metered(transaction.commit_with_token(ctx, Some(token))).await;
         units += consumed.write_units;
+        let commit = commit.map(|commit| match commit {
+            TokenCommit::Committed(commit) => Ok(commit),
+            TokenCommit::TokenReused => Err("two transactions of one run had one token"),
+        });
         let cancelled = match commit {
-            Ok(Commit::Done) => {
+            Ok(Err(bug)) => return Err(bug.into()),
+            Ok(Ok(Commit::Done)) => {
                 for i in open {
                     ends[i] = Some(Ended::Created);
                 }
                 break;
             }
-            Ok(Commit::Cancelled(cancelled)) => cancelled,
+            Ok(Ok(Commit::Cancelled(cancelled))) => cancelled,
             Err(ApiError::Unavailable) if unavailable < 5 => {
                 unavailable += 1;
                 tokio::time::sleep(Duration::from_millis(200 << unavailable)).await;

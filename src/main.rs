@@ -366,6 +366,7 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
         max_wcu: args.max_wcu,
         at: args.clock.unwrap_or_else(singlet_functions::clock::now),
         rows_per_transaction: args.rows_per_transaction,
+        in_flight: singlet::import::IN_FLIGHT,
         stop_after: args.stop_after,
         progress: true,
     };

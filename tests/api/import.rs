@@ -302,7 +302,8 @@ async fn killed_part_way_and_run_again_it_writes_what_one_run_writes() {
         .await
         .unwrap();
     assert_eq!(again.created + again.already_imported, once.created);
-    assert_eq!(again.already_imported, killed.created);
+    // The transactions in flight when it stopped may or may not have been applied, as in a kill.
+    assert!(again.already_imported >= killed.created, "{again:?}");
     assert_eq!(again.rejected, once.rejected);
 
     // The same items (ids, times and events included) as one uninterrupted run, and no line twice.
