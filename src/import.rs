@@ -782,7 +782,7 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
                 let actions = batch_actions(&batch) as f64;
                 let estimate = *units_per_action.lock().unwrap() * actions;
                 throttle.admit(estimate).await;
-                let (ended, units) = write_batch(ctx, &run, &batch).await?;
+                let (ended, units) = write_batch(ctx, run, &batch).await?;
                 throttle.settle(estimate, units);
                 if units > 0.0 {
                     *units_per_action.lock().unwrap() = units / actions;
