@@ -178,7 +178,7 @@ impl Default for Options {
 }
 
 /// What a run did (`--json` prints it).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Rows in the file.
@@ -195,6 +195,12 @@ pub struct Summary {
     /// Stopped by `stop_after` before the end.
     #[serde(skip)]
     pub stopped: bool,
+    /// The write units the run consumed, as the engine reported them.
+    #[serde(skip)]
+    pub write_units: f64,
+    /// The most write units consumed in any one-second window of the run.
+    #[serde(skip)]
+    pub peak_wcu_per_second: f64,
 }
 
 /// One line of the rejects file.
@@ -767,7 +773,6 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
         }
         planned.push(row_plan);
     }
-    drop(claimed);
 
     let throttle = Throttle::new(options.max_wcu);
     let run = format!("{:032x}", rand::random::<u128>());
@@ -787,12 +792,15 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
                 if units > 0.0 {
                     *units_per_action.lock().unwrap() = units / actions;
                 }
-                Ok::<_, String>(ended)
+                Ok::<_, String>((ended, units))
             }
         })
         .buffered(options.in_flight.max(1));
-    while let Some(ended) = written.next().await {
-        for end in ended? {
+    while let Some(written) = written.next().await {
+        let (ended, units) = written?;
+        summary.write_units += units;
+        summary.peak_wcu_per_second = throttle.peak();
+        for end in ended {
             match end {
                 Ended::Created => summary.created += 1,
                 Ended::AlreadyImported => summary.already_imported += 1,
