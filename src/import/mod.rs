@@ -20,10 +20,12 @@
 //! key, and its times are the run's (`--clock` fixes them), so a run killed midway and run again
 //! writes every row once, and with `--clock` writes exactly the items one uninterrupted run would.
 
+mod rows;
+
 use crate::throttle::Throttle;
 use futures::StreamExt;
+use rows::{Row, read_rows};
 use serde::Serialize;
-use serde_json::{Map, Value};
 use singlet_functions::Ctx;
 use singlet_functions::accounts::{self, AccountRow, UniqueValue, create_account};
 use singlet_functions::error::{ApiError, FieldError};
@@ -256,159 +258,6 @@ pub fn rejects_path(file: &Path) -> PathBuf {
     let mut name = file.as_os_str().to_owned();
     name.push(".rejects.jsonl");
     PathBuf::from(name)
-}
-
-/// One row of the file: where it starts, its text (which its id is derived from) and its fields.
-struct Row {
-    line: u64,
-    raw: String,
-    fields: Result<Map<String, Value>, String>,
-}
-
-/// Reads `file` as JSON Lines or CSV; `Err` when it is neither, or a CSV lacks a column `kind`
-/// needs: nothing is written then.
-fn read_rows(file: &Path, kind: Kind) -> Result<Vec<Row>, String> {
-    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        format!(
-            "{} is not JSON Lines or CSV: it is not UTF-8 text",
-            file.display()
-        )
-    })?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let extension = file
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    let json_lines = match extension.as_deref() {
-        Some("csv") => false,
-        Some("jsonl" | "ndjson" | "json") => true,
-        _ => text.trim_start().starts_with('{'),
-    };
-    if json_lines {
-        read_json_lines(file, text)
-    } else {
-        read_csv(file, text, kind)
-    }
-}
-
-fn read_json_lines(file: &Path, text: &str) -> Result<Vec<Row>, String> {
-    let rows: Vec<Row> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(n, line)| Row {
-            line: n as u64 + 1,
-            raw: line.to_owned(),
-            fields: match serde_json::from_str::<Value>(line) {
-                Ok(Value::Object(object)) => Ok(object),
-                Ok(_) => Err("the row is not a JSON object".to_owned()),
-                Err(_) => Err("the row is not valid JSON".to_owned()),
-            },
-        })
-        .collect();
-    // One bad row is that row's reject; a first row that is not an object is another format.
-    if let Some(Row {
-        line,
-        fields: Err(reason),
-        ..
-    }) = rows.first()
-    {
-        return Err(format!(
-            "{} is not JSON Lines: line {line}: {reason}",
-            file.display()
-        ));
-    }
-    Ok(rows)
-}
-
-fn read_csv(file: &Path, text: &str, kind: Kind) -> Result<Vec<Row>, String> {
-    let mut records = csv_records(text).into_iter();
-    let Some((_, _, header)) = records.next() else {
-        return Ok(Vec::new());
-    };
-    let header: Vec<String> = header.into_iter().map(|h| h.trim().to_owned()).collect();
-    let missing: Vec<&str> = kind
-        .required_columns()
-        .iter()
-        .copied()
-        .filter(|column| !header.iter().any(|h| h == column))
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "{} is not JSON Lines, nor CSV with the columns {} rows need: its header lacks {}",
-            file.display(),
-            kind.name(),
-            missing.join(", ")
-        ));
-    }
-    Ok(records
-        .filter(|(_, raw, _)| !raw.trim().is_empty())
-        .map(|(line, raw, cells)| {
-            let fields = if cells.len() > header.len() {
-                Err(format!(
-                    "the row has {} cells and the header {} columns",
-                    cells.len(),
-                    header.len()
-                ))
-            } else {
-                Ok(header
-                    .iter()
-                    .zip(cells)
-                    // An empty cell is a field not given, as a body without it.
-                    .filter(|(_, cell)| !cell.is_empty())
-                    .map(|(name, cell)| {
-                        let value = match cell.parse::<i64>() {
-                            Ok(n) if kind.integer_columns().contains(&name.as_str()) => n.into(),
-                            _ => Value::String(cell),
-                        };
-                        (name.clone(), value)
-                    })
-                    .collect())
-            };
-            Row { line, raw, fields }
-        })
-        .collect())
-}
-
-/// CSV records (RFC 4180: quoted cells may hold commas, quotes doubled and line breaks), each
-/// with the line it starts on and its text.
-fn csv_records(text: &str) -> Vec<(u64, String, Vec<String>)> {
-    let mut records = Vec::new();
-    let (mut cells, mut cell) = (Vec::new(), String::new());
-    let (mut line, mut start_line, mut start) = (1u64, 1u64, 0usize);
-    let mut quoted = false;
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek().is_some_and(|(_, next)| *next == '"') => {
-                chars.next();
-                cell.push('"');
-            }
-            (true, '"') => quoted = false,
-            (false, '"') if cell.is_empty() => quoted = true,
-            (false, ',') => cells.push(std::mem::take(&mut cell)),
-            (false, '\n') => {
-                cells.push(std::mem::take(&mut cell));
-                let raw = text[start..at].trim_end_matches('\r').to_owned();
-                records.push((start_line, raw, std::mem::take(&mut cells)));
-                line += 1;
-                start_line = line;
-                start = at + 1;
-            }
-            (false, '\r') if chars.peek().is_some_and(|(_, next)| *next == '\n') => {}
-            (_, c) => {
-                if c == '\n' {
-                    line += 1;
-                }
-                cell.push(c);
-            }
-        }
-    }
-    if start < text.len() {
-        cells.push(cell);
-        records.push((start_line, text[start..].to_owned(), cells));
-    }
-    records
 }
 
 /// A unique value a row claims: a lock, or its own key where the client names the entity (a
