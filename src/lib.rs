@@ -1,6 +1,7 @@
 //! The local runner: singlet's API on a developer's machine, answering exactly as API Gateway and
 //! Lambda do, over an embedded DynamoDB engine (dynoxide) or any external one.
 
+pub mod anonymise;
 pub mod auth;
 pub mod console;
 pub mod engine;
@@ -8,12 +9,14 @@ pub mod event_source;
 pub mod events_args;
 pub mod front_door;
 pub mod fsck;
+pub mod import;
 pub mod invoke;
 pub mod local_bus;
 pub mod logging;
 pub mod migrate;
 pub mod refusal;
 pub mod render;
+pub mod throttle;
 pub mod transfer;
 
 /// The server secret the runner uses when `CURSOR_KEY` is not set: public, so that ids derived

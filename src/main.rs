@@ -126,6 +126,9 @@ enum Command {
     Token(TokenArgs),
     /// Fill every domain that has no data with a realistic data set, through the real handlers.
     Seed,
+    /// Load a file of rows (JSON Lines, or CSV with a header) as the create routes would write
+    /// them; refused rows go to `<file>.rejects.jsonl` (exit 1 when there are some).
+    Import(ImportArgs),
     /// Write the table in DynamoDB's export format (`<dir>/data/*.json.gz`, `manifest-summary.json`).
     Export(ExportArgs),
     /// Write an export into an empty table (a table that holds items is refused).
@@ -151,12 +154,40 @@ struct RenderArgs {
 }
 
 #[derive(Args)]
+struct ImportArgs {
+    /// What the rows are: vehicles, accounts, branches, patrons, books or copies.
+    kind: String,
+    /// JSON Lines (`.jsonl`), or CSV (`.csv`) with a header row naming the fields.
+    file: PathBuf,
+    /// Write units per second, at most.
+    #[arg(long)]
+    max_wcu: Option<f64>,
+    /// Print one JSON summary on standard output.
+    #[arg(long)]
+    json: bool,
+    /// The time the rows are created at (ISO-8601; default: now). Two runs of one file with one
+    /// `--clock` write the very same items.
+    #[arg(long, value_parser = parse_clock)]
+    clock: Option<time::OffsetDateTime>,
+    /// Rows per transaction, at most.
+    #[arg(long, hide = true, default_value_t = singlet::import::MAX_ACTIONS)]
+    rows_per_transaction: usize,
+    /// Stop as if killed once this many rows were created (for testing a second run).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
+}
+
+#[derive(Args)]
 struct ExportArgs {
     /// An empty or new directory.
     dir: PathBuf,
     /// Parallel `Scan` segments, one data file each.
     #[arg(long, default_value_t = 4)]
     segments: u32,
+    /// Replace personal data (emails, names, phone numbers, addresses, card numbers, plates,
+    /// chassis numbers), one value always by one replacement, locks re-keyed to match.
+    #[arg(long)]
+    anonymise: bool,
     /// Print one JSON summary on standard output.
     #[arg(long)]
     json: bool,
@@ -306,6 +337,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             singlet::console::seed_cli(gateway).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Import(args)) => import(runner, args).await,
         Some(Command::Export(args)) => export(runner, args).await,
         Some(Command::Load(args)) => load(runner, args).await,
         Some(Command::Migrate(args)) => migrate_command(runner, args).await,
@@ -339,11 +371,57 @@ fn token(runner: &RunnerArgs, args: TokenArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `import`: a file of rows; `1` when some were refused.
+async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, String> {
+    // The kind and the limit first: a typo is told before any engine is opened.
+    let kind = singlet::import::Kind::parse(&args.kind)?;
+    if args.max_wcu.is_some_and(|max| max.is_nan() || max <= 0.0) {
+        return Err("--max-wcu must be more than 0".into());
+    }
+    if !args.file.is_file() {
+        return Err(format!("{} is not a file", args.file.display()));
+    }
+    let (ctx, _) = connect(runner, None).await?;
+    let options = singlet::import::Options {
+        max_wcu: args.max_wcu,
+        at: args.clock.unwrap_or_else(singlet_functions::clock::now),
+        rows_per_transaction: args.rows_per_transaction,
+        in_flight: singlet::import::IN_FLIGHT,
+        stop_after: args.stop_after,
+        progress: true,
+    };
+    let summary = singlet::import::run(&ctx, kind, &args.file, &options).await?;
+    if summary.stopped {
+        return Ok(ExitCode::from(1));
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&summary).expect("JSON"));
+    } else {
+        eprintln!(
+            "read {}, created {}, rejected {}, already imported {}",
+            summary.read, summary.created, summary.rejected, summary.already_imported
+        );
+        if summary.rejected > 0 {
+            eprintln!("the rejected rows: {}", summary.rejects.display());
+        }
+    }
+    Ok(if summary.rejected == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 /// `export`: the whole table in DynamoDB's export format.
 async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, String> {
     let (ctx, _) = connect(runner, None).await?;
+    let anonymiser = args.anonymise.then(singlet::anonymise::Anonymiser::random);
+    let transform = |item| match &anonymiser {
+        Some(anonymiser) => anonymiser.item(item),
+        None => item,
+    };
     let exported =
-        transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &|item| item).await?;
+        transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &transform).await?;
     if args.json {
         println!(
             "{}",
@@ -359,10 +437,23 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
     Ok(ExitCode::SUCCESS)
 }
 
-/// `load`: an export into an empty table.
+/// `load`: an export into an empty table; into the embedded engine by its bulk path.
 async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
-    let (ctx, _) = connect(runner, None).await?;
-    let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir).await?;
+    let embedded = match &runner.endpoint {
+        Some(_) => None,
+        None => Some(engine::open(
+            (!runner.in_memory).then_some(runner.data.as_path()),
+        )?),
+    };
+    let (ctx, _) = match &embedded {
+        Some(db) => connect_to(runner, db.clone()).await?,
+        None => connect(runner, None).await?,
+    };
+    let target = match &embedded {
+        Some(db) => transfer::Target::Embedded(db),
+        None => transfer::Target::Api,
+    };
+    let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir, target).await?;
     if args.json {
         println!("{}", serde_json::json!({"loaded": loaded}));
     } else {
@@ -566,9 +657,30 @@ async fn connect(
             (client, endpoint)
         }
     };
+    Ok((table_ready(args, client, &endpoint).await?, served))
+}
+
+/// [`connect`] to the embedded engine `db`, opened by the caller (which keeps it for its bulk
+/// path), served on a free loopback port.
+async fn connect_to(
+    args: &RunnerArgs,
+    db: dynoxide::Database,
+) -> Result<(Ctx, Option<String>), String> {
+    let endpoint = engine::serve(db, SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
+    let client = engine::local_client(&endpoint);
+    Ok((table_ready(args, client, &endpoint).await?, None))
+}
+
+/// The context over `client`, its table created when missing (and given missing indexes on the
+/// embedded engine).
+async fn table_ready(
+    args: &RunnerArgs,
+    client: aws_sdk_dynamodb::Client,
+    endpoint: &str,
+) -> Result<Ctx, String> {
     if ensure_table(&client, &args.table)
         .await
-        .map_err(|e| engine::sdk_error("cannot create the table", &endpoint, &e))?
+        .map_err(|e| engine::sdk_error("cannot create the table", endpoint, &e))?
     {
         tracing::info!(table = %args.table, "created the table");
     } else if args.endpoint.is_none() {
@@ -577,13 +689,13 @@ async fn connect(
         let added = add_missing_indexes(&client, &args.table)
             .await
             .map_err(|e| {
-                engine::sdk_error("cannot add the table's missing indexes", &endpoint, &e)
+                engine::sdk_error("cannot add the table's missing indexes", endpoint, &e)
             })?;
         if !added.is_empty() {
             tracing::info!(table = %args.table, indexes = ?added, "added the indexes the table lacked");
         }
     }
-    Ok((Ctx::new(client, args.table.clone(), cursor_keys()?), served))
+    Ok(Ctx::new(client, args.table.clone(), cursor_keys()?))
 }
 
 /// `CURSOR_KEY` (and its rotation) when set, else the published local secret.

@@ -17,6 +17,7 @@
 //! - A migration that takes items from the version another one writes runs only once that one
 //!   is complete.
 
+use crate::throttle::Throttle;
 use serde::Serialize;
 use singlet_functions::Ctx;
 use singlet_functions::migrations::{Migration, Plan, Survey};
@@ -24,10 +25,8 @@ use singlet_functions::model::Entity;
 use singlet_functions::model::migration::MigrationCheckpoint;
 use singlet_functions::store::Item;
 use singlet_functions::store::migration::Applied;
-use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 /// What a checkpoint's put consumes: one small item.
 const CHECKPOINT_UNITS: f64 = 1.0;
@@ -143,103 +142,6 @@ pub async fn states(ctx: &Ctx) -> Result<Vec<State>, String> {
         });
     }
     Ok(states)
-}
-
-/// The write units consumed in the last second, as a sliding window, and the run's peak.
-/// Public for the import (`src/transfer.rs`), which throttles its writes the same way.
-pub struct Throttle {
-    max: Option<f64>,
-    window: Mutex<Window>,
-    peak: Mutex<f64>,
-}
-
-/// Writes admitted in the last second: when, and the units each consumed (its estimate until
-/// it is settled), by the admission's number.
-#[derive(Default)]
-struct Window {
-    entries: VecDeque<(u64, Instant, f64)>,
-    next: u64,
-}
-
-impl Window {
-    fn forget_before(&mut self, now: Instant) {
-        while self
-            .entries
-            .front()
-            .is_some_and(|(_, at, _)| now.duration_since(*at) >= Duration::from_secs(1))
-        {
-            self.entries.pop_front();
-        }
-    }
-
-    fn used(&self) -> f64 {
-        self.entries.iter().map(|(_, _, units)| units).sum()
-    }
-
-    fn push(&mut self, at: Instant, units: f64) -> Admission {
-        let id = self.next;
-        self.next += 1;
-        self.entries.push_back((id, at, units));
-        Admission(id)
-    }
-}
-
-/// One admitted write, until [`Throttle::settle`] says what it consumed.
-#[must_use]
-pub struct Admission(u64);
-
-impl Throttle {
-    /// At most `max` write units a second; `None`: no limit, only the accounting.
-    pub fn new(max: Option<f64>) -> Self {
-        Self {
-            max,
-            window: Mutex::new(Window::default()),
-            peak: Mutex::new(0.0),
-        }
-    }
-
-    /// Waits until `estimate` more units fit in the last second, and holds them there.
-    pub async fn admit(&self, estimate: f64) -> Admission {
-        loop {
-            let wait = {
-                let mut window = self.window.lock().unwrap();
-                let now = Instant::now();
-                window.forget_before(now);
-                let fits = self
-                    .max
-                    .is_none_or(|max| window.used() + estimate <= max || window.entries.is_empty());
-                if fits {
-                    // Held in the window now, so that other segments see it before it is sent.
-                    return window.push(now, estimate);
-                }
-                let oldest = window.entries.front().expect("not empty").1;
-                Duration::from_secs(1).saturating_sub(now.duration_since(oldest))
-            };
-            tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
-        }
-    }
-
-    /// Replaces an admitted write's estimate with what it consumed.
-    pub fn settle(&self, admission: Admission, units: f64) {
-        let mut window = self.window.lock().unwrap();
-        // An admission older than a second is gone already: it counted in the window it was in.
-        if let Some(entry) = window
-            .entries
-            .iter_mut()
-            .find(|(id, _, _)| *id == admission.0)
-        {
-            entry.2 = units;
-        }
-        window.forget_before(Instant::now());
-        let used = window.used();
-        let mut peak = self.peak.lock().unwrap();
-        *peak = peak.max(used);
-    }
-
-    /// The most units consumed in any one-second window so far.
-    pub fn peak(&self) -> f64 {
-        *self.peak.lock().unwrap()
-    }
 }
 
 /// Counters shared by the segments.
@@ -475,24 +377,4 @@ fn pk_of(item: &Item) -> String {
         .and_then(|pk| pk.as_s().ok())
         .cloned()
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each admission is settled by its own number: two writes admitted with the same estimate
-    /// and settled in the other order each replace their own entry.
-    #[tokio::test]
-    async fn a_settled_write_replaces_its_own_estimate() {
-        let throttle = Throttle::new(Some(100.0));
-        let first = throttle.admit(1.0).await;
-        let second = throttle.admit(1.0).await;
-        throttle.settle(second, 5.0);
-        throttle.settle(first, 3.0);
-        let window = throttle.window.lock().unwrap();
-        let units: Vec<f64> = window.entries.iter().map(|(_, _, u)| *u).collect();
-        assert_eq!(units, [3.0, 5.0]);
-        assert_eq!(throttle.peak(), 8.0);
-    }
 }

@@ -131,10 +131,26 @@ pub async fn export(
     })
 }
 
+/// Where `load` writes: any engine through its API, or the embedded engine's own bulk path.
+pub enum Target<'a> {
+    /// `BatchWriteItem`s of 25, what DynamoDB leaves unprocessed sent again with backoff.
+    Api,
+    /// dynoxide's `import_items`: thousands of items in one SQLite transaction each, indexes
+    /// written with them, no stream records (a loaded copy publishes no event a second time).
+    Embedded(&'a dynoxide::Database),
+}
+
+/// Items per bulk write into the embedded engine: one SQLite transaction each.
+const BULK_ITEMS: usize = 5_000;
+
 /// Writes the export under `dir` into `table`, which must be empty (a table that holds items is
-/// refused before anything is written). Items go in `BatchWriteItem`s of 25; what DynamoDB
-/// leaves unprocessed is sent again with backoff until none is left. Returns the items written.
-pub async fn load(client: &Client, table: &str, dir: &Path) -> Result<u64, String> {
+/// refused before anything is written), through `target`. Returns the items written.
+pub async fn load(
+    client: &Client,
+    table: &str,
+    dir: &Path,
+    target: Target<'_>,
+) -> Result<u64, String> {
     let expected = read_manifest(dir)?;
     let existing = client
         .scan()
@@ -148,19 +164,24 @@ pub async fn load(client: &Client, table: &str, dir: &Path) -> Result<u64, Strin
             "{table} already holds items: load writes only into an empty table"
         ));
     }
+    let chunk = match target {
+        Target::Api => 25,
+        Target::Embedded(_) => BULK_ITEMS,
+    };
     let mut written = 0u64;
     for path in data_files(dir)? {
-        let mut batch = Vec::with_capacity(25);
-        for item in read_items(&path)? {
+        let mut batch = Vec::with_capacity(chunk);
+        let mut items = read_items(&path)?.peekable();
+        while let Some(item) = items.next() {
             batch.push(item?);
-            if batch.len() == 25 {
-                written += write_batch(client, table, std::mem::take(&mut batch)).await?;
+            if batch.len() == chunk || items.peek().is_none() {
+                let items = std::mem::take(&mut batch);
+                written += match target {
+                    Target::Api => write_batch(client, table, items).await?,
+                    Target::Embedded(db) => write_bulk(db, table, items).await?,
+                };
                 count_progress("loaded", written);
             }
-        }
-        if !batch.is_empty() {
-            written += write_batch(client, table, batch).await?;
-            count_progress("loaded", written);
         }
     }
     eprintln!();
@@ -170,6 +191,23 @@ pub async fn load(client: &Client, table: &str, dir: &Path) -> Result<u64, Strin
         ));
     }
     Ok(written)
+}
+
+/// One bulk write into the embedded engine, off the async threads (the engine's call blocks).
+async fn write_bulk(db: &dynoxide::Database, table: &str, items: Vec<Item>) -> Result<u64, String> {
+    let items = items
+        .iter()
+        .map(|item| serde_json::from_value(item_to_json(item)))
+        .collect::<Result<Vec<dynoxide::types::Item>, _>>()
+        .map_err(|e| format!("an item the engine cannot read: {e}"))?;
+    let (db, table) = (db.clone(), table.to_owned());
+    let imported = tokio::task::spawn_blocking(move || {
+        db.import_items(&table, items, dynoxide::ImportOptions::default())
+    })
+    .await
+    .map_err(|e| format!("the bulk write stopped: {e}"))?
+    .map_err(|e| format!("the engine refused the bulk write: {e}"))?;
+    Ok(imported.items_imported as u64)
 }
 
 /// One `BatchWriteItem` of at most 25 puts, sent again for whatever comes back unprocessed.

@@ -19,6 +19,7 @@ mod faults;
 mod fleet;
 mod fsck;
 mod idempotency;
+mod import;
 mod library;
 mod loans;
 mod logs;

@@ -88,7 +88,9 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     assert_eq!(first, original.len());
 
     let (fresh, _) = engine::start_in_memory("copy").await;
-    let loaded = transfer::load(&fresh, "copy", &dir).await.unwrap();
+    let loaded = transfer::load(&fresh, "copy", &dir, transfer::Target::Api)
+        .await
+        .unwrap();
     assert_eq!(loaded, original.len() as u64);
     let copy = Api::start(Mode::Direct)
         .await
@@ -108,7 +110,9 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     );
 
     // A table that holds items is refused, and nothing is written to it.
-    let refused = transfer::load(&fresh, "copy", &dir).await.unwrap_err();
+    let refused = transfer::load(&fresh, "copy", &dir, transfer::Target::Api)
+        .await
+        .unwrap_err();
     assert!(refused.contains("already holds items"), "{refused}");
     assert_eq!(dump(copy.all_items().await), original);
     // An export is never written over another.
@@ -172,4 +176,178 @@ fn the_cli_exports_and_loads_with_a_json_summary() {
     assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
     let summary: Value = serde_json::from_slice(&loaded.stdout).unwrap();
     assert_eq!(summary, json!({"loaded": 0}));
+}
+
+/// An embedded engine of the test's own, kept for its bulk path, and a client on its endpoint.
+async fn embedded(table: &str) -> (dynoxide::Database, aws_sdk_dynamodb::Client) {
+    let db = engine::open(None).unwrap();
+    let endpoint = engine::serve(db.clone(), ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let client = engine::local_client(&endpoint);
+    singlet_functions::table::ensure_table(&client, table)
+        .await
+        .unwrap();
+    (db, client)
+}
+
+/// Every line of every data file of an export, sorted: what two exports of equal tables share.
+fn export_lines(dir: &std::path::Path) -> Vec<String> {
+    let mut lines: Vec<String> = transfer::data_files(dir)
+        .unwrap()
+        .iter()
+        .flat_map(|file| transfer::read_items(file).unwrap())
+        .map(|item| transfer::item_to_json(&item.unwrap()).to_string())
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test]
+async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
+    let api = filled().await;
+    let original = dump(api.all_items().await);
+    let dir = scratch("bulk");
+    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
+        .await
+        .unwrap();
+
+    let (db, client) = embedded("copy").await;
+    let loaded = transfer::load(&client, "copy", &dir, transfer::Target::Embedded(&db))
+        .await
+        .unwrap();
+    assert_eq!(loaded, original.len() as u64);
+    let copy = api.with_ctx(singlet_functions::Ctx::new(
+        client.clone(),
+        "copy",
+        singlet_functions::cursor::CursorKeys::random(),
+    ));
+    assert_eq!(dump(copy.all_items().await), original);
+    // Its indexes were written with its items: the copy answers as the original does.
+    let reply = copy.get(format!("/books/{ISBN}/availability")).await;
+    assert_eq!(
+        reply.body,
+        api.get(format!("/books/{ISBN}/availability")).await.body
+    );
+    let refused = transfer::load(&client, "copy", &dir, transfer::Target::Embedded(&db))
+        .await
+        .unwrap_err();
+    assert!(refused.contains("already holds items"), "{refused}");
+}
+
+#[tokio::test]
+async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
+    let api = filled().await;
+    let original = api.all_items().await;
+    let dir = scratch("anonymised");
+    let anonymiser = singlet::anonymise::Anonymiser::random();
+    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| {
+        anonymiser.item(item)
+    })
+    .await
+    .unwrap();
+
+    // Nothing personal anywhere in the output, in any spelling the table holds it in.
+    let mut text = String::new();
+    for file in transfer::data_files(&dir).unwrap() {
+        use std::io::Read;
+        flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+    }
+    for personal in [
+        "grace@example.com",
+        "Grace",
+        "ada@example.com",
+        "Lovelace",
+        "Ada",
+        "c-0001",
+        "mh12 ab 1234",
+        "mh12ab1234",
+        "wvwzzz1jzxw000001",
+        "+44 20 7946 0000",
+        "1 Library Square",
+    ] {
+        assert!(!text.contains(personal), "{personal} is in the export");
+    }
+
+    // Loaded, the copy holds as many items, answers by the new values, and fsck finds nothing.
+    let (db, client) = embedded("copy").await;
+    transfer::load(&client, "copy", &dir, transfer::Target::Embedded(&db))
+        .await
+        .unwrap();
+    let ctx = singlet_functions::Ctx::new(
+        client,
+        "copy",
+        singlet_functions::cursor::CursorKeys::random(),
+    );
+    let copy = api.with_ctx(ctx.clone());
+    let items = copy.all_items().await;
+    assert_eq!(items.len(), original.len());
+    let patron = items.iter().find(|i| s(i, "_et") == "patron").unwrap();
+    let reply = copy
+        .get(format!("/cards/{}", s(patron, "cardNumber")))
+        .await;
+    assert_eq!(reply.body["patronId"], s(patron, "patronId"));
+    let vehicle = items.iter().find(|i| s(i, "_et") == "vehicle").unwrap();
+    let reply = copy.get(format!("/plates/{}", s(vehicle, "plate"))).await;
+    assert_eq!(reply.body["vehicleId"], s(vehicle, "vehicleId"));
+    let report = singlet::fsck::fsck(&ctx, singlet::fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+}
+
+#[test]
+fn the_cli_copies_a_table_that_holds_items() {
+    let dir = scratch("cli-copy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (original, copy) = (dir.join("original.db"), dir.join("copy.db"));
+    let rows = dir.join("branches.jsonl");
+    std::fs::write(
+        &rows,
+        [
+            fixtures::branch_body("central"),
+            fixtures::branch_body("east"),
+        ]
+        .map(|b| b.to_string())
+        .join("\n"),
+    )
+    .unwrap();
+    let run = |data: &std::path::Path, args: &[&str], path: &std::path::Path| {
+        let output = singlet()
+            .arg("--data")
+            .arg(data)
+            .args(args)
+            .arg(path)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    run(&original, &["import", "branches", "--json"], &rows);
+    let first = dir.join("first");
+    assert_eq!(
+        run(&original, &["export", "--json"], &first),
+        json!({"exported": 4, "files": 4})
+    );
+    assert_eq!(
+        run(&copy, &["load", "--json"], &first),
+        json!({"loaded": 4})
+    );
+    let second = dir.join("second");
+    run(&copy, &["export", "--json"], &second);
+    assert_eq!(export_lines(&second), export_lines(&first));
+
+    // Anonymised: no phone number or address of the original, the same number of items.
+    let anonymised = dir.join("anonymised");
+    assert_eq!(
+        run(&original, &["export", "--anonymise", "--json"], &anonymised),
+        json!({"exported": 4, "files": 4})
+    );
+    let lines = export_lines(&anonymised).join("\n");
+    assert!(
+        !lines.contains("7946") && !lines.contains("Library Square"),
+        "{lines}"
+    );
 }

@@ -15,26 +15,57 @@ use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
-use singlet_shared::{Email, Username};
+use singlet_shared::{Email, Id, Username};
 
-pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
-    let body = JsonBody::from_request(&req)?;
+/// A valid `POST /accounts` body: what the route and `import` check every account with.
+pub struct NewAccount {
+    email: Email,
+    username: Username,
+    display_name: Option<String>,
+}
+
+/// Checks a body as the route does: every field at fault in one `400`.
+pub fn validate(body: &JsonBody) -> Result<NewAccount, ApiError> {
     let (email, username, display_name) = (
         body.required("email", Email::parse),
         body.required("username", Username::parse),
         body.optional_text("displayName", MAX_DISPLAY_NAME_LEN),
     )
         .all_valid()?;
+    Ok(NewAccount {
+        email,
+        username,
+        display_name,
+    })
+}
+
+impl NewAccount {
+    /// The account, named `account_id`, created at `created_at` (epoch milliseconds).
+    pub fn account(self, account_id: Id, created_at: i64) -> Account {
+        Account {
+            account_id,
+            email: self.email,
+            username: self.username,
+            display_name: self.display_name,
+            created_at,
+        }
+    }
+}
+
+/// The unique values of `account`, each to be claimed with it.
+pub fn unique_values(account: &Account) -> [UniqueValue; 2] {
+    [
+        UniqueValue::Email(account.email.clone()),
+        UniqueValue::Username(account.username.clone()),
+    ]
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let valid = validate(&body)?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let account_id = new_id(idempotency.as_ref());
-
-    let account = Account {
-        account_id: account_id.clone(),
-        email: email.clone(),
-        username: username.clone(),
-        display_name,
-        created_at: clock::now_millis(),
-    };
+    let account = valid.account(account_id.clone(), clock::now_millis());
     let response = created(format!("/accounts/{account_id}"), &account);
 
     let caller = principal(&req);
@@ -54,7 +85,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             lock::claim(&owner_lock(ctx, &caller.subject, &account_id)),
         );
     }
-    for value in [UniqueValue::Email(email), UniqueValue::Username(username)] {
+    for value in unique_values(&account) {
         transaction = transaction.put(Part::Lock(value.kind()), value.claim(&account_id));
     }
     let transaction = transaction.put(

@@ -39,7 +39,17 @@ impl OutboxItem {
 
     /// `event`'s outbox item, by `actor`, written now.
     pub fn of(actor: &str, event: Event) -> Self {
+        let detail = Detail::new(event.kind, &event.id, actor, event.data.clone());
+        Self::at(actor, event, &detail.event_id, crate::clock::now())
+    }
+
+    /// `event`'s outbox item with the id `event_id`, as if it happened at `at`: for a writer that
+    /// must write the same item again when it is run again (`import`, whose rows are created
+    /// once whatever the number of runs).
+    pub fn at(actor: &str, event: Event, event_id: &str, at: time::OffsetDateTime) -> Self {
         let mut detail = Detail::new(event.kind, &event.id, actor, event.data);
+        detail.event_id = event_id.to_owned();
+        detail.occurred_at = super::timestamp(at);
         detail.sequence = event.sequence;
         let entry = detail.entry(event.kind);
         Self {
@@ -47,7 +57,7 @@ impl OutboxItem {
             source: entry.source,
             detail_type: entry.detail_type,
             detail: entry.detail,
-            expires_at: crate::clock::now().unix_timestamp() + KEEP_SECONDS,
+            expires_at: at.unix_timestamp() + KEEP_SECONDS,
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
-use singlet_shared::{Chassis, Depot, Plate};
+use singlet_shared::{Chassis, Depot, Id, Plate};
 
 /// The transaction's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +25,15 @@ enum Part {
     Event,
 }
 
-pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
-    let body = JsonBody::from_request(&req)?;
+/// A valid `POST /vehicles` body: what the route and `import` check every vehicle with.
+pub struct NewVehicle {
+    plate: Plate,
+    chassis: Chassis,
+    depot: String,
+}
+
+/// Checks a body as the route does: every field at fault in one `400`.
+pub fn validate(body: &JsonBody) -> Result<NewVehicle, ApiError> {
     let (plate, chassis, depot) = (
         body.required("plate", Plate::parse),
         body.required("chassis", Chassis::parse),
@@ -35,24 +42,47 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .all_valid()?;
     // The depot is also a key of the depot index (GSI5): one that cannot be one is refused here.
     Depot::parse(&depot).map_err(|invalid| ApiError::field("depot", invalid))?;
+    Ok(NewVehicle {
+        plate,
+        chassis,
+        depot,
+    })
+}
+
+impl NewVehicle {
+    /// The vehicle, named `vehicle_id`, registered at `added_at` (epoch milliseconds).
+    pub fn vehicle(self, vehicle_id: Id, added_at: i64) -> Vehicle {
+        Vehicle {
+            vehicle_id,
+            plate: self.plate,
+            chassis: self.chassis,
+            depot: self.depot,
+            added_at,
+        }
+    }
+}
+
+/// The locks that keep `vehicle`'s plate and chassis number unique, naming it.
+pub fn locks(vehicle: &Vehicle) -> (PlateLock, ChassisLock) {
+    (
+        PlateLock {
+            plate: vehicle.plate.clone(),
+            vehicle_id: vehicle.vehicle_id.clone(),
+        },
+        ChassisLock {
+            chassis: vehicle.chassis.clone(),
+            vehicle_id: vehicle.vehicle_id.clone(),
+        },
+    )
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let valid = validate(&body)?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let vehicle_id = new_id(idempotency.as_ref());
-
-    let vehicle = Vehicle {
-        vehicle_id: vehicle_id.clone(),
-        plate: plate.clone(),
-        chassis: chassis.clone(),
-        depot,
-        added_at: clock::now_millis(),
-    };
-    let plate_lock = PlateLock {
-        plate: plate.clone(),
-        vehicle_id: vehicle_id.clone(),
-    };
-    let chassis_lock = ChassisLock {
-        chassis: chassis.clone(),
-        vehicle_id: vehicle_id.clone(),
-    };
+    let vehicle = valid.vehicle(vehicle_id.clone(), clock::now_millis());
+    let (plate_lock, chassis_lock) = locks(&vehicle);
     let response = created(format!("/vehicles/{vehicle_id}"), &vehicle);
 
     let transaction = Transaction::new()

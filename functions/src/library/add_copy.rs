@@ -13,15 +13,15 @@
 use super::{Book, Branch, Condition, Copy, count_available};
 use crate::clock;
 use crate::context::Ctx;
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{self, Check, Put, Transaction};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
-use singlet_shared::Isbn13;
 use singlet_shared::keys::{self, CopyStatus};
+use singlet_shared::{Id, Isbn13};
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,17 +33,51 @@ enum Part {
     Event,
 }
 
-pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
-    let body = JsonBody::from_request(&req)?;
+/// A valid `POST /branches/{branchId}/copies` body at its branch: what the route and `import`
+/// check every copy with.
+pub struct NewCopy {
+    pub branch_id: Id,
+    pub isbn: Isbn13,
+    condition: Condition,
+}
+
+/// Checks a body and its branch's id (the path's, or an imported row's `branchId`) as the route
+/// does: every field at fault in one `400`.
+pub fn validate(body: &JsonBody, branch_id: Result<Id, FieldError>) -> Result<NewCopy, ApiError> {
     let (branch_id, isbn, condition) = (
-        path_id(&req, "branchId"),
+        branch_id,
         body.required("isbn", Isbn13::parse),
         body.required("condition", Condition::parse),
     )
         .all_valid()?;
+    Ok(NewCopy {
+        branch_id,
+        isbn,
+        condition,
+    })
+}
+
+impl NewCopy {
+    /// The copy of `book` (whose title it carries), named `copy_id`, added at `at`: available.
+    pub fn copy(self, book: &Book, copy_id: Id, at: time::OffsetDateTime) -> Copy {
+        Copy {
+            copy_id,
+            branch_id: self.branch_id,
+            isbn: self.isbn,
+            title: book.title.clone(),
+            condition: self.condition,
+            status: CopyStatus::Available,
+            added_at: clock::iso(at),
+        }
+    }
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let valid = validate(&body, path_id(&req, "branchId"))?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
-    let Some(book) = ctx.get::<Book>(&keys::book(&isbn)).await? else {
-        let branch = ctx.get_item(&keys::branch(&branch_id)).await?;
+    let Some(book) = ctx.get::<Book>(&keys::book(&valid.isbn)).await? else {
+        let branch = ctx.get_item(&keys::branch(&valid.branch_id)).await?;
         return Err(ApiError::not_found(if branch.is_none() {
             "branch and book"
         } else {
@@ -51,16 +85,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         }));
     };
     let copy_id = new_id(idempotency.as_ref());
-
-    let copy = Copy {
-        copy_id: copy_id.clone(),
-        branch_id: branch_id.clone(),
-        isbn: isbn.clone(),
-        title: book.title,
-        condition,
-        status: CopyStatus::Available,
-        added_at: clock::iso(clock::now()),
-    };
+    let copy = valid.copy(&book, copy_id.clone(), clock::now());
+    let (branch_id, isbn) = (copy.branch_id.clone(), copy.isbn.clone());
     let response = json(StatusCode::CREATED, &copy);
 
     let transaction = Transaction::new()

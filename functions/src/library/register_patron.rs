@@ -21,7 +21,7 @@ use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::store::{Check, Condition, Put, Transaction, lock};
 use lambda_http::Request;
-use singlet_shared::{CardNumber, Email, keys};
+use singlet_shared::{CardNumber, Email, Id, keys};
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,10 +32,22 @@ enum Part {
     Event,
 }
 
-pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
-    let body = JsonBody::from_request(&req)?;
+/// A valid `POST /branches/{branchId}/patrons` body at its branch: what the route and `import`
+/// check every patron with.
+pub struct NewPatron {
+    branch_id: Id,
+    card_number: CardNumber,
+    first_name: String,
+    last_name: String,
+    email: Email,
+    tier: Tier,
+}
+
+/// Checks a body and its branch's id (the path's, or an imported row's `branchId`) as the route
+/// does: every field at fault in one `400`.
+pub fn validate(body: &JsonBody, branch_id: Result<Id, FieldError>) -> Result<NewPatron, ApiError> {
     let (branch_id, card_number, first_name, last_name, email, tier) = (
-        path_id(&req, "branchId"),
+        branch_id,
         body.required("cardNumber", CardNumber::parse),
         body.text("firstName", MAX_NAME_LEN),
         body.text("lastName", MAX_NAME_LEN),
@@ -43,26 +55,51 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         body.required("membershipTier", Tier::parse),
     )
         .all_valid()?;
-    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
-    let patron_id = new_id(idempotency.as_ref());
-
-    let patron = Patron {
-        patron_id: patron_id.clone(),
-        branch_id: branch_id.clone(),
-        card_number: card_number.clone(),
+    Ok(NewPatron {
+        branch_id,
+        card_number,
         first_name,
         last_name,
         email,
-        membership_tier: tier,
-        loan_limit: tier.loan_limit(),
-        loan_period_days: tier.loan_period_days(),
-        active_loans: 0,
-        created_at: clock::iso(clock::now()),
-    };
-    let card = PatronCard {
-        card_number: card_number.clone(),
-        patron_id: patron_id.clone(),
-    };
+        tier,
+    })
+}
+
+impl NewPatron {
+    /// The patron, named `patron_id`, registered at `at`, with its tier's limits and no loans.
+    pub fn patron(self, patron_id: Id, at: time::OffsetDateTime) -> Patron {
+        Patron {
+            patron_id,
+            branch_id: self.branch_id,
+            card_number: self.card_number,
+            first_name: self.first_name,
+            last_name: self.last_name,
+            email: self.email,
+            membership_tier: self.tier,
+            loan_limit: self.tier.loan_limit(),
+            loan_period_days: self.tier.loan_period_days(),
+            active_loans: 0,
+            created_at: clock::iso(at),
+        }
+    }
+}
+
+/// The lock that keeps `patron`'s card number unique, naming it.
+pub fn card_lock(patron: &Patron) -> PatronCard {
+    PatronCard {
+        card_number: patron.card_number.clone(),
+        patron_id: patron.patron_id.clone(),
+    }
+}
+
+pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
+    let body = JsonBody::from_request(&req)?;
+    let valid = validate(&body, path_id(&req, "branchId"))?;
+    let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
+    let patron_id = new_id(idempotency.as_ref());
+    let patron = valid.patron(patron_id.clone(), clock::now());
+    let branch_id = patron.branch_id.clone();
+    let card = card_lock(&patron);
     let response = created(format!("/patrons/{patron_id}"), &patron);
 
     let transaction = Transaction::new()

@@ -1,0 +1,192 @@
+//! The rows of a file: JSON Lines, or CSV with a header row naming the fields, each row a create
+//! route's body with the line it starts on and its text (which its id is derived from).
+
+use super::Kind;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// One row of the file: where it starts, its text (which its id is derived from) and its fields.
+pub(super) struct Row {
+    pub line: u64,
+    pub raw: String,
+    pub fields: Result<Map<String, Value>, String>,
+}
+
+/// Reads `file` as JSON Lines or CSV; `Err` when it is neither, or a CSV lacks a column `kind`
+/// needs: nothing is written then.
+pub(super) fn read_rows(file: &Path, kind: Kind) -> Result<Vec<Row>, String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "{} is not JSON Lines or CSV: it is not UTF-8 text",
+            file.display()
+        )
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let extension = file
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let json_lines = match extension.as_deref() {
+        Some("csv") => false,
+        Some("jsonl" | "ndjson" | "json") => true,
+        _ => text.trim_start().starts_with('{'),
+    };
+    if json_lines {
+        read_json_lines(file, text)
+    } else {
+        read_csv(file, text, kind)
+    }
+}
+
+fn read_json_lines(file: &Path, text: &str) -> Result<Vec<Row>, String> {
+    let rows: Vec<Row> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(n, line)| Row {
+            line: n as u64 + 1,
+            raw: line.to_owned(),
+            fields: match serde_json::from_str::<Value>(line) {
+                Ok(Value::Object(object)) => Ok(object),
+                Ok(_) => Err("the row is not a JSON object".to_owned()),
+                Err(_) => Err("the row is not valid JSON".to_owned()),
+            },
+        })
+        .collect();
+    // One bad row is that row's reject; a first row that is not an object is another format.
+    if let Some(Row {
+        line,
+        fields: Err(reason),
+        ..
+    }) = rows.first()
+    {
+        return Err(format!(
+            "{} is not JSON Lines: line {line}: {reason}",
+            file.display()
+        ));
+    }
+    Ok(rows)
+}
+
+fn read_csv(file: &Path, text: &str, kind: Kind) -> Result<Vec<Row>, String> {
+    let mut records = csv_records(text).into_iter();
+    let Some((_, _, header)) = records.next() else {
+        return Ok(Vec::new());
+    };
+    let header: Vec<String> = header.into_iter().map(|h| h.trim().to_owned()).collect();
+    let missing: Vec<&str> = kind
+        .required_columns()
+        .iter()
+        .copied()
+        .filter(|column| !header.iter().any(|h| h == column))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{} is not JSON Lines, nor CSV with the columns {} rows need: its header lacks {}",
+            file.display(),
+            kind.name(),
+            missing.join(", ")
+        ));
+    }
+    Ok(records
+        .filter(|(_, raw, _)| !raw.trim().is_empty())
+        .map(|(line, raw, cells)| {
+            let fields = if cells.len() > header.len() {
+                Err(format!(
+                    "the row has {} cells and the header {} columns",
+                    cells.len(),
+                    header.len()
+                ))
+            } else {
+                Ok(header
+                    .iter()
+                    .zip(cells)
+                    // An empty cell is a field not given, as a body without it.
+                    .filter(|(_, cell)| !cell.is_empty())
+                    .map(|(name, cell)| {
+                        let value = match cell.parse::<i64>() {
+                            Ok(n) if kind.integer_columns().contains(&name.as_str()) => n.into(),
+                            _ => Value::String(cell),
+                        };
+                        (name.clone(), value)
+                    })
+                    .collect())
+            };
+            Row { line, raw, fields }
+        })
+        .collect())
+}
+
+/// CSV records (RFC 4180: quoted cells may hold commas, quotes doubled and line breaks), each
+/// with the line it starts on and its text.
+fn csv_records(text: &str) -> Vec<(u64, String, Vec<String>)> {
+    let mut records = Vec::new();
+    let (mut cells, mut cell) = (Vec::new(), String::new());
+    let (mut line, mut start_line, mut start) = (1u64, 1u64, 0usize);
+    let mut quoted = false;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek().is_some_and(|(_, next)| *next == '"') => {
+                chars.next();
+                cell.push('"');
+            }
+            (true, '"') => quoted = false,
+            (false, '"') if cell.is_empty() => quoted = true,
+            (false, ',') => cells.push(std::mem::take(&mut cell)),
+            (false, '\n') => {
+                cells.push(std::mem::take(&mut cell));
+                let raw = text[start..at].trim_end_matches('\r').to_owned();
+                records.push((start_line, raw, std::mem::take(&mut cells)));
+                line += 1;
+                start_line = line;
+                start = at + 1;
+            }
+            (false, '\r') if chars.peek().is_some_and(|(_, next)| *next == '\n') => {}
+            (_, c) => {
+                if c == '\n' {
+                    line += 1;
+                }
+                cell.push(c);
+            }
+        }
+    }
+    if start < text.len() {
+        cells.push(cell);
+        records.push((start_line, text[start..].to_owned(), cells));
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_may_hold_commas_quotes_and_line_breaks() {
+        let records = csv_records("a,b\r\n\"x, y\",\"say \"\"hi\"\"\"\n\"two\nlines\",z\n");
+        let cells: Vec<Vec<String>> = records.iter().map(|(_, _, c)| c.clone()).collect();
+        assert_eq!(
+            cells,
+            [
+                vec!["a", "b"],
+                vec!["x, y", "say \"hi\""],
+                vec!["two\nlines", "z"]
+            ]
+        );
+        // Each record names the line it starts on.
+        let lines: Vec<u64> = records.iter().map(|(line, _, _)| *line).collect();
+        assert_eq!(lines, [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_csv_without_a_needed_column_is_refused_whole() {
+        let refused = read_csv(Path::new("f.csv"), "branchId,name\nc,C\n", Kind::Branches)
+            .err()
+            .unwrap();
+        assert!(
+            refused.contains("lacks address, city, phone, openingHours"),
+            "{refused}"
+        );
+    }
+}
