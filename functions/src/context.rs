@@ -3,6 +3,7 @@
 
 use crate::clock::Clock;
 use crate::cursor::CursorKeys;
+use crate::events::archive::Archive;
 use crate::events::bus::{Bus, EventBridge};
 use crate::ids::IdKey;
 use aws_sdk_dynamodb::Client;
@@ -29,6 +30,26 @@ pub struct Ctx {
     /// Where `publish-events` publishes: EventBridge's bus `EVENT_BUS_NAME` on AWS, the runner's
     /// local bus on a developer's machine; `None` for every other function.
     pub bus: Option<Arc<dyn Bus>>,
+    /// Where `publish-events` archives what TTL deleted: S3 on AWS, `.singlet/archive/` on a
+    /// developer's machine; `None` for every other function.
+    pub archive: Option<Arc<dyn Archive>>,
+    /// How long a returned loan is kept, in days, before it expires (`LoanHistoryDays`).
+    pub loan_history_days: i64,
+}
+
+/// How long a returned loan is kept unless `LOAN_HISTORY_DAYS` (the template's
+/// `LoanHistoryDays`, the runner's `--loan-history-days`) says otherwise.
+pub const DEFAULT_LOAN_HISTORY_DAYS: i64 = 400;
+
+/// `LOAN_HISTORY_DAYS` as a number of days (1 to 36,500), or why it is none.
+pub fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
+    raw.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|days| (1..=36_500).contains(days))
+        .ok_or_else(|| {
+            format!("the loan history period {raw:?} is not a number of days from 1 to 36500")
+        })
 }
 
 /// The deadline around every request's handler: under the Lambda's 10 s timeout, so a request
@@ -48,7 +69,15 @@ impl Ctx {
             deadline: REQUEST_DEADLINE,
             clock: Clock::system(),
             bus: None,
+            archive: None,
+            loan_history_days: DEFAULT_LOAN_HISTORY_DAYS,
         }
+    }
+
+    /// The same context, archiving TTL deletions to `archive`.
+    pub fn with_archive(mut self, archive: Arc<dyn Archive>) -> Self {
+        self.archive = Some(archive);
+        self
     }
 
     /// The same context, publishing events to `bus`.
@@ -78,7 +107,10 @@ impl Ctx {
                     .into(),
             );
         }
-        let ctx = Self::new(lambda_client(), table, cursors);
+        let mut ctx = Self::new(lambda_client(), table, cursors);
+        if let Some(days) = var("LOAN_HISTORY_DAYS").filter(|d| !d.is_empty()) {
+            ctx.loan_history_days = parse_loan_history_days(&days)?;
+        }
         // Only the publisher is given a bus (and the permission to put events on it).
         Ok(
             match var("EVENT_BUS_NAME").filter(|name| !name.is_empty()) {
