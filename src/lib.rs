@@ -13,6 +13,7 @@ pub mod local_bus;
 pub mod logging;
 pub mod migrate;
 pub mod refusal;
+pub mod retention;
 pub mod transfer;
 
 /// The server secret the runner uses when `CURSOR_KEY` is not set: public, so that ids derived

@@ -203,7 +203,8 @@ pub struct Streamed {
 pub static STREAMED: &[Streamed] = &[Streamed {
     function: "publish-events",
     summary: "Publish every change's domain event to EventBridge",
-    permissions: &["events:PutEvents"],
+    // `s3:PutObject` on the archive bucket: retention's archive of what TTL deleted.
+    permissions: &["events:PutEvents", "s3:PutObject"],
     handler: |ctx, event, deadline| Box::pin(events::publish_events::run(ctx, event, deadline)),
 }];
 

@@ -27,6 +27,7 @@ mod model;
 mod openapi;
 mod readme;
 mod reliability;
+mod retention;
 mod runner;
 mod template;
 mod transfer;
