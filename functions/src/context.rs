@@ -3,7 +3,7 @@
 
 use crate::clock::Clock;
 use crate::cursor::CursorKeys;
-use crate::events::archive::Archive;
+use crate::events::archive::{Archive, S3Archive};
 use crate::events::bus::{Bus, EventBridge};
 use crate::ids::IdKey;
 use aws_sdk_dynamodb::Client;
@@ -111,7 +111,11 @@ impl Ctx {
         if let Some(days) = var("LOAN_HISTORY_DAYS").filter(|d| !d.is_empty()) {
             ctx.loan_history_days = parse_loan_history_days(&days)?;
         }
-        // Only the publisher is given a bus (and the permission to put events on it).
+        // Only the publisher is given a bus (and the permission to put events on it), and the
+        // archive of what TTL deleted (and the permission to put objects in it).
+        if let Some(bucket) = var("ARCHIVE_BUCKET").filter(|name| !name.is_empty()) {
+            ctx = ctx.with_archive(Arc::new(S3Archive::new(s3_client(), bucket)));
+        }
         Ok(
             match var("EVENT_BUS_NAME").filter(|name| !name.is_empty()) {
                 Some(bus_name) => {
@@ -171,6 +175,30 @@ pub fn eventbridge_client() -> aws_sdk_eventbridge::Client {
         config = config.endpoint_url(endpoint);
     }
     aws_sdk_eventbridge::Client::from_conf(config.build())
+}
+
+/// The publisher's S3 client, built as [`lambda_client`] is: the region, the execution role's
+/// credentials from the environment, Amazon's compiled-in roots, no `aws_config::load`.
+pub fn s3_client() -> aws_sdk_s3::Client {
+    let mut config = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(
+            std::env::var("AWS_REGION")
+                .ok()
+                .map(aws_sdk_s3::config::Region::new),
+        )
+        .credentials_provider(
+            aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+        )
+        .http_client(https_client_trusting(amazon_roots()))
+        .timeout_config(timeouts())
+        .retry_config(retries());
+    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL_S3")
+        && !endpoint.is_empty()
+    {
+        config = config.endpoint_url(endpoint).force_path_style(true);
+    }
+    aws_sdk_s3::Client::from_conf(config.build())
 }
 
 /// How long one request to the engine may take, and all its retries together: well under the

@@ -32,6 +32,48 @@ pub trait Archive: Send + Sync {
     fn put<'a>(&'a self, key: &'a str, body: &'a str) -> BoxFuture<'a, Result<(), String>>;
 }
 
+/// The archive on AWS: the bucket `ARCHIVE_BUCKET` names (the template's `ArchiveBucket`, which
+/// the publisher may only `s3:PutObject` into). S3 replaces an object put again under its key,
+/// and the bucket's versioning keeps the one before: a record delivered twice is still one
+/// current object.
+pub struct S3Archive {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+impl S3Archive {
+    pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+        Self {
+            client,
+            bucket: bucket.into(),
+        }
+    }
+}
+
+impl Archive for S3Archive {
+    fn put<'a>(&'a self, key: &'a str, body: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .content_type("application/json")
+                .body(aws_sdk_s3::primitives::ByteStream::from(
+                    body.as_bytes().to_vec(),
+                ))
+                .send()
+                .await
+                .map(drop)
+                .map_err(|e| {
+                    format!(
+                        "PutObject failed: {}",
+                        aws_sdk_s3::error::DisplayErrorContext(e)
+                    )
+                })
+        })
+    }
+}
+
 /// One object of the archive: its key and its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Archived {
