@@ -721,14 +721,20 @@ fn every_table_statement_is_bounded_by_key_and_every_index_statement_names_an_in
         let statements = list(&function["Properties"]["Policies"][0]["Statement"]);
         assert!(!statements.is_empty(), "{served} has a policy");
         if STREAMED.iter().any(|s| s.function == served) {
-            // The publisher touches no table: it puts events on the one bus the template names.
-            assert_eq!(statements.len(), 1, "{served}");
+            // The publisher touches no table: it puts events on the one bus the template names,
+            // and archives what TTL deleted in the one bucket (retention).
+            assert_eq!(statements.len(), 2, "{served}");
             assert_eq!(
                 list(&statements[0]["Resource"]),
                 [sub(
                     "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}"
                 )],
                 "{served} may put events on the EventBusName bus only"
+            );
+            assert_eq!(
+                list(&statements[1]["Resource"]),
+                [sub("${ArchiveBucket.Arn}/*")],
+                "{served} may put objects in the archive bucket only"
             );
             continue;
         }
