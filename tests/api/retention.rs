@@ -352,3 +352,67 @@ async fn random_operations_clock_moves_and_sweeps_never_break_a_lock() {
     retained.source.drain().await.unwrap();
     assert_no_findings(&api.ctx).await;
 }
+
+/// `fsck`'s `expiry` rule reports an `expiresAt` on a lock's owner (a patron), on its lock (the
+/// card lock) and on an active loan, and its repair takes each off.
+#[tokio::test]
+async fn fsck_reports_an_expiry_on_a_lock_its_owner_or_an_active_loan() {
+    let api = Api::start(Mode::Direct).await;
+    fixtures::library(&api).await;
+    let patron_id = fixtures::patron(&api, "central", "CARD-0009", "standard").await;
+    let loan = fixtures::lend(&api, &patron_id, "central").await;
+    let checkout_id = loan["checkoutId"].as_str().unwrap();
+    let card_lock = api
+        .all_items()
+        .await
+        .into_iter()
+        .find(|item| item["_et"].as_s().is_ok_and(|et| et == "card-lock"))
+        .expect("the patron's card lock");
+    let keys = [
+        ("BRANCH#central".to_owned(), format!("PATRON#{patron_id}")),
+        (
+            card_lock["PK"].as_s().unwrap().clone(),
+            card_lock["SK"].as_s().unwrap().clone(),
+        ),
+        (
+            format!("PATRON#{patron_id}"),
+            format!("CHECKOUT#{checkout_id}"),
+        ),
+    ];
+    for (pk, sk) in &keys {
+        api.ctx
+            .db
+            .update_item()
+            .table_name(&*api.ctx.table)
+            .key("PK", aws_sdk_dynamodb::types::AttributeValue::S(pk.clone()))
+            .key("SK", aws_sdk_dynamodb::types::AttributeValue::S(sk.clone()))
+            .update_expression("SET expiresAt = :t")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_values(
+                ":t",
+                aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
+            )
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{pk} / {sk}: {e:?}"));
+    }
+    let report = fsck::fsck(&api.ctx, Options::default()).await.unwrap();
+    let found: BTreeSet<(String, String)> = report
+        .findings
+        .iter()
+        .filter(|f| format!("{:?}", f.rule) == "Expiry")
+        .map(|f| (f.pk.clone(), f.sk.clone()))
+        .collect();
+    assert_eq!(
+        found,
+        keys.iter().cloned().collect(),
+        "{:#?}",
+        report.findings
+    );
+    let repair = Options {
+        repair: true,
+        ..Options::default()
+    };
+    fsck::fsck(&api.ctx, repair).await.unwrap();
+    assert_no_findings(&api.ctx).await;
+}
