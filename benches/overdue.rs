@@ -106,6 +106,7 @@ fn loan(
         renewal_count: 0,
         loan_period_days: 21,
         returned_date: None,
+        expires_at: None,
     }
 }
 

@@ -1,15 +1,25 @@
 //! The DynamoDB engine the runner talks to: dynoxide embedded in this process and served on a
 //! loopback port (so the AWS CLI and GUIs can look at the table too), or an external endpoint.
 
+use crate::retention::EngineClock;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use dynoxide::Database;
+use singlet_functions::clock::Clock;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 
 /// Opens the embedded engine: a SQLite file, or memory when `data` is `None`.
 pub fn open(data: Option<&Path>) -> Result<Database, String> {
+    open_with_clock(data, &Clock::system())
+}
+
+/// [`open`], the engine reading its time (TTL sweeps, stream records) from `clock`. dynoxide
+/// takes a clock for an in-memory database only: a file's engine reads the system's, which is
+/// the runner's too unless a test moved it.
+pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, String> {
     match data {
         Some(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -19,7 +29,8 @@ pub fn open(data: Option<&Path>) -> Result<Database, String> {
             let path = path.to_str().ok_or("the data path is not UTF-8")?;
             Database::new(path).map_err(|e| format!("cannot open {path}: {e}"))
         }
-        None => Database::memory().map_err(|e| format!("cannot open an in-memory engine: {e}")),
+        None => Database::memory_with_clock(Arc::new(EngineClock(clock.clone())))
+            .map_err(|e| format!("cannot open an in-memory engine: {e}")),
     }
 }
 
@@ -37,20 +48,39 @@ pub async fn serve(db: Database, addr: SocketAddr) -> Result<String, String> {
 /// `data` (or memory), served on `addr`, and a client for it. Returns the client and the
 /// engine's endpoint URL.
 pub async fn start(data: Option<&Path>, addr: SocketAddr) -> Result<(Client, String), String> {
-    let db = open(data)?;
-    let endpoint = serve(db, addr).await?;
-    Ok((local_client(&endpoint), endpoint))
+    let (client, endpoint, _) = start_with_clock(data, addr, &Clock::system()).await?;
+    Ok((client, endpoint))
+}
+
+/// [`start`] on `clock`, handing back the engine itself too (to sweep its TTL: the runner's
+/// `--ttl-sweep-every`, a test's sweep).
+pub async fn start_with_clock(
+    data: Option<&Path>,
+    addr: SocketAddr,
+    clock: &Clock,
+) -> Result<(Client, String, Database), String> {
+    let db = open_with_clock(data, clock)?;
+    let endpoint = serve(db.clone(), addr).await?;
+    Ok((local_client(&endpoint), endpoint, db))
 }
 
 /// An in-memory engine on a free loopback port, its table created: for tests and benches.
 pub async fn start_in_memory(table: &str) -> (Client, String) {
-    let (client, endpoint) = start(None, SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .expect("an in-memory engine starts");
+    let (client, endpoint, _) = start_in_memory_with_clock(table, &Clock::system()).await;
+    (client, endpoint)
+}
+
+/// [`start_in_memory`] on `clock`, with the engine itself: a test that moves `clock` moves the
+/// engine's TTL and stream times with it, and sweeps the engine when it chooses.
+pub async fn start_in_memory_with_clock(table: &str, clock: &Clock) -> (Client, String, Database) {
+    let (client, endpoint, db) =
+        start_with_clock(None, SocketAddr::from(([127, 0, 0, 1], 0)), clock)
+            .await
+            .expect("an in-memory engine starts");
     singlet_functions::table::ensure_table(&client, table)
         .await
         .expect("the table is created");
-    (client, endpoint)
+    (client, endpoint, db)
 }
 
 /// Why the runner cannot listen on `addr`, naming the option that moves it when the port is

@@ -28,6 +28,7 @@ use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use singlet_functions::Ctx;
+use singlet_functions::events::archive::TTL_PRINCIPAL;
 use singlet_functions::events::mapping::{
     BATCH_SIZE, BISECT_BATCH_ON_FUNCTION_ERROR, MAXIMUM_RECORD_AGE_SECONDS, MAXIMUM_RETRY_ATTEMPTS,
     passes_filters,
@@ -308,7 +309,9 @@ impl EventSource {
         }
         let mut queue: VecDeque<(Vec<Value>, u32)> = VecDeque::from([(batch, 0)]);
         while let Some((batch, retries)) = queue.pop_front() {
-            let (expired, batch): (Vec<Value>, Vec<Value>) = batch.into_iter().partition(too_old);
+            let now = self.ctx.clock.now().unix_timestamp();
+            let (expired, batch): (Vec<Value>, Vec<Value>) =
+                batch.into_iter().partition(|record| too_old(record, now));
             if !expired.is_empty() {
                 self.send_to_on_failure(&expired, "RecordAgeExceeded")?;
             }
@@ -447,12 +450,13 @@ pub fn checkpoint(batch: &[Value], response: &DynamoDbEventResponse) -> Option<u
     lowest
 }
 
-fn too_old(record: &Value) -> bool {
+/// Whether `record` is older than the mapping's maximum record age at `now` (epoch seconds, by
+/// the runner's clock, which is the engine's: a test that moves the one moves the other).
+fn too_old(record: &Value, now: i64) -> bool {
     let created = record["dynamodb"]["ApproximateCreationDateTime"]
         .as_f64()
         .unwrap_or_default();
-    let now = singlet_functions::clock::now().unix_timestamp() as f64;
-    now - created > MAXIMUM_RECORD_AGE_SECONDS as f64
+    now as f64 - created > MAXIMUM_RECORD_AGE_SECONDS as f64
 }
 
 /// A stream record as Lambda's DynamoDB event holds it.
@@ -491,9 +495,14 @@ pub fn lambda_record(record: &Record, stream_arn: &str) -> Value {
         "dynamodb": dynamodb,
     });
     if let Some(identity) = record.user_identity() {
+        // dynoxide (3.2) writes a TTL deletion's identity in the Lambda event's casing
+        // (`{"type": …, "principalId": …}`) where the DynamoDB Streams API, and so the SDK, reads
+        // `{"Type": …, "PrincipalId": …}`: the SDK sees an identity with neither field. Only TTL
+        // sets one, in dynoxide as in DynamoDB, so a missing field is read as TTL's, as
+        // dynoxide's own reader of that column does.
         event["userIdentity"] = json!({
-            "type": identity.r#type(),
-            "principalId": identity.principal_id(),
+            "type": identity.r#type().unwrap_or("Service"),
+            "principalId": identity.principal_id().unwrap_or(TTL_PRINCIPAL),
         });
     }
     event

@@ -16,6 +16,7 @@ pub mod logging;
 pub mod migrate;
 pub mod refusal;
 pub mod render;
+pub mod retention;
 pub mod throttle;
 pub mod transfer;
 

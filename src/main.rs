@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use singlet::auth::Authorizer;
 use singlet::local_bus::LocalBus;
 use singlet::logging::{self, LogFormat};
+use singlet::retention::DirArchive;
 use singlet::{engine, front_door, invoke, migrate, transfer};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::{CursorKeys, MIN_KEY_LEN};
@@ -71,6 +72,15 @@ struct RunnerArgs {
     /// target receives it (serving, and `invoke publish-events`).
     #[arg(long, default_value = ".singlet/events.jsonl", global = true)]
     events_out: PathBuf,
+    /// How long a returned loan stays in its patron's history, in days, before it expires
+    /// (the template's `LoanHistoryDays`).
+    #[arg(long, default_value_t = singlet_functions::context::DEFAULT_LOAN_HISTORY_DAYS,
+          value_parser = parse_loan_history_days, global = true)]
+    loan_history_days: i64,
+    /// The archive of what TTL deleted: one file per deleted item, named by its stream record's
+    /// `eventID`, each one line of the export format (serving, and `invoke publish-events`).
+    #[arg(long, default_value = ".singlet/archive", global = true)]
+    archive_dir: PathBuf,
 }
 
 /// Serving the API (no command).
@@ -91,6 +101,10 @@ struct ServeArgs {
     /// EventBridge schedule (the route table's, rendered into template.yaml).
     #[arg(long, default_value_t = schedule_seconds("mark-overdue"))]
     mark_overdue_every: u64,
+    /// How often the embedded engine's TTL sweep runs, in seconds (0: never): it deletes every
+    /// item whose `expiresAt` has passed, as DynamoDB's TTL does in the background.
+    #[arg(long, default_value_t = 60)]
+    ttl_sweep_every: u64,
     /// A browser origin allowed to call the API (CORS), such as http://localhost:5173;
     /// repeatable. None by default, as the template's `CorsAllowedOrigins`.
     #[arg(long = "cors-origin", value_name = "ORIGIN", value_parser = front_door::parse_origin)]
@@ -268,6 +282,10 @@ fn parse_clock(raw: &str) -> Result<time::OffsetDateTime, String> {
         .ok_or_else(|| format!("{raw:?} is not an ISO-8601 time such as 2026-12-29T09:00:00Z"))
 }
 
+fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
+    singlet_functions::context::parse_loan_history_days(raw)
+}
+
 fn parse_claim(raw: &str) -> Result<(String, serde_json::Value), String> {
     let (name, value) = raw
         .split_once('=')
@@ -322,7 +340,9 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             if let Some(at) = args.clock {
                 ctx.clock = singlet_functions::clock::Clock::reading(at);
             }
-            let ctx = ctx.with_bus(Arc::new(LocalBus::open(&runner.events_out)?));
+            let ctx = ctx
+                .with_bus(Arc::new(LocalBus::open(&runner.events_out)?))
+                .with_archive(Arc::new(DirArchive::open(&runner.archive_dir)?));
             let response = invoke::invoke(&ctx, &function, &event).await?;
             println!("{}", serde_json::to_string_pretty(&response).expect("JSON"));
             Ok(ExitCode::SUCCESS)
@@ -545,7 +565,7 @@ fn read_event(path: &std::path::Path) -> Result<String, String> {
 /// Serves the API; `human` logs on a terminal get the start-up banner too.
 async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
-    let (ctx, engine_url) = connect(runner, Some(engine_addr)).await?;
+    let (ctx, engine_url, embedded_engine) = connect_engine(runner, Some(engine_addr)).await?;
     // The table's stream, played as Lambda's event-source mapping feeds `publish-events`. An
     // external engine may serve no streams (moto): the API is served all the same.
     let stream_endpoint = runner.endpoint.as_deref().or(engine_url.as_deref());
@@ -557,9 +577,15 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
         (None, true) => None,
     };
     if let Some(endpoint) = stream_endpoint {
+        let archive = Arc::new(DirArchive::open(&runner.archive_dir)?);
         match args
             .events
-            .start(ctx.clone(), &runner.events_out, endpoint, position_file)
+            .start(
+                ctx.clone().with_archive(archive),
+                &runner.events_out,
+                endpoint,
+                position_file,
+            )
             .await
         {
             Ok(source) => {
@@ -596,6 +622,11 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
                 key_dir: &runner.key_dir,
             })
         );
+    }
+    // An external engine's TTL is its own (DynamoDB's runs in the background).
+    if let Some(db) = embedded_engine.filter(|_| args.ttl_sweep_every > 0) {
+        let every = std::time::Duration::from_secs(args.ttl_sweep_every);
+        tokio::spawn(singlet::retention::sweep_every(db, every));
     }
     if args.mark_overdue_every > 0 {
         let every = std::time::Duration::from_secs(args.mark_overdue_every);
@@ -643,13 +674,25 @@ async fn connect(
     args: &RunnerArgs,
     serve_engine_on: Option<SocketAddr>,
 ) -> Result<(Ctx, Option<String>), String> {
+    let (ctx, served, _) = connect_engine(args, serve_engine_on).await?;
+    Ok((ctx, served))
+}
+
+/// [`connect`], with the embedded engine itself when there is one (for its TTL sweep).
+async fn connect_engine(
+    args: &RunnerArgs,
+    serve_engine_on: Option<SocketAddr>,
+) -> Result<(Ctx, Option<String>, Option<dynoxide::Database>), String> {
     let mut served = None;
+    let mut embedded = None;
+    let clock = singlet_functions::clock::Clock::system();
     let (client, endpoint) = match &args.endpoint {
         Some(endpoint) => (engine::external_client(endpoint).await?, endpoint.clone()),
         None => {
             let addr = serve_engine_on.unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
             let data = (!args.in_memory).then_some(args.data.as_path());
-            let (client, endpoint) = engine::start(data, addr).await?;
+            let (client, endpoint, db) = engine::start_with_clock(data, addr, &clock).await?;
+            embedded = Some(db);
             if serve_engine_on.is_some() {
                 tracing::info!(%endpoint, "the embedded engine's DynamoDB endpoint");
                 served = Some(endpoint.clone());
@@ -657,7 +700,9 @@ async fn connect(
             (client, endpoint)
         }
     };
-    Ok((table_ready(args, client, &endpoint).await?, served))
+    let mut ctx = table_ready(args, client, &endpoint).await?;
+    ctx.clock = clock;
+    Ok((ctx, served, embedded))
 }
 
 /// [`connect`] to the embedded engine `db`, opened by the caller (which keeps it for its bulk
@@ -695,7 +740,9 @@ async fn table_ready(
             tracing::info!(table = %args.table, indexes = ?added, "added the indexes the table lacked");
         }
     }
-    Ok(Ctx::new(client, args.table.clone(), cursor_keys()?))
+    let mut ctx = Ctx::new(client, args.table.clone(), cursor_keys()?);
+    ctx.loan_history_days = args.loan_history_days;
+    Ok(ctx)
 }
 
 /// `CURSOR_KEY` (and its rotation) when set, else the published local secret.

@@ -6,14 +6,19 @@
 //! a chosen time"). Nothing on Lambda sets one: `Ctx::from_lambda_env` takes the system's.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
 
-/// What time it is for a context: the system's, or the system's moved by a fixed offset (so time
-/// still passes, from the time it was set to).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What time it is for a context: the system's, or the system's moved by an offset (so time
+/// still passes, from the time it was set to). Clones share one offset: a test, or the local
+/// runner, that [`Clock::set`]s or [`Clock::advance`]s a clock moves it for every context and
+/// engine holding a clone (the embedded engine reads its TTL sweep's "now" from the same clock).
+#[derive(Debug, Clone, Default)]
 pub struct Clock {
-    offset: Option<Duration>,
+    /// Nanoseconds ahead of the system's clock; `None` is the system's clock itself.
+    offset: Option<Arc<AtomicI64>>,
 }
 
 tokio::task_local! {
@@ -29,18 +34,40 @@ impl Clock {
 
     /// A clock that reads `at` now.
     pub fn reading(at: OffsetDateTime) -> Self {
-        Self {
-            offset: Some(at - OffsetDateTime::now_utc()),
+        let clock = Self {
+            offset: Some(Arc::new(AtomicI64::new(0))),
+        };
+        clock.set(at);
+        clock
+    }
+
+    /// Makes this clock (and every clone of it) read `at` now. On the system's clock it does
+    /// nothing: only a clock made by [`Clock::reading`] can be moved.
+    pub fn set(&self, at: OffsetDateTime) {
+        if let Some(offset) = &self.offset {
+            let ahead = (at - OffsetDateTime::now_utc()).whole_nanoseconds();
+            offset.store(ahead as i64, Ordering::SeqCst);
         }
     }
 
-    pub fn now(&self) -> OffsetDateTime {
-        OffsetDateTime::now_utc() + self.offset.unwrap_or_default()
+    /// Moves this clock (and every clone of it) `by` ahead.
+    pub fn advance(&self, by: Duration) {
+        self.set(self.now() + by);
     }
 
-    /// Runs `work` with this clock as [`now`]'s.
+    fn offset(&self) -> Option<Duration> {
+        self.offset
+            .as_ref()
+            .map(|offset| Duration::nanoseconds(offset.load(Ordering::SeqCst)))
+    }
+
+    pub fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc() + self.offset().unwrap_or_default()
+    }
+
+    /// Runs `work` with this clock as [`now`]'s (its offset as it stands when `work` starts).
     pub async fn run<F: Future>(&self, work: F) -> F::Output {
-        OFFSET.scope(self.offset, work).await
+        OFFSET.scope(self.offset(), work).await
     }
 }
 
@@ -88,5 +115,17 @@ mod tests {
         assert!((inside - month_ahead).abs() < Duration::seconds(5));
         assert!((now() - OffsetDateTime::now_utc()).abs() < Duration::seconds(5));
         assert!((Clock::system().now() - OffsetDateTime::now_utc()).abs() < Duration::seconds(5));
+    }
+
+    #[test]
+    fn a_clock_moved_moves_every_clone() {
+        let clock = Clock::reading(OffsetDateTime::now_utc());
+        let shared = clock.clone();
+        clock.advance(Duration::days(400));
+        let ahead = shared.now() - OffsetDateTime::now_utc();
+        assert!((ahead - Duration::days(400)).abs() < Duration::seconds(5));
+        let system = Clock::system();
+        system.advance(Duration::days(1));
+        assert!((system.now() - OffsetDateTime::now_utc()).abs() < Duration::seconds(5));
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::clock::Clock;
 use crate::cursor::CursorKeys;
+use crate::events::archive::{Archive, S3Archive};
 use crate::events::bus::{Bus, EventBridge};
 use crate::ids::IdKey;
 use aws_sdk_dynamodb::Client;
@@ -29,6 +30,26 @@ pub struct Ctx {
     /// Where `publish-events` publishes: EventBridge's bus `EVENT_BUS_NAME` on AWS, the runner's
     /// local bus on a developer's machine; `None` for every other function.
     pub bus: Option<Arc<dyn Bus>>,
+    /// Where `publish-events` archives what TTL deleted: S3 on AWS, `.singlet/archive/` on a
+    /// developer's machine; `None` for every other function.
+    pub archive: Option<Arc<dyn Archive>>,
+    /// How long a returned loan is kept, in days, before it expires (`LoanHistoryDays`).
+    pub loan_history_days: i64,
+}
+
+/// How long a returned loan is kept unless `LOAN_HISTORY_DAYS` (the template's
+/// `LoanHistoryDays`, the runner's `--loan-history-days`) says otherwise.
+pub const DEFAULT_LOAN_HISTORY_DAYS: i64 = 400;
+
+/// `LOAN_HISTORY_DAYS` as a number of days (1 to 36,500), or why it is none.
+pub fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
+    raw.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|days| (1..=36_500).contains(days))
+        .ok_or_else(|| {
+            format!("the loan history period {raw:?} is not a number of days from 1 to 36500")
+        })
 }
 
 /// The variable naming the Secrets Manager secret (its ARN or name) that holds the server's keys
@@ -84,6 +105,9 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(8);
 /// (`routes::STREAMED`, and so `template.yaml`).
 pub const EVENT_BUS_VAR: &str = "EVENT_BUS_NAME";
 
+/// The variable naming the bucket the publisher archives what TTL deleted in (retention).
+pub const ARCHIVE_BUCKET_VAR: &str = "ARCHIVE_BUCKET";
+
 impl Ctx {
     pub fn new(db: Client, table: impl Into<Arc<str>>, cursors: CursorKeys) -> Self {
         let ids = Arc::new(IdKey::derived_from(cursors.server_secret()));
@@ -96,7 +120,15 @@ impl Ctx {
             deadline: REQUEST_DEADLINE,
             clock: Clock::system(),
             bus: None,
+            archive: None,
+            loan_history_days: DEFAULT_LOAN_HISTORY_DAYS,
         }
+    }
+
+    /// The same context, archiving TTL deletions to `archive`.
+    pub fn with_archive(mut self, archive: Arc<dyn Archive>) -> Self {
+        self.archive = Some(archive);
+        self
     }
 
     /// The same context, publishing events to `bus`.
@@ -142,8 +174,15 @@ impl Ctx {
                     .into(),
             );
         }
-        let ctx = Self::new(lambda_client(), table, cursors);
-        // Only the publisher is given a bus (and the permission to put events on it).
+        let mut ctx = Self::new(lambda_client(), table, cursors);
+        if let Some(days) = var("LOAN_HISTORY_DAYS").filter(|d| !d.is_empty()) {
+            ctx.loan_history_days = parse_loan_history_days(&days)?;
+        }
+        // Only the publisher is given a bus (and the permission to put events on it), and the
+        // archive of what TTL deleted (and the permission to put objects in it).
+        if let Some(bucket) = var(ARCHIVE_BUCKET_VAR).filter(|name| !name.is_empty()) {
+            ctx = ctx.with_archive(Arc::new(S3Archive::new(s3_client(), bucket)));
+        }
         Ok(match var(EVENT_BUS_VAR).filter(|name| !name.is_empty()) {
             Some(bus_name) => {
                 ctx.with_bus(Arc::new(EventBridge::new(eventbridge_client(), bus_name)))
@@ -199,6 +238,17 @@ pub fn secrets_client() -> aws_sdk_secretsmanager::Client {
     let mut config = aws_sdk_secretsmanager::config::Builder::from(&lambda_sdk_config());
     config.set_endpoint_url(endpoint_from("AWS_ENDPOINT_URL_SECRETS_MANAGER"));
     aws_sdk_secretsmanager::Client::from_conf(config.build())
+}
+
+/// The publisher's S3 client, built as [`lambda_client`] is; path-style addressing on an
+/// endpoint of its own (`AWS_ENDPOINT_URL_S3`: a local S3 has no bucket subdomains).
+pub fn s3_client() -> aws_sdk_s3::Client {
+    let mut config = aws_sdk_s3::config::Builder::from(&lambda_sdk_config());
+    if let Some(endpoint) = endpoint_from("AWS_ENDPOINT_URL_S3") {
+        config.set_endpoint_url(Some(endpoint));
+        config.set_force_path_style(Some(true));
+    }
+    aws_sdk_s3::Client::from_conf(config.build())
 }
 
 /// How long one request to the engine may take, and all its retries together: well under the

@@ -37,7 +37,6 @@ use lambda_http::http::{HeaderName, HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use sha2::{Digest, Sha256};
 use singlet_shared::{Id, Key, keys};
-use std::time::{SystemTime, UNIX_EPOCH};
 use uuid::Uuid;
 
 pub const HEADER: &str = "idempotency-key";
@@ -185,10 +184,17 @@ pub async fn recorded(
     let Some(idempotency) = idempotency else {
         return Ok(None);
     };
-    match ctx.get_item(&idempotency.record_key()).await? {
+    match live_record(ctx, idempotency).await? {
         Some(stored) => idempotency.replay(&stored).map(Some),
         None => Ok(None),
     }
+}
+
+/// The key's record, unless it expired (`expiresAt` passed): an expired record is not there,
+/// though TTL deletes it only later.
+async fn live_record(ctx: &Ctx, idempotency: &Idempotency) -> Result<Option<Item>, ApiError> {
+    ctx.get_live_item(&idempotency.record_key(), now_seconds() as i64)
+        .await
 }
 
 /// The part a route that deletes an entity adds to its transaction: when the entity's id was
@@ -252,7 +258,10 @@ pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
             Commit::Cancelled(cancelled) => Outcome::Cancelled(cancelled),
         });
     };
-    let record = Put::new_only(&idempotency.record(&response)).old_on_failure();
+    // A record that expired is not there, though TTL has not deleted it yet: its key is taken
+    // afresh (a derived id's lock still refuses a spent key).
+    let record =
+        Put::new_unless_live(&idempotency.record(&response), now_seconds() as i64).old_on_failure();
     let mut tagged = transaction.map(Tagged::Part).put(Tagged::Record, record);
     if derived_id {
         tagged = tagged.put(
@@ -273,7 +282,7 @@ pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
         // record; if there is none, it wrote nothing, and the record's own guard is enough to run
         // once more without the token.
         TokenCommit::TokenReused => {
-            if let Some(stored) = ctx.get_item(&idempotency.record_key()).await? {
+            if let Some(stored) = live_record(ctx, idempotency).await? {
                 return idempotency.replay(&stored).map(Outcome::Done);
             }
             tagged.commit(ctx).await?
@@ -284,8 +293,7 @@ pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
         Commit::Cancelled(cancelled) if cancelled.failed(Tagged::Record) => {
             let stored = match cancelled.old(Tagged::Record) {
                 Some(stored) => stored.clone(),
-                None => ctx
-                    .get_item(&idempotency.record_key())
+                None => live_record(ctx, idempotency)
                     .await?
                     .ok_or(ApiError::Unavailable)?,
             };
@@ -344,9 +352,7 @@ pub fn new_id(idempotency: Option<&Idempotency>) -> Id {
     }
 }
 
+/// Now by the clock of the request being served (`crate::clock`), in epoch seconds.
 fn now_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
+    crate::clock::now().unix_timestamp().max(0) as u64
 }

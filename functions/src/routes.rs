@@ -291,13 +291,23 @@ pub static STREAMED: &[Streamed] = &[Streamed {
     function: "publish-events",
     summary: "Publish every change's domain event to EventBridge",
     timeout_seconds: 60,
-    environment: &[(crate::context::EVENT_BUS_VAR, "!Ref EventBusName")],
+    environment: &[
+        (crate::context::EVENT_BUS_VAR, "!Ref EventBusName"),
+        (crate::context::ARCHIVE_BUCKET_VAR, "!Ref ArchiveBucket"),
+    ],
     access: Access {
-        grants: &[Grant {
-            why: "The one bus the template names, nothing else.",
-            actions: &["events:PutEvents"],
-            resource: "!Sub \"arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}\"",
-        }],
+        grants: &[
+            Grant {
+                why: "The one bus the template names, nothing else.",
+                actions: &["events:PutEvents"],
+                resource: "!Sub \"arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}\"",
+            },
+            Grant {
+                why: "Retention's archive of what TTL deleted: new objects in that bucket, nothing else.",
+                actions: &["s3:PutObject"],
+                resource: "!Sub \"${ArchiveBucket.Arn}/*\"",
+            },
+        ],
         ..Access::NONE
     },
     handler: |ctx, event, deadline| Box::pin(events::publish_events::run(ctx, event, deadline)),

@@ -293,6 +293,13 @@ pub fn loan_history_partition(patron_id: &Id) -> String {
     format!("{HISTORY_PREFIX}{patron_id}")
 }
 
+/// The lowest GSI1 sort key in a patron's history of a loan returned at or after
+/// `returned_date` (ISO-8601 UTC): the history's key condition starts here, so loans returned
+/// before it (expired) are never read.
+pub fn loan_history_since(returned_date: &str) -> String {
+    returned_date.to_owned()
+}
+
 /// GSI1 on a returned loan: its patron's history, sorted by `<returnedDate>#<checkoutId>`, so
 /// that the newest return is read first (descending). `returned_date` is ISO-8601 UTC.
 pub fn returned_loan(patron_id: &Id, checkout_id: &Id, returned_date: &str) -> IndexKey {

@@ -9,7 +9,8 @@
 use singlet_functions::accounts::{EmailLock, UsernameLock};
 use singlet_functions::fleet::{ChassisLock, PlateLock};
 use singlet_functions::library::PatronCard;
-use singlet_functions::model::{self, Decoded, ENTITY_TYPES, Entity, EntityType, Item, Lock};
+use singlet_functions::loans::LoanStatus;
+use singlet_functions::model::{self, Decoded, Entity, EntityType, Item, Lock};
 use singlet_shared::schema::TTL_ATTRIBUTE;
 use singlet_shared::{Key, keys};
 
@@ -185,15 +186,26 @@ pub fn claims(entity: &Decoded) -> Vec<Claim> {
     }
 }
 
-/// A lock, or an item that owns one: neither may ever carry `expiresAt` (TTL would free a value
-/// its holder still has). Read from the model: a type with a `lock`, or one a lock names as its
-/// owner.
-pub fn must_not_expire(entity: &Decoded) -> bool {
+/// Why `entity` may never carry `expiresAt`, if it may not (`None`: it may). Read from the model
+/// ([`model::must_never_expire`], [`EntityType::may_expire`]) and the loan's state:
+/// - a lock, or an item that owns one: TTL deletes one item at a time, so it would free a value
+///   its holder still has, or leave a lock holding a value for no one;
+/// - an active loan: its copy's status and its patron's count depend on it (only a returned
+///   loan expires, `LoanHistoryDays` after its return);
+/// - any other type that does not declare that it expires.
+pub fn why_never_expires(entity: &Decoded) -> Option<&'static str> {
     let entity_type = entity.entity_type();
-    entity_type.lock.is_some()
-        || ENTITY_TYPES
-            .iter()
-            .any(|t| matches!(t.lock, Some(Lock::Of { owner, .. }) if owner == entity_type.name))
+    if model::must_never_expire(entity_type) {
+        return Some("a lock or a lock's owner carries expiresAt: TTL would free its value");
+    }
+    if let Decoded::Loan(loan) = entity
+        && loan.status != LoanStatus::Returned
+    {
+        return Some(
+            "an active loan carries expiresAt: TTL would delete a loan its copy and its patron's count depend on",
+        );
+    }
+    (!entity_type.may_expire).then_some("an item whose type never expires carries expiresAt")
 }
 
 pub fn must_expire(entity: &Decoded) -> bool {

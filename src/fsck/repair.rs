@@ -124,6 +124,7 @@ pub fn expiry_repairable(entity: &str) -> bool {
         "card-lock",
         "id-lock",
         "idempotency-record",
+        "loan",
     ]
     .contains(&entity)
 }
@@ -386,6 +387,7 @@ impl Repair {
                     "username-lock" => remove_expiry::<UsernameLock>(ctx, key, seen).await,
                     "card-lock" => remove_expiry::<PatronCard>(ctx, key, seen).await,
                     "id-lock" => remove_expiry::<IdLock>(ctx, key, seen).await,
+                    "loan" => remove_expiry::<Checkout>(ctx, key, seen).await,
                     other => return Err(format!("cannot remove the expiry of a {other}")),
                 }
             }

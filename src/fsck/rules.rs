@@ -4,7 +4,7 @@
 //! items re-read for it: a finding is only reported when the fresh items break the rule too.
 
 use super::entity::{
-    LockItem, LockKind, claims, decode, key_of, lock, must_expire, must_not_expire,
+    LockItem, LockKind, claims, decode, key_of, lock, must_expire, why_never_expires,
 };
 use super::repair::{Holder, Repair, expiry_repairable, other_indexes};
 use serde::Serialize;
@@ -333,11 +333,11 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
 
 fn expiry(key: &Key, stored: &Stored, entity: &Decoded, found: &mut Vec<Finding>) {
     match &stored.expires_at {
-        Some(seen) if must_not_expire(entity) => found.push(Finding {
+        Some(seen) if why_never_expires(entity).is_some() => found.push(Finding {
             rule: Rule::Expiry,
             about: "",
             key: key.clone(),
-            detail: "a lock or a lock's owner carries expiresAt: TTL would free its value".into(),
+            detail: why_never_expires(entity).unwrap_or_default().into(),
             repair: seen
                 .parse()
                 .ok()

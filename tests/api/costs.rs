@@ -494,7 +494,9 @@ async fn every_pattern() {
     run(
         "get-checkout",
         "GetItem, consistent (the active loan)",
-        "1 item; a returned loan would take a second read",
+        "1 item; a returned loan would take a second read, whose `expiresAt` is checked on the \
+         item read (past its history's end it is `404`; `GetItem` takes no filter, and the check \
+         costs nothing more)",
         &[(TABLE, 1.0, 0.0)],
         &measured(api.get(format!("/patrons/{patron_id}/checkouts/{checkout_id}"))).await,
     );
@@ -531,7 +533,8 @@ async fn every_pattern() {
         "GetItem + TransactWriteItems: delete, 2 puts, 3 updates",
         "1 read; 6 items × 2 (the count of the book's available copies and the event's outbox \
          item included), the loan leaving GSI1 (1), the copy's GSI2 key moving (2), the \
-         patron's GSI1 copy (1), the returned loan's history entry in GSI1 (1)",
+         patron's GSI1 copy (1), the returned loan's history entry in GSI1 (1); the returned \
+         loan's `expiresAt` (`LoanHistoryDays` on) is one attribute of it, no unit more",
         &[(TABLE, 1.0, 12.0), ("GSI1", 0.0, 3.0), ("GSI2", 0.0, 2.0)],
         &measured(
             api.call(
@@ -545,7 +548,10 @@ async fn every_pattern() {
     run(
         "loan-history",
         "Query GSI1 (eventually consistent)",
-        "1 returned loan, half a unit",
+        "1 returned loan, half a unit. The key condition starts at the oldest return still kept \
+         (now − `LoanHistoryDays`), so expired loans TTL has not deleted yet are never read; \
+         the filter on `expiresAt` (billed for every item it reads, kept or not) reads \
+         nothing the key condition did not",
         &[("GSI1", 0.5, 0.0)],
         &measured(api.get(format!("/patrons/{patron_id}/history"))).await,
     );
@@ -634,6 +640,14 @@ async fn every_pattern() {
          patron actions. `mark-overdue` is the one change whose event comes from the item's own \
          stream record (`open` → `overdue`, actor `mark-overdue`), so the marker, which moves \
          every loan that falls due, costs per marked loan what it cost before events.\n\n\
+         Retention: DynamoDB's TTL deletes an expired item (a returned loan `LoanHistoryDays` \
+         after its return, an outbox item or idempotency record a day after it was written) \
+         with no write units. What it does cost: each deletion is a stream record, one \
+         `publish-events` invocation per batch of deleted returned loans (the mapping's filter \
+         lets no other deletion through), one S3 `PutObject` per archived loan and its storage \
+         (Glacier Instant Retrieval after 30 days). Every read that can meet an expired item \
+         (a patron's history, one loan, an `Idempotency-Key`'s record) leaves it out; the rows \
+         below say what that costs.\n\n\
          | pattern | operation | why | read units | write units | on the table and each index | $ per million calls |\n\
          |---|---|---|---|---|---|---|\n",
     );

@@ -29,6 +29,7 @@ mod openapi;
 mod policy;
 mod readme;
 mod reliability;
+mod retention;
 mod runner;
 mod template;
 mod transfer;

@@ -730,4 +730,83 @@ fn the_lambda_binary_links_no_streams_sdk_and_a_lean_eventbridge_client() {
         "{eventbridge}"
     );
     assert!(!eventbridge.contains("sigv4a"), "{eventbridge}");
+    // The archive's S3 client (retention) and the server secret's client, as lean.
+    for sdk in ["aws-sdk-s3 =", "aws-sdk-secretsmanager ="] {
+        let line = workspace
+            .lines()
+            .find(|line| line.starts_with(sdk))
+            .unwrap();
+        assert!(line.contains("default-features = false"), "{line}");
+        assert!(!line.contains("sigv4a"), "{line}");
+    }
+}
+
+/// Retention's template: the archive bucket private, encrypted and expiring; the publisher
+/// writing to it alone; every function told the loan history's period.
+#[test]
+fn the_archive_bucket_is_private_encrypted_expiring_and_the_publishers_alone() {
+    let template = template();
+    let bucket = &template["Resources"]["ArchiveBucket"];
+    assert_eq!(bucket["Type"], "AWS::S3::Bucket");
+    let properties = &bucket["Properties"];
+    let block = &properties["PublicAccessBlockConfiguration"];
+    for setting in [
+        "BlockPublicAcls",
+        "BlockPublicPolicy",
+        "IgnorePublicAcls",
+        "RestrictPublicBuckets",
+    ] {
+        assert_eq!(block[setting], true, "{setting}");
+    }
+    let encryption = &properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0];
+    assert!(encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"].is_string());
+    let rule = &properties["LifecycleConfiguration"]["Rules"][0];
+    assert_eq!(rule["Status"], "Enabled");
+    assert_eq!(rule["ExpirationInDays"], reference("ArchiveRetentionDays"));
+
+    let (_, _, publisher) = functions(&template)
+        .into_iter()
+        .find(|(_, served, _)| served == "publish-events")
+        .unwrap();
+    let properties = &publisher["Properties"];
+    assert_eq!(
+        properties["Environment"]["Variables"]["ARCHIVE_BUCKET"],
+        reference("ArchiveBucket")
+    );
+    let statements = properties["Policies"][0]["Statement"]
+        .as_sequence()
+        .unwrap();
+    let puts: Vec<&Value> = statements
+        .iter()
+        .filter(|s| strings(&s["Action"]).contains(&"s3:PutObject".to_owned()))
+        .collect();
+    assert_eq!(puts.len(), 1);
+    assert_eq!(strings(&puts[0]["Action"]), ["s3:PutObject"]);
+    assert_eq!(list(&puts[0]["Resource"]), [sub("${ArchiveBucket.Arn}/*")]);
+    for (name, _, function) in functions(&template)
+        .into_iter()
+        .filter(|(_, served, _)| served != "publish-events")
+    {
+        let statements = function["Properties"]["Policies"][0]["Statement"]
+            .as_sequence()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            statements
+                .iter()
+                .all(|s| !strings(&s["Action"]).iter().any(|a| a.starts_with("s3:"))),
+            "{name} may not touch the archive"
+        );
+    }
+
+    let days = &template["Parameters"]["LoanHistoryDays"];
+    assert_eq!(days["Type"], "Number");
+    assert_eq!(
+        days["Default"],
+        singlet_functions::context::DEFAULT_LOAN_HISTORY_DAYS
+    );
+    assert_eq!(
+        template["Globals"]["Function"]["Environment"]["Variables"]["LOAN_HISTORY_DAYS"],
+        reference("LoanHistoryDays")
+    );
 }

@@ -20,11 +20,14 @@ pub const STARTING_POSITION: &str = "TRIM_HORIZON";
 pub const STREAM_VIEW_TYPE: &str = "NEW_AND_OLD_IMAGES";
 
 /// The filter patterns (Lambda's event filtering sees only the record's `dynamodb` key): an
-/// outbox item's image, or a loan moved from `open` to `overdue`. Everything else is never
+/// outbox item's image, a loan moved from `open` to `overdue`, or a returned loan's old image
+/// (which only its deletion has: nothing changes a returned loan, and only TTL deletes one; the
+/// publisher checks `userIdentity` itself, which no filter can see). Everything else is never
 /// delivered to the function, and costs no invocation.
 pub const FILTERS: &[&str] = &[
     r#"{"dynamodb":{"NewImage":{"_et":{"S":["outbox"]}}}}"#,
     r#"{"dynamodb":{"OldImage":{"status":{"S":["open"]}},"NewImage":{"status":{"S":["overdue"]}}}}"#,
+    r#"{"dynamodb":{"OldImage":{"_et":{"S":["loan"]},"status":{"S":["returned"]}}}}"#,
 ];
 
 /// Whether a record (as the Lambda event holds it, JSON) matches one of [`FILTERS`]. Only the
@@ -65,5 +68,9 @@ mod tests {
         assert!(!passes_filters(&renewed));
         assert!(!passes_filters(&vehicle));
         assert!(!passes_filters(&expired));
+        let returned_deleted = json!({"eventName": "REMOVE", "dynamodb": {"OldImage": {"_et": {"S": "loan"}, "status": {"S": "returned"}}}});
+        let open_deleted = json!({"eventName": "REMOVE", "dynamodb": {"OldImage": {"_et": {"S": "loan"}, "status": {"S": "open"}}}});
+        assert!(passes_filters(&returned_deleted));
+        assert!(!passes_filters(&open_deleted));
     }
 }

@@ -12,6 +12,7 @@
 //! records it could not publish (`batchItemFailures`). Delivery is at least once: a record sent
 //! again carries the same `eventId`.
 
+pub mod archive;
 pub mod bus;
 pub mod mapping;
 pub mod outbox;

@@ -9,8 +9,14 @@
 //! and reports that one record. Order is kept: records are published in stream order, and a
 //! `PutEvents` batch holds at most one event per subject, so an event is only sent once every
 //! earlier event about its subject was accepted.
+//!
+//! A deletion by TTL of a retained item (a returned loan past `LoanHistoryDays`) carries no
+//! event: the publisher archives the deleted item instead ([`super::archive`]), in stream order
+//! with the events, and a record it could not archive is the batch's failure like one it could
+//! not publish.
 
 use super::Entry;
+use super::archive::{self, Archive};
 use super::bus::Bus;
 use super::stream::{Decoded, decode};
 use crate::context::Ctx;
@@ -39,16 +45,32 @@ pub async fn run(
         .bus
         .as_deref()
         .ok_or("EVENT_BUS_NAME is not set: the publisher has no bus")?;
-    let response = publish(bus, &event.records).await;
+    let response = publish(bus, ctx.archive.as_deref(), &event.records).await;
     Ok(serde_json::to_value(response).expect("a batch response serialises"))
 }
 
-/// What one batch of records published, and the first record it could not.
-pub async fn publish(bus: &dyn Bus, records: &[EventRecord]) -> DynamoDbEventResponse {
+/// What one batch of records published (and archived), and the first record it could not.
+/// Without an archive (a publisher deployed without `ARCHIVE_BUCKET`), TTL deletions are skipped
+/// as every other record without an event is.
+pub async fn publish(
+    bus: &dyn Bus,
+    archive: Option<&dyn Archive>,
+    records: &[EventRecord],
+) -> DynamoDbEventResponse {
     let mut pending: Vec<(&str, Entry)> = Vec::new();
     let mut undecodable = None;
+    let mut archived = 0;
     for record in records {
         let sequence = sequence_number(record);
+        if let (Some(archive), Some(object)) = (archive, archive::archived(record)) {
+            if let Err(error) = archive.put(&object.key, &object.body).await {
+                warn!(sequence, error, "a TTL deletion cannot be archived");
+                undecodable = Some(sequence);
+                break;
+            }
+            archived += 1;
+            continue;
+        }
         match decode(record) {
             Decoded::Publish(entry) => pending.push((sequence, entry)),
             Decoded::Skip => {}
@@ -68,7 +90,12 @@ pub async fn publish(bus: &dyn Bus, records: &[EventRecord]) -> DynamoDbEventRes
         }
         published += entries.len();
     }
-    info!(published, records = records.len(), "published events");
+    info!(
+        published,
+        archived,
+        records = records.len(),
+        "published events"
+    );
     match undecodable {
         Some(sequence) => failure(sequence),
         None => DynamoDbEventResponse::default(),

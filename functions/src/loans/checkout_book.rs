@@ -76,6 +76,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         renewal_count: 0,
         loan_period_days: patron.loan_period_days,
         returned_date: None,
+        expires_at: None,
     };
     let response = json(StatusCode::CREATED, &loan.clone().as_read(now));
 

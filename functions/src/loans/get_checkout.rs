@@ -5,7 +5,8 @@
 //! is none, one `GetItem` of the returned loan `RETURNED#<checkoutId>`. An active loan (the loan
 //! most often asked about) costs one read; a returned one two. A return moves the loan from one
 //! key to the other in one transaction, so the second read finds what the first missed: there is
-//! no moment when the loan is at neither key.
+//! no moment when the loan is at neither key. A returned loan past its history's end
+//! (`expiresAt`) is `404` at once, though TTL deletes it only later.
 
 use super::Checkout;
 use crate::claims::principal;
@@ -22,13 +23,17 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     if !principal(&req).may_reach_patron(&patron_id) {
         return Err(ApiError::not_found("checkout"));
     }
+    let now = clock::now();
     let active: Option<Checkout> = ctx.get(&keys::checkout(&patron_id, &checkout_id)).await?;
     let loan = match active {
         Some(loan) => loan,
         None => ctx
-            .get(&keys::returned_checkout(&patron_id, &checkout_id))
+            .get_live(
+                &keys::returned_checkout(&patron_id, &checkout_id),
+                now.unix_timestamp(),
+            )
             .await?
             .ok_or_else(|| ApiError::not_found("checkout"))?,
     };
-    Ok(ok(&loan.as_read(clock::now())))
+    Ok(ok(&loan.as_read(now)))
 }

@@ -42,8 +42,10 @@ pub use crate::model::loans::{Checkout, LoanStatus, MarkerRun};
 impl Checkout {
     /// The loan as it reads at `now`: an open loan whose due date has passed is `overdue`, the
     /// moment it passes, whether or not `mark-overdue` has marked it yet. Every loan a route
-    /// answers passes through here; the stored item keeps its stored status.
+    /// answers passes through here; the stored item keeps its stored status. Its expiry is the
+    /// table's business (TTL), not the contract's: it is left out of every answer and event.
     pub fn as_read(mut self, now: OffsetDateTime) -> Self {
+        self.expires_at = None;
         if self.status == LoanStatus::Open && self.is_due_before(now) {
             self.status = LoanStatus::Overdue;
         }
@@ -77,7 +79,8 @@ pub fn as_read(page: Paged<Checkout>) -> Paged<Checkout> {
 /// A loan may be renewed this many times.
 pub const MAX_RENEWALS: u32 = 2;
 
-/// The active loan; `409` `checkoutId` `returned` for a returned one; `404` for none.
+/// The active loan; `409` `checkoutId` `returned` for a returned one; `404` for none (or one
+/// whose history expired).
 pub async fn load_active(
     ctx: &Ctx,
     patron_id: &Id,
@@ -87,7 +90,10 @@ pub async fn load_active(
         return Ok(loan);
     }
     if ctx
-        .get_item(&keys::returned_checkout(patron_id, checkout_id))
+        .get_live_item(
+            &keys::returned_checkout(patron_id, checkout_id),
+            clock::now().unix_timestamp(),
+        )
         .await?
         .is_some()
     {

@@ -5,6 +5,9 @@
 //! `RETURNED#<checkoutId>` with no open or overdue index keys (so it leaves the open-loans and
 //! both overdue indexes at once) and with its patron's history keys (GSI1 `HISTORY#<patronId>`),
 //! make the copy `available` again (its availability key with it), and free the patron's slot. `404` for an unknown loan; `409` `checkoutId` `returned` for a returned one.
+//! The returned loan expires `LoanHistoryDays` after its return (`expiresAt`, the table's TTL):
+//! from then on no read shows it, and DynamoDB's TTL deletes it later, to the archive
+//! ([`crate::events::archive`]).
 //! Safe to retry with `Idempotency-Key`: a retry after a lost response gets the first answer,
 //! where a retry without one would be told `409 returned`.
 
@@ -19,6 +22,13 @@ use crate::library::{count_available, free_loan_slot, move_copy};
 use crate::store::{MAX_ATTEMPTS, Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::keys::CopyStatus;
+use time::OffsetDateTime;
+
+/// When a loan returned at `returned` leaves its patron's history: `LoanHistoryDays` later,
+/// epoch seconds.
+pub fn history_ends(ctx: &Ctx, returned: OffsetDateTime) -> i64 {
+    (returned + clock::days(ctx.loan_history_days)).unix_timestamp()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -45,6 +55,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         let returned = Checkout {
             status: LoanStatus::Returned,
             returned_date: Some(clock::iso(now)),
+            expires_at: Some(history_ends(ctx, now)),
             ..loan.clone()
         };
         let transaction = Transaction::new()

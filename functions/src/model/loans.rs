@@ -44,6 +44,10 @@ pub struct Checkout {
     /// The tier's loan period when the loan was made: what a renewal adds.
     pub loan_period_days: u32,
     pub returned_date: Option<String>,
+    /// A returned loan's end of history: `LoanHistoryDays` after its return, epoch seconds, the
+    /// table's TTL attribute. Never on an active loan; never in an answer (see `as_read`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }
 
 impl Checkout {
@@ -68,7 +72,9 @@ impl Entity for Checkout {
             ),
         ],
         lock: None,
-        may_expire: false,
+        // A returned loan expires `LoanHistoryDays` after its return (`expiresAt`, put by the
+        // return); an active one never does: its copy and its patron's count depend on it.
+        may_expire: true,
     };
 
     fn key(&self) -> Key {
@@ -106,6 +112,7 @@ impl Entity for Checkout {
 
 fields!(Checkout, serde Checkout, test loan_fields_are_serde_names {
     STATUS = "status",
+    EXPIRES_AT = "expiresAt",
     DUE_DATE = "dueDate",
     RENEWAL_COUNT = "renewalCount",
 });

@@ -159,6 +159,18 @@ pub struct EntityType {
     pub may_expire: bool,
 }
 
+/// Whether items of `entity_type` must never carry `expiresAt`: it is a lock, or an entity a
+/// lock names as its owner. DynamoDB's TTL deletes one item at a time, days after it expired, so
+/// an expiring lock frees a value its owner still has, and an expiring owner leaves its lock
+/// holding a value for no one. The registry's test keeps every such type from declaring
+/// [`EntityType::may_expire`], and `fsck` reports an item of one that has it.
+pub fn must_never_expire(entity_type: &EntityType) -> bool {
+    entity_type.lock.is_some()
+        || ENTITY_TYPES
+            .iter()
+            .any(|t| matches!(t.lock, Some(Lock::Of { owner, .. }) if owner == entity_type.name))
+}
+
 /// The shape of a key: its partition key's prefix, and its sort key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyShape {

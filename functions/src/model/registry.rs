@@ -216,12 +216,16 @@ mod tests {
         }
     }
 
+    /// Retention's rule ([`crate::model::must_never_expire`]): no lock, and no entity that owns
+    /// one, declares `expiresAt`. Every type that does is listed, so a new one is a decision.
     #[test]
-    fn only_records_may_expire_and_locks_never() {
+    fn no_lock_and_no_lock_owner_may_expire() {
         for entity_type in ENTITY_TYPES {
-            if entity_type.lock.is_some() {
-                assert!(!entity_type.may_expire, "{}", entity_type.name);
-            }
+            assert!(
+                !(entity_type.may_expire && crate::model::must_never_expire(entity_type)),
+                "{} is a lock or owns one, and declares that it expires",
+                entity_type.name
+            );
             if let Some(crate::model::Lock::Of { owner, .. }) = entity_type.lock {
                 assert!(
                     entity_type_named(owner),
@@ -229,6 +233,32 @@ mod tests {
                     entity_type.name
                 );
             }
+        }
+        let expiring: Vec<&str> = ENTITY_TYPES
+            .iter()
+            .filter(|t| t.may_expire)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(expiring, ["loan", "idempotency-record", "outbox"]);
+    }
+
+    /// The rule above catches a lock owner that declares `expiresAt`, and a lock.
+    #[test]
+    fn the_rule_catches_an_expiring_lock_or_lock_owner() {
+        for name in [
+            "patron",
+            "vehicle",
+            "account",
+            "card-lock",
+            "plate-lock",
+            "id-lock",
+        ] {
+            let entity_type = entity_type(name).unwrap_or_else(|| panic!("no type {name}"));
+            assert!(crate::model::must_never_expire(entity_type), "{name}");
+        }
+        for name in ["loan", "outbox", "idempotency-record", "book", "resource"] {
+            let entity_type = entity_type(name).unwrap_or_else(|| panic!("no type {name}"));
+            assert!(!crate::model::must_never_expire(entity_type), "{name}");
         }
     }
 

@@ -32,15 +32,26 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{Get, ReturnConsumedCapacity, ReturnValue, TransactGetItem};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Get, ReturnConsumedCapacity, ReturnValue, TransactGetItem,
+};
 use capacity::Billing;
 use serde::de::DeserializeOwned;
 use singlet_shared::Key;
-use singlet_shared::schema::{Index, PK, SK};
+use singlet_shared::schema::{Index, PK, SK, TTL_ATTRIBUTE};
 
 /// A change that raced another and lost this many times in a row gives up with `503`: every
 /// read-then-write pattern (a plate change, a return, a removal, ...) tries this often.
 pub const MAX_ATTEMPTS: usize = 3;
+
+/// Whether `item` expired before `now` (epoch seconds): its `expiresAt` is below it, which is
+/// DynamoDB's (and dynoxide's) own rule for what TTL may delete.
+pub fn expired(item: &Item, now: i64) -> bool {
+    item.get(TTL_ATTRIBUTE)
+        .and_then(|value| value.as_n().ok())
+        .and_then(|n| n.parse::<i64>().ok())
+        .is_some_and(|expires_at| expires_at < now)
+}
 
 /// One page of one partition: of the table (strongly consistent) or of an index (eventually
 /// consistent: DynamoDB cannot read a global index strongly).
@@ -52,6 +63,8 @@ pub struct Query {
     descending: bool,
     limit: Option<i32>,
     start: Option<Item>,
+    /// Leave out items that expired before this time (epoch seconds): [`Query::live_at`].
+    live_at: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +72,7 @@ enum SortKey {
     Equals(String),
     BeginsWith(String),
     Before(String),
+    AtOrAfter(String),
 }
 
 /// What a `Query` returned: its items, and the key to start the next page after, if any.
@@ -78,6 +92,7 @@ impl Query {
             descending: false,
             limit: None,
             start: None,
+            live_at: None,
         }
     }
 
@@ -102,6 +117,24 @@ impl Query {
     /// Sort keys strictly before `bound`.
     pub fn sort_before(mut self, bound: impl Into<String>) -> Self {
         self.sort = Some(SortKey::Before(bound.into()));
+        self
+    }
+
+    /// Sort keys at or after `bound`.
+    pub fn sort_at_or_after(mut self, bound: impl Into<String>) -> Self {
+        self.sort = Some(SortKey::AtOrAfter(bound.into()));
+        self
+    }
+
+    /// Only items that have not expired at `now` (epoch seconds): a filter,
+    /// `attribute_not_exists(expiresAt) OR expiresAt >= now`. DynamoDB's TTL deletes an expired
+    /// item days later, and until then a `Query` still reads it. A filter costs the read units
+    /// of every item it reads, kept or not, and applies after `Limit`: a page can come back
+    /// short, or empty with a cursor. So a route puts the bound in its key condition where the
+    /// sort key can hold it (a history sorted by return date), and keeps this filter for what
+    /// the key cannot say exactly.
+    pub fn live_at(mut self, now: i64) -> Self {
+        self.live_at = Some(now);
         self
     }
 
@@ -130,6 +163,26 @@ impl Ctx {
             .await?
             .map(|item| decode(&item))
             .transpose()
+    }
+
+    /// One strongly consistent `GetItem`, decoded, unless the item expired before `now` (epoch
+    /// seconds): an expired item is not there, to every reader, though TTL has not deleted it yet
+    /// (that takes up to a few days). `GetItem` takes no filter, so the check is made here, on
+    /// the item read: it costs what the read costs.
+    pub async fn get_live<T: DeserializeOwned>(
+        &self,
+        key: &Key,
+        now: i64,
+    ) -> Result<Option<T>, ApiError> {
+        self.get_live_item(key, now)
+            .await?
+            .map(|item| decode(&item))
+            .transpose()
+    }
+
+    /// [`Ctx::get_live`], undecoded.
+    pub async fn get_live_item(&self, key: &Key, now: i64) -> Result<Option<Item>, ApiError> {
+        Ok(self.get_item(key).await?.filter(|item| !expired(item, now)))
     }
 
     /// One strongly consistent `GetItem`.
@@ -198,6 +251,7 @@ impl Ctx {
             Some(SortKey::Equals(_)) => "#pk = :pk AND #sk = :sk",
             Some(SortKey::BeginsWith(_)) => "#pk = :pk AND begins_with(#sk, :sk)",
             Some(SortKey::Before(_)) => "#pk = :pk AND #sk < :sk",
+            Some(SortKey::AtOrAfter(_)) => "#pk = :pk AND #sk >= :sk",
         };
         let mut request = self
             .db
@@ -212,12 +266,22 @@ impl Ctx {
             .set_limit(query.limit)
             .set_exclusive_start_key(query.start)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        if let Some(SortKey::Equals(value) | SortKey::BeginsWith(value) | SortKey::Before(value)) =
-            query.sort
+        if let Some(
+            SortKey::Equals(value)
+            | SortKey::BeginsWith(value)
+            | SortKey::Before(value)
+            | SortKey::AtOrAfter(value),
+        ) = query.sort
         {
             request = request
                 .expression_attribute_names("#sk", sk)
                 .expression_attribute_values(":sk", s(value));
+        }
+        if let Some(now) = query.live_at {
+            request = request
+                .filter_expression("attribute_not_exists(#ttl) OR #ttl >= :now")
+                .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
+                .expression_attribute_values(":now", AttributeValue::N(now.to_string()));
         }
         let output = request.send().await?;
         capacity::record("Query", Billing::Read, output.consumed_capacity());

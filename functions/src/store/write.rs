@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::{
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update as SdkUpdate,
 };
 use serde::Serialize;
-use singlet_shared::schema::{Index, PK};
+use singlet_shared::schema::{Index, PK, TTL_ATTRIBUTE};
 use singlet_shared::{IndexKey, Key};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -39,6 +39,10 @@ enum Clause {
     Unstamped,
     /// No item has the key, or the attribute holds the value.
     AbsentOrEquals(&'static str, AttributeValue),
+    /// No item has the key, or the one that has it expired (its `expiresAt` is before this
+    /// time, epoch seconds): TTL deletes an item days after it expires, and until then the item
+    /// is, to every reader and writer, not there.
+    AbsentOrExpired(AttributeValue),
 }
 
 /// What must hold of an item of `E` for a write to apply.
@@ -137,9 +141,19 @@ pub struct Put {
 
 impl Put {
     /// `entity` as an item (with `_et` and `_v`), put whatever is there.
+    ///
+    /// An item with `expiresAt` is only ever put for a type that declares it may expire: a lock,
+    /// or an entity that owns one, that TTL deleted would leave the other half of its pair
+    /// behind for ever (the registry's test keeps every such type from declaring it).
     pub fn new<E: Entity>(entity: &E) -> Self {
+        let item = entity.to_item();
+        assert!(
+            E::TYPE.may_expire || !item.contains_key(TTL_ATTRIBUTE),
+            "a {} may never expire",
+            E::TYPE.name
+        );
         Self {
-            item: entity.to_item(),
+            item,
             clauses: Vec::new(),
             old_on_failure: false,
         }
@@ -157,6 +171,15 @@ impl Put {
     pub fn new_if<E: Entity>(entity: &E, condition: Condition<E>) -> Self {
         Self {
             clauses: condition.clauses,
+            ..Self::new(entity)
+        }
+    }
+
+    /// `entity`, only if no item has its key or the one that has it expired before `now`
+    /// (epoch seconds): a key whose item expired is free again, though TTL has not deleted it.
+    pub fn new_unless_live<E: Entity>(entity: &E, now: i64) -> Self {
+        Self {
+            clauses: vec![Clause::AbsentOrExpired(attribute(now))],
             ..Self::new(entity)
         }
     }
@@ -488,6 +511,12 @@ impl Placeholders {
                     "(attribute_not_exists({}) OR attribute_not_exists({}))",
                     self.name(ENTITY_TYPE),
                     self.name(VERSION)
+                ),
+                Clause::AbsentOrExpired(now) => format!(
+                    "(attribute_not_exists({}) OR {} < {})",
+                    self.name(PK),
+                    self.name(TTL_ATTRIBUTE),
+                    self.value(now.clone())
                 ),
                 Clause::Equals(name, value) => {
                     format!("{} = {}", self.name(name), self.value(value.clone()))
