@@ -8,19 +8,18 @@
 //! writes them side by side.
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::primitives::Blob;
-use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::AttributeValue;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde_json::{Map, Value, json};
+use singlet_functions::store::bulk;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -61,17 +60,8 @@ pub async fn export(
             let mut in_file = 0u64;
             let mut start = None;
             loop {
-                let page = client
-                    .scan()
-                    .table_name(table)
-                    .segment(segment as i32)
-                    .total_segments(segments as i32)
-                    .consistent_read(true)
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .map_err(|e| format!("cannot scan {table}: {}", DisplayErrorContext(e)))?;
-                let items = page.items.unwrap_or_default();
+                let (items, next) =
+                    bulk::scan_page(client, table, segment, segments, start).await?;
                 let in_page = items.len() as u64;
                 for item in items {
                     let line = json!({ "Item": item_to_json(&transform(item)) });
@@ -82,9 +72,9 @@ pub async fn export(
                 let total =
                     progress.fetch_add(in_page, std::sync::atomic::Ordering::Relaxed) + in_page;
                 count_progress("exported", total);
-                match page.last_evaluated_key {
-                    Some(key) if !key.is_empty() => start = Some(key),
-                    _ => break,
+                match next {
+                    Some(key) => start = Some(key),
+                    None => break,
                 }
             }
             out.finish()
@@ -152,14 +142,7 @@ pub async fn load(
     target: Target<'_>,
 ) -> Result<u64, String> {
     let expected = read_manifest(dir)?;
-    let existing = client
-        .scan()
-        .table_name(table)
-        .limit(1)
-        .send()
-        .await
-        .map_err(|e| format!("cannot read {table}: {}", DisplayErrorContext(e)))?;
-    if existing.count() > 0 {
+    if bulk::holds_items(client, table).await? {
         return Err(format!(
             "{table} already holds items: load writes only into an empty table"
         ));
@@ -212,42 +195,9 @@ async fn write_bulk(db: &dynoxide::Database, table: &str, items: Vec<Item>) -> R
 
 /// One `BatchWriteItem` of at most 25 puts, sent again for whatever comes back unprocessed.
 async fn write_batch(client: &Client, table: &str, items: Vec<Item>) -> Result<u64, String> {
-    let count = items.len() as u64;
-    let mut requests: Vec<WriteRequest> = items
-        .into_iter()
-        .map(|item| {
-            WriteRequest::builder()
-                .put_request(
-                    PutRequest::builder()
-                        .set_item(Some(item))
-                        .build()
-                        .expect("a put names its item"),
-                )
-                .build()
-        })
-        .collect();
-    let mut backoff = Duration::from_millis(50);
-    for _ in 0..10 {
-        let output = client
-            .batch_write_item()
-            .request_items(table, requests)
-            .send()
-            .await
-            .map_err(|e| format!("cannot write to {table}: {}", DisplayErrorContext(e)))?;
-        requests = output
-            .unprocessed_items
-            .and_then(|mut left| left.remove(table))
-            .unwrap_or_default();
-        if requests.is_empty() {
-            return Ok(count);
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(2));
-    }
-    Err(format!(
-        "{table} kept {} items unprocessed after 10 attempts: the table is throttled; run load again into an empty table",
-        requests.len()
-    ))
+    bulk::put_batch(client, table, items)
+        .await
+        .map_err(|e| format!("{e}; run load again into an empty table"))
 }
 
 /// The item count `manifest-summary.json` declares.

@@ -22,24 +22,12 @@ pub async fn scan(ctx: &Ctx) -> Result<Snapshot, String> {
     let mut snapshot = Snapshot::new();
     let mut start = None;
     loop {
-        let page = ctx
-            .db
-            .scan()
-            .table_name(&*ctx.table)
-            .consistent_read(true)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(|e| {
-                format!(
-                    "cannot scan the table: {}",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
-                )
-            })?;
-        for item in page.items.unwrap_or_default() {
+        let (items, next) =
+            singlet_functions::store::bulk::scan_page(&ctx.db, &ctx.table, 0, 1, start).await?;
+        for item in items {
             snapshot.insert((string(&item, PK), string(&item, SK)), item);
         }
-        start = page.last_evaluated_key;
+        start = next;
         if start.is_none() {
             return Ok(snapshot);
         }

@@ -15,6 +15,7 @@
 //! - several items at once: [`Transaction`] of those writes;
 //! - unique values: [`lock`], and the swap of one for another ([`lock::swap`]).
 
+pub mod bulk;
 pub mod capacity;
 mod failure;
 pub mod item;
