@@ -55,7 +55,9 @@ async fn index() -> Response {
     let body = json!({
         "service": "singlet",
         "description": "singlet's API, served by the local runner",
-        "console": "/_console",
+        // The console's URL carries a per-start secret, so it is not given here (and with
+        // `--no-console` there is none).
+        "console": "the URL the runner printed at start, if it serves one",
         "openapi": "/openapi.json",
         "authorization": "every route needs `authorization: Bearer <token>`; \
                           `cargo run -- token --scope \"<scopes>\"` prints one",
