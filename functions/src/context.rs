@@ -199,7 +199,16 @@ impl Ctx {
 /// profile files, SSO, web identity, container and instance credentials, none of which a Lambda
 /// has: that search cost every cold start time, and every binary the credential providers' code
 /// (README, "Cold starts").
+///
+/// Made once and shared: every client then shares one HTTPS connector, whose trust store and TLS
+/// context are the costly part of making a client, and one credentials cache; the Secrets
+/// Manager client's connection pool is the DynamoDB client's.
 fn lambda_sdk_config() -> aws_config::SdkConfig {
+    static CONFIG: std::sync::OnceLock<aws_config::SdkConfig> = std::sync::OnceLock::new();
+    CONFIG.get_or_init(new_lambda_sdk_config).clone()
+}
+
+fn new_lambda_sdk_config() -> aws_config::SdkConfig {
     aws_config::SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(std::env::var("AWS_REGION").ok().map(Region::new))
