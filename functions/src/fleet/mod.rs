@@ -48,7 +48,7 @@ pub async fn load_with_locks(ctx: &Ctx, vehicle_id: &Id) -> Result<(Vehicle, Loc
         .await?
         .ok_or_else(|| ApiError::not_found("vehicle"))?;
     let vehicle: Vehicle = decode(&item)?;
-    let compact = version(&item) >= crate::migrations::plates_compact::VERSION;
+    let compact = version(&item) >= Vehicle::COMPACT_LOCKS_SINCE;
     let plate = held_at(
         ctx,
         compact,

@@ -21,7 +21,7 @@ use singlet_shared::schema::{GSI5, PK};
 use singlet_shared::{Key, keys};
 
 /// The version this migration writes.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = Vehicle::COMPACT_LOCKS_SINCE;
 
 pub const MIGRATION: Migration = Migration {
     name: "plates-compact",

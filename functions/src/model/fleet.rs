@@ -21,10 +21,16 @@ pub struct Vehicle {
 /// version 2, migrated by `plates-compact`, may hold them as the old rule keyed them
 /// (`PLATE#ka19 xtr`); both carry the depot index keys (GSI5), which version 1, written before
 /// `GET /depots/{depot}/vehicles`, lacks until `vehicles-by-depot`.
+impl Vehicle {
+    /// The first version whose plate and chassis locks are keyed without separators: what
+    /// `plates-compact` writes, and from which the fleet's handlers look a lock up only there.
+    pub const COMPACT_LOCKS_SINCE: u32 = 3;
+}
+
 impl Entity for Vehicle {
     const TYPE: &'static EntityType = &EntityType {
         name: "vehicle",
-        version: 3,
+        version: Vehicle::COMPACT_LOCKS_SINCE,
         keys: &[KeyShape::alone(keys::VEHICLE_PREFIX)],
         lock: None,
         may_expire: false,
