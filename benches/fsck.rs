@@ -13,17 +13,14 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use singlet::engine;
 use singlet::fsck::{self, Options};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
+use singlet_functions::store::Item;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 5;
-/// `BatchWriteItem` takes at most 25 puts; this many batches are in flight at once.
-const BATCH: usize = 25;
-const BATCHES_IN_FLIGHT: usize = 8;
 
 #[tokio::main]
 async fn main() {
@@ -76,37 +73,11 @@ async fn main() {
 
 /// `vehicles` registrations, each vehicle with its two locks, written in batches.
 async fn load(ctx: &Ctx, vehicles: usize) {
-    let puts: Vec<WriteRequest> = (0..vehicles)
+    let puts: Vec<Item> = (0..vehicles)
         .flat_map(|n| common::registration(ctx, n))
-        .map(|write| {
-            let item = write.put.expect("a registration is puts").item;
-            let put = PutRequest::builder().set_item(Some(item)).build().unwrap();
-            WriteRequest::builder().put_request(put).build()
-        })
+        .map(|write| write.put.expect("a registration is puts").item)
         .collect();
-    let mut in_flight = tokio::task::JoinSet::new();
-    for batch in puts.chunks(BATCH) {
-        if in_flight.len() >= BATCHES_IN_FLIGHT {
-            in_flight.join_next().await;
-        }
-        let (ctx, batch) = (ctx.clone(), batch.to_vec());
-        in_flight.spawn(async move {
-            let mut pending = Some(batch);
-            while let Some(batch) = pending.take().filter(|b| !b.is_empty()) {
-                let output = ctx
-                    .db
-                    .batch_write_item()
-                    .request_items(&*ctx.table, batch)
-                    .send()
-                    .await
-                    .expect("the batch is written");
-                pending = output
-                    .unprocessed_items
-                    .and_then(|mut left| left.remove(&*ctx.table));
-            }
-        });
-    }
-    while in_flight.join_next().await.is_some() {}
+    common::load_items(ctx, puts).await;
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {

@@ -14,7 +14,10 @@
 //! `cargo bench --bench migrate [-- ITEMS [SEGMENTS]]`, or `MIGRATE_BENCH_ITEMS=n`; the README
 //! ("Migrations") shows a run at 100,000.
 
-use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+#[path = "common/mod.rs"]
+mod common;
+
+use aws_sdk_dynamodb::types::AttributeValue;
 use singlet::engine;
 use singlet::migrate::{self, Options};
 use singlet_functions::Ctx;
@@ -26,9 +29,6 @@ use singlet_shared::schema::GSI5;
 use singlet_shared::{Id, keys};
 use std::time::{Duration, Instant};
 
-/// `BatchWriteItem` takes at most 25 puts; this many batches are in flight at once.
-const BATCH: usize = 25;
-const BATCHES_IN_FLIGHT: usize = 8;
 /// Items a `Scan` page holds, at most: the runner checkpoints once a page.
 const PAGE: i32 = 500;
 
@@ -133,10 +133,10 @@ fn text(item: &Item, name: &str) -> String {
 /// `count` vehicles as version 1 wrote them, in batches.
 async fn load(ctx: &Ctx, count: usize) {
     let s = |value: String| AttributeValue::S(value);
-    let puts: Vec<WriteRequest> = (0..count)
+    let puts: Vec<Item> = (0..count)
         .map(|n| {
             let id = format!("b{n:08}");
-            let item = Item::from([
+            Item::from([
                 ("PK".into(), s(format!("VEHICLE#{id}"))),
                 ("SK".into(), s(format!("VEHICLE#{id}"))),
                 ("vehicleId".into(), s(id)),
@@ -147,32 +147,8 @@ async fn load(ctx: &Ctx, count: usize) {
                     "addedAt".into(),
                     AttributeValue::N((1_700_000_000_000i64 + n as i64).to_string()),
                 ),
-            ]);
-            let put = PutRequest::builder().set_item(Some(item)).build().unwrap();
-            WriteRequest::builder().put_request(put).build()
+            ])
         })
         .collect();
-    let mut in_flight = tokio::task::JoinSet::new();
-    for batch in puts.chunks(BATCH) {
-        if in_flight.len() >= BATCHES_IN_FLIGHT {
-            in_flight.join_next().await;
-        }
-        let (ctx, batch) = (ctx.clone(), batch.to_vec());
-        in_flight.spawn(async move {
-            let mut pending = Some(batch);
-            while let Some(batch) = pending.take().filter(|b| !b.is_empty()) {
-                let output = ctx
-                    .db
-                    .batch_write_item()
-                    .request_items(&*ctx.table, batch)
-                    .send()
-                    .await
-                    .expect("the batch is written");
-                pending = output
-                    .unprocessed_items
-                    .and_then(|mut left| left.remove(&*ctx.table));
-            }
-        });
-    }
-    while in_flight.join_next().await.is_some() {}
+    common::load_items(ctx, puts).await;
 }
