@@ -1154,6 +1154,12 @@ async fn the_page_in_a_real_browser() {
         result.contains("ConditionalCheckFailed") && result.contains("→ 409 plate: taken"),
         "{result}"
     );
+    // And what AWS bills for it, though the answer carries no figure.
+    assert!(
+        result.contains("What a cancelled transaction costs")
+            && result.contains("consumed even when the transaction is cancelled"),
+        "{result}"
+    );
     let new_locks: Vec<_> = driver
         .shown_items()
         .await

@@ -434,9 +434,9 @@ function operationsBox(operations, title) {
     operations.some((o) => o.error === 'TransactionCanceledException') ? h('div', { class: 'inner billing' },
       h('b', {}, 'What a cancelled transaction costs. '),
       'Its answer carries no ConsumedCapacity, locally as on AWS, so the console cannot show a figure. ',
-      'What AWS documents: a write whose condition fails still consumes write capacity (at least 1 WCU, by the item\'s size), ',
-      'and a transactional write costs two underlying writes per item (prepare and commit). ',
-      'AWS gives no separate figure for a cancelled TransactWriteItems: budget each of its items as a transactional write.') : null);
+      'What AWS documents (DynamoDB Developer Guide, \u201cCapacity management for transactions\u201d): every item in a transaction costs two underlying writes, ',
+      'one to prepare and one to commit, and that capacity is consumed even when the transaction is cancelled, a ConditionalCheckFailed included. ',
+      'So budget a cancelled TransactWriteItems as if it had committed: 2 WCU per started KB of each of its items.') : null);
 }
 
 function clearResult() {
