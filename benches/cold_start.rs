@@ -7,6 +7,7 @@
 //! ```sh
 //! cargo bench --bench cold_start                      # hello, get-vehicle, register-vehicle, mark-overdue
 //! cargo bench --bench cold_start -- get-book --spawns 9 --warm 100 --profile release
+//! cargo bench --bench cold_start -- --keys-in-env     # the keys in CURSOR_KEY, no secret to read
 //! ```
 //!
 //! It builds the binaries itself (`cargo build --release --bin singlet-lambda --example hello` at
@@ -58,6 +59,9 @@ struct Args {
     spawns: usize,
     warm: usize,
     profile: String,
+    /// The keys in `CURSOR_KEY`, as a stack before the server secret had them: what the secret's
+    /// round trip costs, by difference.
+    keys_in_env: bool,
 }
 
 fn args() -> Args {
@@ -66,6 +70,7 @@ fn args() -> Args {
         spawns: 7,
         warm: 50,
         profile: "release".into(),
+        keys_in_env: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -79,6 +84,7 @@ fn args() -> Args {
             "--spawns" => args.spawns = number("--spawns").max(1),
             "--warm" => args.warm = number("--warm").max(1),
             "--profile" => args.profile = it.next().expect("--profile takes a profile's name"),
+            "--keys-in-env" => args.keys_in_env = true,
             function => args.functions.push(function.to_owned()),
         }
     }
@@ -224,7 +230,8 @@ struct Spawn {
     rss_kb: u64,
 }
 
-async fn spawn_once(function: &str, exe: &FsPath, event: &str, engine: &str, warm: usize) -> Spawn {
+async fn spawn_once(function: &str, exe: &FsPath, event: &str, engine: &str, args: &Args) -> Spawn {
+    let warm = args.warm;
     let (give, invocations) = mpsc::channel(1);
     let (marks, mut seen) = mpsc::unbounded_channel();
     let mock = Mock {
@@ -251,7 +258,12 @@ async fn spawn_once(function: &str, exe: &FsPath, event: &str, engine: &str, war
     let started = Instant::now();
     let mut child = Command::new(exe)
         .env_clear()
-        .envs(lambda_env(function, &api.to_string(), engine))
+        .envs(lambda_env(
+            function,
+            &api.to_string(),
+            engine,
+            args.keys_in_env,
+        ))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -320,7 +332,20 @@ async fn secret_value(body: String) -> ([(&'static str, &'static str); 1], Strin
 
 /// The environment Lambda gives a `provided.al2023` function (as `template.yaml` configures it,
 /// `SINGLET_FUNCTION` included: the hello ignores it), with the engine as DynamoDB.
-fn lambda_env(function: &str, api: &str, engine: &str) -> Vec<(&'static str, String)> {
+fn lambda_env(
+    function: &str,
+    api: &str,
+    engine: &str,
+    keys_in_env: bool,
+) -> Vec<(&'static str, String)> {
+    let keys: Vec<(&'static str, String)> = if keys_in_env {
+        vec![("CURSOR_KEY", CURSOR_KEY.to_owned())]
+    } else {
+        vec![
+            ("SERVER_SECRET_ARN", SERVER_SECRET.to_owned()),
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", format!("http://{api}")),
+        ]
+    };
     [
         ("AWS_LAMBDA_RUNTIME_API", api),
         ("AWS_LAMBDA_FUNCTION_NAME", function),
@@ -345,14 +370,13 @@ fn lambda_env(function: &str, api: &str, engine: &str) -> Vec<(&'static str, Str
         ("PATH", "/usr/local/bin:/usr/bin/:/bin:/opt/bin"),
         ("LD_LIBRARY_PATH", "/var/lang/lib:/lib64:/usr/lib64:/var/runtime:/var/runtime/lib:/var/task:/var/task/lib:/opt/lib"),
         ("TABLE_NAME", TABLE),
-        ("SERVER_SECRET_ARN", SERVER_SECRET),
-        ("AWS_ENDPOINT_URL_SECRETS_MANAGER", &format!("http://{api}")),
         ("RUST_LOG", "info"),
         ("AWS_ENDPOINT_URL_DYNAMODB", engine),
         (singlet_functions::lambda::FUNCTION_VAR, function),
     ]
     .into_iter()
     .map(|(k, v)| (k, v.to_owned()))
+    .chain(keys)
     .collect()
 }
 
@@ -428,7 +452,7 @@ async fn main() {
     );
     for _ in 0..args.spawns {
         for (i, (name, exe)) in binaries.iter().enumerate() {
-            let spawn = spawn_once(name, exe, &events[i], &endpoint, args.warm).await;
+            let spawn = spawn_once(name, exe, &events[i], &endpoint, &args).await;
             spawns[i].push(spawn);
         }
     }

@@ -17,6 +17,7 @@
 //! `tests/api/template.rs` does the same).
 
 use singlet_functions::access::{Access, Action, idempotency_records};
+use singlet_functions::context::SERVER_SECRET_VAR;
 use singlet_functions::events::mapping;
 use singlet_functions::lambda::FUNCTION_VAR;
 use singlet_functions::routes::{
@@ -90,7 +91,6 @@ pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statemen
             leading_keys: vec![format!("{}*", idempotency_records(creator))],
         });
     }
-    statements.push(server_secret());
     for grant in access.grants {
         statements.push(Statement {
             why: Some(grant.why.to_owned()),
@@ -102,8 +102,9 @@ pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statemen
     statements
 }
 
-/// What every function may read beyond the table: the server's keys, once per cold start
-/// (`SERVER_SECRET_ARN`; template.yaml's `ServerSecret`), and no other secret.
+/// What a function that holds the server's keys ([`Route::holds_server_keys`]) may read beyond
+/// the table: them, once per cold start (`SERVER_SECRET_ARN`; template.yaml's `ServerSecret`),
+/// and no other secret. No other function may read it.
 pub fn server_secret() -> Statement {
     Statement {
         why: Some(
@@ -209,13 +210,26 @@ fn route_block(route: &Route) -> Block<'_> {
             ("CKV_AWS_173", SKIP_VARIABLES.to_owned()),
         ],
         timeout_seconds: None,
-        environment: &[],
-        statements: policy(route.function, route.idempotent, &route.access),
+        environment: if route.holds_server_keys() {
+            &[(SERVER_SECRET_VAR, "!Ref ServerSecret")]
+        } else {
+            &[]
+        },
+        statements: route_policy(route),
         after_policy: Yaml::default(),
         events,
         heading: None,
         iterator_age_alarm: false,
     }
+}
+
+/// A route's [`policy`], and the server's secret when it holds the server's keys.
+pub fn route_policy(route: &Route) -> Vec<Statement> {
+    let mut statements = policy(route.function, route.idempotent, &route.access);
+    if route.holds_server_keys() {
+        statements.push(server_secret());
+    }
+    statements
 }
 
 /// How often Lambda (after a failed run) and the schedule (after a failed delivery) try again:
@@ -688,6 +702,7 @@ mod tests {
             summary: "Lend an umbrella from a branch",
             scopes: &["library:staff"],
             idempotent: true,
+            paged: false,
             access: Access {
                 actions: &[Action::GetItem, Action::PutItem],
                 entities: &[Branch::TYPE, IdLock::TYPE],
@@ -729,6 +744,9 @@ mod tests {
             "  LendUmbrellaFunction:\n",
             "      FunctionName: !Sub \"${AWS::StackName}-lend-umbrella\"\n",
             "          SINGLET_FUNCTION: lend-umbrella\n",
+            // It derives ids from Idempotency-Keys: it holds the server's keys.
+            "          SERVER_SECRET_ARN: !Ref ServerSecret\n",
+            "                - secretsmanager:GetSecretValue\n",
             "      Description: POST /branches/{branchId}/umbrellas\n",
             "        LogGroup: !Ref LendUmbrellaLogs\n",
             "            Method: POST\n",
@@ -763,9 +781,8 @@ mod tests {
             ..Access::NONE
         };
         let statements = policy("publish-events", false, &ACCESS);
-        assert_eq!(statements[0], server_secret());
         assert_eq!(
-            statements[1..],
+            statements,
             [Statement {
                 why: Some("The archive, nothing else.".into()),
                 actions: vec!["s3:PutObject".into()],

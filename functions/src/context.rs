@@ -144,7 +144,14 @@ impl Ctx {
     /// On AWS the keys come from the Secrets Manager secret `SERVER_SECRET_ARN` names, read once
     /// here ([`ServerSecret`]), not from plain variables that `lambda:GetFunctionConfiguration`
     /// shows; a variable of the same name is read only where the secret has no such field.
-    pub async fn from_lambda_env() -> Result<Self, String> {
+    ///
+    /// A function that does not `hold_keys` ([`crate::routes::Route::holds_server_keys`]) is not
+    /// granted the secret and does not read it: it signs nothing another instance must verify,
+    /// so a key of its own instance is enough for what it keys (a log line's pseudonyms).
+    pub async fn from_lambda_env(holds_keys: bool) -> Result<Self, String> {
+        if !holds_keys {
+            return Self::without_server_keys(|name| std::env::var(name).ok());
+        }
         let secret = match endpoint_from(SERVER_SECRET_VAR) {
             Some(id) => ServerSecret::fetch(&secrets_client(), &id).await?,
             None => ServerSecret::default(),
@@ -162,9 +169,6 @@ impl Ctx {
 
     /// [`Ctx::from_lambda_env`] with the variables read by `var`.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let table = var("TABLE_NAME")
-            .filter(|t| !t.is_empty())
-            .ok_or("TABLE_NAME is not set: the function does not know its table")?;
         let cursors = CursorKeys::from_vars(&var)?;
         // `sam local invoke` runs this binary with events/env.json's published key, on purpose.
         if cursors.is_published() && var("AWS_SAM_LOCAL").as_deref() != Some("true") {
@@ -174,6 +178,23 @@ impl Ctx {
                     .into(),
             );
         }
+        Self::with_cursor_keys(cursors, var)
+    }
+
+    /// The context of a function that does not hold the server's keys, from the variables read
+    /// by `var`: keys of this instance alone, which nothing it does has to share.
+    pub fn without_server_keys(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        Self::with_cursor_keys(CursorKeys::random(), var)
+    }
+
+    /// [`Ctx::from_vars`] with the server's keys given.
+    fn with_cursor_keys(
+        cursors: CursorKeys,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let table = var("TABLE_NAME")
+            .filter(|t| !t.is_empty())
+            .ok_or("TABLE_NAME is not set: the function does not know its table")?;
         let mut ctx = Self::new(lambda_client(), table, cursors);
         if let Some(days) = var("LOAN_HISTORY_DAYS").filter(|d| !d.is_empty()) {
             ctx.loan_history_days = parse_loan_history_days(&days)?;

@@ -174,6 +174,8 @@ pub struct ServedRoute {
     pub function: &'static str,
     /// Whether the route takes an `Idempotency-Key`.
     pub idempotent: bool,
+    /// Whether the route answers pages, and so holds the key its cursors are signed with.
+    pub paged: bool,
 }
 
 /// The route a request is served by. Every request reaches a handler through

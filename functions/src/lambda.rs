@@ -172,7 +172,13 @@ pub const FUNCTION_VAR: &str = "SINGLET_FUNCTION";
 pub async fn run() -> Result<(), lambda_runtime::Error> {
     init_tracing();
     let function = std::env::var(FUNCTION_VAR).ok();
-    let ctx = match Ctx::from_lambda_env().await {
+    // Serving every route (`cargo lambda watch`) needs every key; a scheduled or streamed
+    // function needs none.
+    let holds_keys = match function.as_deref() {
+        None => true,
+        Some(function) => by_function(function).is_some_and(|route| route.holds_server_keys()),
+    };
+    let ctx = match Ctx::from_lambda_env(holds_keys).await {
         Ok(ctx) => &*Box::leak(Box::new(ctx)),
         Err(reason) => {
             tracing::error!(function, reason, "the function cannot start");

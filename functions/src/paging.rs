@@ -36,8 +36,18 @@ impl Page {
     /// Reads `limit` (1..=100, default 25) and `cursor`, bound to the route being served and
     /// `partition`.
     pub fn from_request(ctx: &Ctx, req: &Request, partition: &str) -> Result<Self, ApiError> {
+        let route = served_route(req);
+        // A route not declared `paged` is not granted the server's keys on AWS: it would sign
+        // with a key of its own instance, and its cursors would fail on every other one.
+        if !route.paged {
+            tracing::error!(
+                function = route.function,
+                "a route that pages is not declared `paged: true` in the route table"
+            );
+            return Err(ApiError::Internal);
+        }
         let query = req.query_string_parameters();
-        let scope = format!("{}\n{partition}", served_route(req).function);
+        let scope = format!("{}\n{partition}", route.function);
         let limit = match query.first("limit") {
             None => DEFAULT_LIMIT,
             Some(raw) => raw
@@ -122,5 +132,43 @@ impl Page {
             items,
             next_cursor: last_evaluated_key.map(|key| ctx.cursors.encode(&self.scope, key)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cursor::CursorKeys;
+    use crate::http::ServedRoute;
+
+    fn served_as(paged: bool) -> Request {
+        let mut req = Request::default();
+        req.extensions_mut().insert(ServedRoute {
+            function: "list-branches",
+            idempotent: false,
+            paged,
+        });
+        req
+    }
+
+    /// Only a route declared `paged` signs cursors: one that is not is not granted the server's
+    /// keys on AWS, so paging there is a `500` and a log line naming it, in every test that
+    /// reaches it, never cursors that fail on the next instance.
+    #[test]
+    fn only_a_route_declared_paged_may_page() {
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .build();
+        let ctx = Ctx::new(
+            aws_sdk_dynamodb::Client::from_conf(config),
+            "singlet",
+            CursorKeys::random(),
+        );
+        assert!(matches!(
+            Page::from_request(&ctx, &served_as(false), "BRANCHES"),
+            Err(ApiError::Internal)
+        ));
+        let page = Page::from_request(&ctx, &served_as(true), "BRANCHES").unwrap();
+        assert_eq!(page.limit, DEFAULT_LIMIT);
     }
 }

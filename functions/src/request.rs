@@ -37,6 +37,7 @@ pub async fn answer(ctx: &Ctx, route: &'static Route, mut req: Request) -> Answe
     req.extensions_mut().insert(ServedRoute {
         function: route.function,
         idempotent: route.idempotent,
+        paged: route.paged,
     });
     let principal = Principal::from_request(&req);
     let subject = principal

@@ -531,6 +531,22 @@ async fn cursors_cross_processes_and_survive_a_rotation_within_its_grace() {
     }
 }
 
+/// A function that does not hold the server's keys starts with neither the secret nor
+/// `CURSOR_KEY` (it is not granted them), and still needs its table.
+#[test]
+fn a_lambda_that_holds_no_server_keys_starts_without_them() {
+    let only_table = |name: &str| (name == "TABLE_NAME").then(|| "singlet".to_owned());
+    assert!(Ctx::without_server_keys(only_table).is_ok());
+    assert!(
+        Ctx::from_vars(only_table).is_err(),
+        "one that holds them does not"
+    );
+    let Err(reason) = Ctx::without_server_keys(|_: &str| None) else {
+        panic!("started without a table")
+    };
+    assert!(reason.contains("TABLE_NAME is not set"), "{reason}");
+}
+
 /// On the Lambda path a missing or short cursor key stops the cold start with a clear reason.
 #[test]
 fn a_lambda_without_a_cursor_key_does_not_start() {

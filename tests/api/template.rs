@@ -578,11 +578,17 @@ fn the_env_vars_file_names_every_function_and_only_declared_variables() {
         logical,
         "events/env.json names every function resource"
     );
-    // `sam local invoke --env-vars` only overrides variables the template declares.
-    let declared = template["Globals"]["Function"]["Environment"]["Variables"]
+    // `sam local invoke --env-vars` only overrides variables the template declares, in Globals
+    // or on the function.
+    let global = template["Globals"]["Function"]["Environment"]["Variables"]
         .as_mapping()
         .unwrap();
     for (function, variables) in &env {
+        let own =
+            &template["Resources"][function.as_str()]["Properties"]["Environment"]["Variables"];
+        let declared = |name: &str| {
+            global.contains_key(name) || own.as_mapping().is_some_and(|m| m.contains_key(name))
+        };
         for name in ["AWS_ENDPOINT_URL_DYNAMODB", "TABLE_NAME", "CURSOR_KEY"] {
             assert!(variables.contains_key(name), "{function} sets {name}");
         }
@@ -593,13 +599,14 @@ fn the_env_vars_file_names_every_function_and_only_declared_variables() {
         );
         for name in variables.keys() {
             assert!(
-                declared.contains_key(name.as_str()),
-                "{function}: {name} is not declared in Globals, so SAM would ignore it"
+                declared(name),
+                "{function}: {name} is not declared in Globals or on the function, so SAM would \
+                 ignore it"
             );
         }
     }
     assert_eq!(
-        declared["AWS_ENDPOINT_URL_DYNAMODB"],
+        global["AWS_ENDPOINT_URL_DYNAMODB"],
         reference("DynamoDbEndpoint")
     );
     assert_eq!(template["Parameters"]["DynamoDbEndpoint"]["Default"], "");
@@ -809,4 +816,78 @@ fn the_archive_bucket_is_private_encrypted_expiring_and_the_publishers_alone() {
         template["Globals"]["Function"]["Environment"]["Variables"]["LOAN_HISTORY_DAYS"],
         reference("LoanHistoryDays")
     );
+}
+
+/// Least privilege for the server's secret: a function is granted `GetSecretValue` on it, and
+/// told its ARN, exactly when the route table says it holds the server's keys (it derives ids,
+/// signs cursors or keys a subject's one-account lock); the scheduled and streamed functions,
+/// and every route that only reads or changes what it is named, start without it.
+#[test]
+fn only_the_functions_that_hold_the_server_keys_may_read_the_secret() {
+    use singlet_functions::routes::by_function;
+    let template = template();
+    let mut holders = Vec::new();
+    for (logical, function, resource) in functions(&template) {
+        let holds = by_function(&function).is_some_and(|route| route.holds_server_keys());
+        let statements = &resource["Properties"]["Policies"][0]["Statement"];
+        let granted: Vec<Value> = list(statements)
+            .into_iter()
+            .filter(|s| {
+                strings(&s["Action"])
+                    .iter()
+                    .any(|a| a.starts_with("secretsmanager:"))
+            })
+            .collect();
+        let told = &resource["Properties"]["Environment"]["Variables"]["SERVER_SECRET_ARN"];
+        if holds {
+            holders.push(function.clone());
+            assert_eq!(granted.len(), 1, "{logical}: one statement on the secret");
+            assert_eq!(
+                strings(&granted[0]["Action"]),
+                ["secretsmanager:GetSecretValue"]
+            );
+            assert_eq!(
+                granted[0]["Resource"],
+                Value::Sequence(vec![reference("ServerSecret")])
+            );
+            assert_eq!(
+                *told,
+                reference("ServerSecret"),
+                "{logical} is told the secret's ARN"
+            );
+        } else {
+            assert!(
+                granted.is_empty(),
+                "{logical} may not read the secret: {granted:?}"
+            );
+            assert!(told.is_null(), "{logical} is not told the secret's ARN");
+        }
+    }
+    assert!(
+        template["Globals"]["Function"]["Environment"]["Variables"]["SERVER_SECRET_ARN"].is_null(),
+        "no function is told the secret's ARN by Globals"
+    );
+    for function in [
+        "register-vehicle",
+        "create-account",
+        "delete-account",
+        "loan-history",
+    ] {
+        assert!(
+            holders.iter().any(|h| h == function),
+            "{function} holds the keys"
+        );
+    }
+    for function in [
+        "get-vehicle",
+        "find-by-plate",
+        "change-plate",
+        "mark-overdue",
+        "publish-events",
+    ] {
+        assert!(
+            !holders.iter().any(|h| h == function),
+            "{function} does not"
+        );
+    }
 }

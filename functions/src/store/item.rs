@@ -30,7 +30,8 @@ pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
     })
 }
 
-/// The key a log names pseudonyms with: the server's id key, set by the first context made.
+/// The key a log names pseudonyms with: the server's id key, set by the first context made (in
+/// a function that does not hold the server's keys, a key of its instance alone).
 static LOG_KEY: std::sync::OnceLock<std::sync::Arc<IdKey>> = std::sync::OnceLock::new();
 
 /// Sets the key [`log_name`] hashes with (`Ctx::new` does, once per process).
