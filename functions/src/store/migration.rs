@@ -169,8 +169,9 @@ impl Ctx {
         }
     }
 
-    /// Puts a bookkeeping entity (a checkpoint) whole, unconditionally: only its own runner
-    /// writes it. Answers the write units consumed.
+    /// Puts an entity whole, unconditionally: a record only its own writer writes (a migration's
+    /// checkpoint; the undecodable outbox item the events tests inject on purpose). Answers the
+    /// write units consumed.
     pub async fn put_record(&self, record: &impl Entity) -> Result<f64, ApiError> {
         let output = self
             .db
