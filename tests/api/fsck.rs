@@ -5,7 +5,7 @@
 //! exit codes and `--json`.
 
 use crate::fixtures::{self, ISBN};
-use crate::harness::{Api, Item, Mode, s};
+use crate::harness::{Api, Item, Mode, delete_raw, put_raw, s, str_attr, update_raw};
 use crate::process;
 use aws_sdk_dynamodb::types::AttributeValue;
 use rand::rngs::StdRng;
@@ -44,56 +44,6 @@ fn found(report: &Report) -> Found {
 
 fn finding(rule: &str, pk: &str, sk: &str) -> (String, String, String) {
     (rule.to_owned(), pk.to_owned(), sk.to_owned())
-}
-
-fn str_attr(value: &str) -> AttributeValue {
-    AttributeValue::S(value.to_owned())
-}
-
-async fn put_raw(ctx: &Ctx, item: Item) {
-    ctx.db
-        .put_item()
-        .table_name(&*ctx.table)
-        .set_item(Some(item))
-        .send()
-        .await
-        .unwrap();
-}
-
-async fn delete_raw(ctx: &Ctx, pk: &str, sk: &str) {
-    ctx.db
-        .delete_item()
-        .table_name(&*ctx.table)
-        .key("PK", str_attr(pk))
-        .key("SK", str_attr(sk))
-        .send()
-        .await
-        .unwrap();
-}
-
-/// One raw `UpdateItem`: `expression` with `values` (`:name` → value); `#s` is `status` (a
-/// reserved word).
-async fn update_raw(
-    ctx: &Ctx,
-    pk: &str,
-    sk: &str,
-    expression: &str,
-    values: &[(&str, AttributeValue)],
-) {
-    let mut update = ctx
-        .db
-        .update_item()
-        .table_name(&*ctx.table)
-        .key("PK", str_attr(pk))
-        .key("SK", str_attr(sk))
-        .update_expression(expression);
-    if expression.contains("#s") {
-        update = update.expression_attribute_names("#s", "status");
-    }
-    for (name, value) in values {
-        update = update.expression_attribute_values(*name, value.clone());
-    }
-    update.send().await.unwrap();
 }
 
 /// Every item of the table, sorted by key: what a repair must leave unchanged.
@@ -970,18 +920,6 @@ async fn owner_locks_keyed_under_another_secret_stop_the_check() {
 
 // ---- A torn restore -------------------------------------------------------------------------
 
-/// A fresh table in the same engine, holding `items`: a restore that kept exactly these.
-async fn restore(api: &Api, name: &str, items: &[Item]) -> Ctx {
-    singlet_functions::table::ensure_table(&api.ctx.db, name)
-        .await
-        .unwrap();
-    let ctx = Ctx::new(api.ctx.db.clone(), name, CursorKeys::random());
-    for item in items {
-        put_raw(&ctx, item.clone()).await;
-    }
-    ctx
-}
-
 /// The items `change` wrote (new or changed), and the table as it was before it.
 async fn around<F: std::future::Future<Output = ()>>(
     api: &Api,
@@ -1027,7 +965,7 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
         .unwrap();
     let mut kept = before.clone();
     kept.push(loan.clone());
-    let torn = restore(&api, "torn-checkout", &kept).await;
+    let torn = api.table_holding("torn-checkout", &kept).await;
     // A scan that read these items while the checkout committed (the loan after it, the copy and
     // the patron before) raises nothing: the re-read sees the table whole.
     let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
@@ -1055,7 +993,7 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
             .filter(|i| !s(i, "SK").starts_with("CHECKOUT#"))
             .cloned(),
     );
-    let torn = restore(&api, "torn-checkout-2", &kept).await;
+    let torn = api.table_holding("torn-checkout-2", &kept).await;
     // The copy `checked_out` with no loan in the scan: its loan is found by the second scan.
     let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
         .await
@@ -1081,7 +1019,7 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
     let mut kept = before.clone();
     kept.retain(|i| at(i) == at(count) || !written.iter().any(|w| at(w) == at(i)));
     kept.extend(written.iter().filter(|i| at(i) != at(count)).cloned());
-    let torn = restore(&api, "torn-checkout-3", &kept).await;
+    let torn = api.table_holding("torn-checkout-3", &kept).await;
     let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
         .await
         .unwrap();
@@ -1121,7 +1059,7 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
     let new_lock = written.iter().find(|i| s(i, "PK") == "PLATE#t2").unwrap();
     let mut kept = before.clone();
     kept.push(new_lock.clone());
-    let torn = restore(&api, "torn-plate", &kept).await;
+    let torn = api.table_holding("torn-plate", &kept).await;
     assert_eq!(
         found(&check(&torn).await),
         Found::from([finding("lock-orphan", "PLATE#t2", "PLATE#t2")])
@@ -1145,7 +1083,7 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
             .unwrap()
             .clone(),
     );
-    let torn = restore(&api, "torn-plate-2", &kept).await;
+    let torn = api.table_holding("torn-plate-2", &kept).await;
     let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
         .await
         .unwrap();
