@@ -463,6 +463,9 @@ fn locks_of(table: &Table, entity: &Decoded) -> Vec<Key> {
 /// A branch's count of a book's available copies and the book's copies there, in one snapshot.
 /// The copies are found by a query of the branch first: if the query finds others after the
 /// snapshot (a copy added meanwhile: copies are never deleted), the read is overtaken (`None`).
+/// A snapshot is one `TransactGetItems` of at most 100 items: the count and more than 99 copies
+/// of one book at one branch are read in parts, which a checkout can fall between, and such a
+/// count is only as sure as two reads giving the same verdict.
 async fn count_and_copies(
     ctx: &Ctx,
     isbn: &Isbn13,
