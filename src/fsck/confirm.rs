@@ -14,7 +14,7 @@
 //! No index is read: a global index cannot be read consistently, so what it does not show yet
 //! proves nothing.
 
-use super::entity::{LockKind, claims, lock};
+use super::entity::{LockKind, claims, decode, key_of, lock};
 use super::repair::Repair;
 use super::rules::{At, Finding, Rule, Stored, Table, at, availability, check, owner_key};
 use super::scan::{self, Counter, Read};
@@ -237,11 +237,11 @@ impl Discovered {
 }
 
 fn hit(wanted: &Wanted, item: Item) -> Option<Hit> {
-    let key = super::entity::key_of(&item);
+    let key = key_of(&item);
     let loan = key.sk.starts_with(CHECKOUT_PREFIX) || key.sk.starts_with(RETURNED_PREFIX);
     let patron = key.pk.starts_with(BRANCH_PREFIX) && key.sk.starts_with(PATRON_PREFIX);
     if !wanted.copies.is_empty() && loan {
-        if let Ok(Decoded::Loan(loan)) = Stored::new(item).entity {
+        if let Ok(Decoded::Loan(loan)) = decode(&item) {
             let copy = (loan.branch_id.to_string(), loan.copy_id.to_string());
             return wanted
                 .copies
@@ -250,7 +250,7 @@ fn hit(wanted: &Wanted, item: Item) -> Option<Hit> {
         }
     } else if !wanted.patrons.is_empty()
         && patron
-        && let Ok(Decoded::Patron(row)) = Stored::new(item).entity
+        && let Ok(Decoded::Patron(row)) = decode(&item)
         && wanted.patrons.contains(row.patron_id.as_str())
     {
         return Some(Hit::Patron(row.patron_id.to_string(), key));
