@@ -373,8 +373,7 @@ async fn save(
 }
 
 fn pk_of(item: &Item) -> String {
-    item.get("PK")
-        .and_then(|pk| pk.as_s().ok())
-        .cloned()
+    singlet_functions::model::key_of(item)
+        .map(|key| key.pk)
         .unwrap_or_default()
 }

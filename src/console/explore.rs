@@ -1,6 +1,7 @@
 //! The free query and scan: what NoSQL Workbench's operation builder does, on the local table
 //! and each of its indexes. A `Query` goes through the store's own `Query` (one partition, a sort
-//! key condition, a limit, either direction); a `Scan` reads the table or an index page by page.
+//! key condition, a limit, either direction); a `Scan` through the store's `Scan` (one page of the
+//! table or of an index).
 //! Each answer carries the call as the console shows every call: its key condition, its count
 //! and the capacity it consumed.
 //!
@@ -12,7 +13,7 @@ use super::ops::{self, Operation};
 use super::table::{self, Item, ItemView, plain};
 use serde::Deserialize;
 use singlet_functions::Ctx;
-use singlet_functions::store::Query;
+use singlet_functions::store::{Query, Scan};
 use singlet_shared::schema::{INDEXES, Index};
 
 #[derive(Debug, Deserialize)]
@@ -116,23 +117,9 @@ pub async fn explore(ctx: &Ctx, asked: &Asked) -> Result<Explored, String> {
             ((page.items, page.last_key.is_some()), calls)
         }
         "scan" => {
-            let scan = ctx
-                .db
-                .scan()
-                .table_name(&*ctx.table)
-                .set_index_name(index.map(|i| i.name.to_owned()))
-                .set_limit(limit)
-                .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Indexes)
-                .send();
-            let (page, calls) = capture::recording(scan).await;
-            let page = page.map_err(|e| {
-                format!(
-                    "the scan failed: {}",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
-                )
-            })?;
-            let more = page.last_evaluated_key.is_some();
-            ((page.items.unwrap_or_default(), more), calls)
+            let (page, calls) = capture::recording(ctx.scan(Scan::of(index).limit(limit))).await;
+            let page = page.map_err(|e| format!("the scan failed: {e:?}"))?;
+            ((page.items, page.last_key.is_some()), calls)
         }
         other => return Err(format!("no mode {other:?}: query or scan")),
     };

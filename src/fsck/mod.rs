@@ -4,8 +4,10 @@
 //! 1. [`scan`]: a parallel `Scan` reads every item; each is decoded by the model's registry
 //!    ([`entity`] adds what the rules ask of an entity: its lock, the values it holds).
 //! 2. [`rules`]: every rule is a pure function of the items involved, run over the whole table.
-//! 3. [`confirm`]: each finding's items are read again, strongly consistently, and judged by the
-//!    same function, twice; a write in flight during the scan raises nothing.
+//! 3. [`confirm`]: each finding's items are read again in one strongly consistent snapshot and
+//!    judged by the same function, twice, and must give the scan's verdict; where the items
+//!    were found by other reads, those reads are repeated around the snapshot and must agree. A
+//!    write in flight during the scan raises nothing.
 //! 4. [`repair`]: with `--repair`, each repairable finding gets one conditional write (a
 //!    transaction where it depends on a second item), conditioned on the items as confirmed.
 
@@ -111,7 +113,14 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
             }
         })
     });
-    let scanned = scan::scan(ctx, options.segments, &counter, rules::Stored::new).await;
+    let scanned = scan::scan(
+        ctx,
+        options.segments,
+        scan::Read::Eventually,
+        &counter,
+        rules::Stored::new,
+    )
+    .await;
     if let Some(ticker) = ticker {
         ticker.abort();
     }
@@ -121,7 +130,7 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
         scanned.len(),
         started.elapsed().as_secs_f64()
     ));
-    judge(ctx, scanned, options).await
+    judge(ctx, scanned, options, Box::pin(async {})).await
 }
 
 /// Judges `items` as a scan read them (each item at its own moment, so possibly half of a
@@ -132,15 +141,28 @@ pub async fn judge_items(
     items: Vec<singlet_functions::model::Item>,
     options: Options,
 ) -> Result<Report, String> {
-    judge(
-        ctx,
-        items.into_iter().map(rules::Stored::new).collect(),
-        options,
-    )
-    .await
+    judge_items_racing(ctx, items, options, async {}).await
 }
 
-async fn judge(ctx: &Ctx, scanned: Vec<rules::Stored>, options: Options) -> Result<Report, String> {
+/// [`judge_items`], with `race` run in the middle of the confirmation: after the scan that looks
+/// for the loans of copies `checked_out` with none, before the snapshots that judge them. A test
+/// commits there the writes a busy table would, to show they raise nothing.
+pub async fn judge_items_racing(
+    ctx: &Ctx,
+    items: Vec<singlet_functions::model::Item>,
+    options: Options,
+    race: impl std::future::Future<Output = ()> + Send,
+) -> Result<Report, String> {
+    let scanned = items.into_iter().map(rules::Stored::new).collect();
+    judge(ctx, scanned, options, Box::pin(race)).await
+}
+
+async fn judge(
+    ctx: &Ctx,
+    scanned: Vec<rules::Stored>,
+    options: Options,
+    race: futures::future::BoxFuture<'_, ()>,
+) -> Result<Report, String> {
     let progress = |line: String| {
         if options.progress {
             eprintln!("fsck: {line}");
@@ -167,7 +189,7 @@ async fn judge(ctx: &Ctx, scanned: Vec<rules::Stored>, options: Options) -> Resu
         candidates.len()
     ));
     candidates.sort_by(|a, b| (a.rule, &a.key.pk, &a.key.sk).cmp(&(b.rule, &b.key.pk, &b.key.sk)));
-    let mut confirmed = confirm::confirm(ctx, &table, candidates, options.segments).await?;
+    let mut confirmed = confirm::confirm(ctx, &table, candidates, options.segments, race).await?;
     confirmed.sort_by_key(|f| f.repair.as_ref().map_or(u8::MAX, |r| r.order()));
 
     let mut findings = Vec::with_capacity(confirmed.len());

@@ -2,7 +2,7 @@
 //! item turned into what the caller wants (decoded, for the check) as it arrives.
 
 use singlet_functions::Ctx;
-use singlet_functions::store::Item;
+use singlet_functions::store::{Item, Scan};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,11 +20,21 @@ impl Counter {
     }
 }
 
-/// Every item of the table, each passed through `each` in the worker that read it. Eventually consistent, as a bare `Scan` is: every finding is confirmed by
-/// a strongly consistent read afterwards.
+/// How a scan reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// As a bare `Scan` does: the check's scan, whose findings are all confirmed afterwards.
+    Eventually,
+    /// Every item written before the scan reached its place is read: the confirmation's scans,
+    /// which must not miss an item to prove a finding.
+    Strongly,
+}
+
+/// Every item of the table, each passed through `each` in the worker that read it.
 pub async fn scan<T, F>(
     ctx: &Ctx,
     segments: u32,
+    read: Read,
     counter: &Counter,
     each: F,
 ) -> Result<Vec<T>, String>
@@ -39,13 +49,17 @@ where
                 let mut out = Vec::new();
                 let mut start = None;
                 loop {
-                    let (items, last) = ctx
-                        .scan_page(segment, segments, start, None)
+                    let mut page = Scan::table().segment(segment, segments).start_after(start);
+                    if read == Read::Strongly {
+                        page = page.consistent();
+                    }
+                    let page = ctx
+                        .scan(page)
                         .await
                         .map_err(|e| format!("cannot scan the table: {e:?}"))?;
-                    counter.add(items.len());
-                    out.extend(items.into_iter().map(&each));
-                    start = last;
+                    counter.add(page.items.len());
+                    out.extend(page.items.into_iter().map(&each));
+                    start = page.last_key;
                     if start.is_none() {
                         return Ok::<_, String>(out);
                     }
@@ -67,6 +81,6 @@ where
 /// A bare parallel `Scan` that keeps nothing: the yardstick the bench measures `fsck` against.
 pub async fn bare(ctx: &Ctx, segments: u32) -> Result<u64, String> {
     let counter = Counter::default();
-    scan(ctx, segments, &counter, drop).await?;
+    scan(ctx, segments, Read::Eventually, &counter, drop).await?;
     Ok(counter.get())
 }

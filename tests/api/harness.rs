@@ -484,6 +484,83 @@ pub fn n(item: &Item, name: &str) -> i64 {
         .unwrap_or_else(|| panic!("no number {name} in {item:?}"))
 }
 
+// ---- Raw engine writes: what the API never writes (items in an old shape, a table broken on
+// purpose, a restore), straight to the engine --------------------------------------------------
+
+/// A string attribute value.
+pub fn str_attr(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+/// Puts `item` as it is.
+pub async fn put_raw(ctx: &Ctx, item: Item) {
+    ctx.db
+        .put_item()
+        .table_name(&*ctx.table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Puts `items` as they are, a `BatchWriteItem` at a time.
+pub async fn put_raw_all(ctx: &Ctx, items: Vec<Item>) {
+    for chunk in items.chunks(singlet_functions::store::bulk::BATCH_LIMIT) {
+        singlet_functions::store::bulk::put_batch(&ctx.db, &ctx.table, chunk.to_vec())
+            .await
+            .unwrap();
+    }
+}
+
+pub async fn delete_raw(ctx: &Ctx, pk: &str, sk: &str) {
+    ctx.db
+        .delete_item()
+        .table_name(&*ctx.table)
+        .key("PK", str_attr(pk))
+        .key("SK", str_attr(sk))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// One raw `UpdateItem`: `expression` with `values` (`:name` → value); `#s` is `status` (a
+/// reserved word).
+pub async fn update_raw(
+    ctx: &Ctx,
+    pk: &str,
+    sk: &str,
+    expression: &str,
+    values: &[(&str, AttributeValue)],
+) {
+    let mut update = ctx
+        .db
+        .update_item()
+        .table_name(&*ctx.table)
+        .key("PK", str_attr(pk))
+        .key("SK", str_attr(sk))
+        .update_expression(expression);
+    if expression.contains("#s") {
+        update = update.expression_attribute_names("#s", "status");
+    }
+    for (name, value) in values {
+        update = update.expression_attribute_values(*name, value.clone());
+    }
+    update.send().await.unwrap();
+}
+
+impl Api {
+    /// A fresh table `name` in the same engine, holding exactly `items`: a restore that kept
+    /// these.
+    pub async fn table_holding(&self, name: &str, items: &[Item]) -> Ctx {
+        singlet_functions::table::ensure_table(&self.ctx.db, name)
+            .await
+            .unwrap();
+        let ctx = Ctx::new(self.ctx.db.clone(), name, CursorKeys::random());
+        put_raw_all(&ctx, items.to_vec()).await;
+        ctx
+    }
+}
+
 /// Runs one async test body against both modes.
 #[macro_export]
 macro_rules! both {

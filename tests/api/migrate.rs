@@ -6,9 +6,9 @@
 //!
 //! The sizes are modest (the 100,000-item figures are the bench's, `benches/migrate.rs`).
 
-use crate::harness::{Api, Item, Mode, s};
+use crate::harness::{Api, Item, Mode, put_raw_all, s};
 use crate::process::singlet;
-use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet::fsck;
 use singlet::migrate::{self, Options};
@@ -67,34 +67,7 @@ fn old_vehicle_with(i: usize, plate: &str, chassis: &str) -> [Item; 3] {
 }
 
 async fn write_old_vehicles(api: &Api, count: usize) {
-    write_raw(api, (0..count).flat_map(old_vehicle).collect()).await;
-}
-
-async fn write_raw(api: &Api, items: Vec<Item>) {
-    for chunk in items.chunks(25) {
-        let requests = chunk
-            .iter()
-            .map(|item| {
-                WriteRequest::builder()
-                    .put_request(
-                        PutRequest::builder()
-                            .set_item(Some(item.clone()))
-                            .build()
-                            .unwrap(),
-                    )
-                    .build()
-            })
-            .collect();
-        let output = api
-            .ctx
-            .db
-            .batch_write_item()
-            .request_items(&*api.ctx.table, requests)
-            .send()
-            .await
-            .unwrap();
-        assert!(output.unprocessed_items.unwrap_or_default().is_empty());
-    }
+    put_raw_all(&api.ctx, (0..count).flat_map(old_vehicle).collect()).await;
 }
 
 fn migration() -> &'static migrations::Migration {
@@ -409,8 +382,8 @@ async fn found_by_plate(api: &Api, spelling: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_the_old_rule_keyed_are_found_and_released_before_plates_compact() {
     let api = Api::start(Mode::Direct).await;
-    write_raw(
-        &api,
+    put_raw_all(
+        &api.ctx,
         [
             old_vehicle_with(1, "ka 19 xtr", "wvw-1 a"),
             old_vehicle_with(2, "mh-12 ab", "wvw2"),
@@ -466,7 +439,11 @@ async fn locks_the_old_rule_keyed_are_found_and_released_before_plates_compact()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
     let api = Api::start(Mode::Direct).await;
-    write_raw(&api, (0..OLD_PLATES).flat_map(old_plated_vehicle).collect()).await;
+    put_raw_all(
+        &api.ctx,
+        (0..OLD_PLATES).flat_map(old_plated_vehicle).collect(),
+    )
+    .await;
 
     // It takes vehicles from the version vehicles-by-depot writes.
     let refused = migrate::run(&api.ctx, plates_compact(), &Options::default())
@@ -646,7 +623,11 @@ async fn stamp_entity_types_stamps_items_written_before_et_and_v() {
 async fn plates_compact_runs_while_the_api_writes_the_same_vehicles() {
     let api = Api::start(Mode::Direct).await;
     const WRITES: usize = OLD_PLATES / 10;
-    write_raw(&api, (0..OLD_PLATES).flat_map(old_plated_vehicle).collect()).await;
+    put_raw_all(
+        &api.ctx,
+        (0..OLD_PLATES).flat_map(old_plated_vehicle).collect(),
+    )
+    .await;
     migrate::run(&api.ctx, migration(), &Options::default())
         .await
         .unwrap();

@@ -2,6 +2,7 @@
 
 use super::{
     Entity, EntityType, Field, Held, Item, KeyShape, Lock, SortShape, fields, from_attributes,
+    from_key_and_attributes,
 };
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Email, Id, Key, Username, keys};
@@ -214,14 +215,15 @@ impl Entity for OwnerLock {
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
-        let pseudonym = super::key_of(item)
-            .and_then(|key| Some(key.pk.strip_prefix(keys::OWNER_LOCK_PREFIX)?.to_owned()))
-            .ok_or("the key names no owner")?;
-        let OwnerLockAttributes { account_id } = from_attributes(item)?;
-        Ok(Self {
-            pseudonym,
-            account_id,
-        })
+        from_key_and_attributes(
+            item,
+            "owner",
+            |key| Some(key.pk.strip_prefix(keys::OWNER_LOCK_PREFIX)?.to_owned()),
+            |pseudonym, OwnerLockAttributes { account_id }| Self {
+                pseudonym,
+                account_id,
+            },
+        )
     }
 }
 

@@ -1,6 +1,8 @@
 //! The change & audit log's entities: a resource's present state and each event of its history.
 
-use super::{Entity, EntityType, Item, KeyShape, SortShape, fields, from_attributes, key_of};
+use super::{
+    Entity, EntityType, Item, KeyShape, SortShape, fields, from_attributes, from_key_and_attributes,
+};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Id, Key, Status, keys};
 
@@ -85,15 +87,11 @@ impl Entity for ResourceEvent {
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
-        let resource_id = key_of(item)
-            .and_then(|key| {
-                let id = key.pk.strip_prefix(keys::RESOURCE_PREFIX)?.to_owned();
-                Id::parse(&id).ok()
-            })
-            .ok_or("the key names no resource")?;
-        Ok(Self {
-            resource_id,
-            event: from_attributes(item)?,
-        })
+        from_key_and_attributes(
+            item,
+            "resource",
+            |key| Id::parse(key.pk.strip_prefix(keys::RESOURCE_PREFIX)?).ok(),
+            |resource_id, event| Self { resource_id, event },
+        )
     }
 }

@@ -1,7 +1,7 @@
 //! The entities of `Idempotency-Key` (see `crate::idempotency`): the record of a key's first
 //! response, and the lock of an id derived from a key.
 
-use super::{Entity, EntityType, Item, KeyShape, Lock, from_attributes, key_of};
+use super::{Entity, EntityType, Item, KeyShape, Lock, from_key_and_attributes};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Id, Key, keys};
 
@@ -66,10 +66,9 @@ impl Entity for IdempotencyRecord {
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
-        let key = key_of(item).ok_or("no key")?;
-        Ok(Self {
+        from_key_and_attributes(item, "record", Some, |key, attributes| Self {
             key,
-            ..from_attributes(item)?
+            ..attributes
         })
     }
 }
@@ -102,10 +101,11 @@ impl Entity for IdLock {
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
-        let id = key_of(item)
-            .and_then(|key| Id::parse(key.pk.strip_prefix(keys::ID_PREFIX)?).ok())
-            .ok_or("the key names no id")?;
-        let IdLockAttributes { route } = from_attributes(item)?;
-        Ok(Self { id, route })
+        from_key_and_attributes(
+            item,
+            "id",
+            |key| Id::parse(key.pk.strip_prefix(keys::ID_PREFIX)?).ok(),
+            |id, IdLockAttributes { route }| Self { id, route },
+        )
     }
 }

@@ -2,6 +2,7 @@
 
 use super::{
     Entity, EntityType, Field, Held, Item, KeyShape, Lock, SortShape, fields, from_attributes,
+    from_key_and_attributes,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use singlet_shared::keys::{self, CopyStatus};
@@ -348,13 +349,15 @@ impl Entity for BookAvailability {
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
-        let isbn = super::key_of(item)
-            .and_then(|key| Isbn13::parse(key.pk.strip_prefix(keys::BOOK_PREFIX)?).ok())
-            .ok_or("the key names no book")?;
-        Ok(Self {
-            isbn: Some(isbn),
-            ..from_attributes(item)?
-        })
+        from_key_and_attributes(
+            item,
+            "book",
+            |key| Isbn13::parse(key.pk.strip_prefix(keys::BOOK_PREFIX)?).ok(),
+            |isbn, attributes| Self {
+                isbn: Some(isbn),
+                ..attributes
+            },
+        )
     }
 }
 

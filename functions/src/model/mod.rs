@@ -259,7 +259,7 @@ pub trait Entity: Serialize + Sized {
 
     /// The entity from a stored item. Most entities read their attributes only
     /// ([`from_attributes`]); one whose key holds what its attributes do not (a resource's
-    /// event, an id lock) reads it from the key.
+    /// event, an id lock) reads it from the key too ([`from_key_and_attributes`]).
     fn from_item(item: &Item) -> Result<Self, String>;
 
     /// The entity as an item: its attributes, its key, its index keys, `_et` and `_v`. The only
@@ -296,6 +296,21 @@ pub fn stamp(entity_type: &EntityType) -> [(String, AttributeValue); 2] {
 /// the stored value (it can be a person's name or email).
 pub fn from_attributes<T: DeserializeOwned>(item: &Item) -> Result<T, String> {
     serde_dynamo::from_item(item.clone()).map_err(|e| without_values(&e.to_string()))
+}
+
+/// An entity that keeps part of itself in its key only (a count's book, an event's resource, an
+/// outbox item's whole key): `from_key` takes that part from the item's key, `None` when the key
+/// holds no `what`; `join` puts it together with the attributes serde reads.
+pub fn from_key_and_attributes<P, A: DeserializeOwned, T>(
+    item: &Item,
+    what: &str,
+    from_key: impl FnOnce(Key) -> Option<P>,
+    join: impl FnOnce(P, A) -> T,
+) -> Result<T, String> {
+    let part = key_of(item)
+        .and_then(from_key)
+        .ok_or_else(|| format!("the key names no {what}"))?;
+    Ok(join(part, from_attributes(item)?))
 }
 
 /// An item's key, if it has one.

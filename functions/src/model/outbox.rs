@@ -3,7 +3,7 @@
 //! event as `PutEvents` takes it (`source`, `detailType`, `detail` as JSON text) and expires a
 //! day after it was written (`expiresAt`), the stream's own retention.
 
-use super::{Entity, EntityType, Item, KeyShape, SortShape, from_attributes, key_of};
+use super::{Entity, EntityType, Item, KeyShape, SortShape, from_key_and_attributes};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Key, keys};
 
@@ -39,10 +39,9 @@ impl Entity for OutboxItem {
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
-        let key = key_of(item).ok_or("no key")?;
-        Ok(Self {
+        from_key_and_attributes(item, "outbox item", Some, |key, attributes| Self {
             key,
-            ..from_attributes(item)?
+            ..attributes
         })
     }
 }

@@ -11,7 +11,8 @@
 //! of one segment of a parallel `Scan`, and the checkpoint functions keep a run's place per
 //! segment in the table, so a killed run resumes where it stopped.
 
-use super::capacity::{self, Billing, metered};
+use super::Scan;
+use super::capacity::metered;
 use super::item::{Item, key_item, s};
 use super::transaction::{Commit, Transaction};
 use super::write::{Delete, Put, Update, Write};
@@ -127,22 +128,15 @@ impl Ctx {
         start: Option<Item>,
         limit: Option<i32>,
     ) -> Result<(Vec<Item>, Option<Item>), ApiError> {
-        let output = self
-            .db
-            .scan()
-            .table_name(&*self.table)
-            .segment(segment as i32)
-            .total_segments(segments as i32)
-            .set_exclusive_start_key(start)
-            .set_limit(limit)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
+        let page = self
+            .scan(
+                Scan::table()
+                    .segment(segment, segments)
+                    .limit(limit)
+                    .start_after(start),
+            )
             .await?;
-        capacity::record("Scan", Billing::Read, output.consumed_capacity());
-        Ok((
-            output.items.unwrap_or_default(),
-            output.last_evaluated_key.filter(|key| !key.is_empty()),
-        ))
+        Ok((page.items, page.last_key))
     }
 
     /// Every item of one partition (a migration's checkpoints), strongly consistent.
@@ -169,8 +163,9 @@ impl Ctx {
         }
     }
 
-    /// Puts a bookkeeping entity (a checkpoint) whole, unconditionally: only its own runner
-    /// writes it. Answers the write units consumed.
+    /// Puts an entity whole, unconditionally: a record only its own writer writes (a migration's
+    /// checkpoint; the undecodable outbox item the events tests inject on purpose). Answers the
+    /// write units consumed.
     pub async fn put_record(&self, record: &impl Entity) -> Result<f64, ApiError> {
         let output = self
             .db

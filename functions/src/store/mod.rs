@@ -7,8 +7,9 @@
 //! every item is decoded in one place ([`item::decode`]).
 //!
 //! - reads: [`Ctx::get`] (one strongly consistent `GetItem`), [`Ctx::query`] (one page of one
-//!   partition of the table or of an index, described by a [`Query`]) and [`Ctx::snapshot`]
-//!   (items read together in `TransactGetItems`);
+//!   partition of the table or of an index, described by a [`Query`]), [`Ctx::scan`] (one page of
+//!   the whole table or index, or of one segment, described by a [`Scan`]) and
+//!   [`Ctx::snapshot`] (items read together in `TransactGetItems`);
 //! - writes as typed values ([`write`]): [`Put`], [`Update`], [`Delete`], [`Check`] of one
 //!   entity type, guarded by a [`Condition`] on its fields; no other module writes an expression;
 //! - single-item writes: [`Ctx::update_item`], [`Ctx::delete_item`];
@@ -157,6 +158,57 @@ impl Query {
     }
 }
 
+/// One page of a `Scan` of the table or of an index: the whole of it, or one segment of a
+/// parallel scan. Eventually consistent unless [`Scan::consistent`] (the table only: DynamoDB
+/// cannot read a global index strongly).
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    index: Option<Index>,
+    segment: Option<(u32, u32)>,
+    consistent: bool,
+    limit: Option<i32>,
+    start: Option<Item>,
+}
+
+impl Scan {
+    /// The table.
+    pub fn table() -> Self {
+        Self::default()
+    }
+
+    /// The table or `index`, as `None` or `Some`.
+    pub fn of(index: Option<Index>) -> Self {
+        Self {
+            index,
+            ..Self::default()
+        }
+    }
+
+    /// Segment `segment` of a parallel scan in `segments`.
+    pub fn segment(mut self, segment: u32, segments: u32) -> Self {
+        self.segment = Some((segment, segments));
+        self
+    }
+
+    /// Strongly consistent: every item written before the page was read is in it (a table
+    /// scan only; it costs twice the read units).
+    pub fn consistent(mut self) -> Self {
+        self.consistent = self.index.is_none();
+        self
+    }
+
+    pub fn limit(mut self, limit: Option<i32>) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Starts after `key` (a page's `last_key`).
+    pub fn start_after(mut self, key: Option<Item>) -> Self {
+        self.start = key;
+        self
+    }
+}
+
 impl Ctx {
     /// One strongly consistent `GetItem`, decoded.
     pub async fn get<T: DeserializeOwned>(&self, key: &Key) -> Result<Option<T>, ApiError> {
@@ -289,6 +341,30 @@ impl Ctx {
         Ok(QueryPage {
             items: output.items.unwrap_or_default(),
             last_key: output.last_evaluated_key,
+        })
+    }
+
+    /// One page of a `Scan`: its items, and the key to start the next page after (`None` at the
+    /// end).
+    pub async fn scan(&self, scan: Scan) -> Result<QueryPage, ApiError> {
+        let (segment, segments) = scan.segment.unzip();
+        let output = self
+            .db
+            .scan()
+            .table_name(&*self.table)
+            .set_index_name(scan.index.map(|i| i.name.to_owned()))
+            .set_segment(segment.map(|s| s as i32))
+            .set_total_segments(segments.map(|s| s as i32))
+            .consistent_read(scan.consistent)
+            .set_limit(scan.limit)
+            .set_exclusive_start_key(scan.start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await?;
+        capacity::record("Scan", Billing::Read, output.consumed_capacity());
+        Ok(QueryPage {
+            items: output.items.unwrap_or_default(),
+            last_key: output.last_evaluated_key.filter(|key| !key.is_empty()),
         })
     }
 
