@@ -29,6 +29,7 @@ enum Part {
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (vehicle_id,) = (path_id(&req, "vehicleId"),).all_valid()?;
 
+    let mut lock_disagreed = false;
     for _ in 0..MAX_ATTEMPTS {
         let (vehicle, locks) = load_with_locks(ctx, &vehicle_id).await?;
         let retire = Transaction::new()
@@ -66,12 +67,17 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 return Ok(no_content());
             }
             // Changed or retired since we read it: read again (a retired vehicle is then 404).
-            Commit::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {}
-            Commit::Cancelled(_) => {
-                tracing::error!(%vehicle_id, "a lock of this vehicle names another vehicle");
-                return Err(ApiError::Internal);
+            Commit::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {
+                lock_disagreed = false;
             }
+            // A lock is not where we read it: `plates-compact` may have re-keyed it since (the
+            // vehicle's plate is the same, so its part held). Read again, and find it there.
+            Commit::Cancelled(_) => lock_disagreed = true,
         }
+    }
+    if lock_disagreed {
+        tracing::error!(%vehicle_id, "a lock of this vehicle names another vehicle");
+        return Err(ApiError::Internal);
     }
     Err(ApiError::Unavailable)
 }
