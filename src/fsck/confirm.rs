@@ -146,6 +146,10 @@ async fn reread(
                 } else if let Some(lock) = stored.entity.as_ref().ok().and_then(lock)
                     && let Some(owner) = locate(ctx, table, lock.kind, &lock.holder).await?
                     && owner != *key
+                    // One vehicle can hold two of these locks (a plate and a chassis number
+                    // registered again in other spellings before `plates-compact`): a
+                    // `TransactGetItems` takes each key once.
+                    && !holders.contains(&owner)
                 {
                     fresh.patrons.insert(lock.holder.clone(), owner.clone());
                     holders.push(owner);

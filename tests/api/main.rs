@@ -26,6 +26,7 @@ mod logs;
 mod migrate;
 mod model;
 mod openapi;
+mod plates;
 mod policy;
 mod readme;
 mod reliability;

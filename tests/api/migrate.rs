@@ -33,7 +33,7 @@ fn old_vehicle(i: usize) -> [Item; 3] {
 
 /// [`old_vehicle`] with this plate and chassis number (as normalised): the old rule keyed their
 /// locks by them as they are, separators and all.
-fn old_vehicle_with(i: usize, plate: &str, chassis: &str) -> [Item; 3] {
+pub(crate) fn old_vehicle_with(i: usize, plate: &str, chassis: &str) -> [Item; 3] {
     let id = format!("v{i:06}");
     let (plate, chassis) = (plate.to_owned(), chassis.to_owned());
     let vehicle = Item::from([
@@ -70,7 +70,7 @@ async fn write_old_vehicles(api: &Api, count: usize) {
     write_raw(api, (0..count).flat_map(old_vehicle).collect()).await;
 }
 
-async fn write_raw(api: &Api, items: Vec<Item>) {
+pub(crate) async fn write_raw(api: &Api, items: Vec<Item>) {
     for chunk in items.chunks(25) {
         let requests = chunk
             .iter()

@@ -2,13 +2,14 @@
 //!
 //! Read the vehicle (to learn its current plate), then one `TransactWriteItems`
 //! ([`lock::swap`], as for an email, a username or a library card): claim the new plate's lock
-//! (`attribute_not_exists`), release the old lock (where it is: under the old rule's key for a
-//! vehicle `plates-compact` has not migrated yet) only if it still names this
-//! vehicle, and update the vehicle only if it still has the plate we read. A vehicle changed or
-//! retired between the read and the write fails its condition and is read again; a new plate
-//! held by another vehicle is `409`.
+//! (`attribute_not_exists`) and, until `plates-compact` has run, check the key the old rule made
+//! of a new plate spelled with separators free ([`plate_free_before_compact`]); release the old
+//! lock (where it is: under the old rule's key for a vehicle `plates-compact` has not migrated
+//! yet) only if it still names this vehicle, and update the vehicle only if it still has the
+//! plate we read. A vehicle changed or retired between the read and the write fails its
+//! condition and is read again; a new plate held by another vehicle is `409`.
 
-use super::{PlateLock, Vehicle, load_with_locks};
+use super::{PlateLock, Vehicle, load_with_locks, plate_free_before_compact};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType, outbox};
@@ -50,7 +51,17 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
         let release_old = lock::release_at(locks.plate, &vehicle_id);
-        match lock::swap_from(ctx, &lock_of(&plate), release_old, update, event).await? {
+        let new_free_before = plate_free_before_compact(&plate);
+        match lock::swap_from(
+            ctx,
+            &lock_of(&plate),
+            new_free_before,
+            release_old,
+            update,
+            event,
+        )
+        .await?
+        {
             Swapped::Done => {
                 tracing::info!(%vehicle_id, "plate changed");
                 vehicle.plate = plate;
