@@ -24,6 +24,7 @@ mod library;
 mod loans;
 mod logs;
 mod migrate;
+mod migrate_at_scale;
 mod model;
 mod openapi;
 mod plates;

@@ -15,7 +15,7 @@ use singlet::migrate::{self, Options};
 use singlet_functions::migrations;
 use std::collections::BTreeSet;
 
-const DEPOTS: [&str; 4] = ["north", "South", "east yard", "WEST"];
+pub(crate) const DEPOTS: [&str; 4] = ["north", "South", "east yard", "WEST"];
 
 /// Vehicles in the old shape for `vehicles-by-depot`.
 const VEHICLES: usize = 2000;
@@ -66,7 +66,7 @@ pub(crate) fn old_vehicle_with(i: usize, plate: &str, chassis: &str) -> [Item; 3
     ]
 }
 
-async fn write_old_vehicles(api: &Api, count: usize) {
+pub(crate) async fn write_old_vehicles(api: &Api, count: usize) {
     write_raw(api, (0..count).flat_map(old_vehicle).collect()).await;
 }
 
@@ -97,7 +97,7 @@ pub(crate) async fn write_raw(api: &Api, items: Vec<Item>) {
     }
 }
 
-fn migration() -> &'static migrations::Migration {
+pub(crate) fn migration() -> &'static migrations::Migration {
     migrations::by_name("vehicles-by-depot").unwrap()
 }
 
@@ -106,7 +106,7 @@ fn plates_compact() -> &'static migrations::Migration {
 }
 
 /// Every vehicle id the depot route lists, page by page, checking newest first.
-async fn listed(api: &Api, depot: &str) -> Vec<String> {
+pub(crate) async fn listed(api: &Api, depot: &str) -> Vec<String> {
     let mut ids = Vec::new();
     let mut added = Vec::new();
     let mut cursor: Option<String> = None;
@@ -130,7 +130,7 @@ async fn listed(api: &Api, depot: &str) -> Vec<String> {
     ids
 }
 
-fn vehicles(items: &[Item]) -> Vec<&Item> {
+pub(crate) fn vehicles(items: &[Item]) -> Vec<&Item> {
     items
         .iter()
         .filter(|i| s(i, "PK").starts_with("VEHICLE#"))
