@@ -14,11 +14,11 @@
 //! together ([`respell`]).
 
 use super::{PlateLock, Vehicle, load_with_locks, plate_free_before_compact};
-use crate::model::Held;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
+use crate::model::Held;
 use crate::store::lock::{self, Swapped};
 use crate::store::{Commit, Condition, MAX_ATTEMPTS, Put, Transaction, Update};
 use lambda_http::Request;
