@@ -337,7 +337,7 @@ impl Claim {
     }
 
     /// And, under the rule before `plates-compact`, the value's other key checked free.
-    fn free_before(self, check: Option<Check<()>>) -> Self {
+    fn and_free_before(self, check: Option<Check<()>>) -> Self {
         Self {
             free_before: check,
             ..self
@@ -439,9 +439,9 @@ fn plan(
             // As the route: a value registered under the old rule is taken in this spelling too.
             let claims = vec![
                 lock_claim("plate", "taken", &plate)
-                    .free_before(fleet::plate_free_before_compact(&vehicle.plate)),
+                    .and_free_before(fleet::plate_free_before_compact(&vehicle.plate)),
                 lock_claim("chassis", "taken", &chassis)
-                    .free_before(fleet::chassis_free_before_compact(&vehicle.chassis)),
+                    .and_free_before(fleet::chassis_free_before_compact(&vehicle.chassis)),
             ];
             let event = event(Event::new(EventType::VehicleRegistered, &id, &vehicle));
             Planned::new(row, id, &vehicle, claims, event)
