@@ -363,7 +363,10 @@ async fn reread(
                     }
                 } else if let Some(held) = stored.entity.as_ref().ok().and_then(lock) {
                     match locate(table, found, wanted, held.kind, &held.holder) {
-                        Located::At(owner) if owner != *key => {
+                        // One vehicle can hold two of these locks (a plate and a chassis number
+                        // registered again in other spellings before `plates-compact`): a
+                        // `TransactGetItems` takes each key once.
+                        Located::At(owner) if owner != *key && !holders.contains(&owner) => {
                             fresh.patrons.insert(held.holder.clone(), owner.clone());
                             holders.push(owner);
                         }

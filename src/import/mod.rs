@@ -8,8 +8,10 @@
 //!    read once each, and rows that claim one unique value (a lock's key, or an entity's own key)
 //!    twice within the file are found; the second and later are refused naming the first.
 //! 3. The rest go in `TransactWriteItems` of many rows: each row's item, its locks and its event's
-//!    outbox item, plus one `ConditionCheck` per branch and one count per book and branch, never
-//!    two actions on one item, within DynamoDB's 100 actions and 4 MB. A cancelled transaction
+//!    outbox item (and, as the route does, a `ConditionCheck` on the old rule's key of a plate or
+//!    chassis number spelled with separators, free until `plates-compact` has run), plus one
+//!    `ConditionCheck` per branch and one count per book and branch, never two actions on one
+//!    item, within DynamoDB's 100 actions and 4 MB. A cancelled transaction
 //!    names, by its `CancellationReasons`, the rows whose items were there already: a row whose
 //!    own item is there was imported by an earlier run; a row whose lock is held by another goes
 //!    to the rejects with the holder's id; the others are sent again. A few transactions are in
@@ -31,7 +33,7 @@ use singlet_functions::accounts::{self, AccountRow, UniqueValue, create_account}
 use singlet_functions::error::{ApiError, FieldError};
 use singlet_functions::events::outbox::OutboxItem;
 use singlet_functions::events::{Event, EventType};
-use singlet_functions::fleet::register_vehicle;
+use singlet_functions::fleet::{self, register_vehicle};
 use singlet_functions::http::JsonBody;
 use singlet_functions::library::{
     self, Book, Branch, add_copy, create_book, create_branch, register_patron,
@@ -270,6 +272,9 @@ struct Claim {
     key: Key,
     /// The lock's put; `None` when the value is the entity's own key.
     put: Option<Put>,
+    /// The check that no lock holds the value at the key an earlier rule made of it (a plate
+    /// spelled with separators, before `plates-compact`); its failure is the claim's.
+    free_before: Option<Check<()>>,
     /// The lock's attribute naming its holder.
     holder: &'static str,
 }
@@ -309,7 +314,12 @@ impl Planned {
     }
 
     fn actions(&self) -> usize {
-        2 + self.claims.iter().filter(|c| c.put.is_some()).count()
+        let claims: usize = self
+            .claims
+            .iter()
+            .map(|c| usize::from(c.put.is_some()) + usize::from(c.free_before.is_some()))
+            .sum();
+        2 + claims
     }
 }
 
@@ -321,7 +331,16 @@ impl Claim {
             code: "taken",
             key,
             put: None,
+            free_before: None,
             holder: field,
+        }
+    }
+
+    /// And, under the rule before `plates-compact`, the value's other key checked free.
+    fn and_free_before(self, check: Option<Check<()>>) -> Self {
+        Self {
+            free_before: check,
+            ..self
         }
     }
 }
@@ -332,6 +351,7 @@ fn lock_claim<L: Held>(field: &'static str, code: &'static str, lock: &L) -> Cla
         code,
         key: lock.key(),
         put: Some(lock::claim(lock)),
+        free_before: None,
         holder: L::HOLDER.name(),
     }
 }
@@ -416,9 +436,12 @@ fn plan(
                 .map_err(invalid)?
                 .vehicle(entity_id, millis);
             let (plate, chassis) = register_vehicle::locks(&vehicle);
+            // As the route: a value registered under the old rule is taken in this spelling too.
             let claims = vec![
-                lock_claim("plate", "taken", &plate),
-                lock_claim("chassis", "taken", &chassis),
+                lock_claim("plate", "taken", &plate)
+                    .and_free_before(fleet::plate_free_before_compact(&vehicle.plate)),
+                lock_claim("chassis", "taken", &chassis)
+                    .and_free_before(fleet::chassis_free_before_compact(&vehicle.chassis)),
             ];
             let event = event(Event::new(EventType::VehicleRegistered, &id, &vehicle));
             Planned::new(row, id, &vehicle, claims, event)
@@ -859,6 +882,7 @@ fn transaction(batch: &[Planned], open: &[usize]) -> (Transaction<Slot>, Vec<Id>
             if let Some(put) = &claim.put {
                 transaction = transaction.put(Slot::Claim(i, c), put.clone());
             }
+            transaction = transaction.check_if_some(Slot::Claim(i, c), claim.free_before.clone());
         }
         transaction = transaction.put(Slot::Event(i), row.event.clone());
         if let Some(branch) = &row.branch

@@ -20,6 +20,7 @@ both!(
     reads_of_missing_things_are_404,
     change_plate_frees_the_old_plate_at_once,
     change_plate_to_a_taken_plate_is_409,
+    change_plate_to_another_spelling_of_its_own_plate_keeps_its_lock,
     retire_removes_the_vehicle_and_both_locks,
     separators_are_formatting_and_other_scripts_are_refused,
 );
@@ -369,4 +370,35 @@ async fn one_plate_raced_by_16_changes_has_one_holder() {
         ),
         winner
     );
+}
+
+/// `KA19XTR` re-spelled `KA 19 XTR`: both spellings meet the lock the vehicle holds, so the lock
+/// stays and takes the new spelling with the vehicle (a claim of it and a release of it in one
+/// transaction would be two actions on one item, which DynamoDB refuses).
+async fn change_plate_to_another_spelling_of_its_own_plate_keeps_its_lock(api: Api) {
+    let registered = register(&api, "KA19XTR", "C-1").await;
+    let id = registered.body["vehicleId"].as_str().unwrap().to_owned();
+    let respelled = api
+        .put(
+            format!("/vehicles/{id}/plate"),
+            json!({"plate": "KA 19 XTR"}),
+        )
+        .await;
+    assert_eq!(respelled.status, 200, "{respelled:?}");
+    assert_eq!(respelled.body["plate"], "ka 19 xtr");
+    let lock = api.item("PLATE#ka19xtr", "PLATE#ka19xtr").await.unwrap();
+    assert_eq!(
+        (s(&lock, "plate"), s(&lock, "vehicleId")),
+        ("ka 19 xtr", id.as_str())
+    );
+    assert_eq!(api.items().await.len(), 3, "the vehicle and its two locks");
+    let found = api.get("/plates/KA-19-XTR").await;
+    assert_eq!(found.body, json!({"plate": "ka 19 xtr", "vehicleId": id}));
+    register(&api, "ka-19-xtr", "C-2")
+        .await
+        .assert_problem(409, &[("plate", "taken")]);
+    let checked = singlet::fsck::fsck(&api.ctx, singlet::fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
 }

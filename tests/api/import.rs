@@ -150,7 +150,7 @@ async fn library_engine() -> Api {
 
 /// The same context with a client that waits for as long as a scan of a large table takes in a
 /// debug build on a busy machine (the functions' own timeouts are for one request's items).
-fn patient(ctx: &Ctx) -> Ctx {
+pub(crate) fn patient(ctx: &Ctx) -> Ctx {
     use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
     let config = ctx
         .db

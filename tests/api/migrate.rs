@@ -15,7 +15,7 @@ use singlet::migrate::{self, Options};
 use singlet_functions::migrations;
 use std::collections::BTreeSet;
 
-const DEPOTS: [&str; 4] = ["north", "South", "east yard", "WEST"];
+pub(crate) const DEPOTS: [&str; 4] = ["north", "South", "east yard", "WEST"];
 
 /// Vehicles in the old shape for `vehicles-by-depot`.
 const VEHICLES: usize = 2000;
@@ -33,7 +33,7 @@ fn old_vehicle(i: usize) -> [Item; 3] {
 
 /// [`old_vehicle`] with this plate and chassis number (as normalised): the old rule keyed their
 /// locks by them as they are, separators and all.
-fn old_vehicle_with(i: usize, plate: &str, chassis: &str) -> [Item; 3] {
+pub(crate) fn old_vehicle_with(i: usize, plate: &str, chassis: &str) -> [Item; 3] {
     let id = format!("v{i:06}");
     let (plate, chassis) = (plate.to_owned(), chassis.to_owned());
     let vehicle = Item::from([
@@ -66,11 +66,11 @@ fn old_vehicle_with(i: usize, plate: &str, chassis: &str) -> [Item; 3] {
     ]
 }
 
-async fn write_old_vehicles(api: &Api, count: usize) {
+pub(crate) async fn write_old_vehicles(api: &Api, count: usize) {
     put_raw_all(&api.ctx, (0..count).flat_map(old_vehicle).collect()).await;
 }
 
-fn migration() -> &'static migrations::Migration {
+pub(crate) fn migration() -> &'static migrations::Migration {
     migrations::by_name("vehicles-by-depot").unwrap()
 }
 
@@ -79,7 +79,7 @@ fn plates_compact() -> &'static migrations::Migration {
 }
 
 /// Every vehicle id the depot route lists, page by page, checking newest first.
-async fn listed(api: &Api, depot: &str) -> Vec<String> {
+pub(crate) async fn listed(api: &Api, depot: &str) -> Vec<String> {
     let mut ids = Vec::new();
     let mut added = Vec::new();
     let mut cursor: Option<String> = None;
@@ -103,7 +103,7 @@ async fn listed(api: &Api, depot: &str) -> Vec<String> {
     ids
 }
 
-fn vehicles(items: &[Item]) -> Vec<&Item> {
+pub(crate) fn vehicles(items: &[Item]) -> Vec<&Item> {
     items
         .iter()
         .filter(|i| s(i, "PK").starts_with("VEHICLE#"))

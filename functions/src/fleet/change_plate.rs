@@ -2,21 +2,27 @@
 //!
 //! Read the vehicle (to learn its current plate), then one `TransactWriteItems`
 //! ([`lock::swap`], as for an email, a username or a library card): claim the new plate's lock
-//! (`attribute_not_exists`), release the old lock (where it is: under the old rule's key for a
-//! vehicle `plates-compact` has not migrated yet) only if it still names this
-//! vehicle, and update the vehicle only if it still has the plate we read. A vehicle changed or
-//! retired between the read and the write fails its condition and is read again; a new plate
-//! held by another vehicle is `409`.
+//! (`attribute_not_exists`) and, until `plates-compact` has run, check the key the old rule made
+//! of a new plate spelled with separators free ([`plate_free_before_compact`]); release the old
+//! lock (where it is: under the old rule's key for a vehicle `plates-compact` has not migrated
+//! yet) only if it still names this vehicle, and update the vehicle only if it still has the
+//! plate we read. A vehicle changed or retired between the read and the write fails its
+//! condition and is read again; a new plate held by another vehicle is `409`.
+//!
+//! Another spelling of the plate the vehicle holds (`KA19XTR` → `KA 19 XTR`) meets the lock it
+//! holds already: nothing is claimed or released, the lock and the vehicle take the new spelling
+//! together ([`respell`]).
 
-use super::{PlateLock, Vehicle, load_with_locks};
+use super::{PlateLock, Vehicle, load_with_locks, plate_free_before_compact};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType, outbox};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
+use crate::model::Held;
 use crate::store::lock::{self, Swapped};
-use crate::store::{Condition, MAX_ATTEMPTS, Update};
+use crate::store::{Commit, Condition, MAX_ATTEMPTS, Put, Transaction, Update};
 use lambda_http::Request;
-use singlet_shared::{Plate, keys};
+use singlet_shared::{Id, Key, Plate, keys};
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
@@ -49,8 +55,20 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 },
             ),
         );
-        let release_old = lock::release_at(locks.plate, &vehicle_id);
-        match lock::swap_from(ctx, &lock_of(&plate), release_old, update, event).await? {
+        let swapped = if locks.plate == keys::plate_lock(&plate) {
+            respell(ctx, locks.plate, &vehicle_id, &plate, update, event).await?
+        } else {
+            lock::swap_from(
+                ctx,
+                &lock_of(&plate),
+                plate_free_before_compact(&plate),
+                lock::release_at(locks.plate, &vehicle_id),
+                update,
+                event,
+            )
+            .await?
+        };
+        match swapped {
             Swapped::Done => {
                 tracing::info!(%vehicle_id, "plate changed");
                 vehicle.plate = plate;
@@ -67,4 +85,50 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         }
     }
     Err(ApiError::Unavailable)
+}
+
+/// The vehicle's plate changed to another spelling of itself: one transaction rewrites the
+/// spelling in the lock it holds (while the lock still names it) and in the vehicle (while it has
+/// the plate read), checks the new spelling's key under the old rule free, as a claim would, and
+/// puts the event.
+async fn respell(
+    ctx: &Ctx,
+    lock_key: Key,
+    vehicle_id: &Id,
+    plate: &Plate,
+    vehicle: Update<Vehicle>,
+    event: Put,
+) -> Result<Swapped, ApiError> {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Part {
+        Lock,
+        LockBefore,
+        Vehicle,
+        Event,
+    }
+    let commit = Transaction::new()
+        .update(
+            Part::Lock,
+            Update::<PlateLock>::at(lock_key)
+                .set(PlateLock::PLATE, plate)
+                .when(Condition::equals(PlateLock::HOLDER, vehicle_id)),
+        )
+        .check_if_some(Part::LockBefore, plate_free_before_compact(plate))
+        .update(Part::Vehicle, vehicle)
+        .put(Part::Event, event)
+        .commit(ctx)
+        .await?;
+    Ok(match commit {
+        Commit::Done => Swapped::Done,
+        Commit::Cancelled(cancelled) => {
+            let holder = lock::holder::<PlateLock>(cancelled.old(Part::LockBefore));
+            if holder.is_some_and(|holder| holder != vehicle_id.as_str()) {
+                Swapped::Taken
+            } else if cancelled.failed(Part::Vehicle) {
+                Swapped::OwnerChanged(cancelled.old(Part::Vehicle).cloned())
+            } else {
+                Swapped::LockDisagrees
+            }
+        }
+    })
 }

@@ -16,8 +16,8 @@ pub mod retire_vehicle;
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::model::VERSION;
-use crate::store::{Item, decode, item::text};
-use singlet_shared::{Id, Key, keys};
+use crate::store::{Check, Item, decode, item::text, lock};
+use singlet_shared::{Chassis, Id, Key, Plate, keys};
 
 pub use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
 
@@ -107,4 +107,33 @@ pub async fn find_lock<L: serde::de::DeserializeOwned>(
         return Ok(None);
     }
     ctx.get(&before).await
+}
+
+/// Until `plates-compact` has run, a plate registered under the old rule is locked at the key
+/// that rule made of its spelling (`PLATE#ka19 xtr` for `KA19 XTR`), which a claim of the compact
+/// key (`PLATE#ka19xtr`) cannot meet: without this check, the very spelling a vehicle was
+/// registered with would register a second one. A transaction that claims `plate` makes this
+/// check too, and reads its failure as the claim's: `409 plate taken`. `None` for a plate without
+/// spaces or hyphens, whose two keys are one.
+///
+/// Another spelling of that plate (`KA-19-XTR`) meets neither key: one point read cannot know
+/// every spelling registered before. `plates-compact` then reports the two vehicles as a
+/// conflict, and `fsck` the second's lock (the README's "Before `plates-compact` has run").
+pub fn plate_free_before_compact(plate: &Plate) -> Option<Check<()>> {
+    free_before(
+        keys::plate_lock(plate),
+        keys::plate_lock_before_compact(plate),
+    )
+}
+
+/// [`plate_free_before_compact`], for a chassis number (`CHASSIS#wvw 1`): `409 chassis taken`.
+pub fn chassis_free_before_compact(chassis: &Chassis) -> Option<Check<()>> {
+    free_before(
+        keys::chassis_lock(chassis),
+        keys::chassis_lock_before_compact(chassis),
+    )
+}
+
+fn free_before(compact: Key, before: Key) -> Option<Check<()>> {
+    (before != compact).then(|| lock::free_at(before))
 }

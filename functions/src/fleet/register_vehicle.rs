@@ -1,11 +1,17 @@
 //! `POST /vehicles` `{plate, chassis, depot}` → `201` vehicle, `location: /vehicles/{id}`.
 //!
 //! One `TransactWriteItems`: the vehicle and both locks, each put guarded by
-//! `attribute_not_exists`. When the transaction is cancelled, the reason at each part's position
-//! says whether the plate, the chassis or both were taken, and the `409` names each of them.
-//! Safe to retry with `Idempotency-Key`.
+//! `attribute_not_exists`. Until `plates-compact` has run, a plate (or chassis number) spelled
+//! with spaces or hyphens is also checked free at the key the old rule made of it
+//! ([`plate_free_before_compact`]), where a vehicle registered before holds it. When the
+//! transaction is cancelled, the reason at each part's position says whether the plate, the
+//! chassis or both were taken, and the `409` names each of them. Safe to retry with
+//! `Idempotency-Key`.
 
-use super::{ChassisLock, MAX_DEPOT_LEN, PlateLock, Vehicle};
+use super::{
+    ChassisLock, MAX_DEPOT_LEN, PlateLock, Vehicle, chassis_free_before_compact,
+    plate_free_before_compact,
+};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
@@ -16,7 +22,8 @@ use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::{Chassis, Depot, Id, Plate};
 
-/// The transaction's parts.
+/// The transaction's parts: a value's claim is its lock's put and, for a spelling with
+/// separators, its old-rule key's check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Vehicle,
@@ -88,7 +95,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .put(Part::Vehicle, Put::new_only(&vehicle))
         .put(Part::Plate, lock::claim(&plate_lock))
+        .check_if_some(Part::Plate, plate_free_before_compact(&vehicle.plate))
         .put(Part::Chassis, lock::claim(&chassis_lock))
+        .check_if_some(Part::Chassis, chassis_free_before_compact(&vehicle.chassis))
         .put(
             Part::Event,
             outbox(

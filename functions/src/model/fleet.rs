@@ -93,6 +93,11 @@ impl Entity for PlateLock {
     }
 }
 
+fields!(PlateLock, serde PlateLock, test plate_lock_fields_are_serde_names {
+    /// The plate as its holder spells it: another spelling of the same plate rewrites it.
+    PLATE = "plate",
+});
+
 /// A `CHASSIS#` lock. Also the body of `GET /chassis/{chassis}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

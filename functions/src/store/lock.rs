@@ -6,14 +6,16 @@
 //!   can never free a value that someone else holds now;
 //! - [`swap`] moves an owner from one value to another in one transaction: claim the new lock,
 //!   release the old one, update the owner only if it still holds the old value, and put the
-//!   change's domain event (its outbox item).
+//!   change's domain event (its outbox item);
+//! - [`free_at`] checks, in the same transaction as a claim, that no lock is at a key an earlier
+//!   rule made of the value (a plate lock before `plates-compact`), which the claim cannot meet.
 //!
 //! The fleet (plates, chassis numbers), accounts (emails, usernames) and library cards all use
 //! these.
 
 use super::item::{Item, text};
 use super::transaction::{Commit, Transaction};
-use super::write::{Condition, Delete, Put, Update};
+use super::write::{Check, Condition, Delete, Put, Update};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::model::{Entity, Held};
@@ -33,6 +35,15 @@ pub fn release<L: Held>(lock: &L) -> Delete<L> {
 /// for its key (a plate lock before `plates-compact`).
 pub fn release_at<L: Held>(key: Key, holder: &Id) -> Delete<L> {
     Delete::at(key).when(Condition::equals(L::HOLDER, holder))
+}
+
+/// Checks that no item is at `key`, and hands back the one that is when the check fails, so
+/// [`holder`] names who holds it. For a value whose lock an earlier rule keyed elsewhere (a plate
+/// lock before `plates-compact`, `PLATE#ka19 xtr`): a claim of its current key
+/// (`PLATE#ka19xtr`) cannot meet that lock, so the transaction checks its key too. Of no entity
+/// type: the condition is that none is there.
+pub fn free_at(key: Key) -> Check<()> {
+    Check::at(key, Condition::absent()).old_on_failure()
 }
 
 /// Who holds a lock of type `L` whose claim failed, from the item the cancellation returned.
@@ -58,6 +69,8 @@ pub enum Swapped {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     NewLock,
+    /// The new value's key under an earlier rule, checked free.
+    NewLockBefore,
     OldLock,
     Owner,
     Event,
@@ -75,19 +88,23 @@ pub async fn swap<L: Held, O: Entity>(
     owner: Update<O>,
     event: Put,
 ) -> Result<Swapped, ApiError> {
-    swap_from(ctx, new, release(old), owner, event).await
+    swap_from(ctx, new, None, release(old), owner, event).await
 }
 
-/// [`swap`], with the old lock's release given (a lock keyed under an earlier rule).
+/// [`swap`] under a rule that keyed locks elsewhere before: `new_free_before` checks that no
+/// lock holds the new value at the key the earlier rule made of it ([`free_at`]; `None` when
+/// that is the new lock's own key), and `release_old` releases the old lock where it is.
 pub async fn swap_from<L: Held, O: Entity>(
     ctx: &Ctx,
     new: &L,
+    new_free_before: Option<Check<()>>,
     release_old: Delete<L>,
     owner: Update<O>,
     event: Put,
 ) -> Result<Swapped, ApiError> {
     let commit = Transaction::new()
         .put(Part::NewLock, claim(new))
+        .check_if_some(Part::NewLockBefore, new_free_before)
         .delete(Part::OldLock, release_old)
         .update(Part::Owner, owner)
         .put(Part::Event, event)
@@ -96,8 +113,11 @@ pub async fn swap_from<L: Held, O: Entity>(
     Ok(match commit {
         Commit::Done => Swapped::Done,
         Commit::Cancelled(cancelled) => {
-            let holder = holder::<L>(cancelled.old(Part::NewLock));
-            if holder.is_some_and(|holder| holder != new.holder().as_str()) {
+            let held_by_another = |part| {
+                holder::<L>(cancelled.old(part))
+                    .is_some_and(|holder| holder != new.holder().as_str())
+            };
+            if held_by_another(Part::NewLock) || held_by_another(Part::NewLockBefore) {
                 Swapped::Taken
             } else if cancelled.failed(Part::Owner) {
                 Swapped::OwnerChanged(cancelled.old(Part::Owner).cloned())

@@ -108,6 +108,14 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
         self.push(part, check.into())
     }
 
+    /// [`Transaction::check`], when there is a check to make.
+    pub fn check_if_some<E>(self, part: P, check: Option<Check<E>>) -> Self {
+        match check {
+            Some(check) => self.check(part, check),
+            None => self,
+        }
+    }
+
     /// Commits the transaction.
     pub async fn commit(self, ctx: &Ctx) -> Result<Commit<P>, ApiError> {
         match self.send(ctx).await? {

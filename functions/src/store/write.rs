@@ -360,6 +360,7 @@ impl<E> Delete<E> {
 pub struct Check<E> {
     key: Key,
     clauses: Vec<Clause>,
+    old_on_failure: bool,
     entity: PhantomData<fn() -> E>,
 }
 
@@ -368,8 +369,15 @@ impl<E> Check<E> {
         Self {
             key,
             clauses: condition.clauses,
+            old_on_failure: false,
             entity: PhantomData,
         }
+    }
+
+    /// When the condition fails, the cancellation hands back the item as it stood.
+    pub fn old_on_failure(mut self) -> Self {
+        self.old_on_failure = true;
+        self
     }
 }
 
@@ -404,6 +412,7 @@ pub(super) struct RawDelete {
 pub(super) struct RawCheck {
     key: Key,
     clauses: Vec<Clause>,
+    old_on_failure: bool,
 }
 
 impl From<Put> for Write {
@@ -433,6 +442,7 @@ impl<E> From<Check<E>> for Write {
         Write::Check(RawCheck {
             key: check.key,
             clauses: check.clauses,
+            old_on_failure: check.old_on_failure,
         })
     }
 }
@@ -662,6 +672,7 @@ impl Write {
                     .condition_expression(condition)
                     .set_expression_attribute_names(placeholders.names())
                     .set_expression_attribute_values(placeholders.values())
+                    .set_return_values_on_condition_check_failure(return_old(check.old_on_failure))
                     .build()
                     .map(|check| TransactWriteItem::builder().condition_check(check).build())
             }
