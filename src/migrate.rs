@@ -20,7 +20,7 @@
 use crate::throttle::Throttle;
 use serde::Serialize;
 use singlet_functions::Ctx;
-use singlet_functions::migrations::{Migration, Plan, Survey};
+use singlet_functions::migrations::{Migration, Plan, Settings, Survey};
 use singlet_functions::model::Entity;
 use singlet_functions::model::migration::MigrationCheckpoint;
 use singlet_functions::store::Item;
@@ -200,6 +200,9 @@ pub async fn run(
         Some(claims) => survey(ctx, migration.name, claims, segments, options.page_size).await?,
     };
 
+    let settings = Settings {
+        loan_history_days: ctx.loan_history_days,
+    };
     let throttle = Throttle::new(options.max_wcu);
     let counters = Counters::default();
     let conflicts = Mutex::new(Vec::new());
@@ -212,8 +215,9 @@ pub async fn run(
             .find(|(s, _)| *s == segment)
             .map(|(_, c)| c.clone())
             .unwrap_or_default();
-        let (throttle, counters, conflicts, sample, stopped, survey) =
-            (&throttle, &counters, &conflicts, &sample, &stopped, &survey);
+        let (throttle, counters, conflicts, sample, stopped, survey, settings) = (
+            &throttle, &counters, &conflicts, &sample, &stopped, &survey, &settings,
+        );
         async move {
             if checkpoint.done {
                 return Ok::<bool, String>(true);
@@ -231,7 +235,7 @@ pub async fn run(
                     .map_err(|e| format!("cannot scan segment {segment}: {e:?}"))?;
                 for item in &items {
                     counters.scanned.fetch_add(1, Ordering::Relaxed);
-                    match (migration.plan)(item, survey) {
+                    match (migration.plan)(item, survey, settings) {
                         Plan::Skip => {}
                         Plan::Conflict(detail) => conflicts.lock().unwrap().push(Conflict {
                             pk: pk_of(item),

@@ -5,8 +5,8 @@
 //! and gets through, and `plates-compact` and `fsck` then report the pair.
 
 use crate::both;
-use crate::harness::{Api, Item, s};
 use crate::harness::put_raw_all;
+use crate::harness::{Api, Item, s};
 use crate::migrate::old_vehicle_with;
 use crate::process::singlet;
 use aws_sdk_dynamodb::types::AttributeValue;

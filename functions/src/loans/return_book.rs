@@ -27,7 +27,7 @@ use time::OffsetDateTime;
 /// When a loan returned at `returned` leaves its patron's history: `LoanHistoryDays` later,
 /// epoch seconds.
 pub fn history_ends(ctx: &Ctx, returned: OffsetDateTime) -> i64 {
-    (returned + clock::days(ctx.loan_history_days)).unix_timestamp()
+    Checkout::history_ends(returned, ctx.loan_history_days)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

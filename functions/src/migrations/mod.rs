@@ -13,6 +13,7 @@
 //! [`Survey`]), and the plan of an item that shares a claim with another is a conflict.
 
 pub mod plates_compact;
+pub mod returned_loans_expire;
 pub mod stamp_entity_types;
 pub mod vehicles_by_depot;
 
@@ -41,7 +42,23 @@ pub struct Migration {
     pub after: Option<&'static str>,
     /// The unique values an item claims under the new rule, if the migration has one.
     pub claims: Option<fn(&Item) -> Vec<String>>,
-    pub plan: fn(&Item, &Survey) -> Plan,
+    pub plan: fn(&Item, &Survey, &Settings) -> Plan,
+}
+
+/// What the runner was started with that a plan may need: the deployment's settings, as the
+/// API's own writes read them.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `LoanHistoryDays` (`--loan-history-days`): how long a returned loan is kept.
+    pub loan_history_days: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            loan_history_days: crate::context::DEFAULT_LOAN_HISTORY_DAYS,
+        }
+    }
 }
 
 /// The claims of the whole table that more than one item makes, each with the keys (`PK`) of
@@ -92,6 +109,7 @@ pub static MIGRATIONS: &[Migration] = &[
     vehicles_by_depot::MIGRATION,
     plates_compact::MIGRATION,
     stamp_entity_types::MIGRATION,
+    returned_loans_expire::MIGRATION,
 ];
 
 pub fn by_name(name: &str) -> Option<&'static Migration> {

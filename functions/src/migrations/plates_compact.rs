@@ -11,7 +11,7 @@
 //! vehicle of such a pair is a conflict, left as it is, until an operator retires or re-plates
 //! one of them.
 
-use super::{Migration, Plan, Survey};
+use super::{Migration, Plan, Settings, Survey};
 use crate::fleet::{ChassisLock, PlateLock, Vehicle};
 use crate::model::Held;
 use crate::model::VERSION as VERSION_ATTRIBUTE;
@@ -58,7 +58,7 @@ fn version(item: &Item) -> u32 {
         .unwrap_or(1)
 }
 
-fn plan(item: &Item, survey: &Survey) -> Plan {
+fn plan(item: &Item, survey: &Survey, _: &Settings) -> Plan {
     let is_vehicle = item
         .get(PK)
         .and_then(|pk| pk.as_s().ok())
@@ -166,7 +166,11 @@ mod tests {
     #[test]
     fn a_plate_with_separators_is_rekeyed_in_one_transaction_with_the_stamp() {
         let item = vehicle("v1", "ka19 xtr", "wvw1");
-        let Plan::Change(change) = plan(&item, &survey(std::slice::from_ref(&item))) else {
+        let Plan::Change(change) = plan(
+            &item,
+            &survey(std::slice::from_ref(&item)),
+            &Settings::default(),
+        ) else {
             panic!("a version-2 vehicle is migrated")
         };
         let writes = change.readable();
@@ -192,13 +196,16 @@ mod tests {
     #[test]
     fn a_vehicle_without_separators_is_only_stamped_and_a_migrated_one_skipped() {
         let item = vehicle("v1", "ka19xtr", "wvw1");
-        let Plan::Change(change) = plan(&item, &Survey::default()) else {
+        let Plan::Change(change) = plan(&item, &Survey::default(), &Settings::default()) else {
             panic!("stamped")
         };
         assert_eq!(change.len(), 1);
         let mut done = item;
         done.insert("_v".into(), AttributeValue::N("3".into()));
-        assert!(matches!(plan(&done, &Survey::default()), Plan::Skip));
+        assert!(matches!(
+            plan(&done, &Survey::default(), &Settings::default()),
+            Plan::Skip
+        ));
     }
 
     #[test]
@@ -211,7 +218,7 @@ mod tests {
         let survey = survey(&items);
         assert_eq!(survey.collisions(), 1);
         for (item, other) in [(&items[0], "VEHICLE#v2"), (&items[1], "VEHICLE#v1")] {
-            let Plan::Conflict(detail) = plan(item, &survey) else {
+            let Plan::Conflict(detail) = plan(item, &survey, &Settings::default()) else {
                 panic!("a conflict")
             };
             assert!(
@@ -220,10 +227,16 @@ mod tests {
             );
             assert!(!detail.contains("ka"), "no plate in the report: {detail}");
         }
-        assert!(matches!(plan(&items[2], &survey), Plan::Change(_)));
+        assert!(matches!(
+            plan(&items[2], &survey, &Settings::default()),
+            Plan::Change(_)
+        ));
         let mut old = vehicle("v4", "ka 21", "wvw4");
         old.remove("GSI5PK");
         old.remove("_v");
-        assert!(matches!(plan(&old, &survey), Plan::Conflict(_)));
+        assert!(matches!(
+            plan(&old, &survey, &Settings::default()),
+            Plan::Conflict(_)
+        ));
     }
 }

@@ -4,7 +4,7 @@
 //! `_v = 1` whatever the type's current version: an item without `_v` is of the first one, and
 //! the migrations that follow take it on from there.
 
-use super::{Migration, Plan, Survey};
+use super::{Migration, Plan, Settings, Survey};
 use crate::model::{ENTITY_TYPE, VERSION, key_of, type_of};
 use crate::store::migration::Change;
 use crate::store::{Item, Update};
@@ -17,7 +17,7 @@ pub const MIGRATION: Migration = Migration {
     plan,
 };
 
-fn plan(item: &Item, _: &Survey) -> Plan {
+fn plan(item: &Item, _: &Survey, _: &Settings) -> Plan {
     if item.contains_key(ENTITY_TYPE) && item.contains_key(VERSION) {
         return Plan::Skip;
     }
@@ -43,7 +43,7 @@ mod tests {
             ("plate".into(), s("ka19xtr")),
             ("vehicleId".into(), s("v1")),
         ]);
-        let Plan::Change(change) = plan(&lock, &Survey::default()) else {
+        let Plan::Change(change) = plan(&lock, &Survey::default(), &Settings::default()) else {
             panic!("stamped")
         };
         let [write] = change.readable().try_into().unwrap();
@@ -56,10 +56,13 @@ mod tests {
             "_v".into(),
             aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
         );
-        assert!(matches!(plan(&lock, &Survey::default()), Plan::Skip));
+        assert!(matches!(
+            plan(&lock, &Survey::default(), &Settings::default()),
+            Plan::Skip
+        ));
         let stranger = Item::from([("PK".into(), s("NOPE#1")), ("SK".into(), s("NOPE#1"))]);
         assert!(matches!(
-            plan(&stranger, &Survey::default()),
+            plan(&stranger, &Survey::default(), &Settings::default()),
             Plan::Conflict(_)
         ));
     }

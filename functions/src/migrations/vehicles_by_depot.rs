@@ -2,7 +2,7 @@
 //! `GET /depots/{depot}/vehicles` existed. A vehicle at version 1 (no depot index keys, no `_v`)
 //! becomes version 2; `plates-compact` then takes it to version 3.
 
-use super::{Migration, Plan, Survey};
+use super::{Migration, Plan, Settings, Survey};
 use crate::fleet::Vehicle;
 use crate::store::migration::Change;
 use crate::store::{Condition, Item, Update};
@@ -20,7 +20,7 @@ pub const MIGRATION: Migration = Migration {
     plan,
 };
 
-fn plan(item: &Item, _: &Survey) -> Plan {
+fn plan(item: &Item, _: &Survey, _: &Settings) -> Plan {
     let is_vehicle = item
         .get(PK)
         .and_then(|pk| pk.as_s().ok())
@@ -63,7 +63,11 @@ mod tests {
 
     #[test]
     fn an_old_vehicle_gets_its_depot_keys_and_version_2() {
-        let Plan::Change(change) = plan(&old_vehicle(" North "), &Survey::default()) else {
+        let Plan::Change(change) = plan(
+            &old_vehicle(" North "),
+            &Survey::default(),
+            &Settings::default(),
+        ) else {
             panic!("a version-1 vehicle is migrated")
         };
         let [write] = change
@@ -87,14 +91,20 @@ mod tests {
         let mut done = old_vehicle("north");
         done.insert(GSI5.pk.into(), s("DEPOT#north"));
         let survey = Survey::default();
-        assert!(matches!(plan(&done, &survey), Plan::Skip));
+        assert!(matches!(
+            plan(&done, &survey, &Settings::default()),
+            Plan::Skip
+        ));
         let lock = Item::from([
             ("PK".into(), s("PLATE#ka19xtr")),
             ("SK".into(), s("PLATE#ka19xtr")),
         ]);
-        assert!(matches!(plan(&lock, &survey), Plan::Skip));
         assert!(matches!(
-            plan(&old_vehicle("\u{202e}x"), &survey),
+            plan(&lock, &survey, &Settings::default()),
+            Plan::Skip
+        ));
+        assert!(matches!(
+            plan(&old_vehicle("\u{202e}x"), &survey, &Settings::default()),
             Plan::Conflict(_)
         ));
     }

@@ -55,12 +55,22 @@ impl Checkout {
     pub fn active_key(&self) -> Key {
         keys::checkout(&self.patron_id, &self.checkout_id)
     }
+
+    /// The version from which every returned loan carries `expiresAt`: the return writes it, and
+    /// `returned-loans-expire` adds it to loans returned before.
+    pub const EXPIRES_SINCE: u32 = 2;
+
+    /// When a loan returned at `returned` leaves its patron's history (its `expiresAt`, epoch
+    /// seconds): `history_days` (`LoanHistoryDays`) later.
+    pub fn history_ends(returned: time::OffsetDateTime, history_days: i64) -> i64 {
+        (returned + time::Duration::days(history_days)).unix_timestamp()
+    }
 }
 
 impl Entity for Checkout {
     const TYPE: &'static EntityType = &EntityType {
         name: "loan",
-        version: 1,
+        version: Checkout::EXPIRES_SINCE,
         keys: &[
             KeyShape::new(
                 keys::PATRON_PREFIX,
@@ -113,6 +123,7 @@ impl Entity for Checkout {
 fields!(Checkout, serde Checkout, test loan_fields_are_serde_names {
     STATUS = "status",
     EXPIRES_AT = "expiresAt",
+    RETURNED_DATE = "returnedDate",
     DUE_DATE = "dueDate",
     RENEWAL_COUNT = "renewalCount",
 });
