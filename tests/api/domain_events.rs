@@ -649,6 +649,28 @@ async fn stream_record(api: &Api, sequence: &str) -> Value {
     singlet::event_source::lambda_record(&records[0], &arn)
 }
 
+/// Like Lambda's poller, the mapping seeks in the shard once and then reads on with the
+/// iterator each read hands back, rather than asking for a new one before every read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mapping_seeks_once_and_follows_its_iterator() {
+    let mut published = Published::start("iterator", 0.0, Faults::default()).await;
+    for round in 0..3 {
+        for n in 0..3 {
+            let n = round * 3 + n;
+            let body =
+                json!({"plate": format!("IT {n}"), "chassis": format!("ITC{n}"), "depot": "north"});
+            let reply = published.api.post("/vehicles", body).await;
+            assert_eq!(reply.status, 201, "{reply:?}");
+        }
+        assert_eq!(published.drain().await.len(), (round + 1) * 3);
+    }
+    assert_eq!(
+        published.source.report.seeks, 1,
+        "{:?}",
+        published.source.report
+    );
+}
+
 /// The mapping's checkpoint outlives it, as Lambda's does: a mapping started again with the
 /// same position file publishes only what changed since, never the whole stream again; a
 /// position file that names another stream (another engine's, another table's) is not trusted.
