@@ -4,7 +4,8 @@
 //!
 //! - it reads the stream (`aws-sdk-dynamodbstreams` against the engine's own endpoint), drops the
 //!   records no filter pattern matches, and hands the others to the publisher in batches of at
-//!   most `BATCH_SIZE`, as the Lambda event `{"Records": [...]}`;
+//!   most `BATCH_SIZE`, as the Lambda event `{"Records": [...]}`; like Lambda's poller it reads
+//!   on with the iterator each read returns, and seeks from the checkpoint only after a failure;
 //! - a batch answered with `batchItemFailures` is done up to the lowest failed sequence number
 //!   (the checkpoint, [`checkpoint`]), and goes again from there; a failed invocation goes again
 //!   whole;
