@@ -286,7 +286,11 @@ impl EventSource {
                         e.is_expired_iterator_exception() || e.is_trimmed_data_access_exception()
                     }) =>
                 {
-                    tracing::info!(%error, "the stream iterator can no longer be read: seeking from the checkpoint");
+                    let error = crate::engine::cause_chain(&error);
+                    tracing::info!(
+                        error,
+                        "the stream iterator can no longer be read: seeking from the checkpoint"
+                    );
                     let sought = self.seek().await?;
                     self.read(sought).await
                 }
