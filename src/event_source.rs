@@ -4,7 +4,8 @@
 //!
 //! - it reads the stream (`aws-sdk-dynamodbstreams` against the engine's own endpoint), drops the
 //!   records no filter pattern matches, and hands the others to the publisher in batches of at
-//!   most `BATCH_SIZE`, as the Lambda event `{"Records": [...]}`;
+//!   most `BATCH_SIZE`, as the Lambda event `{"Records": [...]}`; like Lambda's poller it reads
+//!   on with the iterator each read returns, and seeks from the checkpoint only after a failure;
 //! - a batch answered with `batchItemFailures` is done up to the lowest failed sequence number
 //!   (the checkpoint, [`checkpoint`]), and goes again from there; a failed invocation goes again
 //!   whole;
@@ -24,7 +25,9 @@
 
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use aws_sdk_dynamodb::types::{StreamSpecification, StreamViewType};
-use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
+use aws_sdk_dynamodbstreams::error::SdkError;
+use aws_sdk_dynamodbstreams::operation::get_records::{GetRecordsError, GetRecordsOutput};
+use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, Shard, ShardIteratorType};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use singlet_functions::Ctx;
@@ -55,6 +58,9 @@ pub struct Faults {
 /// What the mapping has done since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Report {
+    /// `GetShardIterator` requests: one at the start, then one after each read or delivery
+    /// that failed.
+    pub seeks: u64,
     pub records_read: u64,
     /// Records the filter patterns let through.
     pub records_delivered: u64,
@@ -70,9 +76,20 @@ pub struct EventSource {
     ctx: Ctx,
     publisher: &'static Streamed,
     stream_arn: String,
+    /// The shard being read.
     shard_id: String,
-    /// The last sequence number read; the next read starts after it.
+    /// The last sequence number read in that shard and delivered: the checkpoint, from which
+    /// a read starts again after a failure.
     position: Option<String>,
+    /// Where the next read starts: the `NextShardIterator` the last read returned. Each
+    /// `GetShardIterator` is a request of its own under the engine's lock, so, like Lambda's
+    /// poller, the mapping seeks from the checkpoint only when it has no iterator: at the
+    /// start, after a read or a delivery that failed, and after the iterator expired or
+    /// pointed into trimmed records.
+    iterator: Option<String>,
+    /// The children of shards read to their end, read one after another once the shard being
+    /// read has ended too.
+    next_shards: VecDeque<String>,
     on_failure: PathBuf,
     faults: Faults,
     batches: u64,
@@ -142,17 +159,16 @@ impl EventSource {
             .and_then(|s| s.stream_arn())
             .ok_or("the table has no stream")?
             .to_owned();
-        let described = streams
-            .describe_stream()
-            .stream_arn(&stream_arn)
-            .send()
-            .await
-            .map_err(|e| format!("cannot describe the table's stream: {e}"))?;
-        // The embedded engine keeps one shard per table; a real stream's shards split over time,
-        // which this player does not follow.
-        let shard_id = described
-            .stream_description()
-            .and_then(|d| d.shards().last())
+        // The oldest shard the stream keeps (the one whose parent it no longer lists), read from
+        // its start as a new mapping with `StartingPosition: TRIM_HORIZON` reads it; its
+        // descendants follow as each one ends ([`Self::shard_ended`]).
+        let shards = describe_shards(&streams, &stream_arn).await?;
+        let shard_id = shards
+            .iter()
+            .find(|s| {
+                s.parent_shard_id()
+                    .is_none_or(|parent| !shards.iter().any(|p| p.shard_id() == Some(parent)))
+            })
             .and_then(|s| s.shard_id())
             .ok_or("the table's stream has no shard")?
             .to_owned();
@@ -167,6 +183,8 @@ impl EventSource {
             stream_arn,
             shard_id,
             position: None,
+            iterator: None,
+            next_shards: VecDeque::new(),
             on_failure,
             faults,
             batches: 0,
@@ -176,15 +194,14 @@ impl EventSource {
     }
 
     /// The same mapping, keeping its checkpoint in `file` and starting from the one it holds
-    /// when that names this stream and shard (another table's or an earlier engine's stream is
-    /// read from its start, as a new mapping would). A file that cannot be read as a
-    /// checkpoint is said so and ignored.
+    /// when that names this stream (another table's or an earlier engine's stream is read from
+    /// its start, as a new mapping would), in the shard it names. A file that cannot be read as
+    /// a checkpoint is said so and ignored.
     pub fn remember_in(mut self, file: PathBuf) -> Self {
         match std::fs::read(&file) {
             Ok(bytes) => match serde_json::from_slice::<Position>(&bytes) {
-                Ok(kept)
-                    if kept.stream_arn == self.stream_arn && kept.shard_id == self.shard_id =>
-                {
+                Ok(kept) if kept.stream_arn == self.stream_arn => {
+                    self.shard_id = kept.shard_id;
                     self.position = Some(kept.sequence_number);
                 }
                 Ok(_) => tracing::info!(
@@ -247,32 +264,45 @@ impl EventSource {
 
     /// One read of the stream, its records delivered: how many records it read.
     pub async fn poll(&mut self) -> Result<usize, String> {
-        let iterator = self
-            .streams
-            .get_shard_iterator()
-            .stream_arn(&self.stream_arn)
-            .shard_id(&self.shard_id);
-        let iterator = match &self.position {
-            Some(sequence) => iterator
-                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
-                .sequence_number(sequence),
-            None => iterator.shard_iterator_type(ShardIteratorType::TrimHorizon),
-        };
-        let iterator = iterator
-            .send()
-            .await
-            .map_err(|e| format!("GetShardIterator failed: {e}"))?
-            .shard_iterator
-            .ok_or("the stream gave no shard iterator")?;
-        let records = self
-            .streams
-            .get_records()
-            .shard_iterator(iterator)
-            .send()
-            .await
-            .map_err(|e| format!("GetRecords failed: {e}"))?
-            .records
-            .unwrap_or_default();
+        loop {
+            let (read, moved_on) = self.read_shard().await?;
+            // A shard that ended on an empty read hands over to its child at once, so that a
+            // drain does not stop at the boundary.
+            if read > 0 || !moved_on {
+                return Ok(read);
+            }
+        }
+    }
+
+    /// One read of the shard being read, its records delivered: how many records it read, and
+    /// whether the shard ended and the mapping moved on to its child.
+    async fn read_shard(&mut self) -> Result<(usize, bool), String> {
+        let output = match self.iterator.take() {
+            Some(kept) => match self.read(kept).await {
+                // Lambda's rule for an iterator that can no longer be read: seek again from
+                // the checkpoint (the records past it are still there, or trimmed for good).
+                Err(error)
+                    if error.as_service_error().is_some_and(|e| {
+                        e.is_expired_iterator_exception() || e.is_trimmed_data_access_exception()
+                    }) =>
+                {
+                    let error = crate::engine::cause_chain(&error);
+                    tracing::info!(
+                        error,
+                        "the stream iterator can no longer be read: seeking from the checkpoint"
+                    );
+                    let sought = self.seek().await?;
+                    self.read(sought).await
+                }
+                read => read,
+            },
+            None => {
+                let sought = self.seek().await?;
+                self.read(sought).await
+            }
+        }
+        .map_err(|e| format!("GetRecords failed: {}", crate::engine::cause_chain(&e)))?;
+        let records = output.records.unwrap_or_default();
         let read = records.len();
         self.report.records_read += read as u64;
         let delivered: Vec<Value> = records
@@ -281,6 +311,8 @@ impl EventSource {
             .filter(passes_filters)
             .collect();
         self.report.records_delivered += delivered.len() as u64;
+        // A delivery that fails returns here with no iterator kept and the checkpoint where it
+        // was, so the next poll reads these records again, as Lambda does.
         for batch in delivered.chunks(BATCH_SIZE) {
             self.deliver(batch.to_vec()).await?;
         }
@@ -292,7 +324,104 @@ impl EventSource {
             self.position = Some(last.to_owned());
             self.keep_position()?;
         }
-        Ok(read)
+        let moved_on = match output.next_shard_iterator {
+            Some(next) => {
+                self.iterator = Some(next);
+                false
+            }
+            None => self.shard_ended().await?,
+        };
+        Ok((read, moved_on))
+    }
+
+    /// A `GetShardIterator` from the checkpoint: after the last sequence number delivered, or
+    /// the shard's start when none was. A checkpoint whose records were trimmed (older than the
+    /// stream keeps) is read from the oldest record left, as Lambda does; what lay between is
+    /// lost to every reader.
+    async fn seek(&mut self) -> Result<String, String> {
+        self.report.seeks += 1;
+        let request = |kind: ShardIteratorType, after: Option<&String>| {
+            self.streams
+                .get_shard_iterator()
+                .stream_arn(&self.stream_arn)
+                .shard_id(&self.shard_id)
+                .shard_iterator_type(kind)
+                .set_sequence_number(after.cloned())
+                .send()
+        };
+        let sought = match &self.position {
+            Some(after) => match request(ShardIteratorType::AfterSequenceNumber, Some(after)).await
+            {
+                Err(error)
+                    if error
+                        .as_service_error()
+                        .is_some_and(|e| e.is_trimmed_data_access_exception()) =>
+                {
+                    tracing::warn!(
+                        shard = self.shard_id,
+                        after = %after,
+                        "the stream no longer keeps the records after the checkpoint: reading from its oldest"
+                    );
+                    request(ShardIteratorType::TrimHorizon, None).await
+                }
+                sought => sought,
+            },
+            None => request(ShardIteratorType::TrimHorizon, None).await,
+        };
+        sought
+            .map_err(|e| {
+                format!(
+                    "GetShardIterator failed: {}",
+                    crate::engine::cause_chain(&e)
+                )
+            })?
+            .shard_iterator
+            .ok_or_else(|| "the stream gave no shard iterator".to_owned())
+    }
+
+    /// One `GetRecords` at `iterator` (at most 1,000 records, the API's maximum).
+    async fn read(&self, iterator: String) -> Result<GetRecordsOutput, SdkError<GetRecordsError>> {
+        self.streams
+            .get_records()
+            .shard_iterator(iterator)
+            .send()
+            .await
+    }
+
+    /// The shard was read to its end (`GetRecords` gave no `NextShardIterator`): the mapping
+    /// goes on with its children, from their start, as Lambda does. A child not yet listed is
+    /// looked for again at the next poll. The embedded engine never gets here: dynoxide (3.2)
+    /// keeps one shard per table for ever (`streams::shard_id`, "one shard per table in
+    /// simplified model"; its `DescribeStream` lists that one shard with no ending sequence
+    /// number, and its `GetRecords` always answers a `NextShardIterator`). An external engine's
+    /// or AWS's shards end and split; two children of one shard are read one after the other
+    /// here, where Lambda reads them side by side.
+    async fn shard_ended(&mut self) -> Result<bool, String> {
+        if self.next_shards.is_empty() {
+            let shards = describe_shards(&self.streams, &self.stream_arn).await?;
+            let mut children: Vec<String> = shards
+                .iter()
+                .filter(|s| s.parent_shard_id() == Some(self.shard_id.as_str()))
+                .filter_map(|s| s.shard_id().map(str::to_owned))
+                .collect();
+            children.sort();
+            self.next_shards.extend(children);
+        }
+        let Some(child) = self.next_shards.pop_front() else {
+            tracing::info!(
+                shard = self.shard_id,
+                "the stream's shard ended and has no child yet"
+            );
+            return Ok(false);
+        };
+        tracing::info!(
+            ended = self.shard_id,
+            next = child,
+            "the stream's shard ended: reading its child"
+        );
+        self.shard_id = child;
+        self.position = None;
+        Ok(true)
     }
 
     /// One batch, by Lambda's rules: the checkpoint on partial failures, bisection, the retry
@@ -399,6 +528,37 @@ impl EventSource {
             .open(&self.on_failure)
             .map_err(|e| format!("cannot open {}: {e}", self.on_failure.display()))?;
         writeln!(file, "{line}").map_err(|e| format!("cannot append to the on-failure file: {e}"))
+    }
+}
+
+/// Every shard `DescribeStream` lists for `stream_arn`, all its pages.
+async fn describe_shards(
+    streams: &aws_sdk_dynamodbstreams::Client,
+    stream_arn: &str,
+) -> Result<Vec<Shard>, String> {
+    let mut shards = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let described = streams
+            .describe_stream()
+            .stream_arn(stream_arn)
+            .set_exclusive_start_shard_id(after.take())
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot describe the table's stream: {}",
+                    crate::engine::cause_chain(&e)
+                )
+            })?;
+        let Some(description) = described.stream_description() else {
+            return Ok(shards);
+        };
+        shards.extend_from_slice(description.shards());
+        match description.last_evaluated_shard_id() {
+            Some(last) => after = Some(last.to_owned()),
+            None => return Ok(shards),
+        }
     }
 }
 

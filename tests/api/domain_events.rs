@@ -649,6 +649,68 @@ async fn stream_record(api: &Api, sequence: &str) -> Value {
     singlet::event_source::lambda_record(&records[0], &arn)
 }
 
+/// Like Lambda's poller, the mapping seeks in the shard once and then reads on with the
+/// iterator each read hands back, rather than asking for a new one before every read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mapping_seeks_once_and_follows_its_iterator() {
+    let mut published = Published::start("iterator", 0.0, Faults::default()).await;
+    for round in 0..3 {
+        for n in 0..3 {
+            let n = round * 3 + n;
+            let body =
+                json!({"plate": format!("IT {n}"), "chassis": format!("ITC{n}"), "depot": "north"});
+            let reply = published.api.post("/vehicles", body).await;
+            assert_eq!(reply.status, 201, "{reply:?}");
+        }
+        assert_eq!(published.drain().await.len(), (round + 1) * 3);
+    }
+    assert_eq!(
+        published.source.report.seeks, 1,
+        "{:?}",
+        published.source.report
+    );
+}
+
+/// A delivery that fails (here the on-failure destination cannot be written) leaves the
+/// checkpoint where it was and no iterator: the next poll seeks from the checkpoint and delivers
+/// the same records again, with the same `eventId`s, as Lambda does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_delivery_is_read_again_from_the_checkpoint() {
+    let mut published = Published::start("redeliver", 0.0, Faults::default()).await;
+    let register = |n: usize| json!({"plate": format!("RD {n}"), "chassis": format!("RDC{n}"), "depot": "north"});
+    let reply = published.api.post("/vehicles", register(0)).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    write_undecodable_outbox_item(&published.api.ctx)
+        .await
+        .unwrap();
+    let reply = published.api.post("/vehicles", register(1)).await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+
+    // A directory where the on-failure file goes: the bad item cannot be sent there.
+    std::fs::create_dir_all(&published.failed).unwrap();
+    let error = published.source.poll().await.unwrap_err();
+    assert!(error.contains("cannot open"), "{error}");
+    assert_eq!(published.source.report.seeks, 1);
+
+    std::fs::remove_dir(&published.failed).unwrap();
+    let events = published.drain().await;
+    assert_eq!(
+        published.source.report.seeks, 2,
+        "{:?}",
+        published.source.report
+    );
+    let ids: BTreeSet<&str> = events
+        .iter()
+        .map(|e| str_of(&e["detail"], "eventId"))
+        .collect();
+    assert_eq!(ids.len(), 2, "{events:#?}");
+    assert!(
+        events.len() > 2,
+        "the records read before the failure came again"
+    );
+    assert_eq!(lines(&published.failed).len(), 1);
+}
+
 /// The mapping's checkpoint outlives it, as Lambda's does: a mapping started again with the
 /// same position file publishes only what changed since, never the whole stream again; a
 /// position file that names another stream (another engine's, another table's) is not trusted.
