@@ -567,28 +567,21 @@ async fn describe_shards(
 /// sends it to the on-failure destination; the records after it are still delivered. Returns
 /// its key's partition.
 pub async fn write_undecodable_outbox_item(ctx: &Ctx) -> Result<String, String> {
-    use aws_sdk_dynamodb::types::AttributeValue as Av;
-    use singlet_functions::events::outbox::{ENTITY_TYPE, KEEP_SECONDS, VERSION};
-    use singlet_shared::schema::{PK, SK, TTL_ATTRIBUTE};
+    use singlet_functions::events::outbox::KEEP_SECONDS;
+    use singlet_functions::model::outbox::OutboxItem;
     let id = format!("undecodable-{}", singlet_functions::clock::now_millis());
     let key = singlet_shared::keys::outbox("fault", &id, &id);
-    ctx.db
-        .put_item()
-        .table_name(&*ctx.table)
-        .item(PK, Av::S(key.pk.clone()))
-        .item(SK, Av::S(key.sk))
-        .item("_et", Av::S(ENTITY_TYPE.into()))
-        .item("_v", Av::N(VERSION.to_string()))
-        .item("source", Av::S("singlet.fault".into()))
-        .item("detailType", Av::S("Undecodable".into()))
-        .item("detail", Av::S("this is not an event".into()))
-        .item(
-            TTL_ATTRIBUTE,
-            Av::N((singlet_functions::clock::now().unix_timestamp() + KEEP_SECONDS).to_string()),
-        )
-        .send()
+    // An outbox item in every way but its `detail`, which is no event.
+    let fault = OutboxItem {
+        key: key.clone(),
+        source: "singlet.fault".into(),
+        detail_type: "Undecodable".into(),
+        detail: "this is not an event".into(),
+        expires_at: singlet_functions::clock::now().unix_timestamp() + KEEP_SECONDS,
+    };
+    ctx.put_record(&fault)
         .await
-        .map_err(|e| format!("cannot write the undecodable outbox item: {e}"))?;
+        .map_err(|e| format!("cannot write the undecodable outbox item: {e:?}"))?;
     tracing::warn!(pk = %key.pk, "wrote an undecodable outbox item, on purpose");
     Ok(key.pk)
 }

@@ -111,7 +111,7 @@ pub static ROUTES: &[Route] = &[
     // Fleet registry
     route!("register-vehicle", "POST" "/vehicles", fleet::register_vehicle::handle,
         "Register a vehicle, claiming its plate and chassis number", scopes ["fleet:write"], idempotent: true, paged: false,
-        table [PutItem, GetItem] on [Vehicle, PlateLock, ChassisLock, IdLock], events [VehicleRegistered]),
+        table [PutItem, GetItem, ConditionCheckItem] on [Vehicle, PlateLock, ChassisLock, IdLock], events [VehicleRegistered]),
     route!("get-vehicle", "GET" "/vehicles/{vehicleId}", fleet::get_vehicle::handle,
         "Read a vehicle by id", scopes ["fleet:read", "fleet:write"], idempotent: false, paged: false,
         table [GetItem] on [Vehicle]),
@@ -126,7 +126,7 @@ pub static ROUTES: &[Route] = &[
         indexes [GSI5]),
     route!("change-plate", "PUT" "/vehicles/{vehicleId}/plate", fleet::change_plate::handle,
         "Move a vehicle to a new plate, freeing the old one", scopes ["fleet:write"], idempotent: false, paged: false,
-        table [GetItem, PutItem, DeleteItem, UpdateItem] on [Vehicle, PlateLock], events [VehiclePlateChanged]),
+        table [GetItem, PutItem, DeleteItem, UpdateItem, ConditionCheckItem] on [Vehicle, PlateLock], events [VehiclePlateChanged]),
     route!("retire-vehicle", "DELETE" "/vehicles/{vehicleId}", fleet::retire_vehicle::handle,
         "Retire a vehicle and free its plate and chassis number", scopes ["fleet:write"], idempotent: false, paged: false,
         table [GetItem, DeleteItem, PutItem] on [Vehicle, PlateLock, ChassisLock], events [VehicleRetired], tombstones "register-vehicle"),

@@ -321,7 +321,12 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
         .collect();
     assert_eq!(
         names,
-        ["vehicles-by-depot", "plates-compact", "stamp-entity-types"]
+        [
+            "vehicles-by-depot",
+            "plates-compact",
+            "stamp-entity-types",
+            "returned-loans-expire"
+        ]
     );
     assert_eq!(list["migrations"][0]["state"], "not started");
 

@@ -416,3 +416,111 @@ async fn fsck_reports_an_expiry_on_a_lock_its_owner_or_an_active_loan() {
     fsck::fsck(&api.ctx, repair).await.unwrap();
     assert_no_findings(&api.ctx).await;
 }
+
+/// Loans returned before retention existed kept no end, so no clock ever takes them out of the
+/// history. `migrate returned-loans-expire` writes the end their return would have written
+/// (`LoanHistoryDays` after `returnedDate`): once run, they are hidden, swept and archived as
+/// any other, a second run changes nothing, and `fsck` finds nothing.
+#[tokio::test]
+async fn loans_returned_before_retention_expire_once_migrated() {
+    use singlet::migrate::{self, Options as MigrateOptions};
+    let mut retained = Retained::start("migrated", Faults::default()).await;
+    let api = retained.api.clone();
+    fixtures::library(&api).await;
+    let patron_id = fixtures::patron(&api, "central", "CARD-0001", "premium").await;
+    let copy_id = fixtures::copy(&api, "central").await;
+    let mut returned = BTreeSet::new();
+    for _ in 0..3 {
+        let checkout_id = lend_and_return(&api, &patron_id, "central", &copy_id).await;
+        returned.insert(returned_key(&patron_id, &checkout_id));
+    }
+    // As the release before retention wrote them: no `expiresAt`, version 1.
+    let patron_items = api
+        .items_with_pk_prefix(&format!("PATRON#{patron_id}"))
+        .await;
+    let mut old_shape = Vec::new();
+    for mut item in patron_items {
+        let key = (
+            item["PK"].as_s().unwrap().clone(),
+            item["SK"].as_s().unwrap().clone(),
+        );
+        if returned.contains(&key) {
+            let ends = item.remove("expiresAt").expect("a return writes an end");
+            item.insert(
+                "_v".into(),
+                aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
+            );
+            old_shape.push((key, ends));
+            crate::harness::put_raw(&api.ctx, item).await;
+        }
+    }
+    assert_eq!(old_shape.len(), 3);
+    retained.clock.advance(Duration::days(401));
+    // The history's key condition already hides loans returned more than LoanHistoryDays ago;
+    // but with no end, TTL never deletes them: they stay stored, and paid for, for ever.
+    assert!(retained.whole_history(&patron_id).await.is_empty());
+    sweep(&retained.engine).await.unwrap();
+    let stored_returned = |items: Vec<Item>| {
+        items
+            .into_iter()
+            .filter(|item| {
+                item["SK"]
+                    .as_s()
+                    .is_ok_and(|sk| sk.starts_with("RETURNED#"))
+            })
+            .count()
+    };
+    assert_eq!(
+        stored_returned(
+            api.items_with_pk_prefix(&format!("PATRON#{patron_id}"))
+                .await
+        ),
+        3,
+        "with no end, the sweep leaves them"
+    );
+
+    let migration = singlet_functions::migrations::by_name("returned-loans-expire").unwrap();
+    let dry = migrate::run(
+        &api.ctx,
+        migration,
+        &MigrateOptions {
+            dry_run: true,
+            ..MigrateOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(dry.changed, 3, "{dry:?}");
+    let report = migrate::run(&api.ctx, migration, &MigrateOptions::default())
+        .await
+        .unwrap();
+    assert!(report.complete && report.conflicts.is_empty(), "{report:?}");
+    assert_eq!(report.changed, 3, "{report:?}");
+    for ((pk, sk), ends) in &old_shape {
+        let item = api
+            .items_with_pk_prefix(pk)
+            .await
+            .into_iter()
+            .find(|item| item["SK"].as_s().unwrap() == sk)
+            .unwrap();
+        assert_eq!(&item["expiresAt"], ends, "the end its return wrote");
+        assert_eq!(item["_v"].as_n().unwrap(), "2");
+    }
+    let again = migrate::run(&api.ctx, migration, &MigrateOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(again.changed, 0, "{again:?}");
+
+    sweep(&retained.engine).await.unwrap();
+    retained.source.drain().await.unwrap();
+    assert_eq!(
+        stored_returned(
+            api.items_with_pk_prefix(&format!("PATRON#{patron_id}"))
+                .await
+        ),
+        0
+    );
+    let (archived, _) = retained.archived();
+    assert_eq!(archived, returned, "swept and archived as any other");
+    assert_no_findings(&api.ctx).await;
+}
