@@ -772,3 +772,34 @@ async fn a_restarted_mapping_goes_on_from_its_kept_position() {
         .collect();
     assert_eq!(ids.len(), 4, "redelivered events keep their eventId");
 }
+
+/// The stream is read in the table's region (DynamoDB Local keeps each region's tables and
+/// streams apart, so a streams client of the default region would find none there): the client
+/// takes the region of the DynamoDB client it is made beside, and reaches the same engine.
+#[tokio::test]
+async fn the_streams_client_reads_in_the_tables_region() {
+    use aws_sdk_dynamodb::config::Region;
+    let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+    let db = aws_sdk_dynamodb::Client::from_conf(
+        client
+            .config()
+            .to_builder()
+            .region(Region::new("ap-southeast-2"))
+            .build(),
+    );
+    let streams = streams_client(&db, &endpoint).await;
+    assert_eq!(
+        streams.config().region().map(|r| r.as_ref()),
+        Some("ap-southeast-2")
+    );
+    singlet::event_source::enable_stream(&db, "singlet")
+        .await
+        .unwrap();
+    let listed = streams
+        .list_streams()
+        .table_name("singlet")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.streams().len(), 1, "{listed:?}");
+}
