@@ -363,6 +363,15 @@ async fn lend_copy(api: &Api, patron: &str, copy: &str) -> String {
     reply.body["checkoutId"].as_str().unwrap().to_owned()
 }
 
+/// The table as a scan that read the loan's partition before `loan` was made sees it.
+async fn scanned_without_loan(api: &Api, loan: &str) -> Vec<Item> {
+    api.items()
+        .await
+        .into_iter()
+        .filter(|item| s(item, "SK") != format!("CHECKOUT#{loan}"))
+        .collect()
+}
+
 async fn give_back(api: &Api, patron: &str, loan: &str) {
     let reply = api
         .call("POST", format!("/patrons/{patron}/checkouts/{loan}/return"))
@@ -405,12 +414,7 @@ async fn a_copy_lent_again_while_a_finding_is_confirmed_raises_nothing() {
     // snapshot, that loan is returned and the copy lent again.
     let copy = fixtures::copy(&api, "central").await;
     let loan = lend_copy(&api, &first, &copy).await;
-    let scanned: Vec<Item> = api
-        .items()
-        .await
-        .into_iter()
-        .filter(|item| s(item, "SK") != format!("CHECKOUT#{loan}"))
-        .collect();
+    let scanned = scanned_without_loan(&api, &loan).await;
     let report = fsck::judge_items_racing(&api.ctx, scanned, Options::default(), async {
         give_back(&api, &first, &loan).await;
         lend_copy(&api, &second, &copy).await;
@@ -432,12 +436,7 @@ async fn a_copy_lent_again_while_a_finding_is_confirmed_raises_nothing() {
     let copy = fixtures::copy(&api, "central").await;
     let third = fixtures::patron(&api, "central", "RACE-3", "standard").await;
     let loan = lend_copy(&api, &third, &copy).await;
-    let scanned: Vec<Item> = api
-        .items()
-        .await
-        .into_iter()
-        .filter(|item| s(item, "SK") != format!("CHECKOUT#{loan}"))
-        .collect();
+    let scanned = scanned_without_loan(&api, &loan).await;
     let report = fsck::judge_items_racing(&api.ctx, scanned, Options::default(), async {
         give_back(&api, &third, &loan).await;
         lend_copy(&api, &first, &copy).await;

@@ -121,8 +121,10 @@ async fn respell(
     Ok(match commit {
         Commit::Done => Swapped::Done,
         Commit::Cancelled(cancelled) => {
-            let holder = lock::holder::<PlateLock>(cancelled.old(Part::LockBefore));
-            if holder.is_some_and(|holder| holder != vehicle_id.as_str()) {
+            if lock::held_by_other::<PlateLock>(
+                cancelled.old(Part::LockBefore),
+                vehicle_id.as_str(),
+            ) {
                 Swapped::Taken
             } else if cancelled.failed(Part::Vehicle) {
                 Swapped::OwnerChanged(cancelled.old(Part::Vehicle).cloned())

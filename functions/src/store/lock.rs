@@ -52,6 +52,12 @@ pub fn holder<L: Held>(old: Option<&Item>) -> Option<&str> {
         .filter(|holder| !holder.is_empty())
 }
 
+/// Whether a lock of type `L` whose condition failed (`old`, the item the cancellation returned)
+/// is held by someone other than `holder`: the value is taken.
+pub fn held_by_other<L: Held>(old: Option<&Item>, holder: &str) -> bool {
+    self::holder::<L>(old).is_some_and(|held| held != holder)
+}
+
 /// How one [`swap`] ended.
 #[derive(Debug)]
 pub enum Swapped {
@@ -113,10 +119,8 @@ pub async fn swap_from<L: Held, O: Entity>(
     Ok(match commit {
         Commit::Done => Swapped::Done,
         Commit::Cancelled(cancelled) => {
-            let held_by_another = |part| {
-                holder::<L>(cancelled.old(part))
-                    .is_some_and(|holder| holder != new.holder().as_str())
-            };
+            let held_by_another =
+                |part| held_by_other::<L>(cancelled.old(part), new.holder().as_str());
             if held_by_another(Part::NewLock) || held_by_another(Part::NewLockBefore) {
                 Swapped::Taken
             } else if cancelled.failed(Part::Owner) {
