@@ -27,11 +27,60 @@ pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, S
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
             let path = path.to_str().ok_or("the data path is not UTF-8")?;
-            Database::new(path).map_err(|e| format!("cannot open {path}: {e}"))
+            let open = || Database::new(path).map_err(|e| format!("cannot open {path}: {e}"));
+            // dynoxide makes its tables on opening; the indexes go in beside them.
+            drop(open()?);
+            index_the_stream(path)?;
+            open()
         }
-        None => Database::memory_with_clock(Arc::new(EngineClock(clock.clone())))
-            .map_err(|e| format!("cannot open an in-memory engine: {e}")),
+        None => {
+            let db = Database::memory_with_clock(Arc::new(EngineClock(clock.clone())))
+                .map_err(|e| format!("cannot open an in-memory engine: {e}"))?;
+            // An in-memory engine is reached through dynoxide alone: it is restored from an
+            // empty file that has the indexes (SQLite's backup copies them too).
+            let empty = std::env::temp_dir().join(format!(
+                "singlet-engine-{}-{}.sqlite",
+                std::process::id(),
+                ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            let restored = (|| {
+                let path = empty
+                    .to_str()
+                    .ok_or("the temporary directory is not UTF-8")?;
+                drop(Database::new(path).map_err(|e| format!("cannot make {path}: {e}"))?);
+                index_the_stream(path)?;
+                db.restore_from(path)
+                    .map_err(|e| format!("cannot start the in-memory engine from {path}: {e}"))
+            })();
+            for leftover in ["", "-wal", "-shm", "-journal"] {
+                let _ = std::fs::remove_file(format!("{}{leftover}", empty.display()));
+            }
+            restored.map(|()| db)
+        }
     }
+}
+
+/// How many in-memory engines this process opened: each starts from a file of its own.
+static ENGINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The indexes dynoxide's (3.2) stream statements need and it does not make. It keeps every
+/// stream record, never trimmed, in one table with no index on its position, so each write's next
+/// sequence number (`MAX(CAST(sequence_number AS INTEGER)) … WHERE table_name = ?`) and each
+/// `GetRecords` (`… WHERE table_name = ? AND shard_id = ? AND CAST(sequence_number AS INTEGER) > ?
+/// ORDER BY …`) read the whole table: a write and a read slowed with every record the stream
+/// held (README, "Read the events locally"). SQLite uses an index on an expression only for
+/// the very same expression, hence the `CAST` spelled as dynoxide spells it.
+const STREAM_INDEXES: &str = "
+    CREATE INDEX IF NOT EXISTS singlet_stream_next
+        ON _stream_records (table_name, CAST(sequence_number AS INTEGER));
+    CREATE INDEX IF NOT EXISTS singlet_stream_read
+        ON _stream_records (table_name, shard_id, CAST(sequence_number AS INTEGER));";
+
+/// Adds [`STREAM_INDEXES`] to the engine's SQLite file at `path` (kept: `IF NOT EXISTS`).
+pub fn index_the_stream(path: &str) -> Result<(), String> {
+    rusqlite::Connection::open(path)
+        .and_then(|sqlite| sqlite.execute_batch(STREAM_INDEXES))
+        .map_err(|e| format!("cannot index the stream records in {path}: {e}"))
 }
 
 /// Serves `db`'s DynamoDB endpoint on `addr` in the background; returns its URL.
