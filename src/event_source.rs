@@ -393,7 +393,8 @@ impl EventSource {
     /// looked for again at the next poll. The embedded engine never gets here: dynoxide (3.2)
     /// keeps one shard per table for ever (`streams::shard_id`, "one shard per table in
     /// simplified model"; its `DescribeStream` lists that one shard with no ending sequence
-    /// number, and its `GetRecords` always answers a `NextShardIterator`). An external engine's
+    /// number, and its `GetRecords` always answers a `NextShardIterator`), so the tests play a
+    /// split through a proxy (`a_shard_that_ends_hands_over_to_its_child`). An external engine's
     /// or AWS's shards end and split; two children of one shard are read one after the other
     /// here, where Lambda reads them side by side.
     async fn shard_ended(&mut self) -> Result<bool, String> {

@@ -850,3 +850,220 @@ async fn the_engines_stream_records_are_indexed() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A stream whose shard ends and splits, as AWS's do every few hours (dynoxide keeps one shard
+/// for ever, so a proxy on a real socket shows the engine's one shard as two): a parent that
+/// ends after the first three registrations, and a child that carries the rest and is listed
+/// only once the parent has been read to its end twice. The mapping reads the parent to its end,
+/// finds no child yet and says so, looks again at the next poll, then reads the child from its
+/// start: every event once, the parent's before the child's, and a seek per shard it entered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_that_ends_hands_over_to_its_child() {
+    use axum::http::HeaderMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const PARENT: &str = "shardId-parent";
+    const CHILD: &str = "shardId-child";
+    let api = Api::start(Mode::Direct).await;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("split-{}", uuid_like()));
+    let (events, failed) = (dir.join("events.jsonl"), dir.join("events-failed.jsonl"));
+    let register = |n: usize| json!({"plate": format!("SPL {n}"), "chassis": format!("SPLC{n}"), "depot": "north"});
+
+    // The engine's stream on, and its one shard's id.
+    let direct = streams_client(&api.ctx.db, &api.engine).await;
+    singlet::event_source::enable_stream(&api.ctx.db, &api.ctx.table)
+        .await
+        .unwrap();
+    for n in 0..3 {
+        assert_eq!(api.post("/vehicles", register(n)).await.status, 201);
+    }
+    let arn = direct
+        .list_streams()
+        .table_name(&*api.ctx.table)
+        .send()
+        .await
+        .unwrap()
+        .streams()[0]
+        .stream_arn()
+        .unwrap()
+        .to_owned();
+    let engine_shard = direct
+        .describe_stream()
+        .stream_arn(&arn)
+        .send()
+        .await
+        .unwrap()
+        .stream_description()
+        .unwrap()
+        .shards()[0]
+        .shard_id()
+        .unwrap()
+        .to_owned();
+    // The parent ends at the last record the first three registrations wrote.
+    let split: u128 = {
+        let mut iterator = direct
+            .get_shard_iterator()
+            .stream_arn(&arn)
+            .shard_id(&engine_shard)
+            .shard_iterator_type(aws_sdk_dynamodbstreams::types::ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .unwrap()
+            .shard_iterator
+            .unwrap();
+        let mut last = 0;
+        loop {
+            let read = direct
+                .get_records()
+                .shard_iterator(&iterator)
+                .send()
+                .await
+                .unwrap();
+            let Some(record) = read.records().last() else {
+                break last;
+            };
+            last = record
+                .dynamodb()
+                .unwrap()
+                .sequence_number()
+                .unwrap()
+                .parse()
+                .unwrap();
+            iterator = read.next_shard_iterator.unwrap();
+        }
+    };
+    for n in 3..6 {
+        assert_eq!(api.post("/vehicles", register(n)).await.status, 201);
+    }
+
+    // The proxy: the engine's answers, its one shard shown as a parent and a child.
+    let parent_ended = Arc::new(AtomicUsize::new(0));
+    let engine = api.engine.clone();
+    let ended = parent_ended.clone();
+    let proxy = axum::Router::new().fallback(move |headers: HeaderMap, body: String| {
+        let (engine, ended, engine_shard) = (engine.clone(), ended.clone(), engine_shard.clone());
+        async move {
+            let target = headers["x-amz-target"].to_str().unwrap().to_owned();
+            let operation = target.rsplit('.').next().unwrap().to_owned();
+            let mut request: Value = serde_json::from_str(&body).unwrap();
+            let mut shard = None;
+            match operation.as_str() {
+                "GetShardIterator" => {
+                    let asked = request["ShardId"].as_str().unwrap().to_owned();
+                    request["ShardId"] = json!(engine_shard);
+                    if asked == CHILD && request["ShardIteratorType"] == "TRIM_HORIZON" {
+                        request["ShardIteratorType"] = json!("AFTER_SEQUENCE_NUMBER");
+                        request["SequenceNumber"] = json!(split.to_string());
+                    }
+                    shard = Some(asked);
+                }
+                "GetRecords" => {
+                    let (tag, iterator) = request["ShardIterator"]
+                        .as_str()
+                        .unwrap()
+                        .split_once('|')
+                        .map(|(t, i)| (t.to_owned(), i.to_owned()))
+                        .unwrap();
+                    request["ShardIterator"] = json!(iterator);
+                    shard = Some(tag);
+                }
+                _ => {}
+            }
+            let forwarded = reqwest::Client::new()
+                .post(&engine)
+                .header("x-amz-target", &target)
+                .header("content-type", headers["content-type"].to_str().unwrap())
+                .header("authorization", headers["authorization"].to_str().unwrap())
+                .header("x-amz-date", headers["x-amz-date"].to_str().unwrap())
+                .body(request.to_string())
+                .send()
+                .await
+                .unwrap();
+            let status = forwarded.status();
+            let mut answer: Value = forwarded.json().await.unwrap();
+            if status.is_success() {
+                match operation.as_str() {
+                    "DescribeStream" => {
+                        let mut shards = vec![json!({
+                            "ShardId": PARENT,
+                            "SequenceNumberRange": {"StartingSequenceNumber": "1", "EndingSequenceNumber": split.to_string()}
+                        })];
+                        if ended.load(Ordering::SeqCst) >= 2 {
+                            shards.push(json!({
+                                "ShardId": CHILD, "ParentShardId": PARENT,
+                                "SequenceNumberRange": {"StartingSequenceNumber": (split + 1).to_string()}
+                            }));
+                        }
+                        answer["StreamDescription"]["Shards"] = json!(shards);
+                    }
+                    "GetShardIterator" => {
+                        let iterator = answer["ShardIterator"].as_str().unwrap();
+                        answer["ShardIterator"] = json!(format!("{}|{iterator}", shard.unwrap()));
+                    }
+                    "GetRecords" => {
+                        let shard = shard.unwrap();
+                        let records = answer["Records"].as_array().cloned().unwrap_or_default();
+                        let sequence = |r: &Value| -> u128 {
+                            r["dynamodb"]["SequenceNumber"].as_str().unwrap().parse().unwrap()
+                        };
+                        let past_the_end = records.iter().any(|r| sequence(r) > split);
+                        if shard == PARENT {
+                            let kept: Vec<Value> =
+                                records.into_iter().filter(|r| sequence(r) <= split).collect();
+                            answer["Records"] = json!(kept);
+                        }
+                        match answer["NextShardIterator"].as_str() {
+                            _ if shard == PARENT && past_the_end => {
+                                ended.fetch_add(1, Ordering::SeqCst);
+                                answer.as_object_mut().unwrap().remove("NextShardIterator");
+                            }
+                            Some(next) => answer["NextShardIterator"] = json!(format!("{shard}|{next}")),
+                            None => {}
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (
+                axum::http::StatusCode::from_u16(status.as_u16()).unwrap(),
+                [("content-type", "application/x-amz-json-1.0")],
+                answer.to_string(),
+            )
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxied = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, proxy).await.unwrap() });
+
+    let bus = LocalBus::open(&events).unwrap();
+    let ctx = api.ctx.clone().with_bus(Arc::new(bus));
+    let streams = streams_client(&api.ctx.db, &proxied).await;
+    let mut source = EventSource::start(ctx, streams, failed, Faults::default())
+        .await
+        .unwrap();
+    source.drain().await.unwrap();
+
+    let published = lines(&events);
+    let plates: Vec<&str> = published
+        .iter()
+        .map(|event| str_of(&event["detail"]["data"], "plate"))
+        .collect();
+    assert_eq!(
+        plates,
+        ["spl 0", "spl 1", "spl 2", "spl 3", "spl 4", "spl 5"],
+        "{published:#?}"
+    );
+    let ids: BTreeSet<&str> = published
+        .iter()
+        .map(|e| str_of(&e["detail"], "eventId"))
+        .collect();
+    assert_eq!(ids.len(), 6, "every event once");
+    assert_eq!(
+        parent_ended.load(Ordering::SeqCst),
+        2,
+        "read to its end, then again once no child was listed"
+    );
+    // The parent from its start, the parent again after the checkpoint, the child from its start.
+    assert_eq!(source.report.seeks, 3, "{:?}", source.report);
+    let _ = std::fs::remove_dir_all(&dir);
+}
