@@ -351,3 +351,91 @@ fn the_cli_copies_a_table_that_holds_items() {
         "{lines}"
     );
 }
+
+/// `load --endpoint` into an engine that has no such table yet creates it, with the key design's
+/// indexes, as `cargo run` does, and loads the export into it through the API (an external
+/// engine has no bulk path): item for item, and the copy answers through its indexes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_creates_the_table_on_an_external_engine_that_lacks_it() {
+    let api = filled().await;
+    let original = dump(api.all_items().await);
+    let dir = scratch("external");
+    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
+        .await
+        .unwrap();
+
+    // An engine with no table at all.
+    let (client, endpoint) = engine::start(None, ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    assert!(
+        client
+            .list_tables()
+            .send()
+            .await
+            .unwrap()
+            .table_names()
+            .is_empty(),
+        "the engine starts empty"
+    );
+    let output = tokio::task::spawn_blocking({
+        let (dir, endpoint) = (dir.clone(), endpoint.clone());
+        move || {
+            singlet()
+                .args([
+                    "--endpoint",
+                    &endpoint,
+                    "--table",
+                    "elsewhere",
+                    "load",
+                    "--json",
+                ])
+                .arg(&dir)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary, json!({"loaded": original.len()}));
+
+    let index_names = |client: aws_sdk_dynamodb::Client, table: String| async move {
+        let described = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .unwrap();
+        let mut names: Vec<String> = described
+            .table()
+            .unwrap()
+            .global_secondary_indexes()
+            .iter()
+            .map(|index| index.index_name().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let made = index_names(client.clone(), "elsewhere".into()).await;
+    assert!(!made.is_empty());
+    assert_eq!(
+        made,
+        index_names(api.ctx.db.clone(), api.ctx.table.to_string()).await
+    );
+    let copy = Api::start(Mode::Direct)
+        .await
+        .with_ctx(singlet_functions::Ctx::new(
+            client,
+            "elsewhere",
+            singlet_functions::cursor::CursorKeys::random(),
+        ));
+    assert_eq!(dump(copy.all_items().await), original);
+    let reply = copy.get(format!("/books/{ISBN}/availability")).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.body,
+        api.get(format!("/books/{ISBN}/availability")).await.body
+    );
+}
