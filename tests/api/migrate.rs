@@ -103,6 +103,40 @@ pub(crate) async fn listed(api: &Api, depot: &str) -> Vec<String> {
     ids
 }
 
+/// The API's writes while a migration runs, write `i` for each `i` of `writes` on vehicle
+/// `v<vehicle(i)>`: a third retire it, a third move it to the plate `new_plate(i)`, a third
+/// register a vehicle of their own (`fresh(i)`: its plate and chassis). Answers each write's
+/// number and status.
+pub(crate) async fn api_writes(
+    api: &Api,
+    writes: std::ops::Range<usize>,
+    vehicle: impl Fn(usize) -> usize,
+    new_plate: impl Fn(usize) -> String,
+    fresh: impl Fn(usize) -> (String, String),
+) -> Vec<(usize, u16)> {
+    let mut statuses = Vec::new();
+    for i in writes {
+        let vehicle = format!("/vehicles/v{:06}", vehicle(i));
+        let reply = match i % 3 {
+            0 => api.delete(vehicle).await,
+            1 => {
+                api.put(format!("{vehicle}/plate"), json!({"plate": new_plate(i)}))
+                    .await
+            }
+            _ => {
+                let (plate, chassis) = fresh(i);
+                api.post(
+                    "/vehicles",
+                    json!({"plate": plate, "chassis": chassis, "depot": "North"}),
+                )
+                .await
+            }
+        };
+        statuses.push((i, reply.status));
+    }
+    statuses
+}
+
 pub(crate) fn vehicles(items: &[Item]) -> Vec<&Item> {
     items
         .iter()
@@ -231,30 +265,13 @@ async fn vehicles_by_depot_runs_while_the_api_writes_the_same_vehicles() {
     const WRITES: usize = VEHICLES / 10;
     write_old_vehicles(&api, COUNT).await;
 
-    let writes = async {
-        let mut statuses = Vec::new();
-        for i in 0..WRITES {
-            let reply = match i % 3 {
-                0 => api.delete(format!("/vehicles/v{:06}", i * 7)).await,
-                1 => {
-                    api.put(
-                        format!("/vehicles/v{:06}/plate", i * 7),
-                        json!({"plate": format!("NEW {i:04}")}),
-                    )
-                    .await
-                }
-                _ => {
-                    api.post(
-                        "/vehicles",
-                        json!({"plate": format!("FRESH {i:04}"), "chassis": format!("FR{i:04}"), "depot": "North"}),
-                    )
-                    .await
-                }
-            };
-            statuses.push((i, reply.status));
-        }
-        statuses
-    };
+    let writes = api_writes(
+        &api,
+        0..WRITES,
+        |i| i * 7,
+        |i| format!("NEW {i:04}"),
+        |i| (format!("FRESH {i:04}"), format!("FR{i:04}")),
+    );
     let options = Options {
         segments: 3,
         page_size: Some(50),
@@ -637,31 +654,13 @@ async fn plates_compact_runs_while_the_api_writes_the_same_vehicles() {
         .await
         .unwrap();
 
-    let writes = async {
-        let mut statuses = Vec::new();
-        for i in 0..WRITES {
-            let vehicle = COLLIDING + i * 9;
-            let reply = match i % 3 {
-                0 => api.delete(format!("/vehicles/v{vehicle:06}")).await,
-                1 => {
-                    api.put(
-                        format!("/vehicles/v{vehicle:06}/plate"),
-                        json!({"plate": format!("NEW-{i:04} Q")}),
-                    )
-                    .await
-                }
-                _ => {
-                    api.post(
-                        "/vehicles",
-                        json!({"plate": format!("FRESH {i:04}"), "chassis": format!("FR-{i:04}"), "depot": "North"}),
-                    )
-                    .await
-                }
-            };
-            statuses.push((i, reply.status));
-        }
-        statuses
-    };
+    let writes = api_writes(
+        &api,
+        0..WRITES,
+        |i| COLLIDING + i * 9,
+        |i| format!("NEW-{i:04} Q"),
+        |i| (format!("FRESH {i:04}"), format!("FR-{i:04}")),
+    );
     let options = Options {
         segments: 3,
         page_size: Some(50),

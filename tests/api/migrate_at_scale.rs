@@ -13,8 +13,7 @@
 
 use crate::harness::{Api, Mode, s};
 use crate::import::patient;
-use crate::migrate::{DEPOTS, listed, migration, vehicles, write_old_vehicles};
-use serde_json::json;
+use crate::migrate::{DEPOTS, api_writes, listed, migration, vehicles, write_old_vehicles};
 use singlet::fsck;
 use singlet::migrate::{self, Options, Report};
 use std::collections::BTreeSet;
@@ -32,34 +31,6 @@ fn vehicle_count() -> usize {
         .ok()
         .map(|n| n.parse().expect("MIGRATE_AT_SCALE_VEHICLES is a number"))
         .unwrap_or(VEHICLES)
-}
-
-/// The API's writes `from..to`, each on a vehicle of its own (vehicle `i × stride`): retire,
-/// re-plate, register. Answers each write's number and status.
-async fn api_writes(api: &Api, from: usize, to: usize, stride: usize) -> Vec<(usize, u16)> {
-    let mut statuses = Vec::new();
-    for i in from..to {
-        let vehicle = format!("v{:06}", i * stride);
-        let reply = match i % 3 {
-            0 => api.delete(format!("/vehicles/{vehicle}")).await,
-            1 => {
-                api.put(
-                    format!("/vehicles/{vehicle}/plate"),
-                    json!({"plate": format!("NEW {i:05}")}),
-                )
-                .await
-            }
-            _ => {
-                api.post(
-                    "/vehicles",
-                    json!({"plate": format!("FRESH {i:05}"), "chassis": format!("FR{i:05}"), "depot": "North"}),
-                )
-                .await
-            }
-        };
-        statuses.push((i, reply.status));
-    }
-    statuses
 }
 
 async fn timed<T>(work: impl std::future::Future<Output = T>) -> (T, Duration) {
@@ -87,9 +58,19 @@ async fn migrate_at_scale_killed_half_way_resumed_online_and_fsck_clean() {
         stop_after: Some(count as u64 / 2),
         ..options.clone()
     };
+    // Each write on a vehicle of its own (vehicle `i × stride`).
+    let writes_between = |range: std::ops::Range<usize>| {
+        api_writes(
+            &api,
+            range,
+            move |i| i * stride,
+            |i| format!("NEW {i:05}"),
+            |i| (format!("FRESH {i:05}"), format!("FR{i:05}")),
+        )
+    };
     let ((first_writes, first), first_took) = timed(async {
         tokio::join!(
-            api_writes(&api, 0, writes / 2, stride),
+            writes_between(0..writes / 2),
             migrate::run(&api.ctx, migration(), &killed)
         )
     })
@@ -98,7 +79,7 @@ async fn migrate_at_scale_killed_half_way_resumed_online_and_fsck_clean() {
     assert!(!first.complete, "{first:?}");
     let ((second_writes, second), second_took) = timed(async {
         tokio::join!(
-            api_writes(&api, writes / 2, writes, stride),
+            writes_between(writes / 2..writes),
             migrate::run(&api.ctx, migration(), &options)
         )
     })
