@@ -32,6 +32,8 @@ struct Retained {
     engine: dynoxide::Database,
     source: EventSource,
     archive: PathBuf,
+    /// The events file the mapping's local bus appends to.
+    events: PathBuf,
 }
 
 impl Retained {
@@ -45,10 +47,11 @@ impl Retained {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("retention-{name}-{:016x}", rand::random::<u64>()));
         let archive = dir.join("archive");
+        let events = dir.join("events.jsonl");
         let published = api
             .ctx
             .clone()
-            .with_bus(Arc::new(LocalBus::open(&dir.join("events.jsonl")).unwrap()))
+            .with_bus(Arc::new(LocalBus::open(&events).unwrap()))
             .with_archive(Arc::new(DirArchive::open(&archive).unwrap()));
         let streams = streams_client(&api.ctx.db, &api.engine).await;
         let source = EventSource::start(published, streams, dir.join("failed.jsonl"), faults)
@@ -60,6 +63,7 @@ impl Retained {
             engine,
             source,
             archive,
+            events,
         }
     }
 
@@ -523,4 +527,69 @@ async fn loans_returned_before_retention_expire_once_migrated() {
     let (archived, _) = retained.archived();
     assert_eq!(archived, returned, "swept and archived as any other");
     assert_no_findings(&api.ctx).await;
+}
+
+/// An outbox item expires a day after it was written (`expiresAt`; docs/API.md: "Outbox items
+/// expire … once published"): its event left with the item's own stream record, which its
+/// expiry cannot take back, so the sweep that deletes it publishes nothing more and archives
+/// nothing, and a sweep before the day is out leaves it.
+#[tokio::test]
+async fn an_outbox_item_expires_a_day_after_its_event_left_and_its_expiry_is_no_event() {
+    let mut retained = Retained::start("outbox", Faults::default()).await;
+    let api = retained.api.clone();
+    let reply = api
+        .post(
+            "/vehicles",
+            serde_json::json!({"plate": "OUT 1", "chassis": "OUTC1", "depot": "north"}),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    retained.source.drain().await.unwrap();
+    let published = || {
+        std::fs::read_to_string(&retained.events)
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(published(), 1);
+    let outbox = api.all_items().await;
+    let outbox: Vec<&Item> = outbox
+        .iter()
+        .filter(|item| item["PK"].as_s().unwrap().starts_with("OUTBOX#"))
+        .collect();
+    assert_eq!(outbox.len(), 1, "one outbox item for the one change");
+    let expires: i64 = outbox[0]["expiresAt"].as_n().unwrap().parse().unwrap();
+    let now = retained.clock.now().unix_timestamp();
+    assert!(
+        (now + 86_400 - 5..=now + 86_400).contains(&expires),
+        "a day after it was written: {expires} against {now}"
+    );
+
+    retained.clock.advance(Duration::hours(23));
+    sweep(&retained.engine).await.unwrap();
+    let outbox_left = |items: Vec<Item>| {
+        items
+            .iter()
+            .filter(|item| item["PK"].as_s().unwrap().starts_with("OUTBOX#"))
+            .count()
+    };
+    assert_eq!(outbox_left(api.all_items().await), 1, "kept within the day");
+
+    retained.clock.advance(Duration::hours(2));
+    assert!(sweep(&retained.engine).await.unwrap() >= 1);
+    assert_eq!(outbox_left(api.all_items().await), 0, "expired after it");
+    retained.source.drain().await.unwrap();
+    assert_eq!(published(), 1, "its expiry is no event");
+    let (archived, objects) = retained.archived();
+    assert!(archived.is_empty() && objects == 0, "{archived:?}");
+    // The vehicle and its locks never expire.
+    assert_eq!(
+        api.get(format!(
+            "/vehicles/{}",
+            reply.body["vehicleId"].as_str().unwrap()
+        ))
+        .await
+        .status,
+        200
+    );
 }
