@@ -73,7 +73,7 @@ impl Authorizer {
             Ok(pem) => rsa::RsaPrivateKey::from_pkcs8_pem(&pem)
                 .map_err(|e| format!("{} is not an RSA key: {e}", path.display()))?,
             Err(_) => {
-                std::fs::create_dir_all(dir)
+                crate::create_private_dir(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
                 let key = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 2048)
                     .map_err(|e| format!("cannot make a signing key: {e}"))?;

@@ -23,7 +23,7 @@ pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, S
     match data {
         Some(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
+                crate::create_private_dir(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
             let path = path.to_str().ok_or("the data path is not UTF-8")?;

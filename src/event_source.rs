@@ -173,7 +173,7 @@ impl EventSource {
             .ok_or("the table's stream has no shard")?
             .to_owned();
         if let Some(dir) = on_failure.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+            crate::create_private_dir(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         Ok(Self {

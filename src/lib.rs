@@ -5,6 +5,7 @@ pub mod anonymise;
 pub mod auth;
 pub mod console;
 pub mod engine;
+pub mod engine_door;
 pub mod event_source;
 pub mod events_args;
 pub mod front_door;
@@ -24,3 +25,36 @@ pub mod transfer;
 /// from `Idempotency-Key`s, cursors and the sample events in `events/` agree across runs and
 /// machines. Only the local runner falls back to it; a Lambda without `CURSOR_KEY` does not start.
 pub const LOCAL_SECRET: &str = "singlet-local-development-secret-do-not-deploy";
+
+/// Creates `dir` and any parent it lacks readable by their owner alone (`0700` on Unix): what the
+/// runner keeps under `.singlet/` (the engine's data, the events, the archive, the signing key)
+/// and an export hold personal data. A directory that exists already is left as it is.
+pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn private_dirs_are_their_owners_alone_and_existing_ones_are_left() {
+        let root = std::env::temp_dir().join(format!("singlet-private-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let inner = root.join("a").join("b");
+        super::create_private_dir(&inner).unwrap();
+        for dir in [&root, &root.join("a"), &inner] {
+            let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", dir.display());
+        }
+        std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o755)).unwrap();
+        super::create_private_dir(&inner).unwrap();
+        let mode = std::fs::metadata(&inner).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "an existing directory is left as it is");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -565,10 +565,8 @@ fn read_event(path: &std::path::Path) -> Result<String, String> {
 /// Serves the API; `human` logs on a terminal get the start-up banner too.
 async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
-    let (ctx, engine_url, embedded_engine) = connect_engine(runner, Some(engine_addr)).await?;
-    // The table's stream, played as Lambda's event-source mapping feeds `publish-events`. An
-    // external engine may serve no streams (moto): the API is served all the same.
-    let stream_endpoint = runner.endpoint.as_deref().or(engine_url.as_deref());
+    let (ctx, engine_url, embedded_engine, endpoint) =
+        connect_engine(runner, Some(engine_addr)).await?;
     // The mapping's checkpoint outlives the runner where the stream does: beside the engine's
     // data, or beside the events file for an external engine (whose stream it names).
     let position_file = match (&runner.endpoint, runner.in_memory) {
@@ -576,23 +574,23 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
         (None, false) => Some(runner.data.with_file_name("stream-position.json")),
         (None, true) => None,
     };
-    if let Some(endpoint) = stream_endpoint {
-        let archive = Arc::new(DirArchive::open(&runner.archive_dir)?);
-        match args
-            .events
-            .start(
-                ctx.clone().with_archive(archive),
-                &runner.events_out,
-                endpoint,
-                position_file,
-            )
-            .await
-        {
-            Ok(source) => {
-                tokio::spawn(source.run());
-            }
-            Err(error) => tracing::warn!(error, "no domain events: the stream cannot be read"),
+    // The table's stream, played as Lambda's event-source mapping feeds `publish-events`. An
+    // external engine may serve no streams (moto): the API is served all the same.
+    let archive = Arc::new(DirArchive::open(&runner.archive_dir)?);
+    match args
+        .events
+        .start(
+            ctx.clone().with_archive(archive),
+            &runner.events_out,
+            &endpoint,
+            position_file,
+        )
+        .await
+    {
+        Ok(source) => {
+            tokio::spawn(source.run());
         }
+        Err(error) => tracing::warn!(error, "no domain events: the stream cannot be read"),
     }
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
     let listener = tokio::net::TcpListener::bind(addr)
@@ -674,35 +672,39 @@ async fn connect(
     args: &RunnerArgs,
     serve_engine_on: Option<SocketAddr>,
 ) -> Result<(Ctx, Option<String>), String> {
-    let (ctx, served, _) = connect_engine(args, serve_engine_on).await?;
+    let (ctx, served, _, _) = connect_engine(args, serve_engine_on).await?;
     Ok((ctx, served))
 }
 
-/// [`connect`], with the embedded engine itself when there is one (for its TTL sweep).
+/// [`connect`], with the embedded engine itself when there is one (for its TTL sweep), and the
+/// endpoint the runner's own clients use (dynoxide's, not its door's).
 async fn connect_engine(
     args: &RunnerArgs,
     serve_engine_on: Option<SocketAddr>,
-) -> Result<(Ctx, Option<String>, Option<dynoxide::Database>), String> {
+) -> Result<(Ctx, Option<String>, Option<dynoxide::Database>, String), String> {
     let mut served = None;
     let mut embedded = None;
     let clock = singlet_functions::clock::Clock::system();
     let (client, endpoint) = match &args.endpoint {
         Some(endpoint) => (engine::external_client(endpoint).await?, endpoint.clone()),
         None => {
-            let addr = serve_engine_on.unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
+            // dynoxide on a loopback port of the system's choosing, for the runner's own
+            // clients; other programs reach it through the door on `serve_engine_on`.
+            let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
             let data = (!args.in_memory).then_some(args.data.as_path());
-            let (client, endpoint, db) = engine::start_with_clock(data, addr, &clock).await?;
+            let (client, endpoint, db) = engine::start_with_clock(data, loopback, &clock).await?;
             embedded = Some(db);
-            if serve_engine_on.is_some() {
-                tracing::info!(%endpoint, "the embedded engine's DynamoDB endpoint");
-                served = Some(endpoint.clone());
+            if let Some(addr) = serve_engine_on {
+                let door = singlet::engine_door::serve(endpoint.clone(), addr).await?;
+                tracing::info!(endpoint = %door, "the embedded engine's DynamoDB endpoint");
+                served = Some(door);
             }
             (client, endpoint)
         }
     };
     let mut ctx = table_ready(args, client, &endpoint).await?;
     ctx.clock = clock;
-    Ok((ctx, served, embedded))
+    Ok((ctx, served, embedded, endpoint))
 }
 
 /// [`connect`] to the embedded engine `db`, opened by the caller (which keeps it for its bulk

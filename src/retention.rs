@@ -62,7 +62,7 @@ pub struct DirArchive {
 impl DirArchive {
     /// The archive in `dir`, made when missing.
     pub fn open(dir: &Path) -> Result<Self, String> {
-        std::fs::create_dir_all(dir)
+        crate::create_private_dir(dir)
             .map_err(|e| format!("cannot create the archive {}: {e}", dir.display()))?;
         Ok(Self {
             dir: dir.to_owned(),

@@ -47,7 +47,8 @@ pub async fn export(
             dir.display()
         ));
     }
-    std::fs::create_dir_all(&data).map_err(|e| format!("cannot create {}: {e}", data.display()))?;
+    crate::create_private_dir(&data)
+        .map_err(|e| format!("cannot create {}: {e}", data.display()))?;
     let segments = segments.max(1);
     let progress = std::sync::atomic::AtomicU64::new(0);
     let written = futures::future::try_join_all((0..segments).map(|segment| {

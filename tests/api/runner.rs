@@ -73,6 +73,71 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
     );
 }
 
+/// The engine's endpoint answers tools, not web pages (`singlet::engine_door`): a browser's
+/// request (it carries `Origin`), its CORS preflight, and a request naming a host that DNS
+/// rebinding would (`Host: evil.example`) are refused with `403` and nothing of the table; the
+/// same `Scan` without them is answered.
+#[tokio::test]
+async fn the_engines_endpoint_refuses_web_pages() {
+    let runner = start(&["--in-memory"]);
+    let engine = runner.engine.clone().unwrap();
+    let http = client();
+    let created = http
+        .post(format!("{}/vehicles", runner.api))
+        .json(&json!({"plate": "WEB 1", "chassis": "WEBC1", "depot": "north"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let scan = |extra: &[(&'static str, &'static str)]| {
+        let mut request = reqwest::Client::new()
+            .post(&engine)
+            .header("content-type", "application/x-amz-json-1.0")
+            .header("x-amz-target", "DynamoDB_20120810.Scan")
+            .header("x-amz-date", "20261202T000000Z")
+            .header(
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=any/20261202/us-east-1/dynamodb/aws4_request, \
+                 SignedHeaders=host;x-amz-date;x-amz-target, Signature=00",
+            )
+            .body(r#"{"TableName": "singlet"}"#);
+        for (name, value) in extra {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+
+    let answered = scan(&[]).await.unwrap();
+    assert_eq!(answered.status(), 200);
+    assert!(answered.text().await.unwrap().contains("web 1"));
+
+    for refused in [
+        vec![("origin", "https://evil.example")],
+        vec![("host", "evil.example:8000")],
+    ] {
+        let answer = scan(&refused).await.unwrap();
+        assert_eq!(answer.status(), 403, "{refused:?}");
+        let body = answer.text().await.unwrap();
+        assert!(body.contains("AccessDeniedException"), "{body}");
+        assert!(!body.contains("web 1"), "{body}");
+    }
+    let preflight = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, &engine)
+        .header("origin", "https://evil.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "x-amz-target")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 403);
+    assert!(
+        preflight
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+}
+
 /// `singlet --in-memory invoke <function> --event events/<function>.json`: what it printed.
 fn invoke(function: &str) -> Value {
     let output = process::singlet()
