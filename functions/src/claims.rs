@@ -31,22 +31,27 @@ impl Principal {
         let subject = jwt.claims.get("sub").filter(|s| !s.is_empty())?.clone();
         // API Gateway lists the scopes it matched; the `scope` claim (OAuth 2.0) or `scp` (Entra
         // ID, Okta) holds them all, space-separated, or as a list, which API Gateway hands over
-        // as one string, `[a b]`.
+        // as one string, `[a b]`. Only a list's items are split on commas too: in a string a
+        // comma is part of a scope, as API Gateway reads it, so `a,accounts:admin` grants
+        // nothing it did not.
         let mut scopes: Vec<String> = jwt.scopes.clone().unwrap_or_default();
         for claim in ["scope", "scp"] {
-            if let Some(list) = jwt.claims.get(claim) {
-                let list = list.trim();
-                let list = list
-                    .strip_prefix('[')
-                    .and_then(|l| l.strip_suffix(']'))
-                    .unwrap_or(list);
-                scopes.extend(
-                    list.split(|c: char| c.is_whitespace() || c == ',')
-                        .map(|s| s.trim_matches('"'))
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned),
-                );
-            }
+            let Some(value) = jwt.claims.get(claim).map(|v| v.trim()) else {
+                continue;
+            };
+            let items: Vec<&str> = match value.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                Some(list) => list
+                    .split(|c: char| c.is_whitespace() || c == ',')
+                    .map(|item| item.trim_matches('"'))
+                    .collect(),
+                None => value.split_whitespace().collect(),
+            };
+            scopes.extend(
+                items
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            );
         }
         Some(Self {
             issuer: jwt.claims.get("iss").cloned().unwrap_or_default(),

@@ -236,6 +236,15 @@ async fn an_account_is_its_owners(api: Api) {
         .await
         .assert_problem(404, &[]);
     bob.delete(&path).await.assert_problem(404, &[]);
+    // A scope value with a comma in it is one scope, as API Gateway reads a space-separated
+    // string: `accounts:self,accounts:admin` grants neither.
+    let comma = api.as_token(token(
+        "carol",
+        "accounts:self accounts:self,accounts:admin",
+        &[],
+    ));
+    comma.get(&path).await.assert_problem(404, &[]);
+    comma.delete(&path).await.assert_problem(404, &[]);
     assert_eq!(api.items().await.len(), before.len(), "nothing changed");
     assert_eq!(alice.get(&path).await.body, created.body);
 
