@@ -7,7 +7,8 @@
 //! replacement its owner gets, so every lock still names an owner that holds its value, no two
 //! owners share a value (replacements are 64-bit keyed hashes), and every `fsck` rule holds on the
 //! copy. The JSON texts an item keeps (an outbox item's event, an idempotency record's response)
-//! have the same fields replaced by the same rule.
+//! have the same fields replaced by the same rule, and a digest it keeps (an idempotency record's
+//! fingerprint) is replaced by a keyed hash of itself.
 //!
 //! Replacements are HMACs under a key made at random for each export, so no one, the exporter
 //! included, can test a guess ("is `ada@example.com` in there?") against a copy. Replaced:
@@ -57,6 +58,11 @@ impl Personal {
 
 /// Attributes that hold JSON text with personal data in it.
 const JSON_TEXTS: [&str; 2] = ["detail", "body"];
+
+/// Attributes that hold an unkeyed digest of personal data: an idempotency record's
+/// `fingerprint` hashes its caller and body, so anyone holding a copy could hash a guess (a
+/// subject and an email) and compare. Each is replaced by a keyed hash of itself.
+const DIGESTS: [&str; 1] = ["fingerprint"];
 
 impl Anonymiser {
     /// An anonymiser with a key of its own, made at random.
@@ -138,6 +144,12 @@ impl Anonymiser {
             && let Some(replaced) = self.entity(entity)
         {
             item.extend(replaced.to_item());
+        }
+        for name in DIGESTS {
+            if let Some(digest) = item.get(name).and_then(|v| v.as_s().ok()) {
+                let replaced = self.key.pseudonym(name, &[digest]);
+                item.insert(name.to_owned(), singlet_functions::store::s(replaced));
+            }
         }
         for name in JSON_TEXTS {
             if let Some(text) = item.get(name).and_then(|v| v.as_s().ok())

@@ -238,7 +238,22 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
 #[tokio::test]
 async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     let api = filled().await;
+    // A creation with an Idempotency-Key: its record keeps the response and a fingerprint of the
+    // caller and the body, which a guess could be tested against.
+    let reply = api
+        .call("POST", "/accounts")
+        .header("idempotency-key", "sign-up-1")
+        .json(json!({"email": "ada@example.com", "username": "ada"}))
+        .send()
+        .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
     let original = api.all_items().await;
+    let fingerprints: Vec<String> = original
+        .iter()
+        .filter_map(|item| item.get("fingerprint"))
+        .map(|f| f.as_s().unwrap().clone())
+        .collect();
+    assert_eq!(fingerprints.len(), 1, "one idempotency record");
     let dir = scratch("anonymised");
     let anonymiser = singlet::anonymise::Anonymiser::random();
     transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| {
@@ -269,6 +284,12 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
         "1 Library Square",
     ] {
         assert!(!text.contains(personal), "{personal} is in the export");
+    }
+    for fingerprint in &fingerprints {
+        assert!(
+            !text.contains(fingerprint.as_str()),
+            "the fingerprint is kept"
+        );
     }
 
     // Loaded, the copy holds as many items, answers by the new values, and fsck finds nothing.
