@@ -6,39 +6,64 @@
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use singlet_functions::Ctx;
 use singlet_functions::clock;
-use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
+use singlet_functions::events::outbox::outbox_by;
+use singlet_functions::events::{Event, EventType};
+use singlet_functions::fleet::{
+    Vehicle, chassis_free_before_compact, plate_free_before_compact, register_vehicle,
+};
 use singlet_functions::idempotency::new_id;
 use singlet_functions::store::{Item, Put, bulk, lock};
 use singlet_shared::{Chassis, Plate};
 
-/// The three puts `register-vehicle` commits, for a vehicle with plate `D-n` and chassis `DC-n`.
-pub fn registration(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
-    let vehicle_id = new_id(None);
-    let plate = Plate::parse(&format!("D-{n}")).unwrap();
-    let chassis = Chassis::parse(&format!("DC-{n}")).unwrap();
-    let vehicle = Vehicle {
-        vehicle_id: vehicle_id.clone(),
-        plate: plate.clone(),
-        chassis: chassis.clone(),
+/// A vehicle to register, with plate `D-n` and chassis `DC-n`.
+fn vehicle(n: usize) -> Vehicle {
+    Vehicle {
+        vehicle_id: new_id(None),
+        plate: Plate::parse(&format!("D-{n}")).unwrap(),
+        chassis: Chassis::parse(&format!("DC-{n}")).unwrap(),
         depot: "north".into(),
         added_at: clock::now_millis(),
-    };
-    let plate_lock = PlateLock {
-        plate: plate.clone(),
-        vehicle_id: vehicle_id.clone(),
-    };
-    let chassis_lock = ChassisLock {
-        chassis: chassis.clone(),
-        vehicle_id,
-    };
-    let puts = [
-        Put::new_only(&vehicle),
+    }
+}
+
+/// The three puts that store `vehicle` and its locks: the vehicle's items alone.
+fn vehicle_puts(ctx: &Ctx, vehicle: &Vehicle) -> Vec<TransactWriteItem> {
+    let (plate_lock, chassis_lock) = register_vehicle::locks(vehicle);
+    [
+        Put::new_only(vehicle),
         lock::claim(&plate_lock),
         lock::claim(&chassis_lock),
-    ];
-    puts.into_iter()
-        .map(|put| put.transact_item(&ctx.table))
-        .collect()
+    ]
+    .into_iter()
+    .map(|put| put.transact_item(&ctx.table))
+    .collect()
+}
+
+/// The three puts that store a vehicle with plate `D-n` and chassis `DC-n` and its locks: how the
+/// benches fill a table with vehicles.
+pub fn registration(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
+    vehicle_puts(ctx, &vehicle(n))
+}
+
+/// The whole `TransactWriteItems` `register-vehicle` sends for a vehicle with plate `D-n` and
+/// chassis `DC-n`, built with the handler's own types: the vehicle and its two locks, the old
+/// rule's check that each spelling with separators is free (`plates-compact`), and the event's
+/// outbox item. The bare call a registration through the API is compared with.
+pub fn registration_as_sent(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
+    let vehicle = vehicle(n);
+    let mut items = vehicle_puts(ctx, &vehicle);
+    items.extend(
+        [
+            plate_free_before_compact(&vehicle.plate),
+            chassis_free_before_compact(&vehicle.chassis),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|check| check.transact_item(&ctx.table)),
+    );
+    let event = Event::new(EventType::VehicleRegistered, &vehicle.vehicle_id, &vehicle);
+    items.push(outbox_by("bench", event).transact_item(&ctx.table));
+    items
 }
 
 /// `BatchWriteItem`s of a load in flight at once.

@@ -365,6 +365,12 @@ pub struct Check<E> {
 }
 
 impl<E> Check<E> {
+    /// The check as one part of a `TransactWriteItems` on `table`, for a caller that sends its
+    /// own (the benchmarks' bare calls).
+    pub fn transact_item(self, table: &str) -> TransactWriteItem {
+        Write::from(self).transact_item(table)
+    }
+
     pub fn at(key: Key, condition: Condition<E>) -> Self {
         Self {
             key,
