@@ -167,7 +167,9 @@ pub fn text(raw: &str, max: usize) -> Result<String, Invalid> {
 }
 
 /// The route being served, as `request::respond` puts it in the request's extensions: the
-/// scope of its `Idempotency-Key`s and its cursors.
+/// scope of its `Idempotency-Key`s and its cursors. It copies the three facts those need rather
+/// than holding the `&'static Route`: `routes` imports every handler, and the handlers import
+/// this module, so naming `Route` here would close a circle.
 #[derive(Debug, Clone, Copy)]
 pub struct ServedRoute {
     /// The function's name: `register-vehicle`.
