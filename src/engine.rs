@@ -27,11 +27,8 @@ pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, S
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
             let path = path.to_str().ok_or("the data path is not UTF-8")?;
-            let open = || Database::new(path).map_err(|e| format!("cannot open {path}: {e}"));
-            // dynoxide makes its tables on opening; the indexes go in beside them.
-            drop(open()?);
             index_the_stream(path)?;
-            open()
+            Database::new(path).map_err(|e| format!("cannot open {path}: {e}"))
         }
         None => {
             let db = Database::memory_with_clock(Arc::new(EngineClock(clock.clone())))
@@ -47,7 +44,6 @@ pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, S
                 let path = empty
                     .to_str()
                     .ok_or("the temporary directory is not UTF-8")?;
-                drop(Database::new(path).map_err(|e| format!("cannot make {path}: {e}"))?);
                 index_the_stream(path)?;
                 db.restore_from(path)
                     .map_err(|e| format!("cannot start the in-memory engine from {path}: {e}"))
@@ -76,8 +72,10 @@ const STREAM_INDEXES: &str = "
     CREATE INDEX IF NOT EXISTS singlet_stream_read
         ON _stream_records (table_name, shard_id, CAST(sequence_number AS INTEGER));";
 
-/// Adds [`STREAM_INDEXES`] to the engine's SQLite file at `path` (kept: `IF NOT EXISTS`).
+/// Adds [`STREAM_INDEXES`] to the engine's SQLite file at `path` (kept: `IF NOT EXISTS`),
+/// made first by dynoxide, which makes its tables on opening a file, when it is new.
 pub fn index_the_stream(path: &str) -> Result<(), String> {
+    drop(Database::new(path).map_err(|e| format!("cannot open {path}: {e}"))?);
     rusqlite::Connection::open(path)
         .and_then(|sqlite| sqlite.execute_batch(STREAM_INDEXES))
         .map_err(|e| format!("cannot index the stream records in {path}: {e}"))

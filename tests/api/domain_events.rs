@@ -600,9 +600,8 @@ async fn under_faults_every_event_is_published_and_the_bad_item_fails_alone() {
     assert_eq!(record["dynamodb"]["Keys"]["PK"]["S"], bad.as_str());
 }
 
-/// The stream record with sequence number `sequence`, as the mapping hands it over.
-async fn stream_record(api: &Api, sequence: &str) -> Value {
-    use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+/// A streams client on `api`'s engine, the table's stream and its one shard (dynoxide keeps one).
+async fn the_stream(api: &Api) -> (aws_sdk_dynamodbstreams::Client, String, String) {
     let streams = streams_client(&api.ctx.db, &api.engine).await;
     let arn = streams
         .list_streams()
@@ -626,6 +625,13 @@ async fn stream_record(api: &Api, sequence: &str) -> Value {
         .shard_id()
         .unwrap()
         .to_owned();
+    (streams, arn, shard)
+}
+
+/// The stream record with sequence number `sequence`, as the mapping hands it over.
+async fn stream_record(api: &Api, sequence: &str) -> Value {
+    use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+    let (streams, arn, shard) = the_stream(api).await;
     let iterator = streams
         .get_shard_iterator()
         .stream_arn(&arn)
@@ -870,35 +876,13 @@ async fn a_shard_that_ends_hands_over_to_its_child() {
     let register = |n: usize| json!({"plate": format!("SPL {n}"), "chassis": format!("SPLC{n}"), "depot": "north"});
 
     // The engine's stream on, and its one shard's id.
-    let direct = streams_client(&api.ctx.db, &api.engine).await;
     singlet::event_source::enable_stream(&api.ctx.db, &api.ctx.table)
         .await
         .unwrap();
     for n in 0..3 {
         assert_eq!(api.post("/vehicles", register(n)).await.status, 201);
     }
-    let arn = direct
-        .list_streams()
-        .table_name(&*api.ctx.table)
-        .send()
-        .await
-        .unwrap()
-        .streams()[0]
-        .stream_arn()
-        .unwrap()
-        .to_owned();
-    let engine_shard = direct
-        .describe_stream()
-        .stream_arn(&arn)
-        .send()
-        .await
-        .unwrap()
-        .stream_description()
-        .unwrap()
-        .shards()[0]
-        .shard_id()
-        .unwrap()
-        .to_owned();
+    let (direct, arn, engine_shard) = the_stream(&api).await;
     // The parent ends at the last record the first three registrations wrote.
     let split: u128 = {
         let mut iterator = direct

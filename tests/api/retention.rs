@@ -139,6 +139,25 @@ fn returned_key(patron_id: &str, checkout_id: &str) -> (String, String) {
     )
 }
 
+/// A library with one patron (card `card`, `tier`) who borrowed one copy at `central` and
+/// returned it `count` times: the patron's id, and the keys of the returned loans.
+async fn returned_loans(
+    api: &Api,
+    card: &str,
+    tier: &str,
+    count: usize,
+) -> (String, BTreeSet<(String, String)>) {
+    fixtures::library(api).await;
+    let patron_id = fixtures::patron(api, "central", card, tier).await;
+    let copy_id = fixtures::copy(api, "central").await;
+    let mut returned = BTreeSet::new();
+    for _ in 0..count {
+        let checkout_id = lend_and_return(api, &patron_id, "central", &copy_id).await;
+        returned.insert(returned_key(&patron_id, &checkout_id));
+    }
+    (patron_id, returned)
+}
+
 /// The done-when test: 1,000 loans returned, the clock moved past their history; before any
 /// sweep no page of the history shows one (nor the one-loan route); one sweep deletes them, and
 /// the archive then holds exactly those 1,000 items, and none of what the API deleted meanwhile
@@ -147,14 +166,7 @@ fn returned_key(patron_id: &str, checkout_id: &str) -> (String, String) {
 async fn a_thousand_returned_loans_expire_unseen_and_are_archived_once_swept() {
     let mut retained = Retained::start("thousand", Faults::default()).await;
     let api = retained.api.clone();
-    fixtures::library(&api).await;
-    let patron_id = fixtures::patron(&api, "central", "CARD-0001", "premium").await;
-    let copy_id = fixtures::copy(&api, "central").await;
-    let mut returned = BTreeSet::new();
-    for _ in 0..1_000 {
-        let checkout_id = lend_and_return(&api, &patron_id, "central", &copy_id).await;
-        returned.insert(returned_key(&patron_id, &checkout_id));
-    }
+    let (patron_id, returned) = returned_loans(&api, "CARD-0001", "premium", 1_000).await;
     // Deleted through the API: never archived.
     let leaving = fixtures::patron(&api, "east", "CARD-0002", "standard").await;
     assert_eq!(api.delete(format!("/patrons/{leaving}")).await.status, 204);
@@ -210,14 +222,7 @@ async fn a_ttl_batch_delivered_twice_leaves_no_duplicate() {
     };
     let mut retained = Retained::start("twice", faults).await;
     let api = retained.api.clone();
-    fixtures::library(&api).await;
-    let patron_id = fixtures::patron(&api, "central", "CARD-0003", "standard").await;
-    let copy_id = fixtures::copy(&api, "central").await;
-    let mut returned = BTreeSet::new();
-    for _ in 0..20 {
-        let checkout_id = lend_and_return(&api, &patron_id, "central", &copy_id).await;
-        returned.insert(returned_key(&patron_id, &checkout_id));
-    }
+    let (_, returned) = returned_loans(&api, "CARD-0003", "standard", 20).await;
     retained.source.drain().await.unwrap();
     retained.clock.advance(Duration::days(401));
     sweep(&retained.engine).await.unwrap();
@@ -430,14 +435,7 @@ async fn loans_returned_before_retention_expire_once_migrated() {
     use singlet::migrate::{self, Options as MigrateOptions};
     let mut retained = Retained::start("migrated", Faults::default()).await;
     let api = retained.api.clone();
-    fixtures::library(&api).await;
-    let patron_id = fixtures::patron(&api, "central", "CARD-0001", "premium").await;
-    let copy_id = fixtures::copy(&api, "central").await;
-    let mut returned = BTreeSet::new();
-    for _ in 0..3 {
-        let checkout_id = lend_and_return(&api, &patron_id, "central", &copy_id).await;
-        returned.insert(returned_key(&patron_id, &checkout_id));
-    }
+    let (patron_id, returned) = returned_loans(&api, "CARD-0001", "premium", 3).await;
     // As the release before retention wrote them: no `expiresAt`, version 1.
     let patron_items = api
         .items_with_pk_prefix(&format!("PATRON#{patron_id}"))

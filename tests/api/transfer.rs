@@ -56,6 +56,32 @@ fn dump(items: Vec<Item>) -> Vec<Value> {
     items.iter().map(transfer::item_to_json).collect()
 }
 
+/// The API over `table` on `client`, checked to be a copy of `api`'s table: item for item
+/// (`original`, as [`dump`] gives it), and answering as the original does through its indexes,
+/// which were written with its items.
+async fn a_copy_of(
+    api: &Api,
+    original: &[Value],
+    client: aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Api {
+    let copy = Api::start(Mode::Direct)
+        .await
+        .with_ctx(singlet_functions::Ctx::new(
+            client,
+            table,
+            singlet_functions::cursor::CursorKeys::random(),
+        ));
+    assert_eq!(dump(copy.all_items().await), original);
+    let reply = copy.get(format!("/books/{ISBN}/availability")).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.body,
+        api.get(format!("/books/{ISBN}/availability")).await.body
+    );
+    copy
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("transfer")
@@ -92,22 +118,7 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
         .await
         .unwrap();
     assert_eq!(loaded, original.len() as u64);
-    let copy = Api::start(Mode::Direct)
-        .await
-        .with_ctx(singlet_functions::Ctx::new(
-            fresh.clone(),
-            "copy",
-            singlet_functions::cursor::CursorKeys::random(),
-        ));
-    assert_eq!(dump(copy.all_items().await), original);
-
-    // The copy answers as the original did: its indexes were written with its items.
-    let reply = copy.get(format!("/books/{ISBN}/availability")).await;
-    assert_eq!(reply.status, 200, "{reply:?}");
-    assert_eq!(
-        reply.body,
-        api.get(format!("/books/{ISBN}/availability")).await.body
-    );
+    let copy = a_copy_of(&api, &original, fresh.clone(), "copy").await;
 
     // A table that holds items is refused, and nothing is written to it.
     let refused = transfer::load(&fresh, "copy", &dir, transfer::Target::Api)
@@ -445,18 +456,5 @@ async fn load_creates_the_table_on_an_external_engine_that_lacks_it() {
         made,
         index_names(api.ctx.db.clone(), api.ctx.table.to_string()).await
     );
-    let copy = Api::start(Mode::Direct)
-        .await
-        .with_ctx(singlet_functions::Ctx::new(
-            client,
-            "elsewhere",
-            singlet_functions::cursor::CursorKeys::random(),
-        ));
-    assert_eq!(dump(copy.all_items().await), original);
-    let reply = copy.get(format!("/books/{ISBN}/availability")).await;
-    assert_eq!(reply.status, 200, "{reply:?}");
-    assert_eq!(
-        reply.body,
-        api.get(format!("/books/{ISBN}/availability")).await.body
-    );
+    a_copy_of(&api, &original, client, "elsewhere").await;
 }
