@@ -11,6 +11,11 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Region, SharedHttpClient};
 use aws_smithy_http_client::tls::TrustStore;
+use aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnectorSettings, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,7 +63,7 @@ pub const SERVER_SECRET_VAR: &str = "SERVER_SECRET_ARN";
 
 /// The server's keys as a Secrets Manager secret holds them: a JSON object whose fields are named
 /// as the variables they stand for (`{"CURSOR_KEY": "…"}`, and `CURSOR_KEY_PREVIOUS` with
-/// `CURSOR_KEY_PREVIOUS_UNTIL` during a rotation: README, "Rotating the server secret"). The
+/// `CURSOR_KEY_PREVIOUS_UNTIL` during a rotation: README, "Deploy with SAM", "The server secret"). The
 /// template generates it, so no person ever types or sees the key.
 #[derive(Default)]
 pub struct ServerSecret(std::collections::HashMap<String, String>);
@@ -324,10 +329,37 @@ fn https_client_trusting(roots: TrustStore) -> SharedHttpClient {
         .with_trust_store(roots)
         .build()
         .expect("a trust store is a valid TLS context");
-    aws_smithy_http_client::Builder::new()
+    let client = aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .tls_context(tls)
-        .build_https()
+        .build_https();
+    SharedHttpClient::new(ConnectorOnFirstUse(client))
+}
+
+/// An HTTP client whose connector is made when a request first needs it, and only then.
+///
+/// Why: the SDK's hyper client, asked to validate each client's configuration, builds a whole
+/// HTTPS connector and throws it away (so that a machine's native roots load at client creation:
+/// those are cached, but roots given as PEM are parsed again each time). With Amazon's roots
+/// compiled in, that was a TLS context and five PEM certificates parsed for nothing per client
+/// made: about 240,000 instructions each, a fifth of what a function that reads its secret did
+/// before its first `/next` (`callgrind`, README "Cold starts"). The first request builds the
+/// connector, which every later request on the client, and every client on this one, reuses.
+#[derive(Debug)]
+struct ConnectorOnFirstUse(SharedHttpClient);
+
+impl HttpClient for ConnectorOnFirstUse {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        self.0.http_connector(settings, components)
+    }
+
+    fn connector_metadata(&self) -> Option<ConnectorMetadata> {
+        self.0.connector_metadata()
+    }
 }
 
 /// The five roots of Amazon Trust Services (`amazon-roots.pem`: Amazon Root CA 1 to 4 and
