@@ -17,7 +17,8 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The contract's rules for any body, on every route (run by `routes::respond` before a handler
 /// sees the request): a body is JSON (`415` otherwise; a missing `content-type` is taken as
-/// JSON) of at most 64 KiB (`413`).
+/// JSON) of at most 64 KiB (`413`), and one JSON object (`400`), on a route that reads no body
+/// too (a return, a renew, a `GET`), so that what one route accepts is what every route accepts.
 pub fn check_body(req: &Request) -> Result<(), ApiError> {
     let bytes: &[u8] = req.body().as_ref();
     if bytes.is_empty() {
@@ -41,7 +42,13 @@ pub fn check_body(req: &Request) -> Result<(), ApiError> {
     if bytes.len() > MAX_BODY_BYTES {
         return Err(ApiError::PayloadTooLarge);
     }
-    Ok(())
+    // Checked without building the value: the handler that reads the body parses it again.
+    let object = bytes.trim_ascii_start().starts_with(b"{");
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) if object => Ok(()),
+        Ok(_) => Err(ApiError::malformed("the body must be a JSON object")),
+        Err(_) => Err(ApiError::malformed("the body is not valid JSON")),
+    }
 }
 
 /// A request's JSON object body.
@@ -49,7 +56,7 @@ pub struct JsonBody(Map<String, Value>);
 
 impl JsonBody {
     /// `400` unless the body parses as one JSON object ([`check_body`] has already refused what
-    /// is not JSON or is too large).
+    /// is not one, or is too large, but a body that did not come through it is read here too).
     pub fn from_request(req: &Request) -> Result<Self, ApiError> {
         let bytes: &[u8] = req.body().as_ref();
         match serde_json::from_slice::<Value>(bytes) {

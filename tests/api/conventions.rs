@@ -8,7 +8,7 @@ use singlet_functions::cursor::CursorKeys;
 
 both!(
     bodies_must_be_json_objects_under_64_kib,
-    every_route_refuses_bodies_that_are_not_json_or_too_large,
+    every_route_refuses_bodies_that_are_not_json_objects_or_too_large,
 );
 
 async fn bodies_must_be_json_objects_under_64_kib(api: Api) {
@@ -79,7 +79,7 @@ async fn bodies_must_be_json_objects_under_64_kib(api: Api) {
     assert_eq!(api.items().await.len(), 12);
 }
 
-async fn every_route_refuses_bodies_that_are_not_json_or_too_large(api: Api) {
+async fn every_route_refuses_bodies_that_are_not_json_objects_or_too_large(api: Api) {
     let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(65 * 1024));
     for (method, path) in [
         ("PUT", "/vehicles/v1/plate"),
@@ -102,7 +102,18 @@ async fn every_route_refuses_bodies_that_are_not_json_or_too_large(api: Api) {
             .send()
             .await;
         reply.assert_problem(413, &[]);
+        // Not JSON, or JSON but not an object: `400` on a route that reads no body too.
+        for body in ["{not json", "[1]", "\"text\""] {
+            let reply = api
+                .call(method, path)
+                .raw("application/json", body)
+                .send()
+                .await;
+            reply.assert_problem(400, &[]);
+        }
     }
+    // Nothing was written by any of them.
+    assert!(api.items().await.is_empty());
 }
 
 /// Over HTTP only: the direct mode has no front door to answer an undeclared route.
