@@ -10,8 +10,9 @@
 use super::entity::{Claim, LockKind};
 use singlet_functions::Ctx;
 use singlet_functions::accounts::{AccountRow, EmailLock, OwnerLock, UsernameLock};
+use singlet_functions::events::outbox::{self, OutboxItem};
 use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
-use singlet_functions::idempotency::KEEP_SECONDS;
+use singlet_functions::idempotency;
 use singlet_functions::library::{BookAvailability, Copy, Patron, PatronCard};
 use singlet_functions::loans::Checkout;
 use singlet_functions::model::idempotency::{IdLock, IdempotencyRecord};
@@ -125,6 +126,8 @@ pub fn expiry_repairable(entity: &str) -> bool {
         "id-lock",
         "idempotency-record",
         "loan",
+        "owner-lock",
+        "outbox",
     ]
     .contains(&entity)
 }
@@ -372,7 +375,12 @@ impl Repair {
                     .map(|written| written.is_some())
             }
             Repair::SetExpiry { key, entity } => match *entity {
-                "idempotency-record" => set_expiry::<IdempotencyRecord>(ctx, key).await,
+                "idempotency-record" => {
+                    set_expiry::<IdempotencyRecord>(ctx, key, idempotency::KEEP_SECONDS).await
+                }
+                "outbox" => {
+                    set_expiry::<OutboxItem>(ctx, key, outbox::KEEP_SECONDS.unsigned_abs()).await
+                }
                 other => return Err(format!("cannot set the expiry of a {other}")),
             },
             Repair::RemoveExpiry { key, entity, seen } => {
@@ -388,6 +396,7 @@ impl Repair {
                     "card-lock" => remove_expiry::<PatronCard>(ctx, key, seen).await,
                     "id-lock" => remove_expiry::<IdLock>(ctx, key, seen).await,
                     "loan" => remove_expiry::<Checkout>(ctx, key, seen).await,
+                    "owner-lock" => remove_expiry::<OwnerLock>(ctx, key, seen).await,
                     other => return Err(format!("cannot remove the expiry of a {other}")),
                 }
             }
@@ -437,8 +446,14 @@ fn expires_at<E>() -> Field<E> {
     Field::new(TTL_ATTRIBUTE)
 }
 
-async fn set_expiry<E: Entity>(ctx: &Ctx, key: &Key) -> Result<bool, singlet_functions::ApiError> {
-    let at = now_seconds() + KEEP_SECONDS;
+/// Sets the `expiresAt` an item of type `E` must have, `keep` seconds from now: the time the API
+/// gives one it writes now.
+async fn set_expiry<E: Entity>(
+    ctx: &Ctx,
+    key: &Key,
+    keep: u64,
+) -> Result<bool, singlet_functions::ApiError> {
+    let at = now_seconds() + keep;
     ctx.update_item(
         Update::<E>::at(key.clone())
             .set(expires_at(), at)

@@ -689,6 +689,30 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
     )
     .await;
     update_raw(ctx, &record.0, &record.1, "REMOVE expiresAt", &[]).await;
+    // None on an outbox item either; `expiresAt` on an owner lock (TTL would free its subject to
+    // open a second account).
+    let outbox = ("OUTBOX#vehicle#v1".to_owned(), "EVENT#e1".to_owned());
+    put_raw(
+        ctx,
+        Item::from([
+            ("PK".into(), str_attr(&outbox.0)),
+            ("SK".into(), str_attr(&outbox.1)),
+            ("source".into(), str_attr("singlet.fleet")),
+            ("detailType".into(), str_attr("VehicleRetired")),
+            ("detail".into(), str_attr("{}")),
+            ("_et".into(), str_attr("outbox")),
+            ("_v".into(), AttributeValue::N("1".into())),
+        ]),
+    )
+    .await;
+    update_raw(
+        ctx,
+        &a4_lock,
+        "LOCK",
+        "SET expiresAt = :t",
+        &[(":t", AttributeValue::N("1".into()))],
+    )
+    .await;
     // An item no entity decodes.
     put_raw(
         ctx,
@@ -784,6 +808,8 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
         ),
         finding("expiry", "CHASSIS#vc4", "CHASSIS#vc4"),
         finding("expiry", &record.0, &record.1),
+        finding("expiry", &outbox.0, &outbox.1),
+        finding("expiry", &a4_lock, "LOCK"),
         finding("lock-missing", &format!("ACCT#{a3}"), "PROFILE"),
         finding("lock-orphan", &ghost_lock, "LOCK"),
         finding("lock-orphan", &stolen_lock, "LOCK"),
@@ -911,6 +937,9 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
     // The real claimant keeps its owner's lock.
     let owner_lock = api.item(&a4_lock, "LOCK").await.unwrap();
     assert_eq!(s(&owner_lock, "accountId"), a4);
+    assert!(!owner_lock.contains_key("expiresAt"), "{owner_lock:?}");
+    let outbox_item = api.item(&outbox.0, &outbox.1).await.unwrap();
+    assert!(outbox_item.contains_key("expiresAt"), "{outbox_item:?}");
     for (branch, shelved) in [("east", 2), ("west", 1)] {
         let count = api
             .item(&count_pk, &format!("AVAILABLE#{branch}"))
