@@ -252,8 +252,9 @@ struct InvokeArgs {
     #[arg(long, conflicts_with_all = ["function", "event"])]
     list: bool,
     /// Run the function as if its clock read this time (ISO-8601, such as
-    /// 2026-12-29T09:00:00Z): a loan checked out is due from then, `mark-overdue` marks what is
-    /// due by then. Local only: nothing sets a function's clock on Lambda.
+    /// 2026-12-29T09:00:00Z): a loan checked out is due from then; a scheduled function's event
+    /// fires then (its `time` is this), so `mark-overdue` marks what is due by then. Local only:
+    /// nothing sets a function's clock on Lambda.
     #[arg(long, value_parser = parse_clock)]
     clock: Option<time::OffsetDateTime>,
 }
@@ -335,10 +336,11 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             };
             // The name first: a typo is told before any engine is opened.
             invoke::check_function(&function)?;
-            let event = read_event(&event)?;
+            let mut event = read_event(&event)?;
             let (mut ctx, _) = connect(runner, None).await?;
             if let Some(at) = args.clock {
                 ctx.clock = singlet_functions::clock::Clock::reading(at);
+                event = invoke::fired_at(&function, event, at)?;
             }
             let ctx = ctx
                 .with_bus(Arc::new(LocalBus::open(&runner.events_out)?))

@@ -382,17 +382,13 @@ async fn a_poison_item_in_every_open_loans_shard_blocks_no_loan() {
     }
     let due =
         singlet_functions::clock::iso(singlet_functions::clock::now() + time::Duration::days(60));
-    let event = std::env::temp_dir().join(format!("poison-{}.json", std::process::id()));
-    std::fs::write(
-        &event,
-        json!({"time": due, "detail-type": "Scheduled Event"}).to_string(),
-    )
-    .unwrap();
-    // Two months ahead: the marker's clock must read so too, or it marks as of its own clock.
+    // The repository's sample event, whose `time` is in the past: two months ahead, `--clock`
+    // fires it then too, or the marker would mark as of the event's time (nothing).
+    let event = concat!(env!("CARGO_MANIFEST_DIR"), "/events/mark-overdue.json");
     let output = tokio::task::spawn_blocking(move || {
         singlet(&endpoint, &[])
             .args(["invoke", "mark-overdue", "--clock", &due, "--event"])
-            .arg(&event)
+            .arg(event)
             .output()
             .unwrap()
     })
