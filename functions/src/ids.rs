@@ -30,7 +30,7 @@ impl IdKey {
         Self(mac.finalize().into_bytes().to_vec())
     }
 
-    /// The key itself, as configured (`ID_KEY`): used as it is.
+    /// The key itself, used as it is (the anonymiser's key for the ids it replaces).
     pub fn new(key: &[u8]) -> Self {
         Self(key.to_vec())
     }

@@ -23,7 +23,64 @@ both!(
     change_plate_to_another_spelling_of_its_own_plate_keeps_its_lock,
     retire_removes_the_vehicle_and_both_locks,
     separators_are_formatting_and_other_scripts_are_refused,
+    a_depots_vehicles_are_paged_newest_first_and_only_its_own,
 );
+
+/// `GET /depots/{depot}/vehicles`: the depot folded as plates are, newest first, paged with a
+/// cursor that belongs to its depot; a depot with no vehicles is an empty page, a blank one `400`.
+async fn a_depots_vehicles_are_paged_newest_first_and_only_its_own(api: Api) {
+    let mut north = Vec::new();
+    for (plate, depot) in [
+        ("D-1", "North"),
+        ("D-2", " north "),
+        ("D-3", "west"),
+        ("D-4", "NORTH"),
+    ] {
+        let reply = api
+            .post(
+                "/vehicles",
+                json!({"plate": plate, "chassis": format!("C{plate}"), "depot": depot}),
+            )
+            .await;
+        assert_eq!(reply.status, 201, "{reply:?}");
+        if depot.trim().eq_ignore_ascii_case("north") {
+            let id = reply.body["vehicleId"].as_str().unwrap().to_owned();
+            north.push((reply.body["addedAt"].as_i64().unwrap(), id));
+        }
+    }
+    // Newest first: by `addedAt`, then (registered in the same millisecond) by id, as the
+    // index's sort key `<addedAt>#<vehicleId>` orders them.
+    north.sort();
+    let north: Vec<String> = north.into_iter().rev().map(|(_, id)| id).collect();
+    let first = api.get("/depots/north/vehicles?limit=2").await;
+    assert_eq!(first.status, 200, "{first:?}");
+    let ids = |reply: &crate::harness::Reply| -> Vec<String> {
+        reply.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["vehicleId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&first), [north[0].clone(), north[1].clone()]);
+    let cursor = first.body["nextCursor"].as_str().unwrap().to_owned();
+    let second = api
+        .get(format!("/depots/NORTH/vehicles?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(second.status, 200, "{second:?}");
+    assert_eq!(ids(&second), [north[2].clone()]);
+    assert_eq!(second.body["nextCursor"], serde_json::Value::Null);
+    // The cursor names its depot: another depot's list refuses it.
+    api.get(format!("/depots/west/vehicles?cursor={cursor}"))
+        .await
+        .assert_problem(400, &[("cursor", "invalid")]);
+    let empty = api.get("/depots/south/vehicles").await;
+    assert_eq!(empty.status, 200, "{empty:?}");
+    assert_eq!(empty.body, json!({"items": [], "nextCursor": null}));
+    api.get("/depots/%20%20/vehicles")
+        .await
+        .assert_problem(400, &[("depot", "required")]);
+}
 
 /// `KA19XTR`, `KA 19 XTR`, `KA-19-XTR` and `K A 1 9 X T R` are one plate: one lock
 /// `PLATE#ka19xtr`, found by any spelling; the vehicle keeps the spelling it was registered

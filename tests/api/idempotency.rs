@@ -96,29 +96,42 @@ async fn a_body_where_the_first_request_had_none_is_422(api: Api) {
     fixtures::library(&api).await;
     let patron_id = fixtures::patron(&api, "central", "card-1", "standard").await;
     let loan = fixtures::lend(&api, &patron_id, "central").await;
-    let path = format!(
-        "/patrons/{patron_id}/checkouts/{}/return",
-        loan["checkoutId"].as_str().unwrap()
-    );
-    let first = api
-        .call("POST", path.clone())
-        .header("idempotency-key", "return-1")
-        .send()
-        .await;
-    assert_eq!(first.status, 200, "{first:?}");
-    let again = api
-        .call("POST", path.clone())
-        .header("idempotency-key", "return-1")
-        .send()
-        .await;
-    assert_eq!((again.status, &again.body), (200, &first.body));
-    assert_eq!(again.header("idempotent-replayed"), Some("true"));
-    api.call("POST", path)
-        .header("idempotency-key", "return-1")
-        .json(json!({"note": "late"}))
-        .send()
+    let loan = loan["checkoutId"].as_str().unwrap();
+    // Renew first (the loan must be open), then return: each with a key of its own.
+    for (action, key) in [("renew", "renew-1"), ("return", "return-1")] {
+        let path = format!("/patrons/{patron_id}/checkouts/{loan}/{action}");
+        let first = api
+            .call("POST", path.clone())
+            .header("idempotency-key", key)
+            .send()
+            .await;
+        assert_eq!(first.status, 200, "{action}: {first:?}");
+        let again = api
+            .call("POST", path.clone())
+            .header("idempotency-key", key)
+            .send()
+            .await;
+        assert_eq!((again.status, &again.body), (200, &first.body), "{action}");
+        assert_eq!(again.header("idempotent-replayed"), Some("true"));
+        api.call("POST", path)
+            .header("idempotency-key", key)
+            .json(json!({"note": "late"}))
+            .send()
+            .await
+            .assert_problem(422, &[]);
+    }
+    // One renewal, then the return (a returned loan moves to `RETURNED#`): the late bodies
+    // changed nothing.
+    let stored = api
+        .item(&format!("PATRON#{patron_id}"), &format!("RETURNED#{loan}"))
         .await
-        .assert_problem(422, &[]);
+        .unwrap();
+    assert_eq!(crate::harness::n(&stored, "renewalCount"), 1, "{stored:?}");
+    assert_eq!(
+        crate::harness::s(&stored, "status"),
+        "returned",
+        "{stored:?}"
+    );
 }
 
 /// Deleting what a key created leaves its record a tombstone: `410`, and nothing personal kept.
