@@ -286,6 +286,37 @@ async fn a_patron_token_reaches_its_own_patron_only(api: Api) {
         .await
         .assert_problem(404, &[]);
     assert_eq!(api.items().await, before, "nothing renewed");
+    // Nor another patron's history or one of its loans.
+    as_p1
+        .get(format!("/patrons/{p2}/history"))
+        .await
+        .assert_problem(404, &[]);
+    as_p1
+        .get(format!("/patrons/{p2}/checkouts/{checkout_id}"))
+        .await
+        .assert_problem(404, &[]);
+    // Its own: one loan, renewing it, and its history once it is returned.
+    let own = lend(&api, &p1, "central").await;
+    let own_id = own["checkoutId"].as_str().unwrap();
+    let one = as_p1.get(format!("/patrons/{p1}/checkouts/{own_id}")).await;
+    assert_eq!(
+        (one.status, &one.body["checkoutId"]),
+        (200, &own["checkoutId"])
+    );
+    let renewed = as_p1
+        .call("POST", format!("/patrons/{p1}/checkouts/{own_id}/renew"))
+        .send()
+        .await;
+    assert_eq!(renewed.status, 200, "{renewed:?}");
+    assert_eq!(renewed.body["renewalCount"], 1);
+    let returned = api
+        .call("POST", format!("/patrons/{p1}/checkouts/{own_id}/return"))
+        .send()
+        .await;
+    assert_eq!(returned.status, 200, "{returned:?}");
+    let history = as_p1.get(format!("/patrons/{p1}/history")).await;
+    assert_eq!(history.status, 200, "{history:?}");
+    assert_eq!(history.body["items"][0]["checkoutId"], own["checkoutId"]);
     // A patron token without a patron_id reaches no patron.
     let nobody = api.as_token(token("p0", "library:patron", &[]));
     nobody

@@ -445,3 +445,42 @@ async fn a_forgotten_key_is_a_new_request(api: Api) {
     assert_eq!(post(&api, "/branches", "old-key", east).await.status, 201);
     assert_eq!(api.items_with_pk_prefix("VEHICLE#").await.len(), 1);
 }
+
+/// The window is 10 minutes by the function's clock: the record says when it closes
+/// (`replayUntil`), a retry 9 minutes on is replayed, one 11 minutes on is `422`.
+#[tokio::test]
+async fn a_key_replays_for_ten_minutes_by_the_functions_clock() {
+    use singlet_functions::clock::Clock;
+    for mode in [Mode::Direct, Mode::Http] {
+        let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+        let mut ctx = singlet_functions::Ctx::new(
+            client,
+            "singlet",
+            singlet_functions::cursor::CursorKeys::random(),
+        );
+        let start = time::OffsetDateTime::now_utc();
+        ctx.clock = Clock::reading(start);
+        let mut api = Api::start_on(mode, ctx).await;
+        api.engine = endpoint;
+        let first = post(&api, ACCOUNT, "k-window", account("win")).await;
+        assert_eq!(first.status, 201, "{first:?}");
+        let record = api
+            .items_with_pk_prefix("IDEMPOTENCY#")
+            .await
+            .pop()
+            .unwrap();
+        let until = crate::harness::n(&record, "replayUntil");
+        assert!(
+            (start.unix_timestamp() + 600..=start.unix_timestamp() + 601).contains(&until),
+            "{mode:?}: replayUntil {until}, started {start}"
+        );
+        api.ctx.clock.advance(time::Duration::minutes(9));
+        let again = post(&api, ACCOUNT, "k-window", account("win")).await;
+        assert_eq!((again.status, &again.body), (201, &first.body), "{mode:?}");
+        assert_eq!(again.header("idempotent-replayed"), Some("true"));
+        api.ctx.clock.advance(time::Duration::minutes(2));
+        let late = post(&api, ACCOUNT, "k-window", account("win")).await;
+        late.assert_problem(422, &[]);
+        assert_eq!(api.items_with_pk_prefix("ACCT#").await.len(), 1, "{mode:?}");
+    }
+}

@@ -50,7 +50,29 @@ both!(
     a_deleted_entitys_id_never_comes_back,
     look_alike_plates_and_chassis_numbers_are_refused,
     hidden_characters_are_refused_in_every_free_text_field,
+    tabs_line_breaks_and_joiners_are_text_and_kept,
 );
+
+/// Tab, line feed and carriage return, and the zero-width joiner and non-joiner (emoji
+/// sequences, Persian, Indic scripts), are text: stored and answered exactly as sent.
+async fn tabs_line_breaks_and_joiners_are_text_and_kept(api: Api) {
+    let title = "\u{1F469}\u{200D}\u{1F4BB} \u{0645}\u{06CC}\u{200C}\u{062E}\u{0648}\u{0627}\u{0647}\u{0645}";
+    let description = "line one\r\nline two\n\tindented";
+    let mut book = crate::fixtures::book_body("9780306406157");
+    book["title"] = title.into();
+    book["description"] = description.into();
+    let created = api.post("/books", book).await;
+    assert_eq!(created.status, 201, "{created:?}");
+    assert_eq!(created.body["title"], title);
+    assert_eq!(created.body["description"], description);
+    let read = api.get("/books/9780306406157").await;
+    assert_eq!(read.body["title"], title);
+    assert_eq!(read.body["description"], description);
+    let stored = api.item("BOOK#9780306406157", "BOOK#9780306406157").await;
+    let stored = stored.expect("the book is stored");
+    assert_eq!(s(&stored, "title"), title);
+    assert_eq!(s(&stored, "description"), description);
+}
 
 /// Every route that derives its entity's id from the key: after the key's record has expired,
 /// the same key at another branch or with another body is `422` and writes nothing, so no id
@@ -227,10 +249,11 @@ async fn look_alike_plates_and_chassis_numbers_are_refused(api: Api) {
     assert_eq!(snapshot(&api).await, before, "nothing written");
 }
 
-/// A bidi override, a bidi isolate and a bell in every free-text field of every route that takes
-/// one (and in the emails and usernames, which become keys): `400` naming the field, and nothing
+/// Every kind of character the contract refuses (C0 and C1 controls, DEL, the bidi marks,
+/// embeddings, overrides and isolates) in every free-text field of every route that takes one
+/// (and in the emails and usernames, which become keys): `400` naming the field, and nothing
 /// written. (A zero-width space, U+200B, is a format character the contract does not list among
-/// the refused ones: it is stored as sent.)
+/// the refused ones: it is stored as sent; so are the joiners, below.)
 async fn hidden_characters_are_refused_in_every_free_text_field(api: Api) {
     library(&api).await;
     let account = api.post("/accounts", account("owner")).await;
@@ -292,7 +315,10 @@ async fn hidden_characters_are_refused_in_every_free_text_field(api: Api) {
         ),
     ];
     let before = snapshot(&api).await;
-    for hidden in ['\u{202E}', '\u{2066}', '\u{0007}'] {
+    for hidden in [
+        '\u{0007}', '\u{007F}', '\u{0085}', '\u{009F}', '\u{061C}', '\u{200E}', '\u{200F}',
+        '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}',
+    ] {
         for (method, path, body, fields) in &routes {
             for field in *fields {
                 let mut spoiled = body.clone();
