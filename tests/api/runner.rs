@@ -806,3 +806,67 @@ async fn cors_origins_are_allowed_only_when_named() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("is not an origin"));
 }
+
+/// `token --claim name=value` replaces a default claim (`exp`, `nbf` and `iat` as numbers when
+/// they are, anything else as text) and `--claim scope=` leaves `scope` out, so tokens the
+/// authorizer must refuse can be made on purpose; what it makes is what the authorizer judges.
+#[test]
+fn token_claims_replace_the_defaults_and_the_authorizer_judges_them() {
+    use base64::Engine;
+    let mint = |args: &[&str]| -> (String, Value) {
+        let output = process::singlet().arg("token").args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let token = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+        let payload = token.split('.').nth(1).unwrap();
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap();
+        (token, serde_json::from_slice(&payload).unwrap())
+    };
+    let (authorizer, _) = singlet::auth::Authorizer::local(
+        &std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"),
+    )
+    .unwrap();
+    let route = singlet_functions::routes::by_function("get-vehicle").unwrap();
+    let judged = |token: &str| {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+        authorizer
+            .authorize(&headers, route)
+            .map(|_| 200)
+            .unwrap_or_else(|refusal| refusal.0.as_u16())
+    };
+
+    let (later, claims) = mint(&[
+        "--scope",
+        "fleet:read",
+        "--claim",
+        "nbf=4102444800",
+        "--claim",
+        "patron_id=p1",
+    ]);
+    assert_eq!(claims["nbf"], 4_102_444_800_i64, "{claims}");
+    assert_eq!(claims["patron_id"], "p1", "{claims}");
+    assert_eq!(claims["scope"], "fleet:read", "{claims}");
+    assert_eq!(judged(&later), 401, "not valid before 2100");
+
+    let (scp, claims) = mint(&["--claim", "scope=", "--claim", "scp=fleet:read audit:read"]);
+    assert!(claims.get("scope").is_none(), "{claims}");
+    assert_eq!(claims["scp"], "fleet:read audit:read", "{claims}");
+    assert_eq!(judged(&scp), 200, "scp as a space-separated string");
+
+    let (malformed, claims) = mint(&["--scope", "fleet:read", "--claim", "exp=soon"]);
+    assert_eq!(claims["exp"], "soon", "{claims}");
+    assert_eq!(judged(&malformed), 401, "a malformed exp");
+
+    let refused = process::singlet()
+        .args(["token", "--claim", "novalue"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("name=value"));
+}
