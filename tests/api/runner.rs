@@ -870,3 +870,64 @@ fn token_claims_replace_the_defaults_and_the_authorizer_judges_them() {
     assert_eq!(refused.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("name=value"));
 }
+
+/// The runner turns the table's stream on and appends each published event, as an EventBridge
+/// rule target receives it, to `--events-out`, or to `.singlet/events.jsonl` where it runs when
+/// not told (with `--in-memory` too).
+#[tokio::test]
+async fn the_runner_appends_each_event_to_its_events_file() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("runner-events-{:016x}", rand::random::<u64>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let named = dir.join("named.jsonl");
+    let default = dir.join(".singlet").join("events.jsonl");
+    for (extra, file) in [
+        (vec!["--events-out", named.to_str().unwrap()], &named),
+        (vec![], &default),
+    ] {
+        let mut command = process::singlet();
+        command
+            .current_dir(&dir)
+            .args(["--in-memory", "--mark-overdue-every", "0"])
+            .args(&extra);
+        let runner = process::serve(command);
+        let created = client()
+            .post(format!("{}/vehicles", runner.api))
+            .json(&json!({"plate": "EV 1", "chassis": "EV-C1", "depot": "north"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 201);
+        let vehicle: Value = created.json().await.unwrap();
+        // The runner's poller publishes on its own time: wait for the line, up to 20 s.
+        let mut lines = Vec::new();
+        for _ in 0..200 {
+            lines = std::fs::read_to_string(file)
+                .map(|text| text.lines().map(str::to_owned).collect())
+                .unwrap_or_default();
+            if !lines.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(lines.len(), 1, "{}: {lines:?}", file.display());
+        let event: Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(event["version"], "0", "{event}");
+        assert_eq!(event["detail-type"], "VehicleRegistered", "{event}");
+        assert_eq!(event["source"], "singlet.fleet", "{event}");
+        assert_eq!(event["resources"], json!([]), "{event}");
+        for field in ["id", "account", "time", "region"] {
+            assert!(event[field].is_string(), "{field}: {event}");
+        }
+        let detail = &event["detail"];
+        assert_eq!(detail["type"], "VehicleRegistered");
+        assert_eq!(
+            detail["subject"],
+            json!({"type": "vehicle", "id": vehicle["vehicleId"]})
+        );
+        assert_eq!(detail["actor"], "tester");
+        assert_eq!(detail["data"], vehicle, "the entity as the API answered it");
+        drop(runner);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
