@@ -179,7 +179,22 @@ async fn a_thousand_returned_loans_expire_unseen_and_are_archived_once_swept() {
     let one = format!("/patrons/{patron_id}/checkouts/{some_loan}");
     assert_eq!(api.get(&one).await.status, 200);
 
-    retained.clock.advance(Duration::days(401));
+    // The default 400 days: still shown (and kept) a day before they end, gone a day after.
+    retained.clock.advance(Duration::days(399));
+    assert_eq!(retained.whole_history(&patron_id).await.len(), 1_000);
+    assert_eq!(api.get(&one).await.status, 200);
+    // A sweep then takes what expires sooner (a day's idempotency records and outbox items),
+    // and no loan.
+    sweep(&retained.engine).await.unwrap();
+    let kept = api
+        .items_with_pk_prefix(&format!("PATRON#{patron_id}"))
+        .await;
+    assert_eq!(
+        kept.len(),
+        1_000,
+        "no returned loan deleted before its 400 days"
+    );
+    retained.clock.advance(Duration::days(2));
     assert!(
         retained.whole_history(&patron_id).await.is_empty(),
         "expired loans are never shown, though TTL has not deleted them"
