@@ -16,8 +16,9 @@
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path, path_id};
+use crate::model::library::Copy;
 use crate::paging::Page;
-use crate::store::{Query, item::text};
+use crate::store::Query;
 use lambda_http::Request;
 use serde::Serialize;
 use singlet_shared::keys::{self, CopyStatus};
@@ -53,7 +54,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .items
         .iter()
         .map(|entry| {
-            let copy_id = keys::copy_of_copy_by_book(text(entry, GSI2.sk)).ok_or_else(|| {
+            let copy_id = Copy::id_in_availability_entry(entry).ok_or_else(|| {
                 tracing::error!(%isbn, %branch_id, "a copy's availability key does not name a copy");
                 ApiError::Internal
             })?;

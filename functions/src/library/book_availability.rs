@@ -11,13 +11,13 @@
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
-use crate::store::item::text;
-use crate::store::{Query, decode};
+use crate::model::Decoded;
+use crate::store::Query;
+use crate::store::item::decode_any;
 use lambda_http::Request;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use singlet_shared::Isbn13;
 use singlet_shared::keys;
-use singlet_shared::schema::SK;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -44,16 +44,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .query(Query::table(book.pk.clone()).start_after(start))
             .await?;
         for item in &page.items {
-            if text(item, SK) == book.sk {
-                found = true;
-            } else if text(item, SK).starts_with(keys::AVAILABLE_PREFIX) {
-                let count: Count = decode(item)?;
-                if count.available_copies > 0 {
+            match decode_any(item)? {
+                Decoded::Book(_) => found = true,
+                Decoded::BookAvailability(count) if count.available_copies > 0 => {
                     branches.push(BranchAvailability {
-                        branch_id: count.branch_id,
-                        available_copies: count.available_copies as u64,
+                        branch_id: count.branch_id.to_string(),
+                        available_copies: count.available_copies.unsigned_abs(),
                     });
                 }
+                _ => {}
             }
         }
         start = page.last_key;
@@ -68,12 +67,4 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         isbn: isbn.to_string(),
         branches,
     }))
-}
-
-/// A branch's count of a book's available copies, as stored.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Count {
-    branch_id: String,
-    available_copies: i64,
 }

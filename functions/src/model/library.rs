@@ -283,6 +283,16 @@ impl Entity for Copy {
     }
 }
 
+impl Copy {
+    /// The copy an entry of the availability index names. The index projects keys only, so an
+    /// entry is no whole copy: its id is read back out of the entry's sort key, which
+    /// [`Entity::index_keys`] made.
+    pub fn id_in_availability_entry(entry: &Item) -> Option<&str> {
+        let sort_key = entry.get(GSI2.sk)?.as_s().ok()?;
+        keys::copy_of_copy_by_book(sort_key)
+    }
+}
+
 fields!(Copy, serde Copy, test copy_fields_are_serde_names {
     STATUS = "status",
 });

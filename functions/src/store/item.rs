@@ -6,7 +6,7 @@
 use crate::error::ApiError;
 use crate::ids::IdKey;
 pub use crate::model::Item;
-use crate::model::without_values;
+use crate::model::{Decoded, without_values};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
 use singlet_shared::Key;
@@ -25,6 +25,16 @@ pub fn key_item(key: &Key) -> Item {
 pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
     serde_dynamo::from_item(item.clone()).map_err(|e| {
         let error = without_values(&e.to_string());
+        tracing::error!(item = %log_name(item), error, "a stored item does not decode");
+        ApiError::Internal
+    })
+}
+
+/// An item as whichever entity the registry says it is (its `_et`, else its key's shape), for a
+/// read whose items are of more than one type.
+pub fn decode_any(item: &Item) -> Result<Decoded, ApiError> {
+    crate::model::decode(item).map_err(|undecodable| {
+        let error = without_values(&undecodable.reason);
         tracing::error!(item = %log_name(item), error, "a stored item does not decode");
         ApiError::Internal
     })
