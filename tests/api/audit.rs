@@ -447,14 +447,16 @@ async fn a_resource_at_the_last_version_takes_no_more_changes(api: Api) {
 /// is never read as a stale version.
 async fn a_failed_append_is_not_a_412(api: Api) {
     create(&api, "r1", "open").await;
-    let (pk, sk) = event_key("r1", 2);
+    // Another writer's event 2, whole (a copy of event 1 under the next sequence), already there.
+    let mut planted = item(&api, event_key("r1", 1)).await.unwrap();
+    let (_, sk) = event_key("r1", 2);
+    planted.insert("SK".into(), AttributeValue::S(sk));
+    planted.insert("sequence".into(), AttributeValue::N("2".into()));
     api.ctx
         .db
         .put_item()
         .table_name(&*api.ctx.table)
-        .item("PK", AttributeValue::S(pk))
-        .item("SK", AttributeValue::S(sk))
-        .item("sequence", AttributeValue::N("2".into()))
+        .set_item(Some(planted))
         .send()
         .await
         .unwrap();

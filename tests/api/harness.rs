@@ -561,7 +561,18 @@ impl Api {
     }
 }
 
-/// Runs one async test body against both modes.
+/// What every test that runs on both paths checks once its body is done: each item it left in
+/// its table, whatever the body did, decodes through the model's registry. So the whole suite's
+/// tables, not one table filled for the purpose, are read as entities, with no item unknown.
+pub async fn every_item_is_an_entity(api: &Api) {
+    for item in api.all_items().await {
+        if let Err(undecodable) = singlet_functions::model::decode(&item) {
+            panic!("the table holds an item the registry does not know: {undecodable:?}");
+        }
+    }
+}
+
+/// Runs one async test body against both modes, then checks [`every_item_is_an_entity`].
 #[macro_export]
 macro_rules! both {
     ($($name:ident),* $(,)?) => {
@@ -569,11 +580,15 @@ macro_rules! both {
             mod $name {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn direct() {
-                    super::$name($crate::harness::Api::start($crate::harness::Mode::Direct).await).await
+                    let api = $crate::harness::Api::start($crate::harness::Mode::Direct).await;
+                    super::$name(api.clone()).await;
+                    $crate::harness::every_item_is_an_entity(&api).await;
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn http() {
-                    super::$name($crate::harness::Api::start($crate::harness::Mode::Http).await).await
+                    let api = $crate::harness::Api::start($crate::harness::Mode::Http).await;
+                    super::$name(api.clone()).await;
+                    $crate::harness::every_item_is_an_entity(&api).await;
                 }
             }
         )*
