@@ -86,9 +86,56 @@ pub async fn serve(db: Database, addr: SocketAddr) -> Result<String, String> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| listen_error(addr, &e, "--engine-port"))?;
+    serve_on(db, listener)
+}
+
+fn serve_on(db: Database, listener: TcpListener) -> Result<String, String> {
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     tokio::spawn(dynoxide::server::serve_on(listener, db));
     Ok(format!("http://{addr}"))
+}
+
+/// The ports at or above 1024 that every browser refuses to fetch from, whatever a page asks
+/// (the Fetch Standard's "bad ports", <https://fetch.spec.whatwg.org/#bad-port>), those least
+/// likely to be taken on a developer's machine first.
+pub const BROWSER_BLOCKED_PORTS: [u16; 19] = [
+    10080, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 4190, 3659, 4045, 6566, 1719, 1720, 1723,
+    5060, 5061, 6000, 2049,
+];
+
+/// A loopback listener no web page can reach: on the first free port of
+/// [`BROWSER_BLOCKED_PORTS`]; when every one is taken, on one the system picks, and `None` says
+/// so.
+///
+/// Why: dynoxide (3.2) answers every CORS preflight with `*` and checks no signature, so a page
+/// that found its port could read and write the table from the developer's browser. The runner
+/// serves the port other programs use through a door that refuses browsers
+/// (`engine_door.rs`), but its own clients need dynoxide's endpoint itself, which dynoxide serves
+/// only on a TCP listener: on a port browsers refuse, that listener is no way around the door.
+pub async fn listen_out_of_browsers_reach() -> Result<(TcpListener, bool), String> {
+    for port in BROWSER_BLOCKED_PORTS {
+        if let Ok(listener) = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await {
+            return Ok((listener, true));
+        }
+    }
+    let any = SocketAddr::from(([127, 0, 0, 1], 0));
+    let listener = TcpListener::bind(any)
+        .await
+        .map_err(|e| listen_error(any, &e, "--engine-port"))?;
+    Ok((listener, false))
+}
+
+/// [`start_with_clock`] on a loopback port out of browsers' reach
+/// ([`listen_out_of_browsers_reach`]), for the engine the runner serves through its door. The
+/// last value says whether the port is one browsers refuse.
+pub async fn start_out_of_browsers_reach(
+    data: Option<&Path>,
+    clock: &Clock,
+) -> Result<(Client, String, Database, bool), String> {
+    let db = open_with_clock(data, clock)?;
+    let (listener, refused_by_browsers) = listen_out_of_browsers_reach().await?;
+    let endpoint = serve_on(db.clone(), listener)?;
+    Ok((local_client(&endpoint), endpoint, db, refused_by_browsers))
 }
 
 /// The one way the runner, the tests and the benches start an engine: dynoxide with its data in

@@ -14,10 +14,11 @@
 //!   its own name in `Host`). An IP address is let through, so `--engine-host 0.0.0.0` still
 //!   serves a container.
 //!
-//! What it does not stop: any program of any local user can still reach the port, as with
-//! DynamoDB Local; and dynoxide itself also listens on a second, system-picked loopback port that
-//! the runner's own clients use, unguarded. Both need dynoxide to check credentials or refuse
-//! browsers itself (README, "Security of the local runner").
+//! dynoxide itself listens on a second loopback port, which the runner's own clients use: one
+//! every browser refuses to fetch from (`engine::listen_out_of_browsers_reach`), so it is no way
+//! around the door for a web page. What neither stops: any program of any local user can reach
+//! both ports, as with DynamoDB Local; that needs dynoxide to check credentials itself (README,
+//! "Security of the local runner").
 
 use axum::body::Body;
 use axum::extract::{Request, State};

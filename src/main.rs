@@ -690,17 +690,29 @@ async fn connect_engine(
     let (client, endpoint) = match &args.endpoint {
         Some(endpoint) => (engine::external_client(endpoint).await?, endpoint.clone()),
         None => {
-            // dynoxide on a loopback port of the system's choosing, for the runner's own
-            // clients; other programs reach it through the door on `serve_engine_on`.
-            let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
             let data = (!args.in_memory).then_some(args.data.as_path());
-            let (client, endpoint, db) = engine::start_with_clock(data, loopback, &clock).await?;
+            let (client, endpoint, db) = match serve_engine_on {
+                // dynoxide on a loopback port browsers refuse, for the runner's own clients;
+                // other programs reach it through the door on `addr`.
+                Some(addr) => {
+                    let (client, endpoint, db, refused_by_browsers) =
+                        engine::start_out_of_browsers_reach(data, &clock).await?;
+                    if refused_by_browsers {
+                        tracing::info!(own_endpoint = %endpoint, "dynoxide's own endpoint, for the runner's clients, on a port browsers refuse");
+                    } else {
+                        tracing::warn!(own_endpoint = %endpoint, "every port browsers refuse is taken: dynoxide's own endpoint, for the runner's clients, is on one a web page could reach");
+                    }
+                    let door = singlet::engine_door::serve(endpoint.clone(), addr).await?;
+                    tracing::info!(endpoint = %door, "the embedded engine's DynamoDB endpoint");
+                    served = Some(door);
+                    (client, endpoint, db)
+                }
+                None => {
+                    let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+                    engine::start_with_clock(data, loopback, &clock).await?
+                }
+            };
             embedded = Some(db);
-            if let Some(addr) = serve_engine_on {
-                let door = singlet::engine_door::serve(endpoint.clone(), addr).await?;
-                tracing::info!(endpoint = %door, "the embedded engine's DynamoDB endpoint");
-                served = Some(door);
-            }
             (client, endpoint)
         }
     };

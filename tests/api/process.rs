@@ -34,6 +34,9 @@ pub struct Running {
     child: Child,
     pub api: String,
     pub engine: Option<String>,
+    /// dynoxide's own endpoint, which the runner's clients use, and whether the runner said it
+    /// is on a port browsers refuse (`false`: it warned that every such port was taken).
+    pub own_engine: Option<(String, bool)>,
     /// The console's URL, secret included, as the runner printed it (none with `--no-console`).
     pub console: Option<String>,
 }
@@ -65,6 +68,7 @@ pub fn serve(mut command: Command) -> Running {
         child,
         api: String::new(),
         engine: None,
+        own_engine: None,
         console: None,
     };
     // The runner logs JSON lines on standard error; the pipe is drained to the end, so that a
@@ -87,7 +91,11 @@ pub fn serve(mut command: Command) -> Running {
                     said.join("\n")
                 )
             });
-        let fields = serde_json::from_str::<Value>(&line).unwrap_or_default()["fields"].take();
+        let mut said_line = serde_json::from_str::<Value>(&line).unwrap_or_default();
+        let fields = said_line["fields"].take();
+        if let Some(own) = fields["own_endpoint"].as_str() {
+            running.own_engine = Some((own.to_owned(), said_line["level"] == "INFO"));
+        }
         if let Some(endpoint) = fields["endpoint"].as_str() {
             running.engine = Some(endpoint.to_owned());
         }

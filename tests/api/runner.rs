@@ -81,6 +81,15 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
 async fn the_engines_endpoint_refuses_web_pages() {
     let runner = start(&["--in-memory"]);
     let engine = runner.engine.clone().unwrap();
+    // dynoxide's own endpoint, which the runner's clients use and the door forwards to, is on a
+    // port every browser refuses to fetch from, unless (many runners at once) all were taken.
+    let (own, refused_by_browsers) = runner.own_engine.clone().expect("the runner names it");
+    let port: u16 = own.rsplit(':').next().unwrap().parse().unwrap();
+    assert_eq!(
+        singlet::engine::BROWSER_BLOCKED_PORTS.contains(&port),
+        refused_by_browsers,
+        "{own}: said {refused_by_browsers}"
+    );
     let http = client();
     let created = http
         .post(format!("{}/vehicles", runner.api))
