@@ -83,8 +83,12 @@ pub fn chassis_lock_before_compact(chassis: &Chassis) -> Key {
     same(format!("{CHASSIS_PREFIX}{chassis}"))
 }
 
-/// The GSI5 partition of one depot's vehicles.
+/// The GSI5 partition of one depot's vehicles. A depot is free text, so it may hold `#`, the
+/// keys' separator: in the key, `#` is written `%23` (and `%` itself `%25`, so that no two depots
+/// share a key), and no value a user gives makes a `#` inside a key. Every other character is
+/// kept as folded, so a depot without either keeps the key it always had.
 pub fn depot_partition(depot: &Depot) -> String {
+    let depot = depot.to_string().replace('%', "%25").replace('#', "%23");
     format!("{DEPOT_PREFIX}{depot}")
 }
 
@@ -450,6 +454,18 @@ mod tests {
 
     fn id(s: &str) -> Id {
         Id::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_depot_makes_no_hash_inside_its_key() {
+        let key = |depot: &str| depot_partition(&Depot::parse(depot).unwrap());
+        assert_eq!(key(" North "), "DEPOT#north");
+        assert_eq!(key("München"), "DEPOT#münchen");
+        assert_eq!(key("Yard #2"), "DEPOT#yard %232");
+        assert_eq!(key("100%"), "DEPOT#100%25");
+        // One to one: a depot spelled as another's encoding keeps a key of its own.
+        assert_ne!(key("a%23b"), key("a#b"));
+        assert!(!key("a#b#c")[DEPOT_PREFIX.len()..].contains('#'));
     }
 
     #[test]

@@ -80,6 +80,23 @@ async fn a_depots_vehicles_are_paged_newest_first_and_only_its_own(api: Api) {
     api.get("/depots/%20%20/vehicles")
         .await
         .assert_problem(400, &[("depot", "required")]);
+    // A depot is free text: one holding `#` is found by its name, and makes no `#` in its key.
+    let yard = api
+        .post(
+            "/vehicles",
+            json!({"plate": "D-5", "chassis": "CD-5", "depot": "Yard #2"}),
+        )
+        .await;
+    assert_eq!(yard.status, 201, "{yard:?}");
+    assert_eq!(yard.body["depot"], "Yard #2", "stored as sent");
+    let listed = api.get("/depots/yard%20%232/vehicles").await;
+    assert_eq!(listed.body["items"][0]["vehicleId"], yard.body["vehicleId"]);
+    let id = yard.body["vehicleId"].as_str().unwrap();
+    let stored = api
+        .item(&format!("VEHICLE#{id}"), &format!("VEHICLE#{id}"))
+        .await
+        .unwrap();
+    assert_eq!(crate::harness::s(&stored, "GSI5PK"), "DEPOT#yard %232");
 }
 
 /// `KA19XTR`, `KA 19 XTR`, `KA-19-XTR` and `K A 1 9 X T R` are one plate: one lock
