@@ -129,6 +129,11 @@ fn str_of<'v>(value: &'v Value, field: &str) -> &'v str {
 /// Everything a published event must be: the contract's envelope and detail.
 fn assert_well_formed(event: &Value) {
     assert_eq!(event["version"], "0");
+    // The envelope an EventBridge rule target receives.
+    for field in ["id", "account", "time", "region"] {
+        assert!(!str_of(event, field).is_empty(), "{field}: {event}");
+    }
+    assert_eq!(event["resources"], json!([]), "{event}");
     let detail = &event["detail"];
     assert_eq!(detail["type"], event["detail-type"], "{event}");
     let source = str_of(event, "source");
@@ -1050,4 +1055,150 @@ async fn a_shard_that_ends_hands_over_to_its_child() {
     // The parent from its start, the parent again after the checkpoint, the child from its start.
     assert_eq!(source.report.seeks, 3, "{:?}", source.report);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Each event's `detail.data` is the entity as the API answered the change that made it, for
+/// every event type a route makes (the deletions carry the id alone: `assert_well_formed`), and
+/// `ResourceCreated` carries `detail.sequence = 1`.
+#[tokio::test]
+async fn each_events_data_is_the_entity_as_the_api_answered() {
+    let mut published = Published::start("data", 0.0, Faults::default()).await;
+    let api = published.api.clone();
+    // (detail type, subject id, the answer) for each change.
+    let mut answered: Vec<(&str, String, Value)> = Vec::new();
+    let mut answer = |kind: &'static str, id_field: &str, reply: Reply| {
+        assert!(
+            reply.status == 200 || reply.status == 201,
+            "{kind}: {reply:?}"
+        );
+        let id = reply.body[id_field].as_str().unwrap().to_owned();
+        answered.push((kind, id, reply.body));
+    };
+
+    let vehicle = api
+        .post(
+            "/vehicles",
+            json!({"plate": "EVD 1", "chassis": "EVD-C1", "depot": "north"}),
+        )
+        .await;
+    let vehicle_id = vehicle.body["vehicleId"].as_str().unwrap().to_owned();
+    answer("VehicleRegistered", "vehicleId", vehicle);
+    let plate = api
+        .put(
+            format!("/vehicles/{vehicle_id}/plate"),
+            json!({"plate": "EVD 2"}),
+        )
+        .await;
+    answer("VehiclePlateChanged", "vehicleId", plate);
+
+    let account = api
+        .post(
+            "/accounts",
+            json!({"email": "evd@example.com", "username": "evd", "displayName": "E"}),
+        )
+        .await;
+    let account_id = account.body["accountId"].as_str().unwrap().to_owned();
+    answer("AccountCreated", "accountId", account);
+    let email = api
+        .put(
+            format!("/accounts/{account_id}/email"),
+            json!({"email": "evd2@example.com"}),
+        )
+        .await;
+    answer("AccountEmailChanged", "accountId", email);
+    let username = api
+        .put(
+            format!("/accounts/{account_id}/username"),
+            json!({"username": "evd2"}),
+        )
+        .await;
+    answer("AccountUsernameChanged", "accountId", username);
+
+    let resource = api
+        .post(
+            "/resources",
+            json!({"resourceId": "evd-r", "status": "open"}),
+        )
+        .await;
+    answer("ResourceCreated", "resourceId", resource);
+    let changed = api
+        .call("PATCH", "/resources/evd-r")
+        .json(json!({"status": "shut", "action": "close"}))
+        .header("if-match", "\"1\"")
+        .send()
+        .await;
+    answer("ResourceChanged", "resourceId", changed);
+
+    let branch = api
+        .post(
+            "/branches",
+            json!({"branchId": "central", "name": "Central", "address": "1 Road",
+                   "city": "Springfield", "phone": "1", "openingHours": "always"}),
+        )
+        .await;
+    answer("BranchCreated", "branchId", branch);
+    answer("BookAdded", "isbn", fixtures::create_book(&api, ISBN).await);
+    let corrected = api
+        .call("PATCH", format!("/books/{ISBN}"))
+        .json(json!({"title": "Corrected"}))
+        .send()
+        .await;
+    answer("BookCorrected", "isbn", corrected);
+    let copy = api
+        .post(
+            "/branches/central/copies",
+            json!({"isbn": ISBN, "condition": "good"}),
+        )
+        .await;
+    let copy_id = copy.body["copyId"].as_str().unwrap().to_owned();
+    answer("CopyAdded", "copyId", copy);
+    let patron = api
+        .post(
+            "/branches/central/patrons",
+            fixtures::patron_body("evd-card", "standard"),
+        )
+        .await;
+    let patron_id = patron.body["patronId"].as_str().unwrap().to_owned();
+    answer("PatronRegistered", "patronId", patron);
+    let card = api
+        .put(
+            format!("/patrons/{patron_id}/card"),
+            json!({"cardNumber": "evd-card-2"}),
+        )
+        .await;
+    answer("PatronCardReissued", "patronId", card);
+    let tier = api
+        .put(
+            format!("/patrons/{patron_id}/tier"),
+            json!({"membershipTier": "premium"}),
+        )
+        .await;
+    answer("PatronTierChanged", "patronId", tier);
+    let loan = api
+        .post(
+            "/checkouts",
+            json!({"patronId": patron_id, "branchId": "central", "copyId": copy_id}),
+        )
+        .await;
+    let loan_id = loan.body["checkoutId"].as_str().unwrap().to_owned();
+    answer("LoanCheckedOut", "checkoutId", loan);
+    let loan_path = format!("/patrons/{patron_id}/checkouts/{loan_id}");
+    let renewed = api.call("POST", format!("{loan_path}/renew")).send().await;
+    answer("LoanRenewed", "checkoutId", renewed);
+    let returned = api.call("POST", format!("{loan_path}/return")).send().await;
+    answer("LoanReturned", "checkoutId", returned);
+
+    let events = published.drain().await;
+    assert_eq!(events.len(), answered.len(), "one event per change");
+    for (kind, id, body) in &answered {
+        let event = events
+            .iter()
+            .find(|e| e["detail-type"] == *kind && e["detail"]["subject"]["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no {kind} for {id}"));
+        assert_well_formed(event);
+        assert_eq!(&event["detail"]["data"], body, "{kind}");
+        if *kind == "ResourceCreated" {
+            assert_eq!(event["detail"]["sequence"], 1, "{event}");
+        }
+    }
 }
