@@ -940,3 +940,78 @@ async fn the_runner_appends_each_event_to_its_events_file() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--loan-history-days` sets how long a returned loan is kept (its `expiresAt`); a value out of
+/// 1..=36500 is a usage error that names the option.
+#[tokio::test]
+async fn loan_history_days_sets_a_returned_loans_expiry() {
+    let runner = start(&["--in-memory", "--loan-history-days", "3"]);
+    let (http, base) = (client(), runner.api.clone());
+    let post = |path: String, body: Value| {
+        let request = http.post(format!("{base}{path}")).json(&body);
+        async move {
+            let reply = request.send().await.unwrap();
+            assert!(reply.status().is_success(), "{path}: {}", reply.status());
+            reply.json::<Value>().await.unwrap()
+        }
+    };
+    post(
+        "/branches".into(),
+        json!({"branchId": "central", "name": "C", "address": "1", "city": "S", "phone": "1",
+               "openingHours": "always"}),
+    )
+    .await;
+    post(
+        "/books".into(),
+        crate::fixtures::book_body(crate::fixtures::ISBN),
+    )
+    .await;
+    let copy = post(
+        "/branches/central/copies".into(),
+        json!({"isbn": crate::fixtures::ISBN, "condition": "good"}),
+    )
+    .await;
+    let patron = post(
+        "/branches/central/patrons".into(),
+        crate::fixtures::patron_body("days-card", "standard"),
+    )
+    .await;
+    let patron_id = patron["patronId"].as_str().unwrap();
+    let loan = post(
+        "/checkouts".into(),
+        json!({"patronId": patron_id, "branchId": "central", "copyId": copy["copyId"]}),
+    )
+    .await;
+    let loan_id = loan["checkoutId"].as_str().unwrap();
+    post(
+        format!("/patrons/{patron_id}/checkouts/{loan_id}/return"),
+        json!({}),
+    )
+    .await;
+    let engine = singlet::engine::local_client(runner.engine.as_deref().unwrap());
+    let stored = engine
+        .get_item()
+        .table_name("singlet")
+        .key("PK", AttributeValue::S(format!("PATRON#{patron_id}")))
+        .key("SK", AttributeValue::S(format!("RETURNED#{loan_id}")))
+        .send()
+        .await
+        .unwrap();
+    let expires: i64 = stored.item().unwrap()["expiresAt"]
+        .as_n()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let in_days = (expires - time::OffsetDateTime::now_utc().unix_timestamp()) as f64 / 86_400.0;
+    assert!(
+        (2.99..=3.01).contains(&in_days),
+        "expires in {in_days} days"
+    );
+
+    let refused = process::singlet()
+        .args(["--in-memory", "--loan-history-days", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--loan-history-days"));
+}
