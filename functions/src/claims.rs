@@ -29,30 +29,21 @@ impl Principal {
         };
         let jwt = context.authorizer.as_ref()?.jwt.as_ref()?;
         let subject = jwt.claims.get("sub").filter(|s| !s.is_empty())?.clone();
-        // API Gateway lists the scopes it matched; the `scope` claim (OAuth 2.0) or `scp` (Entra
-        // ID, Okta) holds them all, space-separated, or as a list, which API Gateway hands over
-        // as one string, `[a b]`. Only a list's items are split on commas too: in a string a
-        // comma is part of a scope, as API Gateway reads it, so `a,accounts:admin` grants
-        // nothing it did not.
-        let mut scopes: Vec<String> = jwt.scopes.clone().unwrap_or_default();
-        for claim in ["scope", "scp"] {
-            let Some(value) = jwt.claims.get(claim).map(|v| v.trim()) else {
-                continue;
-            };
-            let items: Vec<&str> = match value.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-                Some(list) => list
-                    .split(|c: char| c.is_whitespace() || c == ',')
-                    .map(|item| item.trim_matches('"'))
-                    .collect(),
-                None => value.split_whitespace().collect(),
-            };
-            scopes.extend(
-                items
-                    .into_iter()
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned),
-            );
-        }
+        // The scopes as the authorizer read them (API Gateway's `jwt.scopes`; the runner's
+        // authorizer hands over the same list), never read again from the claims: API Gateway
+        // hands every claim over as a string, a list flattened to `[a b]`, and a string that
+        // merely looks like one (`scp: "[accounts:admin]"`, one unknown scope to the authorizer)
+        // would grant here what it did not there. Only where the authorizer gave no list (a
+        // route with no scopes) are the claims read, each a space-separated string, so a
+        // flattened list grants nothing.
+        let scopes: Vec<String> = match &jwt.scopes {
+            Some(scopes) => scopes.clone(),
+            None => ["scope", "scp"]
+                .into_iter()
+                .filter_map(|claim| jwt.claims.get(claim))
+                .flat_map(|value| value.split_whitespace().map(str::to_owned))
+                .collect(),
+        };
         Some(Self {
             issuer: jwt.claims.get("iss").cloned().unwrap_or_default(),
             subject,

@@ -245,6 +245,16 @@ async fn an_account_is_its_owners(api: Api) {
     ));
     comma.get(&path).await.assert_problem(404, &[]);
     comma.delete(&path).await.assert_problem(404, &[]);
+    // Nor does a string that looks like a list: to the authorizer, `scp: "[accounts:admin]"` is
+    // one unknown scope, and so it is to the function (API Gateway hands every claim over as a
+    // string; the function reads the scopes the authorizer read, never the claims again).
+    for scp in ["[accounts:admin]", "[\"x,accounts:admin\"]"] {
+        let mut extra = Map::new();
+        extra.insert("scp".into(), scp.into());
+        let bracketed = api.as_token(tokens().1.mint("mallory", "accounts:self", &extra, 60));
+        bracketed.get(&path).await.assert_problem(404, &[]);
+        bracketed.delete(&path).await.assert_problem(404, &[]);
+    }
     assert_eq!(api.items().await.len(), before.len(), "nothing changed");
     assert_eq!(alice.get(&path).await.body, created.body);
 
@@ -317,6 +327,15 @@ async fn a_patron_token_reaches_its_own_patron_only(api: Api) {
     let history = as_p1.get(format!("/patrons/{p1}/history")).await;
     assert_eq!(history.status, 200, "{history:?}");
     assert_eq!(history.body["items"][0]["checkoutId"], own["checkoutId"]);
+    // A bracketed string in `scp` is no list: `[library:staff]` grants nothing.
+    let mut extra = Map::new();
+    extra.insert("scp".into(), "[library:staff]".into());
+    extra.insert("patron_id".into(), p1.clone().into());
+    let bracketed = api.as_token(tokens().1.mint("p1", "library:patron", &extra, 60));
+    bracketed
+        .get(format!("/patrons/{p2}"))
+        .await
+        .assert_problem(404, &[]);
     // A patron token without a patron_id reaches no patron.
     let nobody = api.as_token(token("p0", "library:patron", &[]));
     nobody
