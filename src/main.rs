@@ -758,7 +758,11 @@ async fn table_ready(
     }
     let mut ctx = Ctx::new(client, args.table.clone(), cursor_keys()?);
     ctx.loan_history_days = args.loan_history_days;
-    Ok(ctx)
+    // The API's owner key, when it has one (a table whose secret was rotated: `fsck`, `import`).
+    match std::env::var(singlet_functions::context::OWNER_KEY_VAR) {
+        Ok(owner_key) if !owner_key.is_empty() => ctx.with_owner_key(&owner_key),
+        _ => Ok(ctx),
+    }
 }
 
 /// `CURSOR_KEY` (and its rotation) when set, else the published local secret.

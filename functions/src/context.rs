@@ -27,6 +27,8 @@ pub struct Ctx {
     pub cursors: Arc<CursorKeys>,
     /// Derives entity ids from `Idempotency-Key`s.
     pub ids: Arc<IdKey>,
+    /// Keys the one-account lock of a subject ([`OWNER_KEY_VAR`]; the id key when unset).
+    pub owners: Arc<IdKey>,
     /// How long a request may take in all before it is answered `503` ([`REQUEST_DEADLINE`]).
     pub deadline: Duration,
     /// What time it is for this context's handlers: the system's, except where the local
@@ -101,6 +103,13 @@ impl ServerSecret {
     }
 }
 
+/// The variable (or the server secret's field) holding the key a subject's one-account lock is
+/// keyed under, when it is not the server's current key: the key a rotation replaced, kept here
+/// for good, so that the locks made before it still name their accounts (README, "The server
+/// secret"). The lock's key is a keyed hash of the subject, and re-keying every lock at each
+/// rotation would leave a window in which a subject could open a second account.
+pub const OWNER_KEY_VAR: &str = "OWNER_KEY";
+
 /// The deadline around every request's handler: under the Lambda's 10 s timeout, so a request
 /// whose engine calls and retries add up is answered `503` with `retry-after` by the function,
 /// never by API Gateway's generic error when the Lambda is killed.
@@ -120,6 +129,7 @@ impl Ctx {
         Self {
             db,
             table: table.into(),
+            owners: ids.clone(),
             ids,
             cursors: Arc::new(cursors),
             deadline: REQUEST_DEADLINE,
@@ -128,6 +138,18 @@ impl Ctx {
             archive: None,
             loan_history_days: DEFAULT_LOAN_HISTORY_DAYS,
         }
+    }
+
+    /// The same context, keying subjects' one-account locks under `owner_key` ([`OWNER_KEY_VAR`]).
+    pub fn with_owner_key(mut self, owner_key: &str) -> Result<Self, String> {
+        if owner_key.len() < crate::cursor::MIN_KEY_LEN {
+            return Err(format!(
+                "{OWNER_KEY_VAR} is shorter than {} bytes",
+                crate::cursor::MIN_KEY_LEN
+            ));
+        }
+        self.owners = Arc::new(IdKey::derived_from(owner_key.as_bytes()));
+        Ok(self)
     }
 
     /// The same context, archiving TTL deletions to `archive`.
@@ -201,6 +223,9 @@ impl Ctx {
             .filter(|t| !t.is_empty())
             .ok_or("TABLE_NAME is not set: the function does not know its table")?;
         let mut ctx = Self::new(lambda_client(), table, cursors);
+        if let Some(owner_key) = var(OWNER_KEY_VAR).filter(|k| !k.is_empty()) {
+            ctx = ctx.with_owner_key(&owner_key)?;
+        }
         if let Some(days) = var("LOAN_HISTORY_DAYS").filter(|d| !d.is_empty()) {
             ctx.loan_history_days = parse_loan_history_days(&days)?;
         }

@@ -169,7 +169,7 @@ async fn judge(
         }
     };
     let started = std::time::Instant::now();
-    let mut table = Table::new(ctx.ids.clone());
+    let mut table = Table::new(ctx.owners.clone());
     for stored in scanned {
         table.insert(stored);
     }
@@ -177,7 +177,7 @@ async fn judge(
     if rules::owner_locks_under_another_key(&table) {
         return Err(
             "no owner lock is where this run's server secret puts it: the table's were \
-                    keyed under another (run fsck with the API's CURSOR_KEY), and repairing \
+                    keyed under another (run fsck with the API's CURSOR_KEY, and its OWNER_KEY if it has one), and repairing \
                     would release them all"
                 .into(),
         );

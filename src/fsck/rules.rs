@@ -126,8 +126,8 @@ impl Stored {
 }
 
 /// Items by key, with the lookups the rules need: a patron's and a copy's open loans, a book's
-/// copies at a branch, a resource's partition; and the server's id key, under which an account's
-/// owner lock is keyed.
+/// copies at a branch, a resource's partition; and the key an account's owner lock is keyed under
+/// (`Ctx::owners`).
 pub struct Table {
     pub items: HashMap<At, Stored>,
     pub ids: Arc<IdKey>,

@@ -575,3 +575,61 @@ async fn a_change_of_email_racing_sign_ups_has_one_holder() {
 fn email_lock(email: &str) -> String {
     singlet_shared::keys::email_lock(&singlet_shared::Email::parse(email).unwrap()).pk
 }
+
+/// Rotating the server secret as the README says (the new key current, the old one previous for
+/// open cursors, and kept as `OWNER_KEY` for good) leaves each subject's one-account lock where
+/// its account's creation put it: the subject still holds one account, can still delete it, and
+/// `fsck` finds nothing. (Without `OWNER_KEY` the rotated API would look for every lock under the
+/// new key: a second account `201`, the delete `500`.)
+#[tokio::test]
+async fn a_rotated_secret_keeps_each_subjects_one_account() {
+    use singlet_functions::Ctx;
+    use singlet_functions::cursor::CursorKeys;
+    let (old, new) = ("o".repeat(40), "n".repeat(40));
+    let (client, _) = singlet::engine::start_in_memory("singlet").await;
+    let before = Api::start_on(
+        Mode::Direct,
+        Ctx::new(client.clone(), "singlet", CursorKeys::new(old.clone())),
+    )
+    .await;
+    let token = |api: &Api| api.as_token(crate::harness::token("carol", "accounts:self", &[]));
+    let created = token(&before)
+        .post(
+            "/accounts",
+            json!({"email": "carol@example.com", "username": "carol"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    let path = format!("/accounts/{}", created.body["accountId"].as_str().unwrap());
+
+    let until = time::OffsetDateTime::now_utc() + time::Duration::days(30);
+    let rotated = Ctx::new(
+        client,
+        "singlet",
+        CursorKeys::new(new).with_previous(old.clone(), until),
+    )
+    .with_owner_key(&old)
+    .unwrap();
+    let after = Api::start_on(Mode::Http, rotated).await;
+    let carol = token(&after);
+    carol
+        .post(
+            "/accounts",
+            json!({"email": "carol2@example.com", "username": "carol2"}),
+        )
+        .await
+        .assert_problem(409, &[("owner", "limit_reached")]);
+    let report = singlet::fsck::fsck(&after.ctx, singlet::fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert_eq!(carol.delete(&path).await.status, 204);
+    assert!(after.items_with_pk_prefix("UNIQ#OWNER#").await.is_empty());
+    let again = carol
+        .post(
+            "/accounts",
+            json!({"email": "carol2@example.com", "username": "carol2"}),
+        )
+        .await;
+    assert_eq!(again.status, 201, "{again:?}");
+}

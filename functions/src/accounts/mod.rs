@@ -31,10 +31,10 @@ pub use crate::model::accounts::{Account, AccountRow, EmailLock, OwnerLock, User
 /// The lock that keeps a subject without `accounts:admin` to one account: keyed by a keyed hash
 /// of its subject, naming the account.
 pub fn owner_lock(ctx: &Ctx, owner: &str, account_id: &Id) -> OwnerLock {
-    owner_lock_under(&ctx.ids, owner, account_id)
+    owner_lock_under(&ctx.owners, owner, account_id)
 }
 
-/// [`owner_lock`] under the server's id key alone: `fsck` recomputes every account's with it.
+/// [`owner_lock`] under the key `ids` alone: `fsck` recomputes every account's with the owner key.
 pub fn owner_lock_under(ids: &IdKey, owner: &str, account_id: &Id) -> OwnerLock {
     OwnerLock {
         pseudonym: ids.pseudonym("account owner", &[owner]),
