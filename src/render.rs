@@ -370,7 +370,7 @@ fn streamed_block(streamed: &Streamed) -> Block<'_> {
         timeout_seconds: Some(streamed.timeout_seconds),
         environment: streamed.environment,
         statements: policy(streamed.function, false, &streamed.access),
-        after_policy: Yaml::default(),
+        after_policy: boundary(&stem),
         events,
         heading: Some(
             "The table's stream -> this function. Its event-source mapping is\n\
@@ -379,6 +379,16 @@ fn streamed_block(streamed: &Streamed) -> Block<'_> {
         ),
         iterator_age_alarm: true,
     }
+}
+
+/// A stream-fed function's permissions boundary, `<Stem>Boundary` in the hand-written part of
+/// `template.yaml`: SAM gives such a function's role the managed policy
+/// `AWSLambdaDynamoDBExecutionRole`, whose stream reads are on every stream of the account, and
+/// the boundary caps the role to this table's stream and the function's own statements.
+fn boundary(stem: &str) -> Yaml {
+    let mut yaml = Yaml::default();
+    yaml.line(6, format!("PermissionsBoundary: !Ref {stem}Boundary"));
+    yaml
 }
 
 fn statements_yaml(yaml: &mut Yaml, statements: &[Statement]) {

@@ -776,6 +776,40 @@ fn the_archive_bucket_is_private_encrypted_expiring_and_the_publishers_alone() {
         .find(|(_, served, _)| served == "publish-events")
         .unwrap();
     let properties = &publisher["Properties"];
+    // SAM attaches AWSLambdaDynamoDBExecutionRole (stream reads on every stream of the account)
+    // to a stream-fed function's role: its boundary caps the reads to this table's stream.
+    let boundary = target(&properties["PermissionsBoundary"]).expect("a permissions boundary");
+    let boundary = &template["Resources"][boundary];
+    assert_eq!(boundary["Type"], "AWS::IAM::ManagedPolicy");
+    let capped = boundary["Properties"]["PolicyDocument"]["Statement"]
+        .as_sequence()
+        .unwrap();
+    for read in [
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:DescribeStream",
+    ] {
+        let allowing: Vec<&Value> = capped
+            .iter()
+            .filter(|s| strings(&s["Action"]).contains(&read.to_owned()))
+            .collect();
+        assert_eq!(allowing.len(), 1, "{read}");
+        assert_eq!(
+            allowing[0]["Resource"],
+            get_att("Table", "StreamArn"),
+            "{read}"
+        );
+    }
+    for statement in capped {
+        if statement["Resource"] == "*" {
+            for action in strings(&statement["Action"]) {
+                assert!(
+                    action == "dynamodb:ListStreams" || action.starts_with("xray:"),
+                    "{action} on every resource"
+                );
+            }
+        }
+    }
     assert_eq!(
         properties["Environment"]["Variables"]["ARCHIVE_BUCKET"],
         reference("ArchiveBucket")
