@@ -31,9 +31,13 @@ impl LocalBus {
             crate::create_private_dir(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        // The events carry the entities whole (emails, names, card numbers): a new file is its
+        // user's alone wherever `--events-out` puts it; an existing one keeps its mode.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options
             .open(path)
             .map_err(|e| format!("cannot open the events file {}: {e}", path.display()))?;
         Ok(Self {

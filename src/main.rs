@@ -94,7 +94,8 @@ struct ServeArgs {
     #[arg(long, default_value_t = 8000)]
     engine_port: u16,
     /// The address the engine's endpoint binds: 0.0.0.0 lets a container started by
-    /// `sam local invoke` reach it.
+    /// `sam local invoke` reach it, and every other machine that can reach this one (the
+    /// engine checks no credentials: the runner warns).
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     engine_host: IpAddr,
     /// How often `mark-overdue` runs, in seconds (0: never); by default as often as its
@@ -567,6 +568,13 @@ fn read_event(path: &std::path::Path) -> Result<String, String> {
 /// Serves the API; `human` logs on a terminal get the start-up banner too.
 async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
+    if !args.engine_host.is_loopback() {
+        tracing::warn!(
+            engine_host = %args.engine_host,
+            "the engine's endpoint is open beyond this machine: it checks no credentials, so \
+             anyone who can reach this address and port can read and write the table"
+        );
+    }
     let (ctx, engine_url, embedded_engine, endpoint) =
         connect_engine(runner, Some(engine_addr)).await?;
     // The mapping's checkpoint outlives the runner where the stream does: beside the engine's

@@ -936,6 +936,13 @@ async fn the_runner_appends_each_event_to_its_events_file() {
         );
         assert_eq!(detail["actor"], "tester");
         assert_eq!(detail["data"], vehicle, "the entity as the API answered it");
+        // The entities whole, so the file is its user's alone wherever it is put.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", file.display());
+        }
         drop(runner);
     }
     let _ = std::fs::remove_dir_all(&dir);
