@@ -1022,3 +1022,58 @@ async fn loan_history_days_sets_a_returned_loans_expiry() {
     assert_eq!(refused.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--loan-history-days"));
 }
+
+/// The table's tools (`import`, `fsck`, `migrate`, `export`, `load`) show their progress on
+/// standard error, and with `--json` print one JSON object on standard output and nothing else.
+#[test]
+fn long_runs_show_progress_on_standard_error_and_json_alone_on_standard_output() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("runner-progress-{:016x}", rand::random::<u64>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("vehicles.jsonl"),
+        "{\"plate\":\"PR-1\",\"chassis\":\"PRC-1\",\"depot\":\"north\"}\n\
+         {\"plate\":\"PR-2\",\"chassis\":\"PRC-2\",\"depot\":\"north\"}\n",
+    )
+    .unwrap();
+    let data = dir.join("data.db");
+    let data = data.to_str().unwrap();
+    for (command, progress) in [
+        (
+            vec!["import", "vehicles", "vehicles.jsonl"],
+            "import vehicles: read 2",
+        ),
+        (vec!["fsck"], "fsck: read 8 items"),
+        (
+            vec!["migrate", "vehicles-by-depot"],
+            "migrate vehicles-by-depot: scanned",
+        ),
+        (vec!["export", "copy"], "exported "),
+        (vec!["load", "copy"], "loaded "),
+    ] {
+        // `load` into a table of its own: it refuses one that holds items.
+        let table = if command[0] == "load" {
+            "loaded"
+        } else {
+            "singlet"
+        };
+        let output = process::singlet()
+            .current_dir(&dir)
+            .args(["--data", data, "--table", table])
+            .args(&command)
+            .arg("--json")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert!(output.status.success(), "{command:?}: {stderr}");
+        let printed: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!("{command:?}: stdout is not one JSON object ({e}): {stdout}")
+        });
+        assert!(printed.is_object(), "{command:?}: {stdout}");
+        assert!(stderr.contains(progress), "{command:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
