@@ -26,6 +26,12 @@ pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, S
                 crate::create_private_dir(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
+            // Made here when new, its owner's alone: SQLite gives its `-wal` and `-shm` files
+            // the database file's mode.
+            if !path.exists() {
+                crate::create_private_file(path)
+                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            }
             let path = path.to_str().ok_or("the data path is not UTF-8")?;
             index_the_stream(path)?;
             Database::new(path).map_err(|e| format!("cannot open {path}: {e}"))
@@ -34,30 +40,30 @@ pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, S
             let db = Database::memory_with_clock(Arc::new(EngineClock(clock.clone())))
                 .map_err(|e| format!("cannot open an in-memory engine: {e}"))?;
             // An in-memory engine is reached through dynoxide alone: it is restored from an
-            // empty file that has the indexes (SQLite's backup copies them too).
-            let empty = std::env::temp_dir().join(format!(
-                "singlet-engine-{}-{}.sqlite",
-                std::process::id(),
-                ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            ));
+            // empty file that has the indexes (SQLite's backup copies them too). The file is made
+            // new under a name no one can guess (`O_EXCL`, `0600`): a file another local user
+            // planted under a predictable name would be what the table started with.
+            let empty = tempfile::Builder::new()
+                .prefix("singlet-engine-")
+                .suffix(".sqlite")
+                .tempfile()
+                .map_err(|e| format!("cannot make the in-memory engine's first file: {e}"))?;
             let restored = (|| {
                 let path = empty
+                    .path()
                     .to_str()
                     .ok_or("the temporary directory is not UTF-8")?;
                 index_the_stream(path)?;
                 db.restore_from(path)
                     .map_err(|e| format!("cannot start the in-memory engine from {path}: {e}"))
             })();
-            for leftover in ["", "-wal", "-shm", "-journal"] {
-                let _ = std::fs::remove_file(format!("{}{leftover}", empty.display()));
+            for leftover in ["-wal", "-shm", "-journal"] {
+                let _ = std::fs::remove_file(format!("{}{leftover}", empty.path().display()));
             }
             restored.map(|()| db)
         }
     }
 }
-
-/// How many in-memory engines this process opened: each starts from a file of its own.
-static ENGINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The indexes dynoxide's (3.2) stream statements need and it does not make. It keeps every
 /// stream record, never trimmed, in one table with no index on its position, so each write's next

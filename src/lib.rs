@@ -37,6 +37,23 @@ pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
+/// Creates (or truncates) the file `path`, readable and writable by its owner alone (`0600`) when
+/// it is new: what the runner writes from a table (an export's data, an import's rejects, the
+/// archive, the engine's file) holds people's data. An existing file keeps its mode.
+pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// [`create_private_file`], holding `bytes`.
+pub fn write_private_file(path: &std::path::Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+    use std::io::Write;
+    create_private_file(path)?.write_all(bytes.as_ref())
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use std::os::unix::fs::PermissionsExt;

@@ -80,7 +80,7 @@ impl Archive for DirArchive {
             let path = self.dir.join(key);
             let partial = self.dir.join(format!(".{key}.partial"));
             let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
-            tokio::fs::write(&partial, body).await.map_err(failed)?;
+            crate::write_private_file(&partial, body).map_err(failed)?;
             tokio::fs::rename(&partial, &path).await.map_err(failed)
         })
     }

@@ -55,7 +55,7 @@ pub async fn export(
         let path = data.join(format!("{segment:08}.json.gz"));
         let progress = &progress;
         async move {
-            let file = std::fs::File::create(&path)
+            let file = crate::create_private_file(&path)
                 .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
             let mut out = GzEncoder::new(std::io::BufWriter::new(file), Compression::default());
             let mut in_file = 0u64;
@@ -113,7 +113,7 @@ pub async fn export(
         }),
     )?;
     let manifest_files: String = files.iter().map(|f| format!("{f}\n")).collect();
-    std::fs::write(dir.join("manifest-files.json"), manifest_files)
+    crate::write_private_file(&dir.join("manifest-files.json"), manifest_files)
         .map_err(|e| format!("cannot write the manifest: {e}"))?;
     eprintln!();
     Ok(Exported {
@@ -259,7 +259,7 @@ pub fn read_items(
 }
 
 fn write_json(path: &Path, value: &Value) -> Result<(), String> {
-    std::fs::write(
+    crate::write_private_file(
         path,
         serde_json::to_string_pretty(value).expect("JSON") + "\n",
     )

@@ -760,7 +760,8 @@ fn write_rejects(path: &Path, rejects: &[Reject]) -> Result<(), String> {
         .iter()
         .map(|reject| serde_json::to_string(reject).expect("JSON") + "\n")
         .collect();
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::write_private_file(path, text)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Writes `batch` in one transaction, sending it again without the rows whose items were there

@@ -289,6 +289,13 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
         .await
         .unwrap();
     assert_eq!(kept.status(), 200, "the data outlives the runner");
+    // The table's file, and SQLite's beside it, are their user's alone.
+    #[cfg(unix)]
+    for file in [data.to_owned(), format!("{data}-wal")] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file}");
+    }
 
     let endpoint = first.engine.clone().unwrap();
     let second = start(&["--endpoint", &endpoint, "--table", "other"]);
