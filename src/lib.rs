@@ -74,4 +74,23 @@ mod tests {
         assert_eq!(mode, 0o755, "an existing directory is left as it is");
         std::fs::remove_dir_all(&root).unwrap();
     }
+
+    #[test]
+    fn private_files_are_their_owners_alone_and_existing_ones_keep_their_mode() {
+        let file = std::env::temp_dir().join(format!("singlet-private-{}.txt", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        super::write_private_file(&file, "one").unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        super::write_private_file(&file, "two").unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "an existing file keeps its mode");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "two",
+            "and is rewritten whole"
+        );
+        std::fs::remove_file(&file).unwrap();
+    }
 }
