@@ -110,8 +110,8 @@ pub const BROWSER_BLOCKED_PORTS: [u16; 19] = [
 ];
 
 /// A loopback listener no web page can reach: on the first free port of
-/// [`BROWSER_BLOCKED_PORTS`]; when every one is taken, on one the system picks, and `None` says
-/// so.
+/// [`BROWSER_BLOCKED_PORTS`]; when every one is taken, on one the system picks, and the `false`
+/// beside it says so.
 ///
 /// Why: dynoxide (3.2) answers every CORS preflight with `*` and checks no signature, so a page
 /// that found its port could read and write the table from the developer's browser. The runner

@@ -367,8 +367,8 @@ fn https_client_trusting(roots: TrustStore) -> SharedHttpClient {
 /// HTTPS connector and throws it away (so that a machine's native roots load at client creation:
 /// those are cached, but roots given as PEM are parsed again each time). With Amazon's roots
 /// compiled in, that was a TLS context and five PEM certificates parsed for nothing per client
-/// made: about 240,000 instructions each, a fifth of what a function that reads its secret did
-/// before its first `/next` (`callgrind`, README "Cold starts"). The first request builds the
+/// made: about 240,000 instructions each, 15% of all that a function reading its secret (two
+/// clients) ran before its first `/next` (`callgrind`, README "Cold starts"). The first request builds the
 /// connector, which every later request on the client, and every client on this one, reuses.
 #[derive(Debug)]
 struct ConnectorOnFirstUse(SharedHttpClient);
