@@ -124,10 +124,9 @@ pub async fn listen_out_of_browsers_reach() -> Result<(TcpListener, bool), Strin
             return Ok((listener, true));
         }
     }
-    let any = SocketAddr::from(([127, 0, 0, 1], 0));
-    let listener = TcpListener::bind(any)
+    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
-        .map_err(|e| listen_error(any, &e, "--engine-port"))?;
+        .map_err(|e| format!("cannot listen on the loopback for the engine: {e}"))?;
     Ok((listener, false))
 }
 
@@ -138,10 +137,9 @@ pub async fn start_out_of_browsers_reach(
     data: Option<&Path>,
     clock: &Clock,
 ) -> Result<(Client, String, Database, bool), String> {
-    let db = open_with_clock(data, clock)?;
     let (listener, refused_by_browsers) = listen_out_of_browsers_reach().await?;
-    let endpoint = serve_on(db.clone(), listener)?;
-    Ok((local_client(&endpoint), endpoint, db, refused_by_browsers))
+    let (client, endpoint, db) = start_on(data, listener, clock)?;
+    Ok((client, endpoint, db, refused_by_browsers))
 }
 
 /// The one way the runner, the tests and the benches start an engine: dynoxide with its data in
@@ -159,8 +157,21 @@ pub async fn start_with_clock(
     addr: SocketAddr,
     clock: &Clock,
 ) -> Result<(Client, String, Database), String> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| listen_error(addr, &e, "--engine-port"))?;
+    start_on(data, listener, clock)
+}
+
+/// The engine with its data in `data` (or memory) on `clock`, served on `listener`, and a client
+/// for it: what [`start_with_clock`] and [`start_out_of_browsers_reach`] share.
+fn start_on(
+    data: Option<&Path>,
+    listener: TcpListener,
+    clock: &Clock,
+) -> Result<(Client, String, Database), String> {
     let db = open_with_clock(data, clock)?;
-    let endpoint = serve(db.clone(), addr).await?;
+    let endpoint = serve_on(db.clone(), listener)?;
     Ok((local_client(&endpoint), endpoint, db))
 }
 
