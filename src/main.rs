@@ -478,9 +478,16 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
     };
     let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir, target).await?;
     if args.json {
-        println!("{}", serde_json::json!({"loaded": loaded}));
+        println!(
+            "{}",
+            serde_json::json!({"loaded": loaded.items, "outboxLeftOut": loaded.outbox_left_out})
+        );
     } else {
-        eprintln!("loaded {loaded} items into {}", ctx.table);
+        eprintln!(
+            "loaded {} items into {}; left out {} outbox items (events the exported table \
+             published: loaded, they would be published again)",
+            loaded.items, ctx.table, loaded.outbox_left_out
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -76,12 +76,20 @@ impl DirArchive {
 
 impl Archive for DirArchive {
     fn put<'a>(&'a self, key: &'a str, body: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        let path = self.dir.join(key);
+        let partial = self.dir.join(format!(".{key}.partial"));
+        let body = body.to_owned();
         Box::pin(async move {
-            let path = self.dir.join(key);
-            let partial = self.dir.join(format!(".{key}.partial"));
-            let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
-            crate::write_private_file(&partial, body).map_err(failed)?;
-            tokio::fs::rename(&partial, &path).await.map_err(failed)
+            // On the blocking pool: the runner's engine and API share this runtime, and a slow
+            // disk must not stall them (tokio::fs does the same for each call it makes).
+            let shown = path.display().to_string();
+            tokio::task::spawn_blocking(move || {
+                crate::write_private_file(&partial, &body)?;
+                std::fs::rename(&partial, &path)
+            })
+            .await
+            .map_err(|e| format!("cannot write {shown}: {e}"))?
+            .map_err(|e| format!("cannot write {shown}: {e}"))
         })
     }
 }

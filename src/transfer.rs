@@ -134,14 +134,30 @@ pub enum Target<'a> {
 /// Items per bulk write into the embedded engine: one SQLite transaction each.
 const BULK_ITEMS: usize = 5_000;
 
+/// What `load` did: the items it wrote, and the outbox items it left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loaded {
+    pub items: u64,
+    /// Outbox items (`_et` `outbox`) are never loaded: each is an event of the table the export
+    /// was taken from, published from there already (or about to be). Put into a table with a
+    /// stream, each would reach its publisher as a new item and be published a second time.
+    pub outbox_left_out: u64,
+}
+
+/// Whether `item` is an outbox item, which `load` leaves out ([`Loaded::outbox_left_out`]).
+fn is_outbox(item: &Item) -> bool {
+    use singlet_functions::model::{Entity, outbox::OutboxItem, type_of};
+    type_of(item).is_ok_and(|t| t.name == OutboxItem::TYPE.name)
+}
+
 /// Writes the export under `dir` into `table`, which must be empty (a table that holds items is
-/// refused before anything is written), through `target`. Returns the items written.
+/// refused before anything is written), through `target`, every item but the outbox's.
 pub async fn load(
     client: &Client,
     table: &str,
     dir: &Path,
     target: Target<'_>,
-) -> Result<u64, String> {
+) -> Result<Loaded, String> {
     let expected = read_manifest(dir)?;
     if bulk::holds_items(client, table).await? {
         return Err(format!(
@@ -152,13 +168,18 @@ pub async fn load(
         Target::Api => 25,
         Target::Embedded(_) => BULK_ITEMS,
     };
-    let mut written = 0u64;
+    let (mut written, mut outbox_left_out) = (0u64, 0u64);
     for path in data_files(dir)? {
         let mut batch = Vec::with_capacity(chunk);
         let mut items = read_items(&path)?.peekable();
         while let Some(item) = items.next() {
-            batch.push(item?);
-            if batch.len() == chunk || items.peek().is_none() {
+            let item = item?;
+            if is_outbox(&item) {
+                outbox_left_out += 1;
+            } else {
+                batch.push(item);
+            }
+            if batch.len() == chunk || (items.peek().is_none() && !batch.is_empty()) {
                 let items = std::mem::take(&mut batch);
                 written += match target {
                     Target::Api => write_batch(client, table, items).await?,
@@ -169,12 +190,16 @@ pub async fn load(
         }
     }
     eprintln!();
-    if written != expected {
+    if written + outbox_left_out != expected {
         return Err(format!(
-            "the manifest counts {expected} items but the data files hold {written}"
+            "the manifest counts {expected} items but the data files hold {}",
+            written + outbox_left_out
         ));
     }
-    Ok(written)
+    Ok(Loaded {
+        items: written,
+        outbox_left_out,
+    })
 }
 
 /// One bulk write into the embedded engine, off the async threads (the engine's call blocks).
