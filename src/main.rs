@@ -146,7 +146,8 @@ enum Command {
     Import(ImportArgs),
     /// Write the table in DynamoDB's export format (`<dir>/data/*.json.gz`, `manifest-summary.json`).
     Export(ExportArgs),
-    /// Write an export into an empty table (a table that holds items is refused).
+    /// Write an export into an empty table (a table that holds items is refused), every item but
+    /// the outbox's: those are events the exported table published, and would be published again.
     Load(LoadArgs),
     /// List the migrations and their state, or run one: `migrate vehicles-by-depot`.
     Migrate(MigrateArgs),
@@ -215,6 +216,11 @@ struct LoadArgs {
     /// Print one JSON summary on standard output.
     #[arg(long)]
     json: bool,
+    /// Load the outbox items too, so that the copy's publisher publishes their events (again,
+    /// for those the exported table published): for a restore whose table is gone with events
+    /// it never published.
+    #[arg(long)]
+    keep_outbox: bool,
 }
 
 #[derive(Args)]
@@ -476,18 +482,26 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
         Some(db) => transfer::Target::Embedded(db),
         None => transfer::Target::Api,
     };
-    let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir, target).await?;
+    let outbox = if args.keep_outbox {
+        transfer::Outbox::Keep
+    } else {
+        transfer::Outbox::LeaveOut
+    };
+    let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir, target, outbox).await?;
     if args.json {
         println!(
             "{}",
             serde_json::json!({"loaded": loaded.items, "outboxLeftOut": loaded.outbox_left_out})
         );
     } else {
-        eprintln!(
-            "loaded {} items into {}; left out {} outbox items (events the exported table \
-             published: loaded, they would be published again)",
-            loaded.items, ctx.table, loaded.outbox_left_out
-        );
+        eprintln!("loaded {} items into {}", loaded.items, ctx.table);
+        if loaded.outbox_left_out > 0 {
+            eprintln!(
+                "left out {} outbox items: events the exported table published (loaded, they \
+                 would be published again; --keep-outbox loads them)",
+                loaded.outbox_left_out
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

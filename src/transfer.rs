@@ -144,19 +144,39 @@ pub struct Loaded {
     pub outbox_left_out: u64,
 }
 
-/// Whether `item` is an outbox item, which `load` leaves out ([`Loaded::outbox_left_out`]).
+/// Whether `item` is an outbox item, which `load` leaves out ([`Loaded::outbox_left_out`]): its
+/// `_et` says so (all the stream's filter looks at, whatever the key), or, for an item written
+/// before `_et` existed, its key has the outbox's shape.
 fn is_outbox(item: &Item) -> bool {
-    use singlet_functions::model::{Entity, outbox::OutboxItem, type_of};
-    type_of(item).is_ok_and(|t| t.name == OutboxItem::TYPE.name)
+    use singlet_functions::model::{ENTITY_TYPE, Entity, outbox::OutboxItem, type_of};
+    let outbox = OutboxItem::TYPE.name;
+    match item.get(ENTITY_TYPE) {
+        Some(name) => name.as_s().is_ok_and(|name| name == outbox),
+        None => type_of(item).is_ok_and(|t| t.name == outbox),
+    }
+}
+
+/// Which items `load` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Outbox {
+    /// Every item but the outbox's ([`Loaded::outbox_left_out`]).
+    #[default]
+    LeaveOut,
+    /// Every item (`load --keep-outbox`): for a restore whose original table is gone with events
+    /// its publisher never published. The copy's publisher then publishes every one of them,
+    /// those published before included (with their own `eventId`, which a consumer that keeps
+    /// the ids it has seen recognises).
+    Keep,
 }
 
 /// Writes the export under `dir` into `table`, which must be empty (a table that holds items is
-/// refused before anything is written), through `target`, every item but the outbox's.
+/// refused before anything is written), through `target`; the outbox items as `outbox` says.
 pub async fn load(
     client: &Client,
     table: &str,
     dir: &Path,
     target: Target<'_>,
+    outbox: Outbox,
 ) -> Result<Loaded, String> {
     let expected = read_manifest(dir)?;
     if bulk::holds_items(client, table).await? {
@@ -174,7 +194,7 @@ pub async fn load(
         let mut items = read_items(&path)?.peekable();
         while let Some(item) = items.next() {
             let item = item?;
-            if is_outbox(&item) {
+            if outbox == Outbox::LeaveOut && is_outbox(&item) {
                 outbox_left_out += 1;
             } else {
                 batch.push(item);

@@ -152,9 +152,15 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     .await
     .unwrap();
 
-    let loaded = transfer::load(&fresh, "copy", &dir, transfer::Target::Api)
-        .await
-        .unwrap();
+    let loaded = transfer::load(
+        &fresh,
+        "copy",
+        &dir,
+        transfer::Target::Api,
+        transfer::Outbox::LeaveOut,
+    )
+    .await
+    .unwrap();
     assert_eq!(loaded, loaded_from(&original));
     assert!(loaded.outbox_left_out > 0, "the API's changes wrote events");
     let copy = a_copy_of(&api, &original, fresh.clone(), "copy").await;
@@ -165,9 +171,15 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     assert_eq!(std::fs::read_to_string(&events).unwrap(), "");
 
     // A table that holds items is refused, and nothing is written to it.
-    let refused = transfer::load(&fresh, "copy", &dir, transfer::Target::Api)
-        .await
-        .unwrap_err();
+    let refused = transfer::load(
+        &fresh,
+        "copy",
+        &dir,
+        transfer::Target::Api,
+        transfer::Outbox::LeaveOut,
+    )
+    .await
+    .unwrap_err();
     assert!(refused.contains("already holds items"), "{refused}");
     assert_eq!(dump(copy.all_items().await), loadable(&original));
     // An export is never written over another.
@@ -175,6 +187,113 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
         .await
         .unwrap_err();
     assert!(refused.contains("already holds an export"), "{refused}");
+}
+
+/// `--keep-outbox`, for a restore whose table is gone with events it never published: the copy
+/// holds every item, and its publisher publishes each outbox item's event, with its own id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_that_keeps_the_outbox_publishes_its_events() {
+    let api = filled().await;
+    let original = dump(api.all_items().await);
+    let dir = scratch("keep-outbox");
+    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
+        .await
+        .unwrap();
+    let (fresh, endpoint) = engine::start_in_memory("copy").await;
+    let events = dir.with_extension("events.jsonl");
+    let ctx = singlet_functions::Ctx::new(
+        fresh.clone(),
+        "copy",
+        singlet_functions::cursor::CursorKeys::random(),
+    )
+    .with_bus(std::sync::Arc::new(LocalBus::open(&events).unwrap()));
+    let mut mapping = EventSource::start(
+        ctx.clone(),
+        engine::streams_client(&fresh, &endpoint).await,
+        dir.with_extension("failed.jsonl"),
+        Faults::default(),
+    )
+    .await
+    .unwrap();
+
+    let loaded = transfer::load(
+        &fresh,
+        "copy",
+        &dir,
+        transfer::Target::Api,
+        transfer::Outbox::Keep,
+    )
+    .await
+    .unwrap();
+    let outbox = loaded_from(&original).outbox_left_out;
+    assert_eq!(
+        loaded,
+        transfer::Loaded {
+            items: original.len() as u64,
+            outbox_left_out: 0
+        }
+    );
+    assert_eq!(dump(api.with_ctx(ctx).all_items().await), original);
+    let report = mapping.drain().await.unwrap();
+    assert_eq!(report.records_delivered, outbox, "{report:?}");
+    let mut published: Vec<String> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let event: Value = serde_json::from_str(line).unwrap();
+            event["detail"]["eventId"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let mut held: Vec<String> = original
+        .iter()
+        .filter(|i| is_outbox(i))
+        .map(|i| {
+            let detail: Value = serde_json::from_str(i["detail"]["S"].as_str().unwrap()).unwrap();
+            detail["eventId"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    published.sort();
+    held.sort();
+    assert_eq!(published, held);
+}
+
+/// An outbox item is known by its `_et` whatever its key (the stream's filter looks at `_et`
+/// alone), and by its key's shape when it has no `_et` (written before `_et` existed).
+#[tokio::test]
+async fn load_knows_an_outbox_item_by_its_type_or_by_its_key() {
+    let dir = scratch("outbox-shapes");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(dir.join("manifest-summary.json"), r#"{"itemCount": 3}"#).unwrap();
+    let lines = [
+        json!({"Item": {"PK": {"S": "ODD#1"}, "SK": {"S": "ODD#1"}, "_et": {"S": "outbox"}}}),
+        json!({"Item": {"PK": {"S": "OUTBOX#vehicle#v1"}, "SK": {"S": "EVENT#e1"},
+            "source": {"S": "singlet.fleet"}, "detailType": {"S": "VehicleRetired"},
+            "detail": {"S": "{}"}, "expiresAt": {"N": "1"}}}),
+        json!({"Item": {"PK": {"S": "BRANCH#central"}, "SK": {"S": "BRANCH#central"},
+            "_et": {"S": "branch"}, "_v": {"N": "1"}, "branchId": {"S": "central"}}}),
+    ];
+    std::fs::write(
+        dir.join("data/00000000.json"),
+        lines.map(|l| l.to_string()).join("\n"),
+    )
+    .unwrap();
+    let (fresh, _) = engine::start_in_memory("copy").await;
+    let loaded = transfer::load(
+        &fresh,
+        "copy",
+        &dir,
+        transfer::Target::Api,
+        transfer::Outbox::LeaveOut,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        loaded,
+        transfer::Loaded {
+            items: 1,
+            outbox_left_out: 2
+        }
+    );
 }
 
 #[test]
@@ -268,9 +387,15 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
         .unwrap();
 
     let (db, client) = embedded("copy").await;
-    let loaded = transfer::load(&client, "copy", &dir, transfer::Target::Embedded(&db))
-        .await
-        .unwrap();
+    let loaded = transfer::load(
+        &client,
+        "copy",
+        &dir,
+        transfer::Target::Embedded(&db),
+        transfer::Outbox::LeaveOut,
+    )
+    .await
+    .unwrap();
     assert_eq!(loaded, loaded_from(&original));
     let copy = api.with_ctx(singlet_functions::Ctx::new(
         client.clone(),
@@ -284,9 +409,15 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
         reply.body,
         api.get(format!("/books/{ISBN}/availability")).await.body
     );
-    let refused = transfer::load(&client, "copy", &dir, transfer::Target::Embedded(&db))
-        .await
-        .unwrap_err();
+    let refused = transfer::load(
+        &client,
+        "copy",
+        &dir,
+        transfer::Target::Embedded(&db),
+        transfer::Outbox::LeaveOut,
+    )
+    .await
+    .unwrap_err();
     assert!(refused.contains("already holds items"), "{refused}");
 }
 
@@ -347,11 +478,18 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
         );
     }
 
-    // Loaded, the copy holds as many items, answers by the new values, and fsck finds nothing.
+    // Loaded, the copy holds as many items but the outbox's, answers by the new values, and fsck
+    // finds nothing.
     let (db, client) = embedded("copy").await;
-    transfer::load(&client, "copy", &dir, transfer::Target::Embedded(&db))
-        .await
-        .unwrap();
+    transfer::load(
+        &client,
+        "copy",
+        &dir,
+        transfer::Target::Embedded(&db),
+        transfer::Outbox::LeaveOut,
+    )
+    .await
+    .unwrap();
     let ctx = singlet_functions::Ctx::new(
         client,
         "copy",
