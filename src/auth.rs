@@ -295,7 +295,8 @@ impl LocalIssuer {
         claims.insert("scope".into(), scopes.into());
         claims.insert("iat".into(), now.into());
         claims.insert("nbf".into(), now.into());
-        claims.insert("exp".into(), (now + ttl_seconds).into());
+        // Saturating: `--ttl 9223372036854775807` is a token that never expires, not a panic.
+        claims.insert("exp".into(), now.saturating_add(ttl_seconds).into());
         claims.extend(extra.clone());
         if claims.get("scope").is_some_and(|s| s == "") {
             claims.remove("scope");

@@ -286,8 +286,7 @@ struct TokenArgs {
 }
 
 fn parse_clock(raw: &str) -> Result<time::OffsetDateTime, String> {
-    singlet_functions::clock::parse_iso(raw)
-        .ok_or_else(|| format!("{raw:?} is not an ISO-8601 time such as 2026-12-29T09:00:00Z"))
+    singlet_functions::clock::settable(raw)
 }
 
 fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
@@ -407,8 +406,20 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
     if args.max_wcu.is_some_and(|max| max.is_nan() || max <= 0.0) {
         return Err("--max-wcu must be more than 0".into());
     }
+    if !args.file.exists() {
+        return Err(format!("{} does not exist", args.file.display()));
+    }
     if !args.file.is_file() {
         return Err(format!("{} is not a file", args.file.display()));
+    }
+    // Told before any row is written: a rejects file that cannot be written would otherwise
+    // stop an import that has created its rows, and exit 2 would not mean "nothing written".
+    let rejects = singlet::import::rejects_path(&args.file);
+    if rejects.exists() && !rejects.is_file() {
+        return Err(format!(
+            "{} is in the way of the rejects file: it is not a file",
+            rejects.display()
+        ));
     }
     let (ctx, _) = connect(runner, None).await?;
     let options = singlet::import::Options {

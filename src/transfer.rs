@@ -169,8 +169,14 @@ pub enum Outbox {
     Keep,
 }
 
-/// Writes the export under `dir` into `table`, which must be empty (a table that holds items is
-/// refused before anything is written), through `target`; the outbox items as `outbox` says.
+/// Writes the export under `dir` into `table`, which must be empty, through `target`; the
+/// outbox items as `outbox` says.
+///
+/// Nothing is written until the whole export has been read once and found loadable: every line
+/// an item with a key, no key twice, as many items as the manifest counts, and the table empty.
+/// A bad export is refused with the table untouched, so that, fixed, it loads; were it checked as
+/// it is written, a bad line near the end would leave a half-loaded table that `load` then
+/// refuses as not empty.
 pub async fn load(
     client: &Client,
     table: &str,
@@ -179,6 +185,14 @@ pub async fn load(
     outbox: Outbox,
 ) -> Result<Loaded, String> {
     let expected = read_manifest(dir)?;
+    let files = data_files(dir)?;
+    let read = check_export(&files)?;
+    if read != expected {
+        return Err(format!(
+            "the manifest counts {expected} items but the data files hold {read}: nothing was \
+             written"
+        ));
+    }
     if bulk::holds_items(client, table).await? {
         return Err(format!(
             "{table} already holds items: load writes only into an empty table"
@@ -189,11 +203,17 @@ pub async fn load(
         Target::Embedded(_) => BULK_ITEMS,
     };
     let (mut written, mut outbox_left_out) = (0u64, 0u64);
-    for path in data_files(dir)? {
+    let stopped = |error: String, written: u64| {
+        format!(
+            "{error}; {written} items were written before load stopped: delete them (or the \
+             table) and load again"
+        )
+    };
+    for path in &files {
         let mut batch = Vec::with_capacity(chunk);
-        let mut items = read_items(&path)?.peekable();
+        let mut items = read_items(path)?.peekable();
         while let Some(item) = items.next() {
-            let item = item?;
+            let item = item.map_err(|e| stopped(e, written))?;
             if outbox == Outbox::LeaveOut && is_outbox(&item) {
                 outbox_left_out += 1;
             } else {
@@ -202,24 +222,45 @@ pub async fn load(
             if batch.len() == chunk || (items.peek().is_none() && !batch.is_empty()) {
                 let items = std::mem::take(&mut batch);
                 written += match target {
-                    Target::Api => write_batch(client, table, items).await?,
-                    Target::Embedded(db) => write_bulk(db, table, items).await?,
-                };
+                    Target::Api => write_batch(client, table, items).await,
+                    Target::Embedded(db) => write_bulk(db, table, items).await,
+                }
+                .map_err(|e| stopped(e, written))?;
                 count_progress("loaded", written);
             }
         }
     }
     eprintln!();
-    if written + outbox_left_out != expected {
-        return Err(format!(
-            "the manifest counts {expected} items but the data files hold {}",
-            written + outbox_left_out
-        ));
-    }
     Ok(Loaded {
         items: written,
         outbox_left_out,
     })
+}
+
+/// Reads every item of `files` without writing any: how many there are, or the first reason the
+/// export cannot be loaded (a line that is not an item, an item without a key, a key twice).
+fn check_export(files: &[PathBuf]) -> Result<u64, String> {
+    let mut keys = std::collections::HashSet::new();
+    for path in files {
+        for (n, item) in read_items(path)?.enumerate() {
+            let item = item.map_err(|e| format!("{e}: nothing was written"))?;
+            let Some(key) = singlet_functions::model::key_of(&item) else {
+                return Err(format!(
+                    "{}: item {} has no key: nothing was written",
+                    path.display(),
+                    n + 1
+                ));
+            };
+            if !keys.insert((key.pk, key.sk)) {
+                return Err(format!(
+                    "{}: item {} has the key of an item before it: nothing was written",
+                    path.display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(keys.len() as u64)
 }
 
 /// One bulk write into the embedded engine, off the async threads (the engine's call blocks).

@@ -46,7 +46,10 @@ impl Clock {
     pub fn set(&self, at: OffsetDateTime) {
         if let Some(offset) = &self.offset {
             let ahead = (at - OffsetDateTime::now_utc()).whole_nanoseconds();
-            offset.store(ahead as i64, Ordering::SeqCst);
+            // Saturating, never wrapping: a time out of reach ([`settable`]) reads as the
+            // nearest one in reach, not as one centuries the other way.
+            let ahead = i64::try_from(ahead).unwrap_or(if ahead < 0 { i64::MIN } else { i64::MAX });
+            offset.store(ahead, Ordering::SeqCst);
         }
     }
 
@@ -75,6 +78,20 @@ impl Clock {
 pub fn now() -> OffsetDateTime {
     let offset = OFFSET.try_with(|offset| *offset).ok().flatten();
     OffsetDateTime::now_utc() + offset.unwrap_or_default()
+}
+
+/// `raw`, an ISO-8601 time, when a clock can be set to it (`invoke --clock`, `import --clock`,
+/// the console's chosen time): its distance from now must fit the nanoseconds a clock keeps it
+/// as, about 292 years either way.
+pub fn settable(raw: &str) -> Result<OffsetDateTime, String> {
+    let at = parse_iso(raw)
+        .ok_or_else(|| format!("{raw:?} is not an ISO-8601 time such as 2026-12-29T09:00:00Z"))?;
+    if i64::try_from((at - OffsetDateTime::now_utc()).whole_nanoseconds()).is_err() {
+        return Err(format!(
+            "{raw:?} is too far from now for a clock to read (about 292 years either way)"
+        ));
+    }
+    Ok(at)
 }
 
 pub fn now_millis() -> i64 {
@@ -115,6 +132,18 @@ mod tests {
         assert!((inside - month_ahead).abs() < Duration::seconds(5));
         assert!((now() - OffsetDateTime::now_utc()).abs() < Duration::seconds(5));
         assert!((Clock::system().now() - OffsetDateTime::now_utc()).abs() < Duration::seconds(5));
+    }
+
+    #[test]
+    fn a_clock_is_set_only_to_a_time_it_can_keep() {
+        assert!(settable("2300-01-01T00:00:00Z").is_ok());
+        let refused = settable("2500-06-01T00:00:00Z").unwrap_err();
+        assert!(refused.contains("too far from now"), "{refused}");
+        assert!(settable("1700-01-01T00:00:00Z").is_err());
+        assert!(settable("tomorrow").unwrap_err().contains("ISO-8601"));
+        // Set anyway, a clock saturates rather than wraps round.
+        let far = parse_iso("2500-06-01T00:00:00Z").unwrap();
+        assert!(Clock::reading(far).now() > parse_iso("2300-01-01T00:00:00Z").unwrap());
     }
 
     #[test]

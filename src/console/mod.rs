@@ -397,8 +397,9 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         Ok(asked) => asked,
         Err(refused) => return refused,
     };
-    let Some(now) = singlet_functions::clock::parse_iso(&asked.time) else {
-        return failed(format!("{:?} is not an ISO-8601 time", asked.time));
+    let now = match singlet_functions::clock::settable(&asked.time) {
+        Ok(now) => now,
+        Err(reason) => return failed(reason),
     };
     let _one_at_a_time = console.busy.lock().await;
     let ctx = &console.gateway.ctx;

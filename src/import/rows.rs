@@ -69,7 +69,9 @@ fn read_json_lines(file: &Path, text: &str) -> Result<Vec<Row>, String> {
 }
 
 fn read_csv(file: &Path, text: &str, kind: Kind) -> Result<Vec<Row>, String> {
-    let mut records = csv_records(text).into_iter();
+    let mut records = csv_records(text)
+        .map_err(|reason| format!("{} is not CSV: {reason}", file.display()))?
+        .into_iter();
     let Some((_, _, header)) = records.next() else {
         return Ok(Vec::new());
     };
@@ -118,12 +120,14 @@ fn read_csv(file: &Path, text: &str, kind: Kind) -> Result<Vec<Row>, String> {
 }
 
 /// CSV records (RFC 4180: quoted cells may hold commas, quotes doubled and line breaks), each
-/// with the line it starts on and its text.
-fn csv_records(text: &str) -> Vec<(u64, String, Vec<String>)> {
+/// with the line it starts on and its text. A quoted cell still open at the end of the text is
+/// an error: read as written, every row after its opening quote would be that one cell, and
+/// would neither be created nor rejected.
+fn csv_records(text: &str) -> Result<Vec<(u64, String, Vec<String>)>, String> {
     let mut records = Vec::new();
     let (mut cells, mut cell) = (Vec::new(), String::new());
     let (mut line, mut start_line, mut start) = (1u64, 1u64, 0usize);
-    let mut quoted = false;
+    let (mut quoted, mut quote_line) = (false, 0u64);
     let mut chars = text.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
         match (quoted, c) {
@@ -132,7 +136,7 @@ fn csv_records(text: &str) -> Vec<(u64, String, Vec<String>)> {
                 cell.push('"');
             }
             (true, '"') => quoted = false,
-            (false, '"') if cell.is_empty() => quoted = true,
+            (false, '"') if cell.is_empty() => (quoted, quote_line) = (true, line),
             (false, ',') => cells.push(std::mem::take(&mut cell)),
             (false, '\n') => {
                 cells.push(std::mem::take(&mut cell));
@@ -151,11 +155,17 @@ fn csv_records(text: &str) -> Vec<(u64, String, Vec<String>)> {
             }
         }
     }
+    if quoted {
+        return Err(format!(
+            "line {quote_line}: a quoted cell opens there and is never closed (a `\"` is \
+             missing, or a quote inside a cell is not doubled)"
+        ));
+    }
     if start < text.len() {
         cells.push(cell);
         records.push((start_line, text[start..].to_owned(), cells));
     }
-    records
+    Ok(records)
 }
 
 #[cfg(test)]
@@ -164,7 +174,8 @@ mod tests {
 
     #[test]
     fn csv_cells_may_hold_commas_quotes_and_line_breaks() {
-        let records = csv_records("a,b\r\n\"x, y\",\"say \"\"hi\"\"\"\n\"two\nlines\",z\n");
+        let records =
+            csv_records("a,b\r\n\"x, y\",\"say \"\"hi\"\"\"\n\"two\nlines\",z\n").unwrap();
         let cells: Vec<Vec<String>> = records.iter().map(|(_, _, c)| c.clone()).collect();
         assert_eq!(
             cells,
@@ -177,6 +188,22 @@ mod tests {
         // Each record names the line it starts on.
         let lines: Vec<u64> = records.iter().map(|(line, _, _)| *line).collect();
         assert_eq!(lines, [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_quoted_cell_never_closed_refuses_the_file_naming_its_line() {
+        let text = "isbn,title\n1,\"The classic\n2,Algorithms\n3,Patterns\n";
+        let refused = csv_records(text).unwrap_err();
+        assert!(
+            refused.starts_with("line 2: a quoted cell opens there"),
+            "{refused}"
+        );
+        let refused = read_csv(Path::new("f.csv"), text, Kind::Books)
+            .err()
+            .expect("refused");
+        assert!(refused.starts_with("f.csv is not CSV: line 2"), "{refused}");
+        // Closed on a later line, it is one cell holding a line break, as RFC 4180 allows.
+        assert_eq!(csv_records("a,b\n\"x\ny\",z\n").unwrap().len(), 2);
     }
 
     #[test]

@@ -254,6 +254,20 @@ fn invoke_runs_a_function_on_a_clock_of_ones_choosing() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("ISO-8601"));
+    // A time a clock cannot keep is refused, not read as one centuries the other way (2500
+    // read as 1915 before).
+    let refused = process::singlet()
+        .current_dir(ROOT)
+        .args(["--in-memory", "invoke", "mark-overdue"])
+        .args(["--event", "events/mark-overdue.json"])
+        .args(["--clock", "2500-06-01T00:00:00Z"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("too far from now"),
+        "{refused:?}"
+    );
 }
 
 /// `--data` keeps the engine's data across restarts; `--endpoint` and `--table` run the API on

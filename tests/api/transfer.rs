@@ -296,6 +296,73 @@ async fn load_knows_an_outbox_item_by_its_type_or_by_its_key() {
     );
 }
 
+/// A bad export is refused whole, before any item is written, so that once fixed it loads: a bad
+/// line at the end of the last file, an item without a key, a key twice, a count the manifest
+/// does not match.
+#[tokio::test]
+async fn a_bad_export_is_refused_before_anything_is_written() {
+    let branch = |id: &str| {
+        json!({"Item": {"PK": {"S": format!("BRANCH#{id}")}, "SK": {"S": format!("BRANCH#{id}")},
+            "_et": {"S": "branch"}, "_v": {"N": "1"}, "branchId": {"S": id}}})
+        .to_string()
+    };
+    let good = [branch("central"), branch("east"), branch("west")];
+    let export = |name: &str, count: usize, lines: &[String]| {
+        let dir = scratch(name);
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        std::fs::write(
+            dir.join("manifest-summary.json"),
+            json!({"itemCount": count}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(dir.join("data/00000000.json"), lines.join("\n")).unwrap();
+        dir
+    };
+    let (fresh, _) = engine::start_in_memory("copy").await;
+    let load = |dir: PathBuf| {
+        let fresh = fresh.clone();
+        async move {
+            transfer::load(
+                &fresh,
+                "copy",
+                &dir,
+                transfer::Target::Api,
+                transfer::Outbox::LeaveOut,
+            )
+            .await
+        }
+    };
+    let mut keyless = good.to_vec();
+    keyless.push(json!({"Item": {"PK": {"S": "BRANCH#north"}}}).to_string());
+    let mut twice = good.to_vec();
+    twice.push(branch("east"));
+    let mut bad_last = good.to_vec();
+    bad_last.push(r#"{"Item": {"PK": {"Q": "x"}}}"#.into());
+    for (dir, says) in [
+        (export("bad-last", 4, &bad_last), "00000000.json:4"),
+        (export("keyless", 4, &keyless), "item 4 has no key"),
+        (export("twice", 4, &twice), "the key of an item before it"),
+        (
+            export("miscounted", 4, &good),
+            "the manifest counts 4 items",
+        ),
+    ] {
+        let refused = load(dir).await.unwrap_err();
+        assert!(refused.contains(says), "{refused}");
+        assert!(refused.contains("nothing was written"), "{refused}");
+        let held = fresh.scan().table_name("copy").send().await.unwrap();
+        assert_eq!(held.count(), 0, "{says}: the table is untouched");
+    }
+    let loaded = load(export("fixed", 3, &good)).await.unwrap();
+    assert_eq!(
+        loaded,
+        transfer::Loaded {
+            items: 3,
+            outbox_left_out: 0
+        }
+    );
+}
+
 #[test]
 fn the_cli_refuses_what_is_not_an_export_with_exit_2() {
     let dir = scratch("not-an-export");
