@@ -197,8 +197,8 @@ struct ImportArgs {
 struct ExportArgs {
     /// An empty or new directory.
     dir: PathBuf,
-    /// Parallel `Scan` segments, one data file each.
-    #[arg(long, default_value_t = 4)]
+    /// Parallel `Scan` segments, one data file each (1 to 1024).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     segments: u32,
     /// Replace personal data (emails, names, phone numbers, addresses, card numbers, plates,
     /// chassis numbers), one value always by one replacement, locks re-keyed to match.
@@ -230,14 +230,14 @@ struct MigrateArgs {
     /// Plan every item and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Parallel `Scan` segments.
-    #[arg(long, default_value_t = 4)]
+    /// Parallel `Scan` segments (1 to 1024).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     segments: u32,
     /// Write units per second, at most.
     #[arg(long)]
     max_wcu: Option<f64>,
     /// Items per `Scan` page, at most: a checkpoint after each page.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
     page_size: Option<i32>,
     /// Print one JSON object on standard output.
     #[arg(long)]
@@ -369,8 +369,8 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
         Some(Command::Export(args)) => export(runner, args).await,
         Some(Command::Load(args)) => load(runner, args).await,
         Some(Command::Migrate(args)) => migrate_command(runner, args).await,
-        Some(Command::Fsck(args)) => Ok(match connect(runner, None).await {
-            Ok((ctx, _)) => singlet::fsck::cli(&ctx, &args).await,
+        Some(Command::Fsck(args)) => Ok(match connect_existing(runner, "check").await {
+            Ok(ctx) => singlet::fsck::cli(&ctx, &args).await,
             Err(reason) => singlet::fsck::could_not_run(&reason),
         }),
         Some(Command::Render(args)) => singlet::render::cli(&args.root, args.check),
@@ -454,7 +454,7 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
 
 /// `export`: the whole table in DynamoDB's export format.
 async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, String> {
-    let (ctx, _) = connect(runner, None).await?;
+    let ctx = connect_existing(runner, "export").await?;
     let anonymiser = args.anonymise.then(singlet::anonymise::Anonymiser::random);
     let transform = |item| match &anonymiser {
         Some(anonymiser) => anonymiser.item(item),
@@ -534,7 +534,7 @@ async fn migrate_command(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitC
     if args.max_wcu.is_some_and(|max| max.is_nan() || max <= 0.0) {
         return Err("--max-wcu must be more than 0".into());
     }
-    let (ctx, _) = connect(runner, None).await?;
+    let ctx = connect_existing(runner, "migrate").await?;
     let Some(migration) = migration else {
         let states = migrate::states(&ctx).await?;
         if args.json {
@@ -608,7 +608,7 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
         );
     }
     let (ctx, engine_url, embedded_engine, endpoint) =
-        connect_engine(runner, Some(engine_addr)).await?;
+        connect_engine(runner, Some(engine_addr), Missing::Create).await?;
     // The mapping's checkpoint outlives the runner where the stream does: beside the engine's
     // data, or beside the events file for an external engine (whose stream it names).
     let position_file = match (&runner.endpoint, runner.in_memory) {
@@ -714,8 +714,36 @@ async fn connect(
     args: &RunnerArgs,
     serve_engine_on: Option<SocketAddr>,
 ) -> Result<(Ctx, Option<String>), String> {
-    let (ctx, served, _, _) = connect_engine(args, serve_engine_on).await?;
+    let (ctx, served, _, _) = connect_engine(args, serve_engine_on, Missing::Create).await?;
     Ok((ctx, served))
+}
+
+/// What to do when the table is missing.
+#[derive(Clone, Copy)]
+enum Missing {
+    /// Create it (the runner, `seed`, `import`, `load`, `invoke`).
+    Create,
+    /// Refuse, naming the command: a tool that reads a table (`fsck`, `export`, `migrate`) would
+    /// otherwise make an empty one from a mistyped `--data` or `--table` and find it clean.
+    Refuse(&'static str),
+}
+
+/// [`connect`] to a table that must be there already, for the command `verb`.
+async fn connect_existing(args: &RunnerArgs, verb: &'static str) -> Result<Ctx, String> {
+    if args.endpoint.is_none() && !args.in_memory && !args.data.exists() {
+        return Err(format!(
+            "there is no data file {} to {verb}: `--data` names one that the runner, `seed`, \
+             `import` or `load` made",
+            args.data.display()
+        ));
+    }
+    // An in-memory engine starts empty: its table is made, as the runner makes it.
+    let missing = if args.in_memory {
+        Missing::Create
+    } else {
+        Missing::Refuse(verb)
+    };
+    Ok(connect_engine(args, None, missing).await?.0)
 }
 
 /// [`connect`], with the embedded engine itself when there is one (for its TTL sweep), and the
@@ -723,6 +751,7 @@ async fn connect(
 async fn connect_engine(
     args: &RunnerArgs,
     serve_engine_on: Option<SocketAddr>,
+    missing: Missing,
 ) -> Result<(Ctx, Option<String>, Option<dynoxide::Database>, String), String> {
     let mut served = None;
     let mut embedded = None;
@@ -756,7 +785,7 @@ async fn connect_engine(
             (client, endpoint)
         }
     };
-    let mut ctx = table_ready(args, client, &endpoint).await?;
+    let mut ctx = table_ready(args, client, &endpoint, missing).await?;
     ctx.clock = clock;
     Ok((ctx, served, embedded, endpoint))
 }
@@ -769,16 +798,31 @@ async fn connect_to(
 ) -> Result<(Ctx, Option<String>), String> {
     let endpoint = engine::serve(db, SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
     let client = engine::local_client(&endpoint);
-    Ok((table_ready(args, client, &endpoint).await?, None))
+    Ok((
+        table_ready(args, client, &endpoint, Missing::Create).await?,
+        None,
+    ))
 }
 
-/// The context over `client`, its table created when missing (and given missing indexes on the
-/// embedded engine).
+/// The context over `client`, its table created when missing unless `missing` refuses (and given
+/// missing indexes on the embedded engine).
 async fn table_ready(
     args: &RunnerArgs,
     client: aws_sdk_dynamodb::Client,
     endpoint: &str,
+    missing: Missing,
 ) -> Result<Ctx, String> {
+    if let Missing::Refuse(verb) = missing {
+        let exists = singlet_functions::table::table_exists(&client, &args.table)
+            .await
+            .map_err(|e| engine::sdk_error("cannot describe the table", endpoint, &e))?;
+        if !exists {
+            return Err(format!(
+                "there is no table {} to {verb} at {endpoint}: `--table` names it",
+                args.table
+            ));
+        }
+    }
     if ensure_table(&client, &args.table)
         .await
         .map_err(|e| engine::sdk_error("cannot create the table", endpoint, &e))?

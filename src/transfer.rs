@@ -47,9 +47,35 @@ pub async fn export(
             dir.display()
         ));
     }
+    // Anything else in it is someone's files, which an export would mix itself with.
+    if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(format!(
+            "{} is not empty: export writes into an empty or new directory",
+            dir.display()
+        ));
+    }
     crate::create_private_dir(&data)
         .map_err(|e| format!("cannot create {}: {e}", data.display()))?;
-    let segments = segments.max(1);
+    let written = write_export(client, table, dir, segments.max(1), transform).await;
+    if written.is_err() {
+        // Half an export is no export: what this one wrote goes, so the directory can be used
+        // again (and `load` is never handed a part of a table as if it were the whole).
+        let _ = std::fs::remove_dir_all(&data);
+        let _ = std::fs::remove_file(dir.join("manifest-summary.json"));
+        let _ = std::fs::remove_file(dir.join("manifest-files.json"));
+    }
+    written
+}
+
+/// [`export`] into `dir`, whose `data/` is made and empty.
+async fn write_export(
+    client: &Client,
+    table: &str,
+    dir: &Path,
+    segments: u32,
+    transform: &(dyn Fn(Item) -> Item + Sync),
+) -> Result<Exported, String> {
+    let data = dir.join("data");
     let progress = std::sync::atomic::AtomicU64::new(0);
     let written = futures::future::try_join_all((0..segments).map(|segment| {
         let path = data.join(format!("{segment:08}.json.gz"));

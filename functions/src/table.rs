@@ -23,6 +23,17 @@ fn key_schema(pk: &str, sk: &str) -> Vec<KeySchemaElement> {
         .collect()
 }
 
+/// Whether `table` exists (`DescribeTable` answers, or says `ResourceNotFoundException`).
+pub async fn table_exists(client: &Client, table: &str) -> Result<bool, aws_sdk_dynamodb::Error> {
+    match client.describe_table().table_name(table).send().await {
+        Ok(_) => Ok(true),
+        Err(error) => match aws_sdk_dynamodb::Error::from(error) {
+            aws_sdk_dynamodb::Error::ResourceNotFoundException(_) => Ok(false),
+            other => Err(other),
+        },
+    }
+}
+
 /// Creates `table` unless it exists. Returns whether it created it.
 pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, aws_sdk_dynamodb::Error> {
     if client

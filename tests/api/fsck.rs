@@ -1257,6 +1257,27 @@ async fn the_command_exits_0_clean_1_with_findings_2_when_it_cannot_run() {
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = run(&endpoint, &["--segments", "0"]);
     assert_eq!(code, 2, "{err}");
+
+    // A table or a data file that is not there is a typo, told as one: not an empty table made
+    // up and found clean.
+    let (code, out, err) = run(&endpoint, &["--table", "singelt", "--json"]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("there is no table singelt"), "{err}");
+    let tables = ctx.db.list_tables().send().await.unwrap();
+    assert_eq!(tables.table_names(), ["singlet"], "no table made");
+    let missing = std::env::temp_dir().join(format!("singlet-fsck-{}/x.db", std::process::id()));
+    let output = process::singlet()
+        .arg("--data")
+        .arg(&missing)
+        .arg("fsck")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("there is no data file"),
+        "{output:?}"
+    );
+    assert!(!missing.parent().unwrap().exists(), "nothing made");
 }
 
 /// An email lock's partition key: the address's confusable skeleton (docs/API.md, "Accounts").

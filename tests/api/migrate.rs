@@ -363,6 +363,10 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
         &["migrate", "vehicles-by-depot", "--max-wcu", "0"][..],
         // Each run is its own in-memory engine, on which vehicles-by-depot never ran.
         &["migrate", "plates-compact"][..],
+        &["migrate", "vehicles-by-depot", "--segments", "0"][..],
+        &["migrate", "vehicles-by-depot", "--segments", "2000"][..],
+        &["migrate", "vehicles-by-depot", "--page-size", "0"][..],
+        &["export", "--segments", "0", "never-written"][..],
     ] {
         let refused = singlet().arg("--in-memory").args(args).output().unwrap();
         assert_eq!(refused.status.code(), Some(2), "{args:?}: {refused:?}");

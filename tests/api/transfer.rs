@@ -296,6 +296,35 @@ async fn load_knows_an_outbox_item_by_its_type_or_by_its_key() {
     );
 }
 
+/// An export goes into an empty or new directory only, and one that fails takes away what it
+/// wrote: half an export is never left for `load` to take as a whole table.
+#[tokio::test]
+async fn an_export_writes_whole_into_an_empty_directory_or_nothing() {
+    let (client, _) = engine::start_in_memory("singlet").await;
+    let dir = scratch("not-empty");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let refused = transfer::export(&client, "singlet", &dir, 1, &|item| item)
+        .await
+        .unwrap_err();
+    assert!(refused.contains("is not empty"), "{refused}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "nothing added");
+
+    let dir = scratch("failed");
+    let failed = transfer::export(&client, "no-such-table", &dir, 3, &|item| item)
+        .await
+        .unwrap_err();
+    assert!(!failed.is_empty());
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "what the failed export wrote is gone"
+    );
+    transfer::export(&client, "singlet", &dir, 3, &|item| item)
+        .await
+        .unwrap();
+}
+
 /// A bad export is refused whole, before any item is written, so that once fixed it loads: a bad
 /// line at the end of the last file, an item without a key, a key twice, a count the manifest
 /// does not match.
@@ -398,10 +427,22 @@ fn the_cli_refuses_what_is_not_an_export_with_exit_2() {
 fn the_cli_exports_and_loads_with_a_json_summary() {
     let dir = scratch("cli");
     let data = scratch("cli-data").with_extension("db");
-    let seeded = singlet()
+    // A data file that is not there is not made up and exported empty: a typo is told.
+    let refused = singlet()
         .arg("--data")
         .arg(&data)
         .args(["export", "--json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("there is no data file"),
+        "{refused:?}"
+    );
+    assert!(!data.exists() && !dir.exists(), "nothing made");
+    let seeded = singlet()
+        .args(["--in-memory", "export", "--json"])
         .arg(&dir)
         .output()
         .unwrap();
