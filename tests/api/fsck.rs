@@ -1085,6 +1085,27 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
         ])
     );
 
+    // Repaired, the copy goes back on the shelf, which makes its branch's count of copies on the
+    // shelf one short: the same `--repair` checks again and repairs that too, so nothing is
+    // left, and a second `--repair` writes nothing.
+    let repaired = repair(&torn, false).await;
+    assert_eq!(repaired.remaining(), 0, "{:?}", repaired.findings);
+    assert_eq!(
+        found(&repaired),
+        Found::from([
+            finding(
+                "active-loans",
+                "BRANCH#central",
+                &format!("PATRON#{patron}")
+            ),
+            finding("copy-status", "BRANCH#central", &format!("COPY#{copy}")),
+            finding("copy-status", &format!("BOOK#{ISBN}"), "AVAILABLE#central"),
+        ])
+    );
+    assert_eq!(repaired.repaired, 3);
+    assert_eq!(found(&check(&torn).await), Found::new());
+    assert_eq!(repair(&torn, false).await.repaired, 0);
+
     // ... or everything but the change to the branch's count of the book's copies on the shelf.
     let count = written
         .iter()
