@@ -76,6 +76,18 @@ fn read_csv(file: &Path, text: &str, kind: Kind) -> Result<Vec<Row>, String> {
         return Ok(Vec::new());
     };
     let header: Vec<String> = header.into_iter().map(|h| h.trim().to_owned()).collect();
+    if let Some(twice) = header
+        .iter()
+        .enumerate()
+        .find(|(i, column)| !column.is_empty() && header[..*i].contains(column))
+        .map(|(_, column)| column)
+    {
+        // Which of the two cells a row means is not for the import to guess.
+        return Err(format!(
+            "{} is not CSV rows can be read from: its header names {twice} twice",
+            file.display()
+        ));
+    }
     let missing: Vec<&str> = kind
         .required_columns()
         .iter()
@@ -204,6 +216,18 @@ mod tests {
         assert!(refused.starts_with("f.csv is not CSV: line 2"), "{refused}");
         // Closed on a later line, it is one cell holding a line break, as RFC 4180 allows.
         assert_eq!(csv_records("a,b\n\"x\ny\",z\n").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_csv_header_naming_a_column_twice_is_refused_whole() {
+        let refused = read_csv(
+            Path::new("f.csv"),
+            "plate,plate,chassis\na,b,c\n",
+            Kind::Vehicles,
+        )
+        .err()
+        .expect("refused");
+        assert!(refused.contains("names plate twice"), "{refused}");
     }
 
     #[test]
