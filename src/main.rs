@@ -479,6 +479,8 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
 
 /// `load`: an export into an empty table; into the embedded engine by its bulk path.
 async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
+    // The whole export read first: a bad one is told before any engine or data file is made.
+    let export = transfer::check(&args.dir)?;
     let embedded = match &runner.endpoint {
         Some(_) => None,
         None => Some(engine::open(
@@ -498,7 +500,7 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
     } else {
         transfer::Outbox::LeaveOut
     };
-    let loaded = transfer::load(&ctx.db, &ctx.table, &args.dir, target, outbox).await?;
+    let loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox).await?;
     if args.json {
         println!(
             "{}",

@@ -1,11 +1,14 @@
 //! A write throttle by consumed capacity, shared by the commands that write much (`migrate`,
 //! `import`): every write first waits until the write units consumed in the last second (as
 //! `ReturnConsumedCapacity` reported them) leave room for it, so no one-second window goes over
-//! the limit by more than one write.
+//! the limit by more than one write. A write of more units than the limit allows in a second (an
+//! import's transaction of many rows) holds its place for as long as its units take at the
+//! limit, not one second: over any stretch of time the rate stays under the limit.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// The write units consumed in the last second, as a sliding window, and the run's peak.
 pub struct Throttle {
@@ -23,12 +26,13 @@ struct Window {
 }
 
 impl Window {
-    fn forget_before(&mut self, now: Instant) {
-        while self
-            .entries
-            .front()
-            .is_some_and(|(_, at, _)| now.duration_since(*at) >= Duration::from_secs(1))
-        {
+    /// Drops the writes whose time in the window is over: a second, or as long as their units
+    /// take at `max` when that is longer.
+    fn forget_before(&mut self, now: Instant, max: Option<f64>) {
+        while self.entries.front().is_some_and(|(_, at, units)| {
+            let held = max.map_or(1.0, |max| (units / max).max(1.0));
+            now.duration_since(*at) >= Duration::from_secs_f64(held)
+        }) {
             self.entries.pop_front();
         }
     }
@@ -65,7 +69,7 @@ impl Throttle {
             let wait = {
                 let mut window = self.window.lock().unwrap();
                 let now = Instant::now();
-                window.forget_before(now);
+                window.forget_before(now, self.max);
                 let fits = self
                     .max
                     .is_none_or(|max| window.used() + estimate <= max || window.entries.is_empty());
@@ -73,8 +77,9 @@ impl Throttle {
                     // Held in the window now, so that other segments see it before it is sent.
                     return window.push(now, estimate);
                 }
-                let oldest = window.entries.front().expect("not empty").1;
-                Duration::from_secs(1).saturating_sub(now.duration_since(oldest))
+                let (_, oldest, units) = *window.entries.front().expect("not empty");
+                let held = self.max.map_or(1.0, |max| (units / max).max(1.0));
+                Duration::from_secs_f64(held).saturating_sub(now.duration_since(oldest))
             };
             tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
         }
@@ -91,7 +96,7 @@ impl Throttle {
         {
             entry.2 = units;
         }
-        window.forget_before(Instant::now());
+        window.forget_before(Instant::now(), self.max);
         let used = window.used();
         let mut peak = self.peak.lock().unwrap();
         *peak = peak.max(used);
@@ -120,5 +125,19 @@ mod tests {
         let units: Vec<f64> = window.entries.iter().map(|(_, _, u)| *u).collect();
         assert_eq!(units, [3.0, 5.0]);
         assert_eq!(throttle.peak(), 8.0);
+    }
+
+    /// A write of more units than a second allows holds the next one back for as long as its
+    /// units take at the limit: 40 units at 10 a second, 4 seconds (on tokio's paused clock).
+    #[tokio::test(start_paused = true)]
+    async fn a_write_over_the_limit_holds_the_next_for_its_share_of_time() {
+        let throttle = Throttle::new(Some(10.0));
+        let started = tokio::time::Instant::now();
+        let big = throttle.admit(40.0).await;
+        throttle.settle(big, 40.0);
+        let _next = throttle.admit(1.0).await;
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(3990), "{waited:?}");
+        assert!(waited < Duration::from_millis(4100), "{waited:?}");
     }
 }

@@ -141,7 +141,7 @@ async fn write_export(
     let manifest_files: String = files.iter().map(|f| format!("{f}\n")).collect();
     crate::write_private_file(&dir.join("manifest-files.json"), manifest_files)
         .map_err(|e| format!("cannot write the manifest: {e}"))?;
-    eprintln!();
+    end_progress("exported", items);
     Ok(Exported {
         items,
         files: written.into_iter().map(|(path, _)| path).collect(),
@@ -195,21 +195,15 @@ pub enum Outbox {
     Keep,
 }
 
-/// Writes the export under `dir` into `table`, which must be empty, through `target`; the
-/// outbox items as `outbox` says.
-///
-/// Nothing is written until the whole export has been read once and found loadable: every line
-/// an item with a key, no key twice, as many items as the manifest counts, and the table empty.
-/// A bad export is refused with the table untouched, so that, fixed, it loads; were it checked as
-/// it is written, a bad line near the end would leave a half-loaded table that `load` then
-/// refuses as not empty.
-pub async fn load(
-    client: &Client,
-    table: &str,
-    dir: &Path,
-    target: Target<'_>,
-    outbox: Outbox,
-) -> Result<Loaded, String> {
+/// An export read once through and found loadable ([`check`]): its data files, and how many
+/// items they hold.
+pub struct Checked {
+    files: Vec<PathBuf>,
+}
+
+/// Reads the whole export under `dir` without writing anything: every line an item with a key,
+/// no key twice, as many items as the manifest counts.
+pub fn check(dir: &Path) -> Result<Checked, String> {
     let expected = read_manifest(dir)?;
     let files = data_files(dir)?;
     let read = check_export(&files)?;
@@ -219,6 +213,24 @@ pub async fn load(
              written"
         ));
     }
+    Ok(Checked { files })
+}
+
+/// Writes a [`check`]ed export into `table`, which must be empty, through `target`; the outbox
+/// items as `outbox` says.
+///
+/// The export was read once through and found loadable before this writes anything, and the
+/// table's emptiness is checked first: a bad export is refused with the table untouched, so
+/// that, fixed, it loads. Were it checked as it is written, a bad line near the end would leave a
+/// half-loaded table that `load` then refuses as not empty.
+pub async fn load(
+    client: &Client,
+    table: &str,
+    export: &Checked,
+    target: Target<'_>,
+    outbox: Outbox,
+) -> Result<Loaded, String> {
+    let files = &export.files;
     if bulk::holds_items(client, table).await? {
         return Err(format!(
             "{table} already holds items: load writes only into an empty table"
@@ -230,12 +242,13 @@ pub async fn load(
     };
     let (mut written, mut outbox_left_out) = (0u64, 0u64);
     let stopped = |error: String, written: u64| {
+        break_progress();
         format!(
             "{error}; {written} items were written before load stopped: delete them (or the \
              table) and load again"
         )
     };
-    for path in &files {
+    for path in files {
         let mut batch = Vec::with_capacity(chunk);
         let mut items = read_items(path)?.peekable();
         while let Some(item) = items.next() {
@@ -256,7 +269,7 @@ pub async fn load(
             }
         }
     }
-    eprintln!();
+    end_progress("loaded", written);
     Ok(Loaded {
         items: written,
         outbox_left_out,
@@ -270,13 +283,24 @@ fn check_export(files: &[PathBuf]) -> Result<u64, String> {
     for path in files {
         for (n, item) in read_items(path)?.enumerate() {
             let item = item.map_err(|e| format!("{e}: nothing was written"))?;
-            let Some(key) = singlet_functions::model::key_of(&item) else {
+            let at = || format!("{}: item {}", path.display(), n + 1);
+            let Some(key) = singlet_functions::model::key_of(&item)
+                .filter(|key| !key.pk.is_empty() && !key.sk.is_empty())
+            else {
                 return Err(format!(
-                    "{}: item {} has no key: nothing was written",
-                    path.display(),
-                    n + 1
+                    "{} has no key (PK and SK, strings that are not empty): nothing was written",
+                    at()
                 ));
             };
+            if let Some((name, why)) = item
+                .iter()
+                .find_map(|(name, value)| unwritable(value).map(|why| (name, why)))
+            {
+                return Err(format!(
+                    "{}: {name} is {why}, which DynamoDB refuses: nothing was written",
+                    at()
+                ));
+            }
             if !keys.insert((key.pk, key.sk)) {
                 return Err(format!(
                     "{}: item {} has the key of an item before it: nothing was written",
@@ -378,8 +402,68 @@ fn write_json(path: &Path, value: &Value) -> Result<(), String> {
     .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// The running count: on a terminal one line rewritten in place; on a file or a pipe (CI, a
+/// log), where a line rewritten with `\r` reads as one long line with whatever is said next run
+/// onto its end, a line of its own at most once a second.
 fn count_progress(verb: &str, n: u64) {
-    eprint!("\r{verb} {n} items");
+    use std::io::IsTerminal;
+    static LAST_LINE: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    if std::io::stderr().is_terminal() {
+        eprint!("\r{verb} {n} items");
+        return;
+    }
+    let mut last = LAST_LINE.lock().unwrap();
+    if last.is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(1)) {
+        *last = Some(std::time::Instant::now());
+        eprintln!("{verb} {n} items");
+    }
+}
+
+/// Ends the running count: the terminal's line closed, or the final count on a line of its own.
+fn end_progress(verb: &str, n: u64) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!();
+    } else {
+        eprintln!("{verb} {n} items");
+    }
+}
+
+/// Closes the terminal's count line before an error is told, so that it reads on a line of its
+/// own.
+fn break_progress() {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!();
+    }
+}
+
+/// Why DynamoDB would refuse `value` in an item, if it would: a number that is not one, a set
+/// that is empty or holds a value twice, at any depth. Found before anything is written, as the
+/// rest of the export's faults are ([`check`]).
+fn unwritable(value: &AttributeValue) -> Option<String> {
+    fn unique<T: Eq + std::hash::Hash>(set: &[T]) -> bool {
+        set.iter().collect::<std::collections::HashSet<_>>().len() == set.len()
+    }
+    let number = |n: &String| n.trim().parse::<f64>().is_ok_and(f64::is_finite);
+    match value {
+        AttributeValue::N(n) if !number(n) => Some(format!("the number {n:?}")),
+        AttributeValue::Ns(set) if set.iter().any(|n| !number(n)) => {
+            Some("a number set holding something that is not a number".into())
+        }
+        AttributeValue::Ss(set) if set.is_empty() || !unique(set) => {
+            Some("a string set that is empty or holds a value twice".into())
+        }
+        AttributeValue::Ns(set) if set.is_empty() || !unique(set) => {
+            Some("a number set that is empty or holds a value twice".into())
+        }
+        AttributeValue::Bs(set) if set.is_empty() || !unique(set) => {
+            Some("a binary set that is empty or holds a value twice".into())
+        }
+        AttributeValue::L(list) => list.iter().find_map(unwritable),
+        AttributeValue::M(map) => map.values().find_map(unwritable),
+        _ => None,
+    }
 }
 
 /// An item in DynamoDB JSON, the wire form an export line holds.

@@ -651,7 +651,18 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
     let run = &run;
     // Learned from the writes themselves: what one action consumes.
     let units_per_action = std::sync::Mutex::new(2.0);
-    let batches = batches(planned, options.rows_per_transaction);
+    // Under a write limit, no transaction bigger than the limit allows in a second (each action
+    // of a transaction costs 2 units a KB): the throttle would let it through whole and then
+    // hold the next for its share of time, a burst DynamoDB's own limit might refuse.
+    let rows_per_transaction = match options.max_wcu {
+        Some(max) => {
+            let per_row = planned.iter().map(Planned::actions).max().unwrap_or(1) as f64;
+            let fits = (max / (2.0 * per_row)).floor() as usize;
+            options.rows_per_transaction.min(fits.max(1))
+        }
+        None => options.rows_per_transaction,
+    };
+    let batches = batches(planned, rows_per_transaction);
     let mut written = futures::stream::iter(batches)
         .map(|batch| {
             let (throttle, units_per_action, run) = (&throttle, &units_per_action, run);

@@ -383,8 +383,10 @@ async fn max_wcu_keeps_every_second_under_the_limit() {
         summary.peak_wcu_per_second <= MAX_WCU + one_transaction,
         "{summary:?}"
     );
+    // And over the whole run, the limit: a transaction over what a second allows holds the next
+    // one back for its share of time (at 5 units a second, 70 patrons took 2 s, not 84).
     assert!(
-        elapsed >= summary.write_units / (MAX_WCU + one_transaction) - 1.0,
+        elapsed >= summary.write_units / MAX_WCU - 1.0,
         "{elapsed} s for {summary:?}"
     );
 }

@@ -155,7 +155,7 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     let loaded = transfer::load(
         &fresh,
         "copy",
-        &dir,
+        &transfer::check(&dir).unwrap(),
         transfer::Target::Api,
         transfer::Outbox::LeaveOut,
     )
@@ -174,7 +174,7 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     let refused = transfer::load(
         &fresh,
         "copy",
-        &dir,
+        &transfer::check(&dir).unwrap(),
         transfer::Target::Api,
         transfer::Outbox::LeaveOut,
     )
@@ -219,7 +219,7 @@ async fn a_restore_that_keeps_the_outbox_publishes_its_events() {
     let loaded = transfer::load(
         &fresh,
         "copy",
-        &dir,
+        &transfer::check(&dir).unwrap(),
         transfer::Target::Api,
         transfer::Outbox::Keep,
     )
@@ -281,7 +281,7 @@ async fn load_knows_an_outbox_item_by_its_type_or_by_its_key() {
     let loaded = transfer::load(
         &fresh,
         "copy",
-        &dir,
+        &transfer::check(&dir).unwrap(),
         transfer::Target::Api,
         transfer::Outbox::LeaveOut,
     )
@@ -351,10 +351,11 @@ async fn a_bad_export_is_refused_before_anything_is_written() {
     let load = |dir: PathBuf| {
         let fresh = fresh.clone();
         async move {
+            let export = transfer::check(&dir)?;
             transfer::load(
                 &fresh,
                 "copy",
-                &dir,
+                &export,
                 transfer::Target::Api,
                 transfer::Outbox::LeaveOut,
             )
@@ -367,9 +368,31 @@ async fn a_bad_export_is_refused_before_anything_is_written() {
     twice.push(branch("east"));
     let mut bad_last = good.to_vec();
     bad_last.push(r#"{"Item": {"PK": {"Q": "x"}}}"#.into());
+    let with = |extra: &str| {
+        let mut lines = good.to_vec();
+        lines.push(format!(
+            r#"{{"Item": {{"PK": {{"S": "X#1"}}, "SK": {{"S": "X#1"}}, {extra}}}}}"#
+        ));
+        lines
+    };
+    let mut empty_key = good.to_vec();
+    empty_key.push(json!({"Item": {"PK": {"S": ""}, "SK": {"S": "x"}}}).to_string());
     for (dir, says) in [
         (export("bad-last", 4, &bad_last), "00000000.json:4"),
         (export("keyless", 4, &keyless), "item 4 has no key"),
+        (export("empty-key", 4, &empty_key), "item 4 has no key"),
+        (
+            export("not-a-number", 4, &with(r#""n": {"N": "abc"}"#)),
+            "n is the number \"abc\"",
+        ),
+        (
+            export(
+                "set-twice",
+                4,
+                &with(r#""s": {"M": {"t": {"SS": ["a", "a"]}}}"#),
+            ),
+            "s is a string set that is empty or holds a value twice",
+        ),
         (export("twice", 4, &twice), "the key of an item before it"),
         (
             export("miscounted", 4, &good),
@@ -498,7 +521,7 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
     let loaded = transfer::load(
         &client,
         "copy",
-        &dir,
+        &transfer::check(&dir).unwrap(),
         transfer::Target::Embedded(&db),
         transfer::Outbox::LeaveOut,
     )
@@ -520,7 +543,7 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
     let refused = transfer::load(
         &client,
         "copy",
-        &dir,
+        &transfer::check(&dir).unwrap(),
         transfer::Target::Embedded(&db),
         transfer::Outbox::LeaveOut,
     )
@@ -592,7 +615,7 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     transfer::load(
         &client,
         "copy",
-        &dir,
+        &transfer::check(&dir).unwrap(),
         transfer::Target::Embedded(&db),
         transfer::Outbox::LeaveOut,
     )
