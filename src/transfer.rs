@@ -195,14 +195,16 @@ pub enum Outbox {
     Keep,
 }
 
-/// An export read once through and found loadable ([`check`]): its data files, and how many
-/// items they hold.
+/// An export read once through and found loadable ([`check`]): its data files, which
+/// [`load`] reads a second time to write them (holding every item of a large export in memory
+/// between the two reads would cost more than reading it again).
 pub struct Checked {
     files: Vec<PathBuf>,
 }
 
 /// Reads the whole export under `dir` without writing anything: every line an item with a key,
-/// no key twice, as many items as the manifest counts.
+/// every value one DynamoDB takes ([`unwritable`]), no key twice (the keys are held in memory
+/// meanwhile), as many items as the manifest counts.
 pub fn check(dir: &Path) -> Result<Checked, String> {
     let expected = read_manifest(dir)?;
     let files = data_files(dir)?;
