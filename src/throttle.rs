@@ -7,8 +7,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::Duration;
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The write units consumed in the last second, as a sliding window, and the run's peak.
 pub struct Throttle {
@@ -127,17 +126,22 @@ mod tests {
         assert_eq!(throttle.peak(), 8.0);
     }
 
-    /// A write of more units than a second allows holds the next one back for as long as its
-    /// units take at the limit: 40 units at 10 a second, 4 seconds (on tokio's paused clock).
-    #[tokio::test(start_paused = true)]
-    async fn a_write_over_the_limit_holds_the_next_for_its_share_of_time() {
-        let throttle = Throttle::new(Some(10.0));
-        let started = tokio::time::Instant::now();
-        let big = throttle.admit(40.0).await;
-        throttle.settle(big, 40.0);
-        let _next = throttle.admit(1.0).await;
-        let waited = started.elapsed();
-        assert!(waited >= Duration::from_millis(3990), "{waited:?}");
-        assert!(waited < Duration::from_millis(4100), "{waited:?}");
+    /// A write of more units than a second allows stays in the window, holding the next one
+    /// back, for as long as its units take at the limit: 40 units at 10 a second, 4 seconds.
+    #[test]
+    fn a_write_over_the_limit_stays_for_its_share_of_time() {
+        let mut window = Window::default();
+        let start = Instant::now();
+        let _big = window.push(start, 40.0);
+        window.forget_before(start + Duration::from_millis(3900), Some(10.0));
+        assert_eq!(window.used(), 40.0, "still held at 3.9 s");
+        window.forget_before(start + Duration::from_secs(4), Some(10.0));
+        assert_eq!(window.used(), 0.0, "gone at 4 s");
+        // Under the limit, a second, as before.
+        let _small = window.push(start, 5.0);
+        window.forget_before(start + Duration::from_millis(999), Some(10.0));
+        assert_eq!(window.used(), 5.0);
+        window.forget_before(start + Duration::from_secs(1), Some(10.0));
+        assert_eq!(window.used(), 0.0);
     }
 }
