@@ -111,6 +111,49 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// A fresh table `copy` whose stream is read as its publisher's mapping reads it, from before
+/// anything is written, publishing to an events file beside `dir`: its context, the mapping, and
+/// the events file.
+async fn a_table_whose_stream_is_read(
+    dir: &std::path::Path,
+) -> (singlet_functions::Ctx, EventSource, PathBuf) {
+    let (client, endpoint) = engine::start_in_memory("copy").await;
+    let events = dir.with_extension("events.jsonl");
+    let ctx = singlet_functions::Ctx::new(
+        client.clone(),
+        "copy",
+        singlet_functions::cursor::CursorKeys::random(),
+    )
+    .with_bus(std::sync::Arc::new(LocalBus::open(&events).unwrap()));
+    let mapping = EventSource::start(
+        ctx.clone(),
+        engine::streams_client(&client, &endpoint).await,
+        dir.with_extension("failed.jsonl"),
+        Faults::default(),
+    )
+    .await
+    .unwrap();
+    (ctx, mapping, events)
+}
+
+/// The export in `dir` loaded into `ctx`'s table through the API, as into any engine but the
+/// embedded one.
+async fn load_through_the_api(
+    ctx: &singlet_functions::Ctx,
+    dir: &std::path::Path,
+    outbox: transfer::Outbox,
+) -> transfer::Loaded {
+    transfer::load(
+        &ctx.db,
+        &ctx.table,
+        &transfer::check(dir).unwrap(),
+        transfer::Target::Api,
+        outbox,
+    )
+    .await
+    .unwrap()
+}
+
 #[tokio::test]
 async fn an_export_loads_into_a_fresh_table_item_for_item() {
     let api = filled().await;
@@ -135,32 +178,9 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     assert_eq!(first, original.len());
 
     // The copy's stream on, read as its publisher's mapping reads it, from before the load.
-    let (fresh, endpoint) = engine::start_in_memory("copy").await;
-    let events = dir.with_extension("events.jsonl");
-    let ctx = singlet_functions::Ctx::new(
-        fresh.clone(),
-        "copy",
-        singlet_functions::cursor::CursorKeys::random(),
-    )
-    .with_bus(std::sync::Arc::new(LocalBus::open(&events).unwrap()));
-    let mut mapping = EventSource::start(
-        ctx,
-        engine::streams_client(&fresh, &endpoint).await,
-        dir.with_extension("failed.jsonl"),
-        Faults::default(),
-    )
-    .await
-    .unwrap();
-
-    let loaded = transfer::load(
-        &fresh,
-        "copy",
-        &transfer::check(&dir).unwrap(),
-        transfer::Target::Api,
-        transfer::Outbox::LeaveOut,
-    )
-    .await
-    .unwrap();
+    let (copy_table, mut mapping, events) = a_table_whose_stream_is_read(&dir).await;
+    let fresh = copy_table.db.clone();
+    let loaded = load_through_the_api(&copy_table, &dir, transfer::Outbox::LeaveOut).await;
     assert_eq!(loaded, loaded_from(&original));
     assert!(loaded.outbox_left_out > 0, "the API's changes wrote events");
     let copy = a_copy_of(&api, &original, fresh.clone(), "copy").await;
@@ -199,32 +219,8 @@ async fn a_restore_that_keeps_the_outbox_publishes_its_events() {
     transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
         .await
         .unwrap();
-    let (fresh, endpoint) = engine::start_in_memory("copy").await;
-    let events = dir.with_extension("events.jsonl");
-    let ctx = singlet_functions::Ctx::new(
-        fresh.clone(),
-        "copy",
-        singlet_functions::cursor::CursorKeys::random(),
-    )
-    .with_bus(std::sync::Arc::new(LocalBus::open(&events).unwrap()));
-    let mut mapping = EventSource::start(
-        ctx.clone(),
-        engine::streams_client(&fresh, &endpoint).await,
-        dir.with_extension("failed.jsonl"),
-        Faults::default(),
-    )
-    .await
-    .unwrap();
-
-    let loaded = transfer::load(
-        &fresh,
-        "copy",
-        &transfer::check(&dir).unwrap(),
-        transfer::Target::Api,
-        transfer::Outbox::Keep,
-    )
-    .await
-    .unwrap();
+    let (ctx, mut mapping, events) = a_table_whose_stream_is_read(&dir).await;
+    let loaded = load_through_the_api(&ctx, &dir, transfer::Outbox::Keep).await;
     let outbox = loaded_from(&original).outbox_left_out;
     assert_eq!(
         loaded,
