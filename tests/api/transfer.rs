@@ -136,22 +136,22 @@ async fn a_table_whose_stream_is_read(
     (ctx, mapping, events)
 }
 
-/// The export in `dir` loaded into `ctx`'s table through the API, as into any engine but the
-/// embedded one.
+/// The export in `dir` checked and loaded into `table` through the API, as into any engine but
+/// the embedded one.
 async fn load_through_the_api(
-    ctx: &singlet_functions::Ctx,
+    db: &aws_sdk_dynamodb::Client,
+    table: &str,
     dir: &std::path::Path,
     outbox: transfer::Outbox,
-) -> transfer::Loaded {
+) -> Result<transfer::Loaded, String> {
     transfer::load(
-        &ctx.db,
-        &ctx.table,
-        &transfer::check(dir).unwrap(),
+        db,
+        table,
+        &transfer::check(dir)?,
         transfer::Target::Api,
         outbox,
     )
     .await
-    .unwrap()
 }
 
 #[tokio::test]
@@ -180,7 +180,14 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     // The copy's stream on, read as its publisher's mapping reads it, from before the load.
     let (copy_table, mut mapping, events) = a_table_whose_stream_is_read(&dir).await;
     let fresh = copy_table.db.clone();
-    let loaded = load_through_the_api(&copy_table, &dir, transfer::Outbox::LeaveOut).await;
+    let loaded = load_through_the_api(
+        &copy_table.db,
+        &copy_table.table,
+        &dir,
+        transfer::Outbox::LeaveOut,
+    )
+    .await
+    .unwrap();
     assert_eq!(loaded, loaded_from(&original));
     assert!(loaded.outbox_left_out > 0, "the API's changes wrote events");
     let copy = a_copy_of(&api, &original, fresh.clone(), "copy").await;
@@ -191,15 +198,9 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     assert_eq!(std::fs::read_to_string(&events).unwrap(), "");
 
     // A table that holds items is refused, and nothing is written to it.
-    let refused = transfer::load(
-        &fresh,
-        "copy",
-        &transfer::check(&dir).unwrap(),
-        transfer::Target::Api,
-        transfer::Outbox::LeaveOut,
-    )
-    .await
-    .unwrap_err();
+    let refused = load_through_the_api(&fresh, "copy", &dir, transfer::Outbox::LeaveOut)
+        .await
+        .unwrap_err();
     assert!(refused.contains("already holds items"), "{refused}");
     assert_eq!(dump(copy.all_items().await), loadable(&original));
     // An export is never written over another.
@@ -220,7 +221,9 @@ async fn a_restore_that_keeps_the_outbox_publishes_its_events() {
         .await
         .unwrap();
     let (ctx, mut mapping, events) = a_table_whose_stream_is_read(&dir).await;
-    let loaded = load_through_the_api(&ctx, &dir, transfer::Outbox::Keep).await;
+    let loaded = load_through_the_api(&ctx.db, &ctx.table, &dir, transfer::Outbox::Keep)
+        .await
+        .unwrap();
     let outbox = loaded_from(&original).outbox_left_out;
     assert_eq!(
         loaded,
@@ -274,15 +277,9 @@ async fn load_knows_an_outbox_item_by_its_type_or_by_its_key() {
     )
     .unwrap();
     let (fresh, _) = engine::start_in_memory("copy").await;
-    let loaded = transfer::load(
-        &fresh,
-        "copy",
-        &transfer::check(&dir).unwrap(),
-        transfer::Target::Api,
-        transfer::Outbox::LeaveOut,
-    )
-    .await
-    .unwrap();
+    let loaded = load_through_the_api(&fresh, "copy", &dir, transfer::Outbox::LeaveOut)
+        .await
+        .unwrap();
     assert_eq!(
         loaded,
         transfer::Loaded {
@@ -346,17 +343,7 @@ async fn a_bad_export_is_refused_before_anything_is_written() {
     let (fresh, _) = engine::start_in_memory("copy").await;
     let load = |dir: PathBuf| {
         let fresh = fresh.clone();
-        async move {
-            let export = transfer::check(&dir)?;
-            transfer::load(
-                &fresh,
-                "copy",
-                &export,
-                transfer::Target::Api,
-                transfer::Outbox::LeaveOut,
-            )
-            .await
-        }
+        async move { load_through_the_api(&fresh, "copy", &dir, transfer::Outbox::LeaveOut).await }
     };
     let mut keyless = good.to_vec();
     keyless.push(json!({"Item": {"PK": {"S": "BRANCH#north"}}}).to_string());
