@@ -447,7 +447,7 @@ fn unwritable(value: &AttributeValue) -> Option<String> {
     fn unique<T: Eq + std::hash::Hash>(set: &[T]) -> bool {
         set.iter().collect::<std::collections::HashSet<_>>().len() == set.len()
     }
-    let number = |n: &String| n.trim().parse::<f64>().is_ok_and(f64::is_finite);
+    let number = |n: &String| is_dynamodb_number(n);
     match value {
         AttributeValue::N(n) if !number(n) => Some(format!("the number {n:?}")),
         AttributeValue::Ns(set) if set.iter().any(|n| !number(n)) => {
@@ -466,6 +466,43 @@ fn unwritable(value: &AttributeValue) -> Option<String> {
         AttributeValue::M(map) => map.values().find_map(unwritable),
         _ => None,
     }
+}
+
+/// Whether DynamoDB takes `text` as a number: an optional sign, digits with at most one point,
+/// an optional exponent, nothing around it (no spaces, no `NaN`, no `Infinity`), at most 38
+/// significant digits, and a magnitude of 0 or from 1E-130 to below 1E+126 (its documented
+/// limits).
+fn is_dynamodb_number(text: &str) -> bool {
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => {
+            let digits = exponent.strip_prefix(['-', '+']).unwrap_or(exponent);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return false;
+            }
+            (mantissa, exponent)
+        }
+        None => (unsigned, "0"),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = [whole, fraction].concat();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    let significant = digits.trim_start_matches('0').trim_end_matches('0');
+    if significant.is_empty() {
+        return true; // zero, whatever its exponent
+    }
+    if significant.len() > 38 {
+        return false;
+    }
+    // The power of ten of the first significant digit, which the range is a bound on.
+    let Ok(exponent) = exponent.parse::<i64>() else {
+        return false;
+    };
+    let leading_zeros = digits.len() - digits.trim_start_matches('0').len();
+    let magnitude = exponent + whole.len() as i64 - 1 - leading_zeros as i64;
+    (-130..=125).contains(&magnitude)
 }
 
 /// An item in DynamoDB JSON, the wire form an export line holds.
@@ -591,6 +628,54 @@ mod tests {
         assert_eq!(json["s"], json!({"S": "ada"}));
         assert_eq!(json["b"], json!({"B": "AAH/"}));
         assert_eq!(item_from_json(&json).unwrap(), item);
+    }
+
+    #[test]
+    fn a_number_is_one_dynamodb_takes() {
+        for good in [
+            "0",
+            "-0",
+            "12",
+            "+12",
+            "-1.5",
+            ".5",
+            "5.",
+            "1e3",
+            "1E-3",
+            "0.000",
+            "0e999",
+            "1e125",
+            "9.9999999999999999999999999999999999999E+125",
+            "1E-130",
+            "0.001e-127",
+            "12345678901234567890123456789012345678",
+            "1000000000000000000000000000000000000000",
+        ] {
+            assert!(is_dynamodb_number(good), "{good}");
+        }
+        for bad in [
+            "",
+            " 12",
+            "12 ",
+            "-",
+            ".",
+            "e3",
+            "1e",
+            "1e+",
+            "1.2.3",
+            "NaN",
+            "inf",
+            "Infinity",
+            "0x10",
+            "1_000",
+            "1e126",
+            "10e125",
+            "1E-131",
+            "0.1e-130",
+            "123456789012345678901234567890123456789",
+        ] {
+            assert!(!is_dynamodb_number(bad), "{bad}");
+        }
     }
 
     #[test]
