@@ -297,6 +297,9 @@ fn parse_claim(raw: &str) -> Result<(String, serde_json::Value), String> {
     let (name, value) = raw
         .split_once('=')
         .ok_or_else(|| format!("{raw:?} is not name=value"))?;
+    if name.trim().is_empty() {
+        return Err(format!("{raw:?} names no claim: name=value"));
+    }
     let value = match (name, value.parse::<i64>()) {
         ("exp" | "nbf" | "iat", Ok(seconds)) => seconds.into(),
         _ => value.into(),

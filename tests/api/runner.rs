@@ -893,12 +893,14 @@ fn token_claims_replace_the_defaults_and_the_authorizer_judges_them() {
     assert_eq!(claims["exp"], "soon", "{claims}");
     assert_eq!(judged(&malformed), 401, "a malformed exp");
 
-    let refused = process::singlet()
-        .args(["token", "--claim", "novalue"])
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(2), "a usage error");
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("name=value"));
+    for claim in ["novalue", "=value", " =value"] {
+        let refused = process::singlet()
+            .args(["token", "--claim", claim])
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2), "a usage error: {claim}");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("name=value"));
+    }
 }
 
 /// The runner turns the table's stream on and appends each published event, as an EventBridge
