@@ -15,6 +15,7 @@ pub mod invoke;
 pub mod local_bus;
 pub mod logging;
 pub mod migrate;
+pub mod progress;
 pub mod refusal;
 pub mod render;
 pub mod retention;

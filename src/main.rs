@@ -60,7 +60,7 @@ struct RunnerArgs {
     #[arg(long, env = "AWS_ENDPOINT_URL_DYNAMODB", global = true)]
     endpoint: Option<String>,
     /// The table's name.
-    #[arg(long, env = "TABLE_NAME", default_value = singlet_shared::schema::DEFAULT_TABLE_NAME, global = true)]
+    #[arg(long, env = "TABLE_NAME", default_value = singlet_shared::schema::DEFAULT_TABLE_NAME, global = true, value_parser = parse_table_name)]
     table: String,
     /// Where the runner's own token-signing key is made on first use.
     #[arg(long, default_value = ".singlet", global = true)]
@@ -291,6 +291,19 @@ fn parse_clock(raw: &str) -> Result<time::OffsetDateTime, String> {
 
 fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
     singlet_functions::context::parse_loan_history_days(raw)
+}
+
+/// A name DynamoDB takes for a table: 3 to 255 letters, digits, `_`, `-` and `.`; told before
+/// any engine is opened, not as the engine's validation error.
+fn parse_table_name(raw: &str) -> Result<String, String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if (3..=255).contains(&raw.len()) && raw.chars().all(allowed) {
+        Ok(raw.to_owned())
+    } else {
+        Err(format!(
+            "{raw:?} is not a table name: 3 to 255 letters, digits, _, - and ."
+        ))
+    }
 }
 
 fn parse_claim(raw: &str) -> Result<(String, serde_json::Value), String> {
@@ -545,9 +558,11 @@ async fn migrate_command(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitC
         if args.json {
             println!("{}", serde_json::json!({ "migrations": states }));
         } else {
+            let name_width = states.iter().map(|s| s.migration.len()).max().unwrap_or(0);
+            let state_width = states.iter().map(|s| s.state.len()).max().unwrap_or(0);
             for state in states {
                 println!(
-                    "{:<20} {:<12} {}",
+                    "{:<name_width$}  {:<state_width$}  {}",
                     state.migration, state.state, state.summary
                 );
             }

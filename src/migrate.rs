@@ -17,6 +17,7 @@
 //! - A migration that takes items from the version another one writes runs only once that one
 //!   is complete.
 
+use crate::progress::Progress;
 use crate::throttle::Throttle;
 use serde::Serialize;
 use singlet_functions::Ctx;
@@ -153,6 +154,17 @@ struct Counters {
     written_total: AtomicU64,
 }
 
+impl Counters {
+    /// The running count, as progress tells it.
+    fn line(&self, migration: &str) -> String {
+        format!(
+            "migrate {migration}: scanned {}, changed {}",
+            self.scanned.load(Ordering::Relaxed),
+            self.changed.load(Ordering::Relaxed)
+        )
+    }
+}
+
 /// Runs `migration` over the table.
 pub async fn run(
     ctx: &Ctx,
@@ -208,6 +220,7 @@ pub async fn run(
     let conflicts = Mutex::new(Vec::new());
     let sample = Mutex::new(Vec::new());
     let stopped = std::sync::atomic::AtomicBool::new(false);
+    let progress = Progress::new(true);
 
     let results = futures::future::join_all((0..segments).map(|segment| {
         let checkpoint = saved
@@ -215,8 +228,8 @@ pub async fn run(
             .find(|(s, _)| *s == segment)
             .map(|(_, c)| c.clone())
             .unwrap_or_default();
-        let (throttle, counters, conflicts, sample, stopped, survey, settings) = (
-            &throttle, &counters, &conflicts, &sample, &stopped, &survey, &settings,
+        let (throttle, counters, conflicts, sample, stopped, survey, settings, progress) = (
+            &throttle, &counters, &conflicts, &sample, &stopped, &survey, &settings, &progress,
         );
         async move {
             if checkpoint.done {
@@ -280,12 +293,7 @@ pub async fn run(
                         save(ctx, migration, segment, segments, last_key.as_ref(), done).await?;
                     throttle.settle(admission, units);
                 }
-                eprint!(
-                    "\rmigrate {}: scanned {}, changed {}",
-                    migration.name,
-                    counters.scanned.load(Ordering::Relaxed),
-                    counters.changed.load(Ordering::Relaxed)
-                );
+                progress.count(|| counters.line(migration.name));
                 if done {
                     return Ok(true);
                 }
@@ -294,7 +302,7 @@ pub async fn run(
         }
     }))
     .await;
-    eprintln!();
+    progress.finish(&counters.line(migration.name));
     let mut complete = true;
     for result in results {
         complete &= result?;

@@ -7,6 +7,7 @@
 //! file with its count, as AWS writes it). One data file per scan segment: a parallel `Scan`
 //! writes them side by side.
 
+use crate::progress::Progress;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -76,10 +77,11 @@ async fn write_export(
     transform: &(dyn Fn(Item) -> Item + Sync),
 ) -> Result<Exported, String> {
     let data = dir.join("data");
-    let progress = std::sync::atomic::AtomicU64::new(0);
+    let exported = std::sync::atomic::AtomicU64::new(0);
+    let progress = Progress::new(true);
     let written = futures::future::try_join_all((0..segments).map(|segment| {
         let path = data.join(format!("{segment:08}.json.gz"));
-        let progress = &progress;
+        let (exported, progress) = (&exported, &progress);
         async move {
             let file = crate::create_private_file(&path)
                 .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -97,8 +99,8 @@ async fn write_export(
                 }
                 in_file += in_page;
                 let total =
-                    progress.fetch_add(in_page, std::sync::atomic::Ordering::Relaxed) + in_page;
-                count_progress("exported", total);
+                    exported.fetch_add(in_page, std::sync::atomic::Ordering::Relaxed) + in_page;
+                progress.count(|| format!("exported {total} items"));
                 match next {
                     Some(key) => start = Some(key),
                     None => break,
@@ -110,8 +112,9 @@ async fn write_export(
             Ok::<_, String>((path, in_file))
         }
     }))
-    .await?;
-    let items = progress.load(std::sync::atomic::Ordering::Relaxed);
+    .await
+    .inspect_err(|_| progress.interrupt())?;
+    let items = exported.load(std::sync::atomic::Ordering::Relaxed);
     let files: Vec<Value> = written
         .iter()
         .map(|(path, count)| {
@@ -141,7 +144,7 @@ async fn write_export(
     let manifest_files: String = files.iter().map(|f| format!("{f}\n")).collect();
     crate::write_private_file(&dir.join("manifest-files.json"), manifest_files)
         .map_err(|e| format!("cannot write the manifest: {e}"))?;
-    end_progress("exported", items);
+    progress.finish(&format!("exported {items} items"));
     Ok(Exported {
         items,
         files: written.into_iter().map(|(path, _)| path).collect(),
@@ -243,8 +246,9 @@ pub async fn load(
         Target::Embedded(_) => BULK_ITEMS,
     };
     let (mut written, mut outbox_left_out) = (0u64, 0u64);
+    let progress = Progress::new(true);
     let stopped = |error: String, written: u64| {
-        break_progress();
+        progress.interrupt();
         format!(
             "{error}; {written} items were written before load stopped: delete them (or the \
              table) and load again"
@@ -267,11 +271,11 @@ pub async fn load(
                     Target::Embedded(db) => write_bulk(db, table, items).await,
                 }
                 .map_err(|e| stopped(e, written))?;
-                count_progress("loaded", written);
+                progress.count(|| format!("loaded {written} items"));
             }
         }
     }
-    end_progress("loaded", written);
+    progress.finish(&format!("loaded {written} items"));
     Ok(Loaded {
         items: written,
         outbox_left_out,
@@ -402,42 +406,6 @@ fn write_json(path: &Path, value: &Value) -> Result<(), String> {
         serde_json::to_string_pretty(value).expect("JSON") + "\n",
     )
     .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// The running count: on a terminal one line rewritten in place; on a file or a pipe (CI, a
-/// log), where a line rewritten with `\r` reads as one long line with whatever is said next run
-/// onto its end, a line of its own at most once a second.
-fn count_progress(verb: &str, n: u64) {
-    use std::io::IsTerminal;
-    static LAST_LINE: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
-    if std::io::stderr().is_terminal() {
-        eprint!("\r{verb} {n} items");
-        return;
-    }
-    let mut last = LAST_LINE.lock().unwrap();
-    if last.is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(1)) {
-        *last = Some(std::time::Instant::now());
-        eprintln!("{verb} {n} items");
-    }
-}
-
-/// Ends the running count: the terminal's line closed, or the final count on a line of its own.
-fn end_progress(verb: &str, n: u64) {
-    use std::io::IsTerminal;
-    if std::io::stderr().is_terminal() {
-        eprintln!();
-    } else {
-        eprintln!("{verb} {n} items");
-    }
-}
-
-/// Closes the terminal's count line before an error is told, so that it reads on a line of its
-/// own.
-fn break_progress() {
-    use std::io::IsTerminal;
-    if std::io::stderr().is_terminal() {
-        eprintln!();
-    }
 }
 
 /// Why DynamoDB would refuse `value` in an item, if it would: a number that is not one, a set

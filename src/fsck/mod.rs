@@ -17,6 +17,7 @@ mod repair;
 pub mod rules;
 pub mod scan;
 
+use crate::progress::Progress;
 use rules::{Finding, Rule, Table, check};
 use serde::Serialize;
 use singlet_functions::Ctx;
@@ -144,19 +145,15 @@ impl Report {
 /// One round: the whole table read, every rule checked, findings confirmed and (with
 /// `options.repair`) repaired.
 async fn scan_and_judge(ctx: &Ctx, options: Options) -> Result<Report, String> {
-    let progress = |line: String| {
-        if options.progress {
-            eprintln!("fsck: {line}");
-        }
-    };
+    let progress = std::sync::Arc::new(Progress::new(options.progress));
     let started = std::time::Instant::now();
     let counter = scan::Counter::default();
     let ticker = options.progress.then(|| {
-        let counter = counter.clone();
+        let (counter, progress) = (counter.clone(), progress.clone());
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                eprintln!("fsck: scanned {} items", counter.get());
+                progress.count(|| format!("fsck: scanned {} items", counter.get()));
             }
         })
     });
@@ -171,9 +168,9 @@ async fn scan_and_judge(ctx: &Ctx, options: Options) -> Result<Report, String> {
     if let Some(ticker) = ticker {
         ticker.abort();
     }
-    let scanned = scanned?;
-    progress(format!(
-        "read {} items in {:.2} s",
+    let scanned = scanned.inspect_err(|_| progress.interrupt())?;
+    progress.finish(&format!(
+        "fsck: read {} items in {:.2} s",
         scanned.len(),
         started.elapsed().as_secs_f64()
     ));

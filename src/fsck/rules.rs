@@ -643,18 +643,18 @@ pub fn availability(table: &Table, isbn: &Isbn13, branch_id: &Id) -> Option<Find
         // Something else at the count's key: reported as undecodable.
         Some(_) => return None,
     };
+    let held = match copies.len() {
+        1 => "1 copy".to_owned(),
+        n => format!("{n} copies"),
+    };
     let detail = match seen {
         Some(seen) if seen == shelved => return None,
         None if copies.is_empty() => return None,
         Some(seen) => format!(
-            "{} is {seen}, but {shelved} of the branch's {} copies are available",
+            "{} is {seen}, but the branch has {held} of the book, {shelved} available",
             BookAvailability::AVAILABLE_COPIES.name(),
-            copies.len()
         ),
-        None => format!(
-            "no count, but the branch has {} copies of the book ({shelved} available)",
-            copies.len()
-        ),
+        None => format!("no count, but the branch has {held} of the book, {shelved} available"),
     };
     Some(Finding {
         rule: Rule::CopyStatus,

@@ -24,6 +24,7 @@
 
 mod rows;
 
+use crate::progress::Progress;
 use crate::throttle::Throttle;
 use futures::StreamExt;
 use rows::{Row, read_rows};
@@ -679,8 +680,18 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
             }
         })
         .buffered(options.in_flight.max(1));
+    let progress = Progress::new(options.progress);
+    let counts = |summary: &Summary, rejected: usize| {
+        format!(
+            "import {}: read {}, created {}, rejected {rejected}, already imported {}",
+            kind.name(),
+            summary.read,
+            summary.created,
+            summary.already_imported
+        )
+    };
     while let Some(written) = written.next().await {
-        let (ended, units) = written?;
+        let (ended, units) = written.inspect_err(|_| progress.interrupt())?;
         summary.write_units += units;
         summary.peak_wcu_per_second = throttle.peak();
         for end in ended {
@@ -690,30 +701,20 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
                 Ended::Rejected(reject) => rejects.push(reject),
             }
         }
-        if options.progress {
-            eprint!(
-                "\rimport {}: read {}, created {}, rejected {}, already imported {}",
-                kind.name(),
-                summary.read,
-                summary.created,
-                rejects.len(),
-                summary.already_imported
-            );
-        }
+        progress.count(|| counts(&summary, rejects.len()));
         if options
             .stop_after
             .is_some_and(|limit| summary.created >= limit)
         {
             // As if killed: the transactions in flight are dropped, whether or not the engine
             // applied them, and no rejects file is written.
+            progress.interrupt();
             summary.stopped = true;
             summary.rejected = rejects.len() as u64;
             return Ok(summary);
         }
     }
-    if options.progress {
-        eprintln!();
-    }
+    progress.finish(&counts(&summary, rejects.len()));
     rejects.sort_by_key(|reject| reject.line);
     summary.rejected = rejects.len() as u64;
     write_rejects(&summary.rejects, &rejects)?;

@@ -847,7 +847,7 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
         report.findings
     );
     assert!(
-        missing("availableCopies is 3, but 2 of the branch's 2 copies are available"),
+        missing("availableCopies is 3, but the branch has 2 copies of the book, 2 available"),
         "{:#?}",
         report.findings
     );

@@ -1046,8 +1046,23 @@ async fn loan_history_days_sets_a_returned_loans_expiry() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--loan-history-days"));
 }
 
+/// A table name DynamoDB would refuse is a usage error, told before any engine is opened.
+#[test]
+fn a_table_name_dynamodb_refuses_is_a_usage_error() {
+    for name in ["c", "my table", "tabl\u{e9}", &"t".repeat(256)] {
+        let refused = process::singlet()
+            .args(["--in-memory", "--table", name, "fsck"])
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2), "a usage error: {name}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("is not a table name"), "{stderr}");
+    }
+}
+
 /// The table's tools (`import`, `fsck`, `migrate`, `export`, `load`) show their progress on
-/// standard error, and with `--json` print one JSON object on standard output and nothing else.
+/// standard error (off a terminal, a line for each count), and with `--json` print one JSON
+/// object on standard output and nothing else.
 #[test]
 fn long_runs_show_progress_on_standard_error_and_json_alone_on_standard_output() {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
@@ -1097,6 +1112,12 @@ fn long_runs_show_progress_on_standard_error_and_json_alone_on_standard_output()
         });
         assert!(printed.is_object(), "{command:?}: {stdout}");
         assert!(stderr.contains(progress), "{command:?}: {stderr}");
+        // Not a terminal: every count on a line of its own, none rewritten in place.
+        assert!(!stderr.contains('\r'), "{command:?}: {stderr:?}");
+        assert!(
+            stderr.lines().all(|line| !line.trim().is_empty()),
+            "{command:?}: {stderr:?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
