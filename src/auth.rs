@@ -7,7 +7,8 @@
 //! By default the runner is its own issuer: an RSA key made under `.singlet/` on first use signs
 //! the tokens `cargo run -- token` prints. It can trust another issuer instead (its JWKS file,
 //! issuer and audience), so a team's own identity provider's tokens work locally too. The Lambda
-//! binaries link none of this: on AWS the authorizer has checked the token before they run.
+//! binary links none of this (it lives in the runner's crate): on AWS the authorizer has checked
+//! the token before a function runs.
 
 use crate::refusal::GatewayRefusal;
 use axum::http::{HeaderMap, StatusCode, header};

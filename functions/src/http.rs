@@ -224,6 +224,8 @@ macro_rules! all_valid_tuple {
     ($($name:ident),+) => {
         impl<$($name),+> AllValid for ($(Result<$name, FieldError>,)+) {
             type Output = ($($name,)+);
+            // The tuple's elements are bound to the type parameters' names (A, B, ...): a macro
+            // has no other names to give them.
             #[allow(non_snake_case)]
             fn all_valid(self) -> Result<Self::Output, ApiError> {
                 let ($($name,)+) = self;

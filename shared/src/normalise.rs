@@ -123,6 +123,9 @@ key_part!(
 pub const MAX_ID_LEN: usize = 64;
 pub const MAX_PLATE_LEN: usize = 32;
 pub const MAX_EMAIL_LEN: usize = 254;
+/// The longest an email's skeleton ([`Email::skeleton`]) may be, in bytes: its lock's key is
+/// `UNIQ#EMAIL#<skeleton>`, and DynamoDB takes keys up to 2,048 bytes (1,024 for a sort key).
+pub const MAX_EMAIL_SKELETON_BYTES: usize = 1024;
 pub const MAX_CARD_NUMBER_LEN: usize = MAX_ID_LEN;
 
 impl Id {
@@ -267,7 +270,14 @@ impl Email {
         if value.chars().count() > MAX_EMAIL_LEN {
             return Err(Invalid::TooLong);
         }
-        Ok(Self(value))
+        let email = Self(value);
+        // The skeleton is the lock's key, and some look-alikes spell out long (U+102A is five
+        // characters, 15 bytes, in it): 140 of them, a valid address, would make a key past
+        // DynamoDB's limit and a `500`.
+        if email.skeleton().len() > MAX_EMAIL_SKELETON_BYTES {
+            return Err(Invalid::TooLong);
+        }
+        Ok(email)
     }
 
     /// What the address looks like: its UTS #39 confusable skeleton, so `аda@example.com`
@@ -611,6 +621,12 @@ mod tests {
         }
         let long = format!("{}@example.com", "a".repeat(250));
         assert_eq!(Email::parse(&long), Err(Invalid::TooLong));
+        // Short enough in characters, but its skeleton (the lock's key) would not fit a key.
+        let spelled_out = format!("{}@example.com", "\u{102A}".repeat(140));
+        assert!(spelled_out.chars().count() <= MAX_EMAIL_LEN);
+        assert_eq!(Email::parse(&spelled_out), Err(Invalid::TooLong));
+        let fits = format!("{}@example.com", "\u{102A}".repeat(60));
+        assert!(Email::parse(&fits).unwrap().skeleton().len() <= MAX_EMAIL_SKELETON_BYTES);
     }
 
     #[test]

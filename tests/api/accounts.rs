@@ -44,6 +44,15 @@ async fn look_alike_emails_are_refused_or_one_address(api: Api) {
             .await
             .assert_problem(400, &[("email", "invalid")]);
     }
+    // 140 characters, each spelled out in the skeleton as five: a lock key past DynamoDB's
+    // limit, once a `500`.
+    let spelled_out = format!("{}@example.com", "\u{102A}".repeat(140));
+    sign_up(&api, &spelled_out, "someone")
+        .await
+        .assert_problem(400, &[("email", "too_long")]);
+    let encoded: String = spelled_out.bytes().map(|b| format!("%{b:02X}")).collect();
+    let check = api.get(format!("/emails/{encoded}")).await;
+    assert_eq!(check.status, 400, "{check:?}");
     assert!(api.items().await.is_empty(), "nothing is written");
     let ada = sign_up(&api, "ada@example.com", "ada").await;
     assert_eq!(ada.status, 201, "{ada:?}");

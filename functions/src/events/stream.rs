@@ -10,7 +10,7 @@
 
 use super::outbox::{ENTITY_TYPE, OutboxItem, VERSION};
 use super::{Detail, Entry, EventType, Subject, timestamp};
-use crate::loans::{Checkout, LoanStatus};
+use crate::model::loans::{Checkout, LoanStatus};
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde_dynamo::AttributeValue;
 use time::OffsetDateTime;
@@ -60,10 +60,13 @@ pub fn decode(record: &EventRecord) -> Decoded {
 /// A loan's `MODIFY` from `open` to `overdue`: only the marker makes it (a renewal keeps a loan
 /// open, a return deletes it).
 fn is_marked_overdue(record: &EventRecord) -> bool {
-    let status = |item| text(item, "status");
+    let status = |item| {
+        let status = text(item, Checkout::STATUS.name())?;
+        serde_json::from_value::<LoanStatus>(status.into()).ok()
+    };
     record.event_name == "MODIFY"
-        && status(&record.change.old_image) == Some("open")
-        && status(&record.change.new_image) == Some("overdue")
+        && status(&record.change.old_image) == Some(LoanStatus::Open)
+        && status(&record.change.new_image) == Some(LoanStatus::Overdue)
 }
 
 /// The marker's event for `loan`. Its id is derived from the loan and its due date, which is

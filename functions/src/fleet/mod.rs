@@ -15,8 +15,8 @@ pub mod retire_vehicle;
 
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::model::VERSION;
-use crate::store::{Check, Item, decode, item::text, lock};
+use crate::model::{Held, stored_version};
+use crate::store::{Check, decode, item::text, lock};
 use singlet_shared::{Chassis, Id, Key, Plate, keys};
 
 pub use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
@@ -48,8 +48,8 @@ pub async fn load_with_locks(ctx: &Ctx, vehicle_id: &Id) -> Result<(Vehicle, Loc
         .await?
         .ok_or_else(|| ApiError::not_found("vehicle"))?;
     let vehicle: Vehicle = decode(&item)?;
-    let compact = version(&item) >= Vehicle::COMPACT_LOCKS_SINCE;
-    let plate = held_at(
+    let compact = stored_version(&item).unwrap_or(1) >= Vehicle::COMPACT_LOCKS_SINCE;
+    let plate = held_at::<PlateLock>(
         ctx,
         compact,
         keys::plate_lock(&vehicle.plate),
@@ -57,7 +57,7 @@ pub async fn load_with_locks(ctx: &Ctx, vehicle_id: &Id) -> Result<(Vehicle, Loc
         vehicle_id,
     )
     .await?;
-    let chassis = held_at(
+    let chassis = held_at::<ChassisLock>(
         ctx,
         compact,
         keys::chassis_lock(&vehicle.chassis),
@@ -68,17 +68,9 @@ pub async fn load_with_locks(ctx: &Ctx, vehicle_id: &Id) -> Result<(Vehicle, Loc
     Ok((vehicle, LockKeys { plate, chassis }))
 }
 
-/// An item's `_v`; missing is version 1.
-fn version(item: &Item) -> u32 {
-    item.get(VERSION)
-        .and_then(|v| v.as_n().ok())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1)
-}
-
-/// The key of the vehicle's lock: `compact`, unless the vehicle is not migrated and its lock under
-/// the old rule (`before`, a different key) still names it.
-async fn held_at(
+/// The key of the vehicle's lock `L`: `compact`, unless the vehicle is not migrated and its lock
+/// under the old rule (`before`, a different key) still names it.
+async fn held_at<L: Held>(
     ctx: &Ctx,
     migrated: bool,
     compact: Key,
@@ -89,7 +81,7 @@ async fn held_at(
         return Ok(compact);
     }
     let old = ctx.get_item(&before).await?;
-    let holds_old = old.is_some_and(|lock| text(&lock, "vehicleId") == vehicle_id.as_str());
+    let holds_old = old.is_some_and(|lock| text(&lock, L::HOLDER.name()) == vehicle_id.as_str());
     Ok(if holds_old { before } else { compact })
 }
 

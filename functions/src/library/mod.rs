@@ -182,9 +182,6 @@ pub fn free_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
         .when(store::Condition::above(Patron::ACTIVE_LOANS, 0))
 }
 
-/// A copy's move between `available` and `checked_out`, for a transaction: its status and its
-/// availability-index sort key change together, only if it is `from` now. The one place a copy
-/// changes status.
 /// Adds `delta` (1 for a copy back on the shelf or added, -1 for one lent) to the count of a
 /// book's copies available at a branch ([`keys::book_availability`]), in the transaction that
 /// changes the copy: so `GET /books/{isbn}/availability` reads counts, never copies. Unconditional
@@ -196,6 +193,9 @@ pub fn count_available(isbn: &Isbn13, branch_id: &Id, delta: i64) -> Update<Book
         .add(BookAvailability::AVAILABLE_COPIES, delta)
 }
 
+/// A copy's move between `available` and `checked_out`, for a transaction: its status and its
+/// availability-index sort key change together, only if it is `from` now. The one place a copy
+/// changes status.
 pub fn move_copy(
     (isbn, branch_id, copy_id): (&Isbn13, &Id, &Id),
     from: CopyStatus,

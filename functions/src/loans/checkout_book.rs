@@ -4,8 +4,9 @@
 //! then its book (its title, as corrected last), then one `TransactWriteItems`: put the loan
 //! (title denormalised, due date by the patron's tier, open-loans index keys set), move the copy
 //! from `available` to `checked_out` on the condition that it is available (its availability
-//! index key moves with it), and count the loan against the patron on the condition that the
-//! patron row exists and `activeLoans < loanLimit`. The cancellation says which part failed:
+//! index key moves with it), take one from the count of the book's copies available at the
+//! branch, and count the loan against the patron on the condition that the patron row exists
+//! and `activeLoans < loanLimit`. The cancellation says which part failed:
 //! `404` for a patron removed since the index showed it (its row is gone, so no loan is ever
 //! made for a removed patron), else `409` `copyId` `unavailable` and/or `patronId`
 //! `limit_reached`. Safe to retry with `Idempotency-Key`.

@@ -4,7 +4,9 @@
 //! active loan (only if it is as read: a concurrent return or renewal fails it), put it back as
 //! `RETURNED#<checkoutId>` with no open or overdue index keys (so it leaves the open-loans and
 //! both overdue indexes at once) and with its patron's history keys (GSI1 `HISTORY#<patronId>`),
-//! make the copy `available` again (its availability key with it), and free the patron's slot. `404` for an unknown loan; `409` `checkoutId` `returned` for a returned one.
+//! make the copy `available` again (its availability key with it) and add one to the count of
+//! the book's copies available at its branch, and free the patron's slot. `404` for an unknown
+//! loan; `409` `checkoutId` `returned` for a returned one.
 //! The returned loan expires `LoanHistoryDays` after its return (`expiresAt`, the table's TTL):
 //! from then on no read shows it, and DynamoDB's TTL deletes it later, to the archive
 //! ([`crate::events::archive`]).

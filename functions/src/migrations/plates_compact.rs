@@ -14,7 +14,7 @@
 use super::{Migration, Plan, Settings, Survey};
 use crate::fleet::{ChassisLock, PlateLock, Vehicle};
 use crate::model::Held;
-use crate::model::VERSION as VERSION_ATTRIBUTE;
+use crate::model::stored_version;
 use crate::store::migration::Change;
 use crate::store::{Condition, Delete, Item, Put, Update};
 use singlet_shared::schema::{GSI5, PK};
@@ -51,19 +51,12 @@ fn claims(item: &Item) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn version(item: &Item) -> u32 {
-    item.get(VERSION_ATTRIBUTE)
-        .and_then(|v| v.as_n().ok())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1)
-}
-
 fn plan(item: &Item, survey: &Survey, _: &Settings) -> Plan {
     let is_vehicle = item
         .get(PK)
         .and_then(|pk| pk.as_s().ok())
         .is_some_and(|pk| pk.starts_with(keys::VEHICLE_PREFIX));
-    if !is_vehicle || version(item) >= VERSION {
+    if !is_vehicle || stored_version(item).unwrap_or(1) >= VERSION {
         return Plan::Skip;
     }
     let Some(vehicle) = vehicle_of(item) else {

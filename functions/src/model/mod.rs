@@ -142,6 +142,15 @@ pub type Item = HashMap<String, AttributeValue>;
 /// version ([`EntityType::version`]): part of the table's definition.
 pub use singlet_shared::schema::{ENTITY_TYPE, VERSION};
 
+/// An item's schema version, its `_v`: version 1 when it has none (written before `_v` was),
+/// `None` when `_v` is there but is not a version number.
+pub fn stored_version(item: &Item) -> Option<u32> {
+    match item.get(VERSION) {
+        None => Some(1),
+        Some(version) => version.as_n().ok()?.parse().ok(),
+    }
+}
+
 /// What every item of one kind has in common.
 #[derive(Debug, PartialEq, Eq)]
 pub struct EntityType {

@@ -9,7 +9,7 @@ use super::library::{Book, BookAvailability, Branch, Copy, Patron, PatronCard};
 use super::loans::{Checkout, MarkerRun};
 use super::migration::MigrationCheckpoint;
 use super::outbox::OutboxItem;
-use super::{ENTITY_TYPE, Entity, EntityType, Item, VERSION, key_of};
+use super::{ENTITY_TYPE, Entity, EntityType, Item, VERSION, key_of, stored_version};
 use singlet_shared::Key;
 use std::fmt;
 
@@ -128,14 +128,8 @@ pub fn decode(item: &Item) -> Result<Decoded, Undecodable> {
         sk: key.sk.clone(),
         reason,
     };
-    let version = match item.get(VERSION) {
-        None => 1,
-        Some(version) => version
-            .as_n()
-            .ok()
-            .and_then(|n| n.parse::<u32>().ok())
-            .ok_or_else(|| undecodable(format!("{VERSION} is not a version number")))?,
-    };
+    let version = stored_version(item)
+        .ok_or_else(|| undecodable(format!("{VERSION} is not a version number")))?;
     if version != entity_type.version && version + 1 != entity_type.version {
         return Err(undecodable(format!(
             "{} version {version} is neither the current ({}) nor the one before",
