@@ -171,7 +171,9 @@ impl Authorizer {
         if let Some(claims) = known {
             return in_window(&claims, now).then_some(claims);
         }
-        let claims = self.check(token)?;
+        // The window is judged here too, not only by the library's check: `jsonwebtoken` skips
+        // an `nbf` too large for its integer type (`1e30`), which `in_window` reads as a date.
+        let claims = self.check(token).filter(|claims| in_window(claims, now))?;
         let mut verified = self.verified.lock().expect("not poisoned");
         if verified.len() >= VERIFIED_TOKENS {
             verified.clear();
@@ -244,12 +246,10 @@ pub fn scopes(claims: &Claims) -> Vec<String> {
             Some(Value::String(list)) => {
                 scopes.extend(list.split_whitespace().map(str::to_owned));
             }
-            Some(Value::Array(list)) => scopes.extend(
-                list.iter()
-                    .filter_map(Value::as_str)
-                    .flat_map(str::split_whitespace)
-                    .map(str::to_owned),
-            ),
+            // Each element is one scope, whole: `["fleet:read library:staff"]` grants neither.
+            Some(Value::Array(list)) => {
+                scopes.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
             _ => {}
         }
     }

@@ -297,8 +297,11 @@ pub fn if_match(req: &Request, max: u64) -> Result<Option<u64>, FieldError> {
         .strip_prefix('"')
         .and_then(|r| r.strip_suffix('"'))
         .unwrap_or(raw);
+    // The tag as the `etag` wrote it, compared strongly: digits with no sign and no leading
+    // zero (`"02"` and `"+2"` are other tags than `"2"`, not the same number).
+    let canonical = raw.bytes().all(|b| b.is_ascii_digit()) && !raw.starts_with('0');
     match raw.parse::<u64>() {
-        Ok(version) if (1..=max).contains(&version) => {
+        Ok(version) if canonical && (1..=max).contains(&version) => {
             Ok(Some(if weak { NO_VERSION } else { version }))
         }
         _ => Err(FieldError::new("if-match", Code::Invalid)),

@@ -363,6 +363,9 @@ async fn change_needs_the_current_version(api: Api) {
         "*",
         "\"1.5\"",
         "\"1000000000000\"",
+        "\"02\"",
+        "\"+2\"",
+        " \"2 \"",
     ] {
         api.call("PATCH", "/resources/r1")
             .header("if-match", bad)

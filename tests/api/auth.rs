@@ -36,6 +36,15 @@ async fn scopes_come_from_scope_or_scp_as_a_string_or_a_list(api: Api) {
         let reply = api.as_token(bearer).get("/vehicles/x1").await;
         assert_eq!(reply.status, 404, "{claim}={value} is let in: {reply:?}");
     }
+    // A list's element is one scope whole, as the authorizer reads it: a space inside does
+    // not make it two.
+    let mut joined = claims(&[("scp", json!(["fleet:write fleet:read"]))]);
+    joined.remove("scope");
+    let reply = api
+        .as_token(tokens().1.sign(&joined))
+        .get("/vehicles/x1")
+        .await;
+    assert_eq!(reply.status, 403, "{reply:?}");
     // Neither claim: no scope, `403`.
     let mut claims = claims(&[]);
     claims.remove("scope");
@@ -147,6 +156,8 @@ async fn every_route_refuses_every_bad_token(api: Api) {
         ("malformed iat", Some(signed(&[("iat", "today".into())]))),
         ("malformed exp", Some(signed(&[("exp", "tomorrow".into())]))),
         ("negative nbf", Some(signed(&[("nbf", (-1).into())]))),
+        // Past the JWT library's integer type, which then skips the check.
+        ("nbf far ahead", Some(signed(&[("nbf", json!(1e30))]))),
         (
             "wrong issuer",
             Some(signed(&[("iss", "https://evil.example".into())])),
