@@ -307,6 +307,12 @@ fn check_export(files: &[PathBuf]) -> Result<u64, String> {
                     at()
                 ));
             }
+            if let Some(why) = unwritable_keys(&item) {
+                return Err(format!(
+                    "{}: {why}, which DynamoDB refuses: nothing was written",
+                    at()
+                ));
+            }
             if !keys.insert((key.pk, key.sk)) {
                 return Err(format!(
                     "{}: item {} has the key of an item before it: nothing was written",
@@ -434,6 +440,36 @@ fn unwritable(value: &AttributeValue) -> Option<String> {
         AttributeValue::M(map) => map.values().find_map(unwritable),
         _ => None,
     }
+}
+
+/// Why DynamoDB would refuse `item`'s keys, if it would: the table's partition key is at most
+/// 2,048 bytes and its sort key 1,024, and an index's key attributes, where an item has them,
+/// are strings that are not empty, within the same limits (an item with a number there is
+/// refused, not left out of the index).
+fn unwritable_keys(item: &Item) -> Option<String> {
+    use singlet_shared::schema::{INDEXES, PK, SK};
+    let keys = [(PK, SK)]
+        .into_iter()
+        .chain(INDEXES.iter().map(|index| (index.pk, index.sk)));
+    for (partition, sort) in keys {
+        for (name, limit) in [(partition, 2048), (sort, 1024)] {
+            match item.get(name) {
+                None => {}
+                Some(AttributeValue::S(key)) if key.is_empty() => {
+                    return Some(format!("{name} is an empty string"));
+                }
+                Some(AttributeValue::S(key)) if key.len() > limit => {
+                    return Some(format!(
+                        "{name} is {} bytes, more than a key's {limit}",
+                        key.len()
+                    ));
+                }
+                Some(AttributeValue::S(_)) => {}
+                Some(_) => return Some(format!("{name}, a key attribute, is not a string")),
+            }
+        }
+    }
+    None
 }
 
 /// Whether DynamoDB takes `text` as a number: an optional sign, digits with at most one point,

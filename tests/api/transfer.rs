@@ -376,6 +376,26 @@ async fn a_bad_export_is_refused_before_anything_is_written() {
             ),
             "s is a string set that is empty or holds a value twice",
         ),
+        (
+            export("out-of-range", 4, &with(r#""n": {"N": "1e200"}"#)),
+            "n is the number \"1e200\"",
+        ),
+        (
+            export("spaced", 4, &with(r#""n": {"N": " 12"}"#)),
+            "n is the number \" 12\"",
+        ),
+        (
+            export("index-key-number", 4, &with(r#""GSI1PK": {"N": "1"}"#)),
+            "GSI1PK, a key attribute, is not a string",
+        ),
+        (
+            export(
+                "long-key",
+                4,
+                &with(&format!(r#""GSI2SK": {{"S": "{}"}}"#, "k".repeat(1025))),
+            ),
+            "GSI2SK is 1025 bytes, more than a key's 1024",
+        ),
         (export("twice", 4, &twice), "the key of an item before it"),
         (
             export("miscounted", 4, &good),
