@@ -608,6 +608,32 @@ enum Ended {
     Rejected(Reject),
 }
 
+/// A row refused because an earlier row of the file claimed its value names that row as the
+/// holder; if that row was refused too when written (someone in the table holds the value), the
+/// holder is who the earlier row's refusal names for the same field, or none: an id that was
+/// never created is no holder.
+fn name_the_holders(
+    rejects: &mut [Reject],
+    claimed_in_file: &[(usize, String, &'static str)],
+    line_ids: &HashMap<u64, String>,
+) {
+    let refused_when_written: HashMap<&str, &Reject> = rejects
+        .iter()
+        .filter_map(|reject| Some((line_ids.get(&reject.line)?.as_str(), reject)))
+        .collect();
+    let holders: Vec<(usize, Option<String>)> = claimed_in_file
+        .iter()
+        .filter_map(|(at, first_row, field)| {
+            let refused = refused_when_written.get(first_row.as_str())?;
+            let same_field = refused.errors.iter().any(|e| e.field == *field);
+            Some((*at, refused.holder.clone().filter(|_| same_field)))
+        })
+        .collect();
+    for (at, holder) in holders {
+        rejects[at].holder = holder;
+    }
+}
+
 /// Imports `file` as rows of `kind` into the table of `ctx`.
 pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Result<Summary, String> {
     let rows = read_rows(file, kind)?;
@@ -621,6 +647,9 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
     let mut planned: Vec<Planned> = Vec::new();
     // The first row to claim each value: a later row claiming it again is refused naming it.
     let mut claimed: HashMap<(String, String), String> = HashMap::new();
+    // Those refusals (their place in `rejects`, the first row's id, the field): the first row
+    // may itself be refused when written, and then it is not the holder.
+    let mut claimed_in_file: Vec<(usize, String, &'static str)> = Vec::new();
     for row in &rows {
         let row_plan = match plan(ctx, kind, row, &known, options) {
             Ok(row_plan) => row_plan,
@@ -632,9 +661,14 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
         let duplicate = row_plan.claims.iter().find_map(|claim| {
             claimed
                 .get(&(claim.key.pk.clone(), claim.key.sk.clone()))
-                .map(|holder| Reject::one(row.line, claim.field, claim.code, Some(holder.clone())))
+                .map(|holder| {
+                    let reject =
+                        Reject::one(row.line, claim.field, claim.code, Some(holder.clone()));
+                    (reject, holder.clone(), claim.field)
+                })
         });
-        if let Some(reject) = duplicate {
+        if let Some((reject, holder, field)) = duplicate {
+            claimed_in_file.push((rejects.len(), holder, field));
             rejects.push(reject);
             continue;
         }
@@ -663,6 +697,7 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
         }
         None => options.rows_per_transaction,
     };
+    let line_ids: HashMap<u64, String> = planned.iter().map(|p| (p.line, p.id.clone())).collect();
     let batches = batches(planned, rows_per_transaction);
     let mut written = futures::stream::iter(batches)
         .map(|batch| {
@@ -715,6 +750,7 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
         }
     }
     progress.finish(&counts(&summary, rejects.len()));
+    name_the_holders(&mut rejects, &claimed_in_file, &line_ids);
     rejects.sort_by_key(|reject| reject.line);
     summary.rejected = rejects.len() as u64;
     write_rejects(&summary.rejects, &rejects)?;

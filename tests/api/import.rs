@@ -330,19 +330,23 @@ async fn a_row_whose_value_the_table_holds_is_rejected_naming_the_holder() {
          central,c-1,Ada,Byron,ada@example.org,standard\n\
          central,C-2,\"Grace, Jr.\",Hopper,grace@example.org,premium\n\
          nowhere,C-3,Alan,Turing,alan@example.org,standard\n\
-         central,C-4,Edsger,Dijkstra,,standard\n",
+         central,C-4,Edsger,Dijkstra,,standard\n\
+         central,C-1,Bob,Smith,bob@example.org,standard\n",
     )
     .unwrap();
     let summary = import::run(&api.ctx, Kind::Patrons, &file, &options())
         .await
         .unwrap();
-    assert_eq!((summary.read, summary.created, summary.rejected), (4, 1, 3));
+    assert_eq!((summary.read, summary.created, summary.rejected), (5, 1, 4));
     assert_eq!(
         rejects(&file),
         vec![
             json!({"line": 2, "errors": [{"field": "cardNumber", "code": "taken"}], "holder": holder}),
             json!({"line": 4, "errors": [{"field": "branchId", "code": "not_found"}]}),
             json!({"line": 5, "errors": [{"field": "email", "code": "required"}]}),
+            // Claimed first by line 2, which the table's holder refused: the holder is the
+            // table's, not line 2's id, which was never created.
+            json!({"line": 6, "errors": [{"field": "cardNumber", "code": "taken"}], "holder": holder}),
         ]
     );
     let reply = api.get("/cards/C-2").await;
