@@ -91,6 +91,9 @@ pub enum Repair {
         loan: Checkout,
         set: Vec<(Index, IndexKey)>,
         remove: Vec<Index>,
+        /// Every index's keys as the finding read them (partition, sort): the rewrite applies
+        /// only over those, so a second run racing this one writes nothing.
+        seen: Vec<(Index, Option<String>, Option<String>)>,
     },
     /// `expiry`: give an item that must expire its `expiresAt`, a day from now.
     SetExpiry { key: Key, entity: &'static str },
@@ -358,12 +361,17 @@ impl Repair {
                 loan,
                 set,
                 remove,
+                seen,
             } => {
-                let mut update = Update::<Checkout>::at(key.clone()).when(
+                let as_read = seen.iter().fold(
                     Condition::equals(Checkout::STATUS, loan.status)
                         .and_equals(Checkout::DUE_DATE, &loan.due_date)
                         .and_equals(Checkout::RENEWAL_COUNT, loan.renewal_count),
+                    |condition, (index, pk, sk)| {
+                        condition.and_index_as(*index, pk.as_deref(), sk.as_deref())
+                    },
                 );
+                let mut update = Update::<Checkout>::at(key.clone()).when(as_read);
                 for (index, index_key) in set {
                     update = update.set_index(*index, index_key.clone());
                 }

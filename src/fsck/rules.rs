@@ -786,6 +786,16 @@ fn loan_index(key: &Key, stored: &Stored, loan: &Checkout, found: &mut Vec<Findi
                 })
                 .collect(),
             set: loan.index_keys(),
+            seen: INDEXES
+                .iter()
+                .map(|index| {
+                    (
+                        *index,
+                        stored.index_key(index.pk).cloned(),
+                        stored.index_key(index.sk).cloned(),
+                    )
+                })
+                .collect(),
         }),
     });
 }

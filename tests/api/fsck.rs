@@ -966,6 +966,33 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
     assert_eq!(snapshot(&api).await, before);
 }
 
+/// Two `--repair` runs at once each write a repair only over what they judged: a loan's index
+/// keys rewritten by one are not rewritten (and counted) again by the other.
+#[tokio::test]
+async fn two_repairs_at_once_write_each_repair_once() {
+    let api = Api::start(Mode::Direct).await;
+    let ctx = &api.ctx;
+    fixtures::library(&api).await;
+    let patron = fixtures::patron(&api, "central", "CARD-1", "standard").await;
+    let loan = fixtures::lend(&api, &patron, "central").await["checkoutId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (pk, sk) = (format!("PATRON#{patron}"), format!("CHECKOUT#{loan}"));
+    update_raw(ctx, &pk, &sk, "REMOVE GSI1PK, GSI1SK", &[]).await;
+    let (first, second) = tokio::join!(repair(ctx, false), repair(ctx, false));
+    assert_eq!(
+        first.repaired + second.repaired,
+        1,
+        "{:#?} {:#?}",
+        first.findings,
+        second.findings
+    );
+    let repaired = api.item(&pk, &sk).await.unwrap();
+    assert!(s(&repaired, "GSI1PK").starts_with("OPEN#"), "{repaired:?}");
+    assert_eq!(check(ctx).await.findings.len(), 0);
+}
+
 /// The API as `subject` without `accounts:admin`: its first account is its one, holding an owner
 /// lock.
 fn own(api: &Api, subject: &str) -> Api {

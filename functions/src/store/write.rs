@@ -120,6 +120,16 @@ impl<E> Condition<E> {
         self.and(Clause::Missing(index.pk))
     }
 
+    /// And the item's keys in `index` are as a reader saw them (`None`: it had that attribute
+    /// not at all): fsck rewriting a loan's index keys writes only over what it judged.
+    pub fn and_index_as(self, index: Index, pk: Option<&str>, sk: Option<&str>) -> Self {
+        let clause = |name, seen: Option<&str>| match seen {
+            Some(value) => Clause::Equals(name, AttributeValue::S(value.to_owned())),
+            None => Clause::Missing(name),
+        };
+        self.and(clause(index.pk, pk)).and(clause(index.sk, sk))
+    }
+
     /// And `field` is missing (fsck: an item that must expire has no `expiresAt` yet).
     pub fn and_missing(self, field: Field<E>) -> Self {
         self.and(Clause::Missing(field.name()))
