@@ -476,8 +476,13 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
         Some(anonymiser) => anonymiser.item(item),
         None => item,
     };
-    let exported =
-        transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &transform).await?;
+    // Stopped with Ctrl-C, the export is dropped, and removes what it wrote.
+    let exported = tokio::select! {
+        exported = transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &transform) => exported?,
+        _ = tokio::signal::ctrl_c() => {
+            return Err(format!("interrupted: the part of the export written in {} was removed", args.dir.display()));
+        }
+    };
     if args.json {
         println!(
             "{}",
@@ -516,7 +521,15 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
     } else {
         transfer::Outbox::LeaveOut
     };
-    let loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox).await?;
+    let loaded = tokio::select! {
+        loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox) => loaded?,
+        _ = tokio::signal::ctrl_c() => {
+            return Err(format!(
+                "interrupted: {} holds part of the export; delete its items (or the table) and load again",
+                ctx.table
+            ));
+        }
+    };
     if args.json {
         println!(
             "{}",

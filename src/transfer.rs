@@ -57,15 +57,29 @@ pub async fn export(
     }
     crate::create_private_dir(&data)
         .map_err(|e| format!("cannot create {}: {e}", data.display()))?;
+    let mut partial = Partial { dir: Some(dir) };
     let written = write_export(client, table, dir, segments.max(1), transform).await;
-    if written.is_err() {
-        // Half an export is no export: what this one wrote goes, so the directory can be used
-        // again (and `load` is never handed a part of a table as if it were the whole).
-        let _ = std::fs::remove_dir_all(&data);
-        let _ = std::fs::remove_file(dir.join("manifest-summary.json"));
-        let _ = std::fs::remove_file(dir.join("manifest-files.json"));
+    if written.is_ok() {
+        partial.dir = None;
     }
     written
+}
+
+/// An export being written: removed when it is dropped unfinished, whether it failed or was
+/// stopped (the command dropping it on Ctrl-C). Half an export is no export: what it wrote goes,
+/// so the directory can be used again, and `load` is never handed part of a table as the whole.
+struct Partial<'d> {
+    dir: Option<&'d Path>,
+}
+
+impl Drop for Partial<'_> {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir {
+            let _ = std::fs::remove_dir_all(dir.join("data"));
+            let _ = std::fs::remove_file(dir.join("manifest-summary.json"));
+            let _ = std::fs::remove_file(dir.join("manifest-files.json"));
+        }
+    }
 }
 
 /// [`export`] into `dir`, whose `data/` is made and empty.

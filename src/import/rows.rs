@@ -72,10 +72,18 @@ fn read_csv(file: &Path, text: &str, kind: Kind) -> Result<Vec<Row>, String> {
     let mut records = csv_records(text)
         .map_err(|reason| format!("{} is not CSV: {reason}", file.display()))?
         .into_iter();
-    let Some((_, _, header)) = records.next() else {
-        return Ok(Vec::new());
-    };
-    let header: Vec<String> = header.into_iter().map(|h| h.trim().to_owned()).collect();
+    let header: Vec<String> = records
+        .next()
+        .map(|(_, _, header)| header.into_iter().map(|h| h.trim().to_owned()).collect())
+        .unwrap_or_default();
+    if header.iter().all(String::is_empty) {
+        // The kind's columns cannot be missing from a header that is not there.
+        return Err(format!(
+            "{} is not CSV rows can be read from: it has no header row naming the columns {}              rows need",
+            file.display(),
+            kind.name()
+        ));
+    }
     if let Some(twice) = header
         .iter()
         .enumerate()
@@ -228,6 +236,16 @@ mod tests {
         .err()
         .expect("refused");
         assert!(refused.contains("names plate twice"), "{refused}");
+    }
+
+    #[test]
+    fn a_csv_without_a_header_row_is_refused_whole() {
+        for text in ["", "\n", " , \n"] {
+            let refused = read_csv(Path::new("f.csv"), text, Kind::Branches)
+                .err()
+                .expect("refused");
+            assert!(refused.contains("no header row"), "{text:?}: {refused}");
+        }
     }
 
     #[test]

@@ -316,6 +316,25 @@ async fn an_export_writes_whole_into_an_empty_directory_or_nothing() {
     transfer::export(&client, "singlet", &dir, 3, &|item| item)
         .await
         .unwrap();
+
+    // Stopped part way (the command drops it on Ctrl-C), it removes what it wrote too: here
+    // after its files are made and before their first page is read.
+    let dir = scratch("stopped");
+    {
+        let mut export =
+            std::pin::pin!(transfer::export(&client, "singlet", &dir, 3, &|item| item));
+        let polled = futures::poll!(export.as_mut());
+        assert!(polled.is_pending(), "{polled:?}");
+        assert!(
+            std::fs::read_dir(dir.join("data")).unwrap().count() > 0,
+            "the export has begun"
+        );
+    } // Dropped here, unfinished.
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "what the stopped export wrote is gone"
+    );
 }
 
 /// A bad export is refused whole, before any item is written, so that once fixed it loads: a bad
