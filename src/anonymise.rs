@@ -17,10 +17,11 @@
 //! token's opaque subject; its owner lock is keyed by a keyed hash of it already).
 
 use serde_json::Value;
+use singlet_functions::fleet::Vehicle;
 use singlet_functions::ids::IdKey;
-use singlet_functions::model::{Decoded, decode};
+use singlet_functions::model::{Decoded, ENTITY_TYPE, VERSION, decode, key_of, stored_version};
 use singlet_functions::store::Item;
-use singlet_shared::{CardNumber, Chassis, Email, Plate, Username};
+use singlet_shared::{CardNumber, Chassis, Email, Key, Plate, Username, keys};
 
 pub struct Anonymiser {
     key: IdKey,
@@ -53,6 +54,35 @@ impl Personal {
             "address" => Personal::Address,
             _ => return None,
         })
+    }
+}
+
+/// Which form of a plate or chassis number its replacement is made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spelling {
+    /// Its compact form: one value whatever its separators, as its lock is keyed.
+    Compact,
+    /// Its spelling, for a vehicle not yet migrated by `plates-compact` and a lock still at the
+    /// key its spelling makes: two such vehicles may hold `KA 19` and `KA-19` under two locks,
+    /// which one replacement would put at one key (a copy `load` refuses). Such a copy keeps the
+    /// two apart, so its own `plates-compact` finds no conflict where the table's does.
+    AsSpelled,
+}
+
+impl Spelling {
+    fn of(item: &Item, entity: &Decoded) -> Self {
+        let at = |key: Key| key_of(item).is_some_and(|k| k == key);
+        let spelled = match entity {
+            Decoded::Vehicle(_) => stored_version(item).unwrap_or(1) < Vehicle::COMPACT_LOCKS_SINCE,
+            Decoded::PlateLock(lock) => !at(keys::plate_lock(&lock.plate)),
+            Decoded::ChassisLock(lock) => !at(keys::chassis_lock(&lock.chassis)),
+            _ => false,
+        };
+        if spelled {
+            Spelling::AsSpelled
+        } else {
+            Spelling::Compact
+        }
     }
 }
 
@@ -112,12 +142,37 @@ impl Anonymiser {
         }
     }
 
-    fn plate(&self, plate: &Plate) -> Plate {
-        Plate::parse(&self.replace(Personal::Plate, plate.as_str())).expect("a valid plate")
+    fn plate(&self, plate: &Plate, spelling: Spelling) -> Plate {
+        let replaced = match spelling {
+            Spelling::AsSpelled if plate.as_str() != plate.compact() => {
+                self.replace_as_spelled(Personal::Plate, plate.as_str())
+            }
+            _ => self.replace(Personal::Plate, plate.as_str()),
+        };
+        Plate::parse(&replaced).expect("a valid plate")
     }
 
-    fn chassis(&self, chassis: &Chassis) -> Chassis {
-        Chassis::parse(&self.replace(Personal::Chassis, chassis.as_str())).expect("a valid chassis")
+    fn chassis(&self, chassis: &Chassis, spelling: Spelling) -> Chassis {
+        let replaced = match spelling {
+            Spelling::AsSpelled if chassis.as_str() != chassis.compact() => {
+                self.replace_as_spelled(Personal::Chassis, chassis.as_str())
+            }
+            _ => self.replace(Personal::Chassis, chassis.as_str()),
+        };
+        Chassis::parse(&replaced).expect("a valid chassis")
+    }
+
+    /// A plate or chassis number replaced by its spelling, separators and all: for an item
+    /// keyed by the rule before `plates-compact` ([`Spelling::AsSpelled`]).
+    fn replace_as_spelled(&self, kind: Personal, value: &str) -> String {
+        let prefix = match kind {
+            Personal::Chassis => "c",
+            _ => "p",
+        };
+        format!(
+            "{prefix}{}",
+            self.hash(kind, &format!("as spelled: {value}"))
+        )
     }
 
     fn email(&self, email: &Email) -> Email {
@@ -137,13 +192,21 @@ impl Anonymiser {
         self.replace(Personal::Name, name)
     }
 
-    /// `item` with its personal data replaced (and its key, when the key holds a value).
+    /// `item` with its personal data replaced (and its key, when the key holds a value). The
+    /// item keeps its attributes and nothing more: its `_et` and `_v` (or their absence) as they
+    /// were, and no index key it did not have, so the copy is at the schema version the table is
+    /// and a migration left undone is undone in the copy too.
     pub fn item(&self, item: Item) -> Item {
         let mut item = item;
-        if let Ok(entity) = decode(&item)
-            && let Some(replaced) = self.entity(entity)
-        {
-            item.extend(replaced.to_item());
+        if let Ok(entity) = decode(&item) {
+            let spelling = Spelling::of(&item, &entity);
+            if let Some(replaced) = self.entity(entity, spelling) {
+                for (name, value) in replaced.to_item() {
+                    if item.contains_key(&name) && name != ENTITY_TYPE && name != VERSION {
+                        item.insert(name, value);
+                    }
+                }
+            }
         }
         for name in DIGESTS {
             if let Some(digest) = item.get(name).and_then(|v| v.as_s().ok()) {
@@ -166,19 +229,19 @@ impl Anonymiser {
     }
 
     /// The entity with its personal fields replaced; `None` for an entity that holds none.
-    fn entity(&self, entity: Decoded) -> Option<Decoded> {
+    fn entity(&self, entity: Decoded, spelling: Spelling) -> Option<Decoded> {
         Some(match entity {
             Decoded::Vehicle(mut vehicle) => {
-                vehicle.plate = self.plate(&vehicle.plate);
-                vehicle.chassis = self.chassis(&vehicle.chassis);
+                vehicle.plate = self.plate(&vehicle.plate, spelling);
+                vehicle.chassis = self.chassis(&vehicle.chassis, spelling);
                 Decoded::Vehicle(vehicle)
             }
             Decoded::PlateLock(mut lock) => {
-                lock.plate = self.plate(&lock.plate);
+                lock.plate = self.plate(&lock.plate, spelling);
                 Decoded::PlateLock(lock)
             }
             Decoded::ChassisLock(mut lock) => {
-                lock.chassis = self.chassis(&lock.chassis);
+                lock.chassis = self.chassis(&lock.chassis, spelling);
                 Decoded::ChassisLock(lock)
             }
             Decoded::Account(mut row) => {
@@ -251,8 +314,8 @@ mod tests {
         let a = Plate::parse("KA-19 XTR").unwrap();
         let b = Plate::parse("ka19xtr").unwrap();
         assert_eq!(
-            anonymiser.plate(&a).compact(),
-            anonymiser.plate(&b).compact()
+            anonymiser.plate(&a, Spelling::Compact).compact(),
+            anonymiser.plate(&b, Spelling::Compact).compact()
         );
         assert_ne!(
             anonymiser.replace(Personal::Name, "Ada"),
@@ -264,6 +327,55 @@ mod tests {
         );
         let phone = anonymiser.replace(Personal::Phone, "+91 20 1234");
         assert!(phone.starts_with("+00 ") && phone.len() == 14, "{phone}");
+    }
+
+    /// Two vehicles `plates-compact` has not migrated, whose plates differ only by separators,
+    /// hold two locks: the copy keeps them at two keys, each naming its vehicle's replaced plate,
+    /// and every item keeps its `_v` and its attributes.
+    #[test]
+    fn vehicles_before_plates_compact_keep_their_locks_apart() {
+        use aws_sdk_dynamodb::types::AttributeValue;
+        use singlet_functions::model::Entity;
+        use singlet_functions::store::s;
+        let anonymiser = Anonymiser::with_key(b"k");
+        let mut items = Vec::new();
+        for (id, plate) in [("v1", "AB 12 CD"), ("v2", "AB-12 CD")] {
+            let plate = Plate::parse(plate).unwrap();
+            let vehicle = Vehicle {
+                vehicle_id: singlet_shared::Id::parse(id).unwrap(),
+                plate: plate.clone(),
+                chassis: Chassis::parse(&format!("ch-{id}")).unwrap(),
+                depot: "north".into(),
+                added_at: 1,
+            };
+            let mut stored = vehicle.to_item();
+            stored.insert(VERSION.into(), AttributeValue::N("2".into()));
+            let lock = singlet_functions::fleet::PlateLock {
+                plate: plate.clone(),
+                vehicle_id: vehicle.vehicle_id.clone(),
+            };
+            let mut stored_lock = lock.to_item();
+            let old_key = keys::plate_lock_before_compact(&plate);
+            stored_lock.insert("PK".into(), s(old_key.pk));
+            stored_lock.insert("SK".into(), s(old_key.sk));
+            items.push((stored, stored_lock));
+        }
+        let mut lock_keys = Vec::new();
+        for (vehicle, lock) in items {
+            let (vehicle, lock) = (anonymiser.item(vehicle), anonymiser.item(lock));
+            assert_eq!(vehicle[VERSION], AttributeValue::N("2".into()));
+            assert_eq!(
+                vehicle["plate"], lock["plate"],
+                "the lock names its vehicle's plate"
+            );
+            let plate = Plate::parse(vehicle["plate"].as_s().unwrap()).unwrap();
+            assert_eq!(
+                key_of(&lock).unwrap(),
+                keys::plate_lock_before_compact(&plate)
+            );
+            lock_keys.push(key_of(&lock).unwrap());
+        }
+        assert_ne!(lock_keys[0], lock_keys[1], "two locks, two keys");
     }
 
     #[test]
