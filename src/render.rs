@@ -16,6 +16,7 @@
 //! `render --check` writes nothing and fails when a file differs from its rendering (a test in
 //! `tests/api/template.rs` does the same).
 
+use serde_json::Value;
 use singlet_functions::access::{Access, Action, idempotency_records};
 use singlet_functions::context::SERVER_SECRET_VAR;
 use singlet_functions::events::mapping;
@@ -649,7 +650,59 @@ fn render_file(path: PathBuf, region: &str, content: &str) -> Result<Rendered, S
     })
 }
 
-/// `template.yaml` and `Cargo.toml` in the repository `root`, rendered.
+/// `events/env.json`, `sam local invoke --env-vars`' file: every function of the template, in
+/// its order, pointed at a local engine through Docker's host name, with the published local
+/// key, and `SERVER_SECRET_ARN` emptied on the functions that hold the server's keys (so they
+/// take the key from `CURSOR_KEY`, as `sam local` has no secret to read). Rendered whole: JSON
+/// has no comment to mark a region with.
+pub fn env_vars_file() -> String {
+    let functions = ROUTES
+        .iter()
+        .map(|route| (route.function, route.holds_server_keys()))
+        .chain(SCHEDULED.iter().map(|s| (s.function, false)))
+        .chain(STREAMED.iter().map(|s| (s.function, false)));
+    let blocks: Vec<String> = functions
+        .map(|(function, holds_keys)| {
+            let mut variables = vec![
+                (
+                    "AWS_ENDPOINT_URL_DYNAMODB",
+                    "http://host.docker.internal:8000",
+                ),
+                ("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "false"),
+                ("TABLE_NAME", singlet_shared::schema::DEFAULT_TABLE_NAME),
+                ("CURSOR_KEY", crate::LOCAL_SECRET),
+            ];
+            if holds_keys {
+                variables.push((SERVER_SECRET_VAR, ""));
+            }
+            let lines: Vec<String> = variables
+                .into_iter()
+                .map(|(name, value)| format!("    {}: {}", Value::from(name), Value::from(value)))
+                .collect();
+            format!(
+                "  \"{}Function\": {{\n{}\n  }}",
+                logical_stem(function),
+                lines.join(",\n")
+            )
+        })
+        .collect();
+    format!("{{\n{}\n}}\n", blocks.join(",\n"))
+}
+
+/// A file rendered whole; one that is not there yet is rendered as new.
+fn render_whole(path: PathBuf, rendered: String) -> Result<Rendered, String> {
+    let current = match std::fs::read_to_string(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        read => read.map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+    };
+    Ok(Rendered {
+        path,
+        current,
+        rendered,
+    })
+}
+
+/// `template.yaml`, `Cargo.toml` and `events/env.json` in the repository `root`, rendered.
 pub fn render(root: &Path) -> Result<Vec<Rendered>, String> {
     Ok(vec![
         render_file(
@@ -662,6 +715,7 @@ pub fn render(root: &Path) -> Result<Vec<Rendered>, String> {
             WATCH_ROUTER_REGION,
             &watch_router_region(ROUTES),
         )?,
+        render_whole(root.join("events/env.json"), env_vars_file())?,
     ])
 }
 
@@ -688,7 +742,7 @@ pub fn cli(root: &Path, check: bool) -> Result<ExitCode, String> {
         eprintln!("rendered {}", file.path.display());
     }
     if stale.is_empty() {
-        eprintln!("template.yaml and Cargo.toml are their rendering already");
+        eprintln!("template.yaml, Cargo.toml and events/env.json are their rendering already");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -945,6 +999,7 @@ mod tests {
             "[package]\n# >>> rendered: watch router\n# <<< rendered: watch router\n";
         std::fs::write(root.join("template.yaml"), stale_template).unwrap();
         std::fs::write(root.join("Cargo.toml"), stale_manifest).unwrap();
+        std::fs::create_dir_all(root.join("events")).unwrap();
         assert_eq!(cli(&root, true), Ok(ExitCode::FAILURE));
         assert_eq!(
             std::fs::read_to_string(root.join("template.yaml")).unwrap(),
@@ -965,6 +1020,15 @@ mod tests {
         assert!(manifest.starts_with(
             "[package]\n# >>> rendered: watch router\n[workspace.metadata.lambda.watch.router]\n"
         ));
+        // The env-vars file, missing, is written whole.
+        let env: Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join("events/env.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            env["RegisterVehicleFunction"]["SERVER_SECRET_ARN"], "",
+            "{env}"
+        );
+        assert!(env["GetVehicleFunction"].get("SERVER_SECRET_ARN").is_none());
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -114,11 +114,11 @@ fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Each function's block (its policy, `SINGLET_FUNCTION`, events, log group and alarms) and the
-/// watch router are what `cargo run -- render` makes of the route table: a route, an entity it
+/// Each function's block (its policy, `SINGLET_FUNCTION`, events, log group and alarms), the
+/// watch router and `events/env.json` are what `cargo run -- render` makes of the route table: a route, an entity it
 /// touches or an index it queries changed in the code and not rendered fails here.
 #[test]
-fn the_template_and_the_watch_router_are_their_rendering() {
+fn every_rendered_file_is_its_rendering() {
     let files = singlet::render::render(std::path::Path::new(ROOT)).unwrap();
     for file in files {
         assert!(
