@@ -6,12 +6,12 @@
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use singlet_functions::Ctx;
 use singlet_functions::clock;
-use singlet_functions::events::outbox::outbox_by;
 use singlet_functions::events::{Event, EventType};
 use singlet_functions::fleet::{
     Vehicle, chassis_free_before_compact, plate_free_before_compact, register_vehicle,
 };
 use singlet_functions::idempotency::new_id;
+use singlet_functions::recording::outbox_by;
 use singlet_functions::store::{Item, Put, bulk, lock};
 use singlet_shared::{Chassis, Plate};
 

@@ -125,7 +125,7 @@ pub const ARCHIVE_BUCKET_VAR: &str = "ARCHIVE_BUCKET";
 impl Ctx {
     pub fn new(db: Client, table: impl Into<Arc<str>>, cursors: CursorKeys) -> Self {
         let ids = Arc::new(IdKey::derived_from(cursors.server_secret()));
-        crate::store::item::use_log_key(ids.clone());
+        crate::ids::use_log_key(ids.clone());
         Self {
             db,
             table: table.into(),

@@ -79,6 +79,20 @@ pub fn is_derived(id: &Id) -> bool {
     Uuid::try_parse(id.as_str()).is_ok_and(|uuid| uuid.get_version_num() == 8)
 }
 
+/// The key a log names pseudonyms with: the server's id key, set by the first context made (in
+/// a function that does not hold the server's keys, a key of its instance alone).
+static LOG_KEY: std::sync::OnceLock<std::sync::Arc<IdKey>> = std::sync::OnceLock::new();
+
+/// Sets the key log lines name value-keyed items with (`Ctx::new` does, once per process).
+pub fn use_log_key(key: std::sync::Arc<IdKey>) {
+    let _ = LOG_KEY.set(key);
+}
+
+/// The key [`use_log_key`] set, if one was.
+pub fn log_key() -> Option<&'static IdKey> {
+    LOG_KEY.get().map(|key| &**key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

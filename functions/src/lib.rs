@@ -14,7 +14,8 @@
 //! - [`paging`] and [`cursor`]: lists and their signed cursors;
 //! - [`idempotency`] and [`ids`]: `Idempotency-Key` and the ids it derives;
 //! - [`context`]: the clients and configuration, read from the environment once;
-//! - [`events`]: every change's domain event, its outbox item and the publisher;
+//! - [`events`]: every change's domain event and its outbox item; [`recording`]: the outbox
+//!   item's put a route adds to its transaction; [`publish_events`]: the publisher;
 //! - [`lambda`]: what the one Lambda binary runs for whichever function `SINGLET_FUNCTION`
 //!   names, and [`metrics`]: its CloudWatch EMF lines.
 
@@ -34,6 +35,8 @@ pub mod metrics;
 pub mod migrations;
 pub mod model;
 pub mod paging;
+pub mod publish_events;
+pub mod recording;
 pub mod report;
 pub mod request;
 pub mod routes;

@@ -12,7 +12,7 @@ use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
 use crate::model::idempotency::IdLock;
 use crate::model::library::{Book, BookAvailability, Branch, Copy as BookCopy, Patron, PatronCard};
 use crate::model::loans::{Checkout, MarkerRun};
-use crate::{accounts, audit, events, fleet, library, loans};
+use crate::{accounts, audit, fleet, library, loans};
 use lambda_http::Request;
 use std::collections::HashMap;
 use std::future::Future;
@@ -313,7 +313,7 @@ pub static STREAMED: &[Streamed] = &[Streamed {
         ],
         ..Access::NONE
     },
-    handler: |ctx, event, deadline| Box::pin(events::publish_events::run(ctx, event, deadline)),
+    handler: |ctx, event, deadline| Box::pin(crate::publish_events::run(ctx, event, deadline)),
 }];
 
 /// The functions the library desk and the overdue marker cannot do without: the template

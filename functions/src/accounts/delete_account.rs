@@ -9,9 +9,10 @@
 use super::{AccountRow, Part, Unique, email_lock, load_row, owner_lock, username_lock};
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::idempotency;
+use crate::recording::outbox;
 use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;

@@ -9,10 +9,7 @@
 //! has been published or can no longer be, and the item is only the table's record of it.
 
 use super::{Detail, Entry, Event};
-use crate::claims::principal;
 use crate::model::Entity;
-use crate::store::Put;
-use lambda_http::Request;
 use singlet_shared::keys;
 
 pub use crate::model::outbox::OutboxItem;
@@ -60,16 +57,4 @@ impl OutboxItem {
             expires_at: at.unix_timestamp() + KEEP_SECONDS,
         }
     }
-}
-
-/// The put of `event`'s outbox item, its `actor` the request's caller (the token's `sub`): the
-/// one part a route adds to its transaction.
-pub fn outbox(req: &Request, event: Event) -> Put {
-    outbox_by(&principal(req).subject, event)
-}
-
-/// The put of `event`'s outbox item, by `actor`. Its key holds a fresh event id, so the put
-/// only ever creates.
-pub fn outbox_by(actor: &str, event: Event) -> Put {
-    Put::new_only(&OutboxItem::of(actor, event))
 }

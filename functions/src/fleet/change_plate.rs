@@ -16,9 +16,10 @@
 use super::{PlateLock, Vehicle, load_with_locks, plate_free_before_compact};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use crate::model::Held;
+use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
 use crate::store::{Commit, Condition, MAX_ATTEMPTS, Put, Transaction, Update};
 use lambda_http::Request;

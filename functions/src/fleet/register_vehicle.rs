@@ -15,9 +15,10 @@ use super::{
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::recording::outbox;
 use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::{Chassis, Depot, Id, Plate};

@@ -14,8 +14,9 @@
 use super::{Patron, Tier, change_tier, find_patron};
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
+use crate::recording::outbox;
 use crate::store::{Commit, Transaction};
 use lambda_http::Request;
 

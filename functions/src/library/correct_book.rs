@@ -23,8 +23,9 @@ use super::{
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path};
+use crate::recording::outbox;
 use crate::store::{Commit, Condition, MAX_ATTEMPTS, Transaction, Update};
 use lambda_http::Request;
 use singlet_shared::{Isbn13, keys};

@@ -13,9 +13,10 @@ use super::{
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{self, Idempotency, Outcome};
+use crate::recording::outbox;
 use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::Isbn13;

@@ -14,8 +14,9 @@
 use super::{Patron, PatronCard, change_card, find_patron};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
+use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
 use crate::store::{MAX_ATTEMPTS, decode};
 use lambda_http::Request;

@@ -18,9 +18,10 @@
 use super::{Patron, PatronCard, find_patron, remove};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::idempotency;
+use crate::recording::outbox;
 use crate::store::{Commit, MAX_ATTEMPTS, Transaction, decode, lock};
 use lambda_http::Request;
 

@@ -20,12 +20,13 @@ use super::{Checkout, LoanStatus};
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
 use crate::idempotency::{self, Idempotency, Outcome, new_id};
 use crate::library::{
     count_available, find_patron, load_book, load_copy, move_copy, take_loan_slot,
 };
+use crate::recording::outbox;
 use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;

@@ -18,9 +18,10 @@ use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{Event, EventType, outbox};
+use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, Idempotency, Outcome};
+use crate::recording::outbox;
 use crate::store::{MAX_ATTEMPTS, Transaction};
 use lambda_http::Request;
 

@@ -4,7 +4,6 @@
 //! is a `500`.
 
 use crate::error::ApiError;
-use crate::ids::IdKey;
 pub use crate::model::Item;
 use crate::model::{Decoded, without_values};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -21,7 +20,10 @@ pub fn key_item(key: &Key) -> Item {
     ])
 }
 
-/// An item as its entity. The only place a stored item is decoded.
+/// An item as the entity a read asks for, by its attributes alone: the handlers' decoder. It
+/// does not judge `_et` or `_v` (a route reads the item its key names, of whatever version is
+/// stored, so a table the migrations have not caught up with keeps being served); the registry
+/// ([`decode_any`], `model::decode`) does, for the tools that read items of every kind.
 pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
     serde_dynamo::from_item(item.clone()).map_err(|e| {
         let error = without_values(&e.to_string());
@@ -40,15 +42,6 @@ pub fn decode_any(item: &Item) -> Result<Decoded, ApiError> {
     })
 }
 
-/// The key a log names pseudonyms with: the server's id key, set by the first context made (in
-/// a function that does not hold the server's keys, a key of its instance alone).
-static LOG_KEY: std::sync::OnceLock<std::sync::Arc<IdKey>> = std::sync::OnceLock::new();
-
-/// Sets the key [`log_name`] hashes with (`Ctx::new` does, once per process).
-pub fn use_log_key(key: std::sync::Arc<IdKey>) {
-    let _ = LOG_KEY.set(key);
-}
-
 /// How a log line names an item: `PK/SK` when its key is made of ids; when its key holds a
 /// value a person gave (`PLATE#ka19xtr`, `UNIQ#EMAIL#…`), its entity type and a keyed hash of
 /// the key (`plate-lock 5f0c…`), which an operator holding the server's key can match against a
@@ -58,8 +51,7 @@ pub fn log_name(item: &Item) -> String {
     match singlet_shared::keys::value_keyed(pk) {
         None => format!("{pk}/{sk}"),
         Some(entity) => {
-            let hash = LOG_KEY
-                .get()
+            let hash = crate::ids::log_key()
                 .map(|key| key.pseudonym("log", &[pk, sk]))
                 .unwrap_or_else(|| "-".into());
             format!("{entity} {hash}")

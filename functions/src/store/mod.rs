@@ -4,7 +4,7 @@
 //! `singlet_shared::keys`, so no handler spells the table's name, an index's name or a key
 //! attribute. Every request asks for its consumed capacity per index and logs it
 //! ([`capacity`]); every SDK failure becomes a `503` or a `500` in one place ([`failure`]);
-//! every item is decoded in one place ([`item::decode`]).
+//! every item a handler reads is decoded in one place ([`item::decode`]).
 //!
 //! - reads: [`Ctx::get`] (one strongly consistent `GetItem`), [`Ctx::query`] (one page of one
 //!   partition of the table or of an index, described by a [`Query`]), [`Ctx::scan`] (one page of

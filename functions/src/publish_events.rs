@@ -1,5 +1,5 @@
 //! `publish-events`: the function the table's stream feeds. It decodes each record
-//! ([`super::stream`]), sends the events with `PutEvents` in batches of at most
+//! ([`crate::events::stream`]), sends the events with `PutEvents` in batches of at most
 //! [`MAX_ENTRIES`], sends again the entries that failed (`FailedEntryCount`,
 //! `Entries[].ErrorCode`) up to [`ENTRY_ATTEMPTS`] times, and answers `batchItemFailures`
 //! naming the first record it could not publish.
@@ -11,15 +11,15 @@
 //! earlier event about its subject was accepted.
 //!
 //! A deletion by TTL of a retained item (a returned loan past `LoanHistoryDays`) carries no
-//! event: the publisher archives the deleted item instead ([`super::archive`]), in stream order
+//! event: the publisher archives the deleted item instead ([`crate::events::archive`]), in stream order
 //! with the events, and a record it could not archive is the batch's failure like one it could
 //! not publish.
 
-use super::Entry;
-use super::archive::{self, Archive};
-use super::bus::Bus;
-use super::stream::{Decoded, decode};
 use crate::context::Ctx;
+use crate::events::Entry;
+use crate::events::archive::{self, Archive};
+use crate::events::bus::Bus;
+use crate::events::stream::{Decoded, decode};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use std::time::{Duration, SystemTime};
