@@ -572,11 +572,17 @@ async fn migrate_command(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitC
             println!("{}", serde_json::json!({ "migrations": states }));
         } else {
             let name_width = states.iter().map(|s| s.migration.len()).max().unwrap_or(0);
-            let state_width = states.iter().map(|s| s.state.len()).max().unwrap_or(0);
-            for state in states {
+            let shown = |state: &migrate::State| match state.state {
+                "conflicts" => format!("{} conflicts", state.conflicts),
+                other => other.to_owned(),
+            };
+            let state_width = states.iter().map(|s| shown(s).len()).max().unwrap_or(0);
+            for state in &states {
                 println!(
                     "{:<name_width$}  {:<state_width$}  {}",
-                    state.migration, state.state, state.summary
+                    state.migration,
+                    shown(state),
+                    state.summary
                 );
             }
         }

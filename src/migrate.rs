@@ -81,10 +81,13 @@ pub struct Report {
 pub struct State {
     pub migration: &'static str,
     pub summary: &'static str,
-    /// `not started`, `in progress` or `complete`.
+    /// `not started`, `in progress`, `conflicts` (every segment read, and items left as they
+    /// were: run it again once they are resolved) or `complete`.
     pub state: &'static str,
     pub segments_done: u32,
     pub segments: u32,
+    /// The items its runs left as they were.
+    pub conflicts: u64,
 }
 
 /// One segment's saved place.
@@ -93,6 +96,8 @@ struct Checkpoint {
     segments: u32,
     last_key: Option<Item>,
     done: bool,
+    /// Items of the segment left as they were, up to `last_key`.
+    conflicts: u64,
 }
 
 fn read_checkpoint(item: &Item) -> Option<(u32, Checkpoint)> {
@@ -110,6 +115,7 @@ fn read_checkpoint(item: &Item) -> Option<(u32, Checkpoint)> {
             segments: saved.segments,
             last_key,
             done: saved.done,
+            conflicts: saved.conflicts,
         },
     ))
 }
@@ -129,8 +135,12 @@ pub async fn states(ctx: &Ctx) -> Result<Vec<State>, String> {
         let saved = checkpoints(ctx, migration).await?;
         let segments = saved.first().map_or(0, |(_, c)| c.segments);
         let done = saved.iter().filter(|(_, c)| c.done).count() as u32;
+        let conflicts = saved.iter().map(|(_, c)| c.conflicts).sum();
         let state = match (segments, done) {
             (0, _) => "not started",
+            // Items left as they were are still of the old shape: not a migration to build the
+            // next schema version on.
+            (n, d) if d >= n && conflicts > 0 => "conflicts",
             (n, d) if d >= n => "complete",
             _ => "in progress",
         };
@@ -140,6 +150,7 @@ pub async fn states(ctx: &Ctx) -> Result<Vec<State>, String> {
             state,
             segments_done: done,
             segments,
+            conflicts,
         });
     }
     Ok(states)
@@ -200,7 +211,9 @@ pub async fn run(
             .into_iter()
             .find(|state| state.migration == after)
             .map_or("unknown", |state| state.state);
-        if state != "complete" {
+        // Items the earlier one left as they were are this one's conflicts in turn (they are
+        // not of the version it takes): they hold back only themselves.
+        if state != "complete" && state != "conflicts" {
             return Err(format!(
                 "{} takes items from the version {after} writes: run {after} first (it is {state})",
                 migration.name
@@ -236,6 +249,7 @@ pub async fn run(
                 return Ok::<bool, String>(true);
             }
             let mut start = checkpoint.last_key;
+            let mut segment_conflicts = checkpoint.conflicts;
             // Learned from the writes themselves: what one item's writes consume.
             let mut estimate = 1.0;
             loop {
@@ -250,10 +264,13 @@ pub async fn run(
                     counters.scanned.fetch_add(1, Ordering::Relaxed);
                     match (migration.plan)(item, survey, settings) {
                         Plan::Skip => {}
-                        Plan::Conflict(detail) => conflicts.lock().unwrap().push(Conflict {
-                            pk: pk_of(item),
-                            detail,
-                        }),
+                        Plan::Conflict(detail) => {
+                            segment_conflicts += 1;
+                            conflicts.lock().unwrap().push(Conflict {
+                                pk: pk_of(item),
+                                detail,
+                            });
+                        }
                         Plan::Change(_) if options.dry_run => {
                             counters.changed.fetch_add(1, Ordering::Relaxed);
                             let mut sample = sample.lock().unwrap();
@@ -289,8 +306,14 @@ pub async fn run(
                 let done = last_key.is_none();
                 if !options.dry_run {
                     let admission = throttle.admit(CHECKPOINT_UNITS).await;
-                    let units =
-                        save(ctx, migration, segment, segments, last_key.as_ref(), done).await?;
+                    let place = Place {
+                        segment,
+                        segments,
+                        last_key: last_key.as_ref(),
+                        done,
+                        conflicts: segment_conflicts,
+                    };
+                    let units = save(ctx, migration, place).await?;
                     throttle.settle(admission, units);
                 }
                 progress.count(|| counters.line(migration.name));
@@ -364,20 +387,26 @@ async fn survey(
 }
 
 /// Saves one segment's place; answers the write units it consumed.
-async fn save(
-    ctx: &Ctx,
-    migration: &Migration,
+/// Where one segment stands, to save.
+struct Place<'k> {
     segment: u32,
     segments: u32,
-    last_key: Option<&Item>,
+    last_key: Option<&'k Item>,
     done: bool,
-) -> Result<f64, String> {
+    conflicts: u64,
+}
+
+async fn save(ctx: &Ctx, migration: &Migration, place: Place<'_>) -> Result<f64, String> {
+    let segment = place.segment;
     let checkpoint = MigrationCheckpoint {
         migration: migration.name.to_owned(),
         segment,
-        segments,
-        done,
-        last_key: last_key.map(|key| crate::transfer::item_to_json(key).to_string()),
+        segments: place.segments,
+        done: place.done,
+        last_key: place
+            .last_key
+            .map(|key| crate::transfer::item_to_json(key).to_string()),
+        conflicts: place.conflicts,
     };
     ctx.put_record(&checkpoint)
         .await

@@ -19,6 +19,14 @@ pub struct MigrationCheckpoint {
     /// DynamoDB JSON; none before the first page and after the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_key: Option<String>,
+    /// Items of the segment the run left as they were (conflicts), up to its last page: a
+    /// migration whose every segment is done is complete only without them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub conflicts: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl MigrationCheckpoint {
