@@ -241,15 +241,25 @@ pub enum Outcome<P> {
     Cancelled(Cancelled<P>),
 }
 
+/// Where the id of what a write creates comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdFrom {
+    /// Derived from the `Idempotency-Key` (or made at random without one): the id's lock is
+    /// put with the write, so that a key reused with another body cannot make a second entity.
+    Key,
+    /// The request names it (a path or body id such as an ISBN), or the write creates nothing.
+    Request,
+}
+
 /// Commits a write that may carry an `Idempotency-Key`: with one, `response` is recorded under
 /// the key in the same transaction, the key's token is the `ClientRequestToken`, and (when the
-/// entity's id was derived from the key, `derived_id`) the id's lock is put with it; a retry
+/// entity's id was derived from the key, [`IdFrom::Key`]) the id's lock is put with it; a retry
 /// gets the first request's response back instead of a conflict.
 pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
     ctx: &Ctx,
     transaction: Transaction<P>,
     idempotency: Option<&Idempotency>,
-    derived_id: bool,
+    id_from: IdFrom,
     response: Response<Body>,
 ) -> Result<Outcome<P>, ApiError> {
     let Some(idempotency) = idempotency else {
@@ -263,7 +273,7 @@ pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
     let record =
         Put::new_unless_live(&idempotency.record(&response), now_seconds() as i64).old_on_failure();
     let mut tagged = transaction.map(Tagged::Part).put(Tagged::Record, record);
-    if derived_id {
+    if id_from == IdFrom::Key {
         tagged = tagged.put(
             Tagged::IdLock,
             Put::new_only(&IdLock {

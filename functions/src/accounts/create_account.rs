@@ -12,7 +12,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
 use crate::recording::outbox;
 use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
@@ -96,7 +96,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Event::new(EventType::AccountCreated, &account_id, &account),
         ),
     );
-    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+    match idempotency::commit(
+        ctx,
+        transaction,
+        idempotency.as_ref(),
+        IdFrom::Key,
+        response,
+    )
+    .await?
+    {
         Outcome::Done(response) => {
             tracing::info!(%account_id, "account created");
             Ok(response)

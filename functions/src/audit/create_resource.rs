@@ -14,7 +14,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{self, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, Idempotency, Outcome};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
 use crate::recording::outbox;
 use crate::store::{Put, Transaction};
 use lambda_http::Request;
@@ -75,7 +75,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         );
 
     // The id is the client's, not derived from the key: its own guard is its lock.
-    match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
+    match idempotency::commit(
+        ctx,
+        transaction,
+        idempotency.as_ref(),
+        IdFrom::Request,
+        response,
+    )
+    .await?
+    {
         Outcome::Done(response) => {
             tracing::info!(%resource_id, status = %resource.status, "resource created");
             Ok(response)

@@ -16,7 +16,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
-use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
 use crate::recording::outbox;
 use crate::store::{self, Check, Put, Transaction};
 use lambda_http::Request;
@@ -102,7 +102,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             outbox(&req, Event::new(EventType::CopyAdded, &copy_id, &copy)),
         );
 
-    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+    match idempotency::commit(
+        ctx,
+        transaction,
+        idempotency.as_ref(),
+        IdFrom::Key,
+        response,
+    )
+    .await?
+    {
         Outcome::Done(response) => {
             tracing::info!(%copy_id, %branch_id, %isbn, "copy added");
             Ok(response)

@@ -18,7 +18,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
-use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
 use crate::recording::outbox;
 use crate::store::{Check, Condition, Put, Transaction, lock};
 use lambda_http::Request;
@@ -118,7 +118,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
 
-    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+    match idempotency::commit(
+        ctx,
+        transaction,
+        idempotency.as_ref(),
+        IdFrom::Key,
+        response,
+    )
+    .await?
+    {
         Outcome::Done(response) => {
             tracing::info!(%patron_id, %branch_id, "patron registered");
             Ok(response)

@@ -22,7 +22,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
-use crate::idempotency::{self, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
 use crate::library::{
     count_available, find_patron, load_book, load_copy, move_copy, take_loan_slot,
 };
@@ -102,7 +102,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
 
-    match idempotency::commit(ctx, transaction, idempotency.as_ref(), true, response).await? {
+    match idempotency::commit(
+        ctx,
+        transaction,
+        idempotency.as_ref(),
+        IdFrom::Key,
+        response,
+    )
+    .await?
+    {
         Outcome::Done(response) => {
             tracing::info!(%checkout_id, %patron_id, %copy_id, %due_date, "book checked out");
             Ok(response)

@@ -20,7 +20,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
-use crate::idempotency::{self, Idempotency, Outcome};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
 use crate::recording::outbox;
 use crate::store::{MAX_ATTEMPTS, Transaction};
 use lambda_http::Request;
@@ -76,7 +76,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
         let response = ok(&renewed);
-        match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
+        match idempotency::commit(
+            ctx,
+            transaction,
+            idempotency.as_ref(),
+            IdFrom::Request,
+            response,
+        )
+        .await?
+        {
             Outcome::Done(response) => {
                 tracing::info!(%checkout_id, due_date = %renewed.due_date, renewals = renewed.renewal_count, "loan renewed");
                 return Ok(response);

@@ -19,7 +19,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
-use crate::idempotency::{self, Idempotency, Outcome};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
 use crate::library::{count_available, free_loan_slot, move_copy};
 use crate::recording::outbox;
 use crate::store::{MAX_ATTEMPTS, Put, Transaction};
@@ -89,7 +89,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             );
 
         let response = ok(&returned.clone().as_read(now));
-        match idempotency::commit(ctx, transaction, idempotency.as_ref(), false, response).await? {
+        match idempotency::commit(
+            ctx,
+            transaction,
+            idempotency.as_ref(),
+            IdFrom::Request,
+            response,
+        )
+        .await?
+        {
             Outcome::Done(response) => {
                 tracing::info!(%checkout_id, %patron_id, "book returned");
                 return Ok(response);
