@@ -523,6 +523,34 @@ pub async fn delete_raw(ctx: &Ctx, pk: &str, sk: &str) {
         .unwrap();
 }
 
+/// Moves an open loan's due date to `due` (an ISO-8601 UTC time) straight on the engine `db`,
+/// its open-loans index sort key with it, as if it had been lent long ago.
+pub async fn set_due_date(
+    db: &aws_sdk_dynamodb::Client,
+    table: &str,
+    patron_id: &str,
+    checkout_id: &str,
+    due: &str,
+) {
+    let (patron, checkout) = (id(patron_id), id(checkout_id));
+    let key = singlet_shared::keys::checkout(&patron, &checkout);
+    let index_key = singlet_shared::keys::open_loan(&checkout, due);
+    db.update_item()
+        .table_name(table)
+        .key("PK", str_attr(&key.pk))
+        .key("SK", str_attr(&key.sk))
+        .update_expression("SET dueDate = :due, GSI1SK = :sk")
+        .expression_attribute_values(":due", str_attr(due))
+        .expression_attribute_values(":sk", str_attr(&index_key.sk))
+        .send()
+        .await
+        .unwrap();
+}
+
+fn id(text: &str) -> singlet_shared::Id {
+    singlet_shared::Id::parse(text).unwrap()
+}
+
 /// One raw `UpdateItem`: `expression` with `values` (`:name` → value); `#s` is `status` (a
 /// reserved word).
 pub async fn update_raw(

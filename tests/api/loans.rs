@@ -3,7 +3,6 @@
 use crate::both;
 use crate::fixtures::{ISBN, checkout, copy, lend, library, patron};
 use crate::harness::{Api, Item, Mode, n, s};
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet_functions::clock;
 use singlet_functions::loans::mark_overdue::{Report, mark_overdue};
@@ -704,30 +703,7 @@ async fn a_loan_past_due_is_not_renewed_before_the_marker_runs(api: Api) {
     // The loan fell due an hour ago, and mark-overdue has not run since.
     let past = clock::iso(clock::now() - time::Duration::hours(1));
     let checkout_id = loan["checkoutId"].as_str().unwrap();
-    api.ctx
-        .db
-        .update_item()
-        .table_name(&*api.ctx.table)
-        .key(
-            "PK",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("PATRON#{patron_id}")),
-        )
-        .key(
-            "SK",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("CHECKOUT#{checkout_id}")),
-        )
-        .update_expression("SET dueDate = :past, GSI1SK = :sk")
-        .expression_attribute_values(
-            ":past",
-            aws_sdk_dynamodb::types::AttributeValue::S(past.clone()),
-        )
-        .expression_attribute_values(
-            ":sk",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("{past}#{checkout_id}")),
-        )
-        .send()
-        .await
-        .unwrap();
+    set_due_date(&api, &loan, &past).await;
     api.post(loan_path(&loan, "renew"), json!({}))
         .await
         .assert_problem(409, &[("checkoutId", "overdue")]);
@@ -839,22 +815,15 @@ async fn a_loan_returned_eight_times_at_once_is_returned_once() {
 /// Moves an open loan's due date (and its open-index sort key with it), as if it had been lent
 /// long ago.
 async fn set_due_date(api: &Api, loan: &Value, due: &str) {
-    let (patron_id, checkout_id) = (
-        loan["patronId"].as_str().unwrap(),
-        loan["checkoutId"].as_str().unwrap(),
-    );
-    api.ctx
-        .db
-        .update_item()
-        .table_name(&*api.ctx.table)
-        .key("PK", AttributeValue::S(format!("PATRON#{patron_id}")))
-        .key("SK", AttributeValue::S(format!("CHECKOUT#{checkout_id}")))
-        .update_expression("SET dueDate = :due, GSI1SK = :sk")
-        .expression_attribute_values(":due", AttributeValue::S(due.to_owned()))
-        .expression_attribute_values(":sk", AttributeValue::S(format!("{due}#{checkout_id}")))
-        .send()
-        .await
-        .unwrap();
+    let field = |name: &str| loan[name].as_str().unwrap().to_owned();
+    crate::harness::set_due_date(
+        &api.ctx.db,
+        &api.ctx.table,
+        &field("patronId"),
+        &field("checkoutId"),
+        due,
+    )
+    .await;
 }
 
 fn one_loan_path(loan: &Value) -> String {

@@ -380,17 +380,14 @@ async fn the_runner_runs_mark_overdue_on_its_schedule() {
     // The loan falls due: move its due date an hour back, straight on the engine's endpoint.
     let past =
         singlet_functions::clock::iso(singlet_functions::clock::now() - time::Duration::hours(1));
-    singlet::engine::local_client(runner.engine.as_deref().unwrap())
-        .update_item()
-        .table_name("singlet")
-        .key("PK", AttributeValue::S(format!("PATRON#{patron_id}")))
-        .key("SK", AttributeValue::S(format!("CHECKOUT#{checkout_id}")))
-        .update_expression("SET dueDate = :past, GSI1SK = :sk")
-        .expression_attribute_values(":past", AttributeValue::S(past.clone()))
-        .expression_attribute_values(":sk", AttributeValue::S(format!("{past}#{checkout_id}")))
-        .send()
-        .await
-        .unwrap();
+    crate::harness::set_due_date(
+        &singlet::engine::local_client(runner.engine.as_deref().unwrap()),
+        "singlet",
+        patron_id,
+        checkout_id,
+        &past,
+    )
+    .await;
     for _ in 0..50 {
         let overdue: Value = client()
             .get(format!("{base}/branches/central/overdue"))
