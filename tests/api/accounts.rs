@@ -76,7 +76,10 @@ async fn look_alike_emails_are_refused_or_one_address(api: Api) {
         )
         .await;
     assert_eq!(own.status, 200, "{own:?}");
-    assert_eq!(api.items_with_pk_prefix("UNIQ#EMAIL#").await.len(), 1);
+    let locks = api.items_with_pk_prefix("UNIQ#EMAIL#").await;
+    assert_eq!(locks.len(), 1);
+    // The lock names the address as the account now spells it.
+    assert_eq!(s(&locks[0], "value"), "\u{0430}da@example.com", "{locks:?}");
     let idna = sign_up(&api, "Grace@B\u{00FC}cher.Example", "grace").await;
     assert_eq!(idna.status, 201, "{idna:?}");
     assert_eq!(idna.body["email"], "grace@xn--bcher-kva.example");

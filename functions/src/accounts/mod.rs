@@ -156,6 +156,15 @@ impl UniqueValue {
         }
     }
 
+    /// The put that rewrites this value's lock, held by `account_id` under another spelling of
+    /// it (one key), to this spelling ([`lock::respell`]).
+    fn respelled_lock(&self, account_id: &Id) -> Put {
+        match self {
+            UniqueValue::Email(email) => lock::respell(&email_lock(account_id, email)),
+            UniqueValue::Username(username) => lock::respell(&username_lock(account_id, username)),
+        }
+    }
+
     /// The account's current value of the same attribute.
     pub fn current(&self, account: &Account) -> UniqueValue {
         match self {
@@ -265,6 +274,7 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
                 .when(Condition::equals(attribute, old.as_str()));
             let respelled = Transaction::new()
                 .update(Part::Account, update)
+                .put(Part::Lock(unique), value.respelled_lock(&account_id))
                 .put(Part::Event, event)
                 .commit(ctx)
                 .await?;

@@ -18,12 +18,11 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
-use crate::model::Held;
 use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
 use crate::store::{Commit, Condition, MAX_ATTEMPTS, Put, Transaction, Update};
 use lambda_http::Request;
-use singlet_shared::{Id, Key, Plate, keys};
+use singlet_shared::{Id, Plate, keys};
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
@@ -57,7 +56,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
         let swapped = if locks.plate == keys::plate_lock(&plate) {
-            respell(ctx, locks.plate, &vehicle_id, &plate, update, event).await?
+            respell(ctx, &vehicle_id, &plate, update, event).await?
         } else {
             lock::swap_from(
                 ctx,
@@ -94,7 +93,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 /// puts the event.
 async fn respell(
     ctx: &Ctx,
-    lock_key: Key,
     vehicle_id: &Id,
     plate: &Plate,
     vehicle: Update<Vehicle>,
@@ -107,13 +105,12 @@ async fn respell(
         Vehicle,
         Event,
     }
+    let lock = PlateLock {
+        plate: plate.clone(),
+        vehicle_id: vehicle_id.clone(),
+    };
     let commit = Transaction::new()
-        .update(
-            Part::Lock,
-            Update::<PlateLock>::at(lock_key)
-                .set(PlateLock::PLATE, plate)
-                .when(Condition::equals(PlateLock::HOLDER, vehicle_id)),
-        )
+        .put(Part::Lock, lock::respell(&lock))
         .check_if_some(Part::LockBefore, plate_free_before_compact(plate))
         .update(Part::Vehicle, vehicle)
         .put(Part::Event, event)

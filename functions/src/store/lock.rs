@@ -7,6 +7,8 @@
 //! - [`swap`] moves an owner from one value to another in one transaction: claim the new lock,
 //!   release the old one, update the owner only if it still holds the old value, and put the
 //!   change's domain event (its outbox item);
+//! - [`respell`] rewrites the spelling a lock holds when its holder changes to a look-alike of
+//!   its own value (one key, so nothing is claimed or released);
 //! - [`free_at`] checks, in the same transaction as a claim, that no lock is at a key an earlier
 //!   rule made of the value (a plate lock before `plates-compact`), which the claim cannot meet.
 //!
@@ -24,6 +26,13 @@ use singlet_shared::{Id, Key};
 /// Puts `lock` unless its key is taken.
 pub fn claim<L: Held>(lock: &L) -> Put {
     Put::new_only(lock).old_on_failure()
+}
+
+/// Puts `lock`, a new spelling of the value its holder holds already (a look-alike of its own
+/// email, a plate with other separators: one key), only if the lock at its key names that
+/// holder: the lock keeps naming the value as its holder now spells it.
+pub fn respell<L: Held>(lock: &L) -> Put {
+    Put::new_if(lock, Condition::equals(L::HOLDER, lock.holder()))
 }
 
 /// Deletes `lock` only if it still names its holder.
