@@ -71,8 +71,18 @@ impl Authorizer {
     pub fn local(dir: &Path) -> Result<(Self, LocalIssuer), String> {
         let path = dir.join(KEY_FILE);
         let private = match std::fs::read_to_string(&path) {
-            Ok(pem) => rsa::RsaPrivateKey::from_pkcs8_pem(&pem)
-                .map_err(|e| format!("{} is not an RSA key: {e}", path.display()))?,
+            Ok(pem) => rsa::RsaPrivateKey::from_pkcs8_pem(&pem).map_err(|_| {
+                format!(
+                    "{} is not an RSA private key in PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`): \
+                     delete it to have a new one made (tokens it signed stop working)",
+                    path.display()
+                )
+            })?,
+            // Only a key that is not there is made: a file that cannot be read is someone's,
+            // and is never written over.
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot read {}: {e}", path.display()));
+            }
             Err(_) => {
                 crate::create_private_dir(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -339,6 +349,23 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key file that is not a key is refused, and never written over, whatever it holds.
+    #[test]
+    fn a_key_file_that_is_not_a_key_is_refused_and_kept() {
+        let dir = std::env::temp_dir().join(format!("singlet-auth-{:016x}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for junk in [b"not a key\n".to_vec(), vec![0xff, 0xfe, 0x00, 0x01]] {
+            std::fs::write(dir.join(KEY_FILE), &junk).unwrap();
+            let refused = Authorizer::local(&dir).err().expect("refused");
+            assert!(
+                refused.contains("not an RSA private key") || refused.contains("cannot read"),
+                "{refused}"
+            );
+            assert_eq!(std::fs::read(dir.join(KEY_FILE)).unwrap(), junk, "kept");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn claims(exp: i64, nbf: Option<i64>) -> Claims {
         let mut claims = Claims::new();
