@@ -304,7 +304,18 @@ pub fn stamp(entity_type: &EntityType) -> [(String, AttributeValue); 2] {
 /// An entity read from its attributes by serde. The error names what is wrong without quoting
 /// the stored value (it can be a person's name or email).
 pub fn from_attributes<T: DeserializeOwned>(item: &Item) -> Result<T, String> {
-    serde_dynamo::from_item(item.clone()).map_err(|e| without_values(&e.to_string()))
+    let item: serde_dynamo::Item = item.clone().into();
+    let attributes = serde_dynamo::AttributeValue::M(item.into());
+    // Through `serde_path_to_error`, so that the reason names the attribute at fault (its value
+    // never: `without_values`).
+    serde_path_to_error::deserialize(serde_dynamo::Deserializer::from_attribute_value(attributes))
+        .map_err(|e| {
+            let reason = without_values(&e.inner().to_string());
+            match e.path().to_string().as_str() {
+                "." => reason,
+                path => format!("{path}: {reason}"),
+            }
+        })
 }
 
 /// An entity that keeps part of itself in its key only (a count's book, an event's resource, an
@@ -364,5 +375,29 @@ mod tests {
             without_values("not a valid Email: Invalid"),
             "not a valid Email: Invalid"
         );
+    }
+
+    /// The reason names the attribute at fault, and still not its value.
+    #[test]
+    fn a_decode_error_names_the_attribute() {
+        use super::{Entity, fleet::Vehicle, from_attributes};
+        let vehicle = Vehicle {
+            vehicle_id: singlet_shared::Id::parse("v1").unwrap(),
+            plate: singlet_shared::Plate::parse("KA19XTR").unwrap(),
+            chassis: singlet_shared::Chassis::parse("WDB123").unwrap(),
+            depot: "north".into(),
+            added_at: 1,
+        };
+        let mut item = vehicle.to_item();
+        item.insert(
+            "plate".into(),
+            aws_sdk_dynamodb::types::AttributeValue::N("1912".into()),
+        );
+        let reason = from_attributes::<Vehicle>(&item).err().unwrap();
+        assert!(reason.starts_with("plate: "), "{reason}");
+        assert!(!reason.contains("1912"), "{reason}");
+        item.remove("plate");
+        let reason = from_attributes::<Vehicle>(&item).err().unwrap();
+        assert!(reason.contains("missing field `plate`"), "{reason}");
     }
 }

@@ -25,8 +25,7 @@ pub fn key_item(key: &Key) -> Item {
 /// stored, so a table the migrations have not caught up with keeps being served); the registry
 /// ([`decode_any`], `model::decode`) does, for the tools that read items of every kind.
 pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
-    serde_dynamo::from_item(item.clone()).map_err(|e| {
-        let error = without_values(&e.to_string());
+    crate::model::from_attributes(item).map_err(|error| {
         tracing::error!(item = %log_name(item), error, "a stored item does not decode");
         ApiError::Internal
     })
