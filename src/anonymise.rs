@@ -16,11 +16,13 @@
 //! addresses and phone numbers. Kept: ids, titles, depots, times, and an account's `owner` (a
 //! token's opaque subject; its owner lock is keyed by a keyed hash of it already).
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::Value;
-use singlet_functions::fleet::Vehicle;
 use singlet_functions::ids::IdKey;
-use singlet_functions::model::{Decoded, ENTITY_TYPE, VERSION, decode, key_of, stored_version};
+use singlet_functions::model::{Decoded, ENTITY_TYPE, VERSION, decode};
 use singlet_functions::store::Item;
+use singlet_shared::normalise::MAX_PLATE_LEN;
+use singlet_shared::schema::{PK, SK};
 use singlet_shared::{CardNumber, Chassis, Email, Key, Plate, Username, keys};
 
 pub struct Anonymiser {
@@ -57,33 +59,45 @@ impl Personal {
     }
 }
 
-/// Which form of a plate or chassis number its replacement is made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Spelling {
-    /// Its compact form: one value whatever its separators, as its lock is keyed.
-    Compact,
-    /// Its spelling, for a vehicle not yet migrated by `plates-compact` and a lock still at the
-    /// key its spelling makes: two such vehicles may hold `KA 19` and `KA-19` under two locks,
-    /// which one replacement would put at one key (a copy `load` refuses). Such a copy keeps the
-    /// two apart, so its own `plates-compact` finds no conflict where the table's does.
-    AsSpelled,
+/// The key the rule before `plates-compact` made of a plate or chassis lock's spelling, when
+/// the compact rule makes another.
+fn key_before_compact(entity: &Decoded) -> Option<Key> {
+    let (compact, before) = match entity {
+        Decoded::PlateLock(lock) => (
+            keys::plate_lock(&lock.plate),
+            keys::plate_lock_before_compact(&lock.plate),
+        ),
+        Decoded::ChassisLock(lock) => (
+            keys::chassis_lock(&lock.chassis),
+            keys::chassis_lock_before_compact(&lock.chassis),
+        ),
+        _ => return None,
+    };
+    (compact != before).then_some(before)
 }
 
-impl Spelling {
-    fn of(item: &Item, entity: &Decoded) -> Self {
-        let at = |key: Key| key_of(item).is_some_and(|k| k == key);
-        let spelled = match entity {
-            Decoded::Vehicle(_) => stored_version(item).unwrap_or(1) < Vehicle::COMPACT_LOCKS_SINCE,
-            Decoded::PlateLock(lock) => !at(keys::plate_lock(&lock.plate)),
-            Decoded::ChassisLock(lock) => !at(keys::chassis_lock(&lock.chassis)),
-            _ => false,
-        };
-        if spelled {
-            Spelling::AsSpelled
-        } else {
-            Spelling::Compact
+/// `replacement` (letters and digits only) with the separators (spaces, hyphens) of `spelled`
+/// where `spelled` has them, after as many letters and digits: every spelling of one plate gets
+/// one compact replacement (they share one lock), and two spellings stay two (`AB 12 CD` and
+/// `AB-12 CD`, which two vehicles not yet migrated by `plates-compact` may hold under two locks;
+/// the copy's own `plates-compact` then finds the same conflict). Within the 32 characters a
+/// plate may have: separators past that are left out.
+fn with_separators_of(spelled: &str, replacement: &str) -> String {
+    let mut letters = replacement.chars();
+    let mut separators_left = MAX_PLATE_LEN.saturating_sub(replacement.chars().count());
+    let mut out = String::new();
+    for c in spelled.chars() {
+        if matches!(c, ' ' | '-') {
+            if separators_left > 0 {
+                out.push(c);
+                separators_left -= 1;
+            }
+        } else if let Some(letter) = letters.next() {
+            out.push(letter);
         }
     }
+    out.extend(letters);
+    out
 }
 
 /// Attributes that hold JSON text with personal data in it.
@@ -116,14 +130,15 @@ impl Anonymiser {
     /// the API stores it.
     fn replace(&self, kind: Personal, value: &str) -> String {
         match kind {
-            // Plates and chassis numbers are one value whatever their separators.
+            // Plates and chassis numbers are one value whatever their separators: the compact
+            // form is what is replaced, and the spelling's separators are kept around it.
             Personal::Plate => {
                 let compact = Plate::parse(value).map_or(value.to_owned(), |p| p.compact());
-                format!("p{}", self.hash(kind, &compact))
+                with_separators_of(value, &format!("p{}", self.hash(kind, &compact)))
             }
             Personal::Chassis => {
                 let compact = Chassis::parse(value).map_or(value.to_owned(), |c| c.compact());
-                format!("c{}", self.hash(kind, &compact))
+                with_separators_of(value, &format!("c{}", self.hash(kind, &compact)))
             }
             Personal::Email => format!("u{}@example.com", self.hash(kind, value)),
             Personal::Username => format!("u{}", self.hash(kind, value)),
@@ -142,37 +157,12 @@ impl Anonymiser {
         }
     }
 
-    fn plate(&self, plate: &Plate, spelling: Spelling) -> Plate {
-        let replaced = match spelling {
-            Spelling::AsSpelled if plate.as_str() != plate.compact() => {
-                self.replace_as_spelled(Personal::Plate, plate.as_str())
-            }
-            _ => self.replace(Personal::Plate, plate.as_str()),
-        };
-        Plate::parse(&replaced).expect("a valid plate")
+    fn plate(&self, plate: &Plate) -> Plate {
+        Plate::parse(&self.replace(Personal::Plate, plate.as_str())).expect("a valid plate")
     }
 
-    fn chassis(&self, chassis: &Chassis, spelling: Spelling) -> Chassis {
-        let replaced = match spelling {
-            Spelling::AsSpelled if chassis.as_str() != chassis.compact() => {
-                self.replace_as_spelled(Personal::Chassis, chassis.as_str())
-            }
-            _ => self.replace(Personal::Chassis, chassis.as_str()),
-        };
-        Chassis::parse(&replaced).expect("a valid chassis")
-    }
-
-    /// A plate or chassis number replaced by its spelling, separators and all: for an item
-    /// keyed by the rule before `plates-compact` ([`Spelling::AsSpelled`]).
-    fn replace_as_spelled(&self, kind: Personal, value: &str) -> String {
-        let prefix = match kind {
-            Personal::Chassis => "c",
-            _ => "p",
-        };
-        format!(
-            "{prefix}{}",
-            self.hash(kind, &format!("as spelled: {value}"))
-        )
+    fn chassis(&self, chassis: &Chassis) -> Chassis {
+        Chassis::parse(&self.replace(Personal::Chassis, chassis.as_str())).expect("a valid chassis")
     }
 
     fn email(&self, email: &Email) -> Email {
@@ -196,17 +186,31 @@ impl Anonymiser {
     /// item keeps its attributes and nothing more: its `_et` and `_v` (or their absence) as they
     /// were, and no index key it did not have, so the copy is at the schema version the table is
     /// and a migration left undone is undone in the copy too.
+    ///
+    /// An item the registry cannot read (a vehicle two versions behind, say: `fsck` reports it
+    /// undecodable in the copy as in the table) has its attributes replaced by their names, as
+    /// a JSON text's fields are, and a key that holds a value replaced by a keyed hash of it.
     pub fn item(&self, item: Item) -> Item {
         let mut item = item;
-        if let Ok(entity) = decode(&item) {
-            let spelling = Spelling::of(&item, &entity);
-            if let Some(replaced) = self.entity(entity, spelling) {
-                for (name, value) in replaced.to_item() {
-                    if item.contains_key(&name) && name != ENTITY_TYPE && name != VERSION {
-                        item.insert(name, value);
+        match decode(&item) {
+            Ok(entity) => {
+                // A lock still at the key the rule before `plates-compact` made of its spelling
+                // stays at such a key.
+                let before_compact = key_before_compact(&entity)
+                    .is_some_and(|key| singlet_functions::model::key_of(&item) == Some(key));
+                if let Some(replaced) = self.entity(entity) {
+                    let mut replaced_item = replaced.to_item();
+                    if before_compact && let Some(key) = key_before_compact(&replaced) {
+                        replaced_item.extend(singlet_functions::store::item::key_item(&key));
+                    }
+                    for (name, value) in replaced_item {
+                        if item.contains_key(&name) && name != ENTITY_TYPE && name != VERSION {
+                            item.insert(name, value);
+                        }
                     }
                 }
             }
+            Err(_) => self.undecodable(&mut item),
         }
         for name in DIGESTS {
             if let Some(digest) = item.get(name).and_then(|v| v.as_s().ok()) {
@@ -229,19 +233,38 @@ impl Anonymiser {
     }
 
     /// The entity with its personal fields replaced; `None` for an entity that holds none.
-    fn entity(&self, entity: Decoded, spelling: Spelling) -> Option<Decoded> {
+    /// An item no entity reads: its personal attributes by name, and its key when the key holds
+    /// a value (`PLATE#…`, `UNIQ#EMAIL#…`).
+    fn undecodable(&self, item: &mut Item) {
+        for (name, value) in item.iter_mut() {
+            if let (Some(kind), AttributeValue::S(text)) = (Personal::of_field(name), &value) {
+                *value = AttributeValue::S(self.replace(kind, text));
+            }
+        }
+        for name in [PK, SK] {
+            if let Some(AttributeValue::S(key)) = item.get(name)
+                && keys::value_keyed(key).is_some()
+                && let Some((prefix, value)) = key.rsplit_once('#')
+            {
+                let replaced = format!("{prefix}#{}", self.key.pseudonym("key", &[value]));
+                item.insert(name.to_owned(), AttributeValue::S(replaced));
+            }
+        }
+    }
+
+    fn entity(&self, entity: Decoded) -> Option<Decoded> {
         Some(match entity {
             Decoded::Vehicle(mut vehicle) => {
-                vehicle.plate = self.plate(&vehicle.plate, spelling);
-                vehicle.chassis = self.chassis(&vehicle.chassis, spelling);
+                vehicle.plate = self.plate(&vehicle.plate);
+                vehicle.chassis = self.chassis(&vehicle.chassis);
                 Decoded::Vehicle(vehicle)
             }
             Decoded::PlateLock(mut lock) => {
-                lock.plate = self.plate(&lock.plate, spelling);
+                lock.plate = self.plate(&lock.plate);
                 Decoded::PlateLock(lock)
             }
             Decoded::ChassisLock(mut lock) => {
-                lock.chassis = self.chassis(&lock.chassis, spelling);
+                lock.chassis = self.chassis(&lock.chassis);
                 Decoded::ChassisLock(lock)
             }
             Decoded::Account(mut row) => {
@@ -314,8 +337,8 @@ mod tests {
         let a = Plate::parse("KA-19 XTR").unwrap();
         let b = Plate::parse("ka19xtr").unwrap();
         assert_eq!(
-            anonymiser.plate(&a, Spelling::Compact).compact(),
-            anonymiser.plate(&b, Spelling::Compact).compact()
+            anonymiser.plate(&a).compact(),
+            anonymiser.plate(&b).compact()
         );
         assert_ne!(
             anonymiser.replace(Personal::Name, "Ada"),
@@ -334,34 +357,44 @@ mod tests {
     /// and every item keeps its `_v` and its attributes.
     #[test]
     fn vehicles_before_plates_compact_keep_their_locks_apart() {
-        use aws_sdk_dynamodb::types::AttributeValue;
-        use singlet_functions::model::Entity;
+        use singlet_functions::fleet::{PlateLock, Vehicle};
+        use singlet_functions::model::{Entity, key_of};
         use singlet_functions::store::s;
         let anonymiser = Anonymiser::with_key(b"k");
-        let mut items = Vec::new();
+        let vehicle = |id: &str, plate: &Plate| Vehicle {
+            vehicle_id: singlet_shared::Id::parse(id).unwrap(),
+            plate: plate.clone(),
+            chassis: Chassis::parse(&format!("ch-{id}")).unwrap(),
+            depot: "north".into(),
+            added_at: 1,
+        };
+        let mut pairs = Vec::new();
         for (id, plate) in [("v1", "AB 12 CD"), ("v2", "AB-12 CD")] {
             let plate = Plate::parse(plate).unwrap();
-            let vehicle = Vehicle {
-                vehicle_id: singlet_shared::Id::parse(id).unwrap(),
-                plate: plate.clone(),
-                chassis: Chassis::parse(&format!("ch-{id}")).unwrap(),
-                depot: "north".into(),
-                added_at: 1,
-            };
-            let mut stored = vehicle.to_item();
+            let mut stored = vehicle(id, &plate).to_item();
             stored.insert(VERSION.into(), AttributeValue::N("2".into()));
-            let lock = singlet_functions::fleet::PlateLock {
+            let mut lock = PlateLock {
                 plate: plate.clone(),
-                vehicle_id: vehicle.vehicle_id.clone(),
-            };
-            let mut stored_lock = lock.to_item();
+                vehicle_id: singlet_shared::Id::parse(id).unwrap(),
+            }
+            .to_item();
             let old_key = keys::plate_lock_before_compact(&plate);
-            stored_lock.insert("PK".into(), s(old_key.pk));
-            stored_lock.insert("SK".into(), s(old_key.sk));
-            items.push((stored, stored_lock));
+            lock.insert("PK".into(), s(old_key.pk));
+            lock.insert("SK".into(), s(old_key.sk));
+            pairs.push((stored, lock, true));
         }
+        // A version-2 vehicle whose plate was changed since: its new lock is compact.
+        let plate = Plate::parse("XY 34").unwrap();
+        let mut stored = vehicle("v3", &plate).to_item();
+        stored.insert(VERSION.into(), AttributeValue::N("2".into()));
+        let lock = PlateLock {
+            plate: plate.clone(),
+            vehicle_id: singlet_shared::Id::parse("v3").unwrap(),
+        }
+        .to_item();
+        pairs.push((stored, lock, false));
         let mut lock_keys = Vec::new();
-        for (vehicle, lock) in items {
+        for (vehicle, lock, before_compact) in pairs {
             let (vehicle, lock) = (anonymiser.item(vehicle), anonymiser.item(lock));
             assert_eq!(vehicle[VERSION], AttributeValue::N("2".into()));
             assert_eq!(
@@ -369,13 +402,71 @@ mod tests {
                 "the lock names its vehicle's plate"
             );
             let plate = Plate::parse(vehicle["plate"].as_s().unwrap()).unwrap();
-            assert_eq!(
-                key_of(&lock).unwrap(),
+            let expected = if before_compact {
                 keys::plate_lock_before_compact(&plate)
-            );
+            } else {
+                keys::plate_lock(&plate)
+            };
+            assert_eq!(key_of(&lock).unwrap(), expected);
             lock_keys.push(key_of(&lock).unwrap());
         }
         assert_ne!(lock_keys[0], lock_keys[1], "two locks, two keys");
+    }
+
+    #[test]
+    fn separators_are_kept_around_one_compact_replacement() {
+        let anonymiser = Anonymiser::with_key(b"k");
+        let spellings = ["AB 12 CD", "AB-12 CD", "ab12cd", "-AB12CD", "A B 1 2 C D"];
+        let replaced: Vec<String> = spellings
+            .iter()
+            .map(|p| anonymiser.replace(Personal::Plate, &Plate::parse(p).unwrap().to_string()))
+            .collect();
+        let compact: Vec<String> = replaced
+            .iter()
+            .map(|p| Plate::parse(p).unwrap().compact())
+            .collect();
+        assert!(compact.iter().all(|c| *c == compact[0]), "{compact:?}");
+        let distinct: std::collections::HashSet<&String> = replaced.iter().collect();
+        assert_eq!(distinct.len(), spellings.len(), "{replaced:?}");
+        // The longest spelling a plate may have stays a plate.
+        let long = "A-".repeat(15) + "AB";
+        let replaced = anonymiser.replace(Personal::Plate, &long);
+        assert!(Plate::parse(&replaced).is_ok(), "{replaced}");
+        assert!(replaced.chars().count() <= MAX_PLATE_LEN, "{replaced}");
+    }
+
+    /// An item no entity reads (a vehicle two versions behind) keeps no personal data either.
+    #[test]
+    fn an_undecodable_item_keeps_no_personal_data() {
+        use singlet_functions::store::s;
+        let anonymiser = Anonymiser::with_key(b"k");
+        let vehicle = Item::from([
+            ("PK".into(), s("VEHICLE#v1")),
+            ("SK".into(), s("VEHICLE#v1")),
+            ("vehicleId".into(), s("v1")),
+            ("plate".into(), s("KA19XTR")),
+            ("chassis".into(), s("WDB123")),
+            ("depot".into(), s("north")),
+            ("addedAt".into(), AttributeValue::N("1".into())),
+            (ENTITY_TYPE.into(), s("vehicle")),
+            (VERSION.into(), AttributeValue::N("1".into())),
+        ]);
+        assert!(decode(&vehicle).is_err(), "two versions behind");
+        let copy = anonymiser.item(vehicle);
+        let text = format!("{copy:?}");
+        assert!(
+            !text.contains("KA19XTR") && !text.contains("WDB123"),
+            "{text}"
+        );
+        assert_eq!(copy["depot"], s("north"));
+        let lock = Item::from([
+            ("PK".into(), s("CARD#c-1")),
+            ("SK".into(), s("CARD#c-1")),
+            ("unexpected".into(), s("x")),
+        ]);
+        let copy = anonymiser.item(lock);
+        assert!(!format!("{copy:?}").contains("c-1"), "{copy:?}");
+        assert!(copy["PK"].as_s().unwrap().starts_with("CARD#"));
     }
 
     #[test]

@@ -293,15 +293,20 @@ fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
     singlet_functions::context::parse_loan_history_days(raw)
 }
 
-/// A name DynamoDB takes for a table: 3 to 255 letters, digits, `_`, `-` and `.`; told before
-/// any engine is opened, not as the engine's validation error.
+/// A name DynamoDB takes for a table: 3 to 255 letters, digits, `_`, `-` and `.`, or a table's
+/// ARN (`arn:aws:dynamodb:<region>:<account>:table/<name>`, another account's table on an
+/// external endpoint); told before any engine is opened, not as the engine's validation error.
 fn parse_table_name(raw: &str) -> Result<String, String> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-    if (3..=255).contains(&raw.len()) && raw.chars().all(allowed) {
+    let name = match raw.split_once(":table/") {
+        Some((arn, name)) if arn.starts_with("arn:") && raw.len() <= 1024 => name,
+        _ => raw,
+    };
+    if (3..=255).contains(&name.len()) && name.chars().all(allowed) {
         Ok(raw.to_owned())
     } else {
         Err(format!(
-            "{raw:?} is not a table name: 3 to 255 letters, digits, _, - and ."
+            "{raw:?} is not a table name: 3 to 255 letters, digits, _, - and . (or a table's ARN)"
         ))
     }
 }
@@ -477,10 +482,14 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
         None => item,
     };
     // Stopped with Ctrl-C, the export is dropped, and removes what it wrote.
+    let export = transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &transform);
     let exported = tokio::select! {
-        exported = transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &transform) => exported?,
+        exported = export => exported?,
         _ = tokio::signal::ctrl_c() => {
-            return Err(format!("interrupted: the part of the export written in {} was removed", args.dir.display()));
+            return Err(format!(
+                "interrupted: the part of the export written in {} was removed",
+                args.dir.display()
+            ));
         }
     };
     if args.json {
@@ -525,7 +534,8 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
         loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox) => loaded?,
         _ = tokio::signal::ctrl_c() => {
             return Err(format!(
-                "interrupted: {} holds part of the export; delete its items (or the table) and load again",
+                "interrupted: {} may hold part of the export; delete its items (or the table) \
+                 and load again",
                 ctx.table
             ));
         }
@@ -573,6 +583,7 @@ async fn migrate_command(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitC
         } else {
             let name_width = states.iter().map(|s| s.migration.len()).max().unwrap_or(0);
             let shown = |state: &migrate::State| match state.state {
+                "conflicts" if state.conflicts == 1 => "1 conflict".to_owned(),
                 "conflicts" => format!("{} conflicts", state.conflicts),
                 other => other.to_owned(),
             };

@@ -138,8 +138,8 @@ pub async fn states(ctx: &Ctx) -> Result<Vec<State>, String> {
         let conflicts = saved.iter().map(|(_, c)| c.conflicts).sum();
         let state = match (segments, done) {
             (0, _) => "not started",
-            // Items left as they were are still of the old shape: not a migration to build the
-            // next schema version on.
+            // Items left as they were are still of the old version: an entity cannot yet move
+            // its current version past the next (readers read the current and the one before).
             (n, d) if d >= n && conflicts > 0 => "conflicts",
             (n, d) if d >= n => "complete",
             _ => "in progress",

@@ -87,3 +87,11 @@ impl Progress {
         }
     }
 }
+
+/// A run that ends without [`Progress::finish`] (an error returned, or the run dropped on
+/// Ctrl-C) ends its count line too, before whatever is told next.
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.interrupt();
+    }
+}

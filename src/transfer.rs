@@ -514,12 +514,13 @@ fn is_dynamodb_number(text: &str) -> bool {
     if significant.len() > 38 {
         return false;
     }
-    // The power of ten of the first significant digit, which the range is a bound on.
-    let Ok(exponent) = exponent.parse::<i64>() else {
+    // The power of ten of the first significant digit, which the range is a bound on (in i128:
+    // an exponent near i64's bounds plus the digits' count does not overflow it).
+    let Ok(exponent) = exponent.parse::<i128>() else {
         return false;
     };
     let leading_zeros = digits.len() - digits.trim_start_matches('0').len();
-    let magnitude = exponent + whole.len() as i64 - 1 - leading_zeros as i64;
+    let magnitude = exponent + whole.len() as i128 - 1 - leading_zeros as i128;
     (-130..=125).contains(&magnitude)
 }
 
@@ -690,6 +691,9 @@ mod tests {
             "10e125",
             "1E-131",
             "0.1e-130",
+            "11e9223372036854775807",
+            "0.1e-9223372036854775808",
+            "1e99999999999999999999999999999999999999999",
             "123456789012345678901234567890123456789",
         ] {
             assert!(!is_dynamodb_number(bad), "{bad}");

@@ -10,10 +10,10 @@
 //! `PutEvents` batch holds at most one event per subject, so an event is only sent once every
 //! earlier event about its subject was accepted.
 //!
-//! A deletion by TTL of a retained item (a returned loan past `LoanHistoryDays`) carries no
-//! event: the publisher archives the deleted item instead ([`crate::events::archive`]), in stream order
-//! with the events, and a record it could not archive is the batch's failure like one it could
-//! not publish.
+//! A deletion by TTL of a retained item (a returned loan past `LoanHistoryDays`) carries no event:
+//! the publisher archives the deleted item instead ([`crate::events::archive`]), in stream order
+//! with the events, and a record it could not archive is the batch's failure like one it could not
+//! publish.
 
 use crate::context::Ctx;
 use crate::events::Entry;

@@ -79,7 +79,8 @@ fn read_csv(file: &Path, text: &str, kind: Kind) -> Result<Vec<Row>, String> {
     if header.iter().all(String::is_empty) {
         // The kind's columns cannot be missing from a header that is not there.
         return Err(format!(
-            "{} is not CSV rows can be read from: it has no header row naming the columns {}              rows need",
+            "{} is not CSV rows can be read from: it has no header row naming the columns {} rows \
+             need",
             file.display(),
             kind.name()
         ));
@@ -244,7 +245,10 @@ mod tests {
             let refused = read_csv(Path::new("f.csv"), text, Kind::Branches)
                 .err()
                 .expect("refused");
-            assert!(refused.contains("no header row"), "{text:?}: {refused}");
+            assert!(
+                refused.ends_with("no header row naming the columns branches rows need"),
+                "{text:?}: {refused}"
+            );
         }
     }
 

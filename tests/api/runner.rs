@@ -1046,7 +1046,13 @@ async fn loan_history_days_sets_a_returned_loans_expiry() {
 /// A table name DynamoDB would refuse is a usage error, told before any engine is opened.
 #[test]
 fn a_table_name_dynamodb_refuses_is_a_usage_error() {
-    for name in ["c", "my table", "tabl\u{e9}", &"t".repeat(256)] {
+    for name in [
+        "c",
+        "my table",
+        "tabl\u{e9}",
+        &"t".repeat(256),
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/x",
+    ] {
         let refused = process::singlet()
             .args(["--in-memory", "--table", name, "fsck"])
             .output()

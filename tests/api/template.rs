@@ -114,9 +114,9 @@ fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Each function's block (its policy, `SINGLET_FUNCTION`, events, log group and alarms), the
-/// watch router and `events/env.json` are what `cargo run -- render` makes of the route table: a route, an entity it
-/// touches or an index it queries changed in the code and not rendered fails here.
+/// Each function's block (its policy, `SINGLET_FUNCTION`, events, log group and alarms), the watch
+/// router and `events/env.json` are what `cargo run -- render` makes of the route table: a route,
+/// an entity it touches or an index it queries changed in the code and not rendered fails here.
 #[test]
 fn every_rendered_file_is_its_rendering() {
     let files = singlet::render::render(std::path::Path::new(ROOT)).unwrap();

@@ -165,6 +165,16 @@ impl UniqueValue {
         }
     }
 
+    /// Whether this value's lock, as a cancelled write found it (`old`), names another account.
+    fn held_by_other(&self, old: Option<&crate::store::Item>, account_id: &Id) -> bool {
+        match self {
+            UniqueValue::Email(_) => lock::held_by_other::<EmailLock>(old, account_id.as_str()),
+            UniqueValue::Username(_) => {
+                lock::held_by_other::<UsernameLock>(old, account_id.as_str())
+            }
+        }
+    }
+
     /// The account's current value of the same attribute.
     pub fn current(&self, account: &Account) -> UniqueValue {
         match self {
@@ -266,7 +276,8 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
         }
 
         let event = outbox(&req, unique.event(&account_id, &value, &account));
-        // A look-alike of the account's own value has the same lock: only the account changes.
+        // A look-alike of the account's own value has the same lock: it is spelled anew, and
+        // nothing is claimed or released.
         if value.lock_key() == old.lock_key() {
             let attribute = value.kind().attribute();
             let update = Update::<AccountRow>::at(keys::account(&account_id))
@@ -278,12 +289,23 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
                 .put(Part::Event, event)
                 .commit(ctx)
                 .await?;
-            if let Commit::Done = respelled {
-                tracing::info!(%account_id, field, "unique value respelled");
-                value.set_on(&mut account);
-                return Ok(ok(&account));
+            match respelled {
+                Commit::Done => {
+                    tracing::info!(%account_id, field, "unique value respelled");
+                    value.set_on(&mut account);
+                    return Ok(ok(&account));
+                }
+                Commit::Cancelled(cancelled)
+                    if value.held_by_other(cancelled.old(Part::Lock(unique)), &account_id) =>
+                {
+                    return Err(ApiError::conflict(vec![FieldError::new(
+                        field,
+                        Code::Taken,
+                    )]));
+                }
+                // The account changed since we read it: read it again.
+                Commit::Cancelled(_) => continue,
             }
-            continue;
         }
         match value.swap(ctx, &old, &account_id, event).await? {
             Swapped::Done => {

@@ -1,14 +1,14 @@
 //! Domain events: every committed change becomes exactly one event, published to EventBridge.
 //!
-//! A route writes its event as one outbox item ([`outbox`], [`crate::recording`]) in the same `TransactWriteItems` as
-//! the change, so a change never exists without its event, nor an event without its change (AWS
-//! delivers a transaction's stream records item by item, not together: an event rebuilt from
-//! several records could be half seen). The one change that is a single item's single write,
-//! the marker moving a loan into the overdue index, is its own event: [`stream`] reads it from
-//! that loan's stream record, so marking a loan costs no second write.
+//! A route writes its event as one outbox item ([`outbox`], [`crate::recording`]) in the same
+//! `TransactWriteItems` as the change, so a change never exists without its event, nor an event
+//! without its change (AWS delivers a transaction's stream records item by item, not together: an
+//! event rebuilt from several records could be half seen). The one change that is a single item's
+//! single write, the marker moving a loan into the overdue index, is its own event: [`stream`]
+//! reads it from that loan's stream record, so marking a loan costs no second write.
 //!
-//! The table's stream feeds the function `publish-events` ([`crate::publish_events`]), which sends every
-//! event to the bus named by `EVENT_BUS_NAME` ([`bus`]) with `PutEvents`, and reports the
+//! The table's stream feeds the function `publish-events` ([`crate::publish_events`]), which sends
+//! every event to the bus named by `EVENT_BUS_NAME` ([`bus`]) with `PutEvents`, and reports the
 //! records it could not publish (`batchItemFailures`). Delivery is at least once: a record sent
 //! again carries the same `eventId`.
 

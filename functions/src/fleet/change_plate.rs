@@ -119,10 +119,9 @@ async fn respell(
     Ok(match commit {
         Commit::Done => Swapped::Done,
         Commit::Cancelled(cancelled) => {
-            if lock::held_by_other::<PlateLock>(
-                cancelled.old(Part::LockBefore),
-                vehicle_id.as_str(),
-            ) {
+            let taken =
+                |part| lock::held_by_other::<PlateLock>(cancelled.old(part), vehicle_id.as_str());
+            if taken(Part::LockBefore) || taken(Part::Lock) {
                 Swapped::Taken
             } else if cancelled.failed(Part::Vehicle) {
                 Swapped::OwnerChanged(cancelled.old(Part::Vehicle).cloned())

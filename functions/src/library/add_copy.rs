@@ -1,14 +1,14 @@
 //! `POST /branches/{branchId}/copies` `{isbn, condition}` → `201` copy with
 //! `status: "available"`; `404` naming the branch, the book or both when they do not exist.
 //!
-//! First one `GetItem` of the book: it must exist, and the copy carries its title as it is now
-//! (for the inventory; a later correction of the book does not rewrite its copies). Then one
-//! `TransactWriteItems`: a
-//! `ConditionCheck` that the branch exists and the copy's put (guarded by `attribute_not_exists`)
-//! into the branch's partition, with its GSI2 keys `BOOK#<isbn13>` / `available#<branchId>#<copyId>` so that it counts in the
-//! book's inventory at once, and one to the branch's count of the book's available copies. `condition` is one of `new`, `good`, `fair`, `poor`. The copy
-//! id is generated here, derived from the `Idempotency-Key` when there is one. There is no
-//! route for one copy, so the `201` has no `location`.
+//! First one `GetItem` of the book: it must exist, and the copy carries its title as it is now (for
+//! the inventory; a later correction of the book does not rewrite its copies). Then one
+//! `TransactWriteItems`: a `ConditionCheck` that the branch exists and the copy's put (guarded by
+//! `attribute_not_exists`) into the branch's partition, with its GSI2 keys `BOOK#<isbn13>` /
+//! `available#<branchId>#<copyId>` so that it counts in the book's inventory at once, and one to
+//! the branch's count of the book's available copies. `condition` is one of `new`, `good`, `fair`,
+//! `poor`. The copy id is generated here, derived from the `Idempotency-Key` when there is one.
+//! There is no route for one copy, so the `201` has no `location`.
 
 use super::{Book, Branch, Condition, Copy, count_available};
 use crate::clock;

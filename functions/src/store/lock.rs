@@ -30,9 +30,11 @@ pub fn claim<L: Held>(lock: &L) -> Put {
 
 /// Puts `lock`, a new spelling of the value its holder holds already (a look-alike of its own
 /// email, a plate with other separators: one key), only if the lock at its key names that
-/// holder: the lock keeps naming the value as its holder now spells it.
+/// holder or is missing (a lock lost to a bug or a torn restore is put back): the lock keeps
+/// naming the value as its holder now spells it. Held by another, it fails with that lock
+/// ([`held_by_other`]): the value is taken.
 pub fn respell<L: Held>(lock: &L) -> Put {
-    Put::new_if(lock, Condition::equals(L::HOLDER, lock.holder()))
+    Put::new_if(lock, Condition::absent_or_equals(L::HOLDER, lock.holder())).old_on_failure()
 }
 
 /// Deletes `lock` only if it still names its holder.
