@@ -80,8 +80,9 @@ fn key_before_compact(entity: &Decoded) -> Option<Key> {
 /// where `spelled` has them, after as many letters and digits: every spelling of one plate gets
 /// one compact replacement (they share one lock), and two spellings stay two (`AB 12 CD` and
 /// `AB-12 CD`, which two vehicles not yet migrated by `plates-compact` may hold under two locks;
-/// the copy's own `plates-compact` then finds the same conflict). Within the 32 characters a
-/// plate may have: separators past that are left out.
+/// the copy's own `plates-compact` then finds the same conflict). A spelling with more than 15
+/// separators has a shorter compact replacement, so that all of them fit a plate's 32
+/// characters ([`Anonymiser::registration`]); past that, separators would be left out.
 fn with_separators_of(spelled: &str, replacement: &str) -> String {
     let mut letters = replacement.chars();
     let mut separators_left = MAX_PLATE_LEN.saturating_sub(replacement.chars().count());
@@ -126,6 +127,17 @@ impl Anonymiser {
         self.key.pseudonym(&format!("{kind:?}"), &[value])[..16].to_owned()
     }
 
+    /// The compact replacement of a plate or chassis number `spelled`: `prefix` and 16 hex
+    /// digits of a keyed hash of its `compact` form, fewer when its separators need the room
+    /// (a plate is at most 32 characters, and every separator is kept: [`with_separators_of`]).
+    fn registration(&self, prefix: &str, kind: Personal, spelled: &str, compact: &str) -> String {
+        let separators = spelled.chars().filter(|c| matches!(c, ' ' | '-')).count();
+        let digits = MAX_PLATE_LEN
+            .saturating_sub(separators + prefix.len())
+            .clamp(1, 16);
+        format!("{prefix}{}", &self.hash(kind, compact)[..digits])
+    }
+
     /// The replacement of `value`, valid as the original was (a plate for a plate), normalised as
     /// the API stores it.
     fn replace(&self, kind: Personal, value: &str) -> String {
@@ -134,11 +146,11 @@ impl Anonymiser {
             // form is what is replaced, and the spelling's separators are kept around it.
             Personal::Plate => {
                 let compact = Plate::parse(value).map_or(value.to_owned(), |p| p.compact());
-                with_separators_of(value, &format!("p{}", self.hash(kind, &compact)))
+                with_separators_of(value, &self.registration("p", kind, value, &compact))
             }
             Personal::Chassis => {
                 let compact = Chassis::parse(value).map_or(value.to_owned(), |c| c.compact());
-                with_separators_of(value, &format!("c{}", self.hash(kind, &compact)))
+                with_separators_of(value, &self.registration("c", kind, value, &compact))
             }
             Personal::Email => format!("u{}@example.com", self.hash(kind, value)),
             Personal::Username => format!("u{}", self.hash(kind, value)),
@@ -428,11 +440,21 @@ mod tests {
         assert!(compact.iter().all(|c| *c == compact[0]), "{compact:?}");
         let distinct: std::collections::HashSet<&String> = replaced.iter().collect();
         assert_eq!(distinct.len(), spellings.len(), "{replaced:?}");
-        // The longest spelling a plate may have stays a plate.
-        let long = "A-".repeat(15) + "AB";
-        let replaced = anonymiser.replace(Personal::Plate, &long);
-        assert!(Plate::parse(&replaced).is_ok(), "{replaced}");
-        assert!(replaced.chars().count() <= MAX_PLATE_LEN, "{replaced}");
+        // The longest spellings a plate may have stay plates, and stay apart.
+        let long: Vec<String> = [30, 20, 16, 15]
+            .into_iter()
+            .map(|hyphens| format!("a{}b", "-".repeat(hyphens)))
+            .collect();
+        let replaced: Vec<String> = long
+            .iter()
+            .map(|plate| anonymiser.replace(Personal::Plate, plate))
+            .collect();
+        for plate in &replaced {
+            assert!(Plate::parse(plate).is_ok(), "{plate}");
+            assert!(plate.chars().count() <= MAX_PLATE_LEN, "{plate}");
+        }
+        let distinct: std::collections::HashSet<&String> = replaced.iter().collect();
+        assert_eq!(distinct.len(), long.len(), "{replaced:?}");
     }
 
     /// An item no entity reads (a vehicle two versions behind) keeps no personal data either.

@@ -298,8 +298,16 @@ fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
 /// external endpoint); told before any engine is opened, not as the engine's validation error.
 fn parse_table_name(raw: &str) -> Result<String, String> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-    let name = match raw.split_once(":table/") {
-        Some((arn, name)) if arn.starts_with("arn:") && raw.len() <= 1024 => name,
+    // arn:<partition>:dynamodb:<region>:<12-digit account>:table/<name>
+    let name = match raw.split(':').collect::<Vec<_>>()[..] {
+        ["arn", partition, "dynamodb", region, account, resource]
+            if partition.starts_with("aws")
+                && !region.is_empty()
+                && account.len() == 12
+                && account.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            resource.strip_prefix("table/").unwrap_or_default()
+        }
         _ => raw,
     };
     if (3..=255).contains(&name.len()) && name.chars().all(allowed) {
@@ -354,6 +362,13 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
     let runner = &cli.runner;
+    if runner.table.starts_with("arn:") && runner.endpoint.is_none() {
+        return Err(format!(
+            "--table {} is a table in AWS: name its --endpoint too (the embedded engine's \
+             tables have plain names)",
+            runner.table
+        ));
+    }
     match cli.command {
         Some(Command::Token(args)) => token(runner, args),
         Some(Command::Invoke(args)) => {

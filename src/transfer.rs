@@ -444,7 +444,10 @@ fn unwritable(value: &AttributeValue) -> Option<String> {
         AttributeValue::Ss(set) if set.is_empty() || !unique(set) => {
             Some("a string set that is empty or holds a value twice".into())
         }
-        AttributeValue::Ns(set) if set.is_empty() || !unique(set) => {
+        AttributeValue::Ns(set)
+            if set.is_empty()
+                || !unique(&set.iter().map(|n| dynamodb_number(n)).collect::<Vec<_>>()) =>
+        {
             Some("a number set that is empty or holds a value twice".into())
         }
         AttributeValue::Bs(set) if set.is_empty() || !unique(set) => {
@@ -486,17 +489,27 @@ fn unwritable_keys(item: &Item) -> Option<String> {
     None
 }
 
-/// Whether DynamoDB takes `text` as a number: an optional sign, digits with at most one point,
-/// an optional exponent, nothing around it (no spaces, no `NaN`, no `Infinity`), at most 38
-/// significant digits, and a magnitude of 0 or from 1E-130 to below 1E+126 (its documented
-/// limits).
+/// Whether DynamoDB takes `text` as a number ([`dynamodb_number`]).
 fn is_dynamodb_number(text: &str) -> bool {
-    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    dynamodb_number(text).is_some()
+}
+
+/// `text` as DynamoDB takes a number, by its value (so that `1`, `1.0` and `10e-1` are one, as
+/// in a number set), or `None` when it does not take it: an optional sign, digits with at most
+/// one point, an optional exponent, nothing around it (no spaces, no `NaN`, no `Infinity`), at
+/// most 38 significant digits, and a magnitude of 0 or from 1E-130 to below 1E+126 (its
+/// documented limits; a zero's exponent is held to the same range, as the engine holds it).
+/// The value is its sign, its significant digits and the power of ten of the first of them.
+fn dynamodb_number(text: &str) -> Option<(bool, String, i128)> {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(unsigned) => (true, unsigned),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
     let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
         Some((mantissa, exponent)) => {
             let digits = exponent.strip_prefix(['-', '+']).unwrap_or(exponent);
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return false;
+                return None;
             }
             (mantissa, exponent)
         }
@@ -505,23 +518,24 @@ fn is_dynamodb_number(text: &str) -> bool {
     let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     let digits: String = [whole, fraction].concat();
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return false;
+        return None;
     }
+    // In i128: an exponent near i64's bounds plus the digits' count does not overflow it.
+    let exponent = exponent.parse::<i128>().ok()?;
     let significant = digits.trim_start_matches('0').trim_end_matches('0');
     if significant.is_empty() {
-        return true; // zero, whatever its exponent
+        return (-130..=125)
+            .contains(&exponent)
+            .then(|| (false, String::new(), 0));
     }
     if significant.len() > 38 {
-        return false;
+        return None;
     }
-    // The power of ten of the first significant digit, which the range is a bound on (in i128:
-    // an exponent near i64's bounds plus the digits' count does not overflow it).
-    let Ok(exponent) = exponent.parse::<i128>() else {
-        return false;
-    };
     let leading_zeros = digits.len() - digits.trim_start_matches('0').len();
     let magnitude = exponent + whole.len() as i128 - 1 - leading_zeros as i128;
-    (-130..=125).contains(&magnitude)
+    (-130..=125)
+        .contains(&magnitude)
+        .then(|| (negative, significant.to_owned(), magnitude))
 }
 
 /// An item in DynamoDB JSON, the wire form an export line holds.
@@ -662,7 +676,7 @@ mod tests {
             "1e3",
             "1E-3",
             "0.000",
-            "0e999",
+            "0e125",
             "1e125",
             "9.9999999999999999999999999999999999999E+125",
             "1E-130",
@@ -691,6 +705,9 @@ mod tests {
             "10e125",
             "1E-131",
             "0.1e-130",
+            "0e126",
+            "0e-131",
+            "0.0e-200",
             "11e9223372036854775807",
             "0.1e-9223372036854775808",
             "1e99999999999999999999999999999999999999999",
@@ -698,6 +715,20 @@ mod tests {
         ] {
             assert!(!is_dynamodb_number(bad), "{bad}");
         }
+        // One value however it is written: a number set holding two spellings of it is refused.
+        for (a, b) in [
+            ("1", "1.0"),
+            ("1", "10e-1"),
+            ("0", "-0"),
+            ("10", "1e1"),
+            ("-2", "-2.00"),
+        ] {
+            assert_eq!(dynamodb_number(a), dynamodb_number(b), "{a} {b}");
+        }
+        assert_ne!(dynamodb_number("1"), dynamodb_number("-1"));
+        assert_ne!(dynamodb_number("1"), dynamodb_number("10"));
+        let set = AttributeValue::Ns(vec!["1".into(), "1.0".into()]);
+        assert!(unwritable(&set).is_some());
     }
 
     #[test]

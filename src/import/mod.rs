@@ -216,7 +216,8 @@ pub struct Reject {
     /// The id of the current holder of the value, for `taken` (and `limit_reached`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
-    /// Why a row that is not a body at all was refused.
+    /// Why a row that is not a body at all was refused; or, for a value an earlier line claims
+    /// first though it was not created, that line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
@@ -609,9 +610,9 @@ enum Ended {
 }
 
 /// A row refused because an earlier row of the file claimed its value names that row as the
-/// holder; if that row was refused too when written (someone in the table holds the value), the
-/// holder is who the earlier row's refusal names for the same field, or none: an id that was
-/// never created is no holder.
+/// holder; if that row was refused too when written, the holder is who the earlier row's refusal
+/// names for the same field (someone in the table holds the value), or none, the reject then
+/// saying which line claims the value first: an id that was never created is no holder.
 fn name_the_holders(
     rejects: &mut [Reject],
     claimed_in_file: &[(usize, String, &'static str)],
@@ -621,16 +622,25 @@ fn name_the_holders(
         .iter()
         .filter_map(|reject| Some((line_ids.get(&reject.line)?.as_str(), reject)))
         .collect();
-    let holders: Vec<(usize, Option<String>)> = claimed_in_file
+    let holders: Vec<(usize, Option<String>, Option<String>)> = claimed_in_file
         .iter()
         .filter_map(|(at, first_row, field)| {
             let refused = refused_when_written.get(first_row.as_str())?;
             let same_field = refused.errors.iter().any(|e| e.field == *field);
-            Some((*at, refused.holder.clone().filter(|_| same_field)))
+            // Refused for something else, the earlier row still claims the value first: fixed
+            // and run again, it is created and holds it.
+            let detail = (!same_field).then(|| {
+                format!(
+                    "line {} claims the {field} first, and was refused for another field",
+                    refused.line
+                )
+            });
+            Some((*at, refused.holder.clone().filter(|_| same_field), detail))
         })
         .collect();
-    for (at, holder) in holders {
+    for (at, holder, detail) in holders {
         rejects[at].holder = holder;
+        rejects[at].detail = detail;
     }
 }
 

@@ -513,6 +513,20 @@ async fn every_kind_imports_as_its_route_creates() {
         1,
         "{depot:?}"
     );
+    // A value an earlier line claims first is refused even when that line was refused for
+    // another field, and the reject says so rather than name a holder no one is.
+    let vehicles = write(
+        "vehicles-2.csv",
+        "plate,chassis,depot\nZZ 11,WVW1,North\nZZ-11,NEW5,North\n",
+    );
+    let (summary, refused) = run(Kind::Vehicles, vehicles).await;
+    assert_eq!((summary.created, summary.rejected), (0, 2));
+    assert_eq!(refused[0]["holder"], holder, "the table's holder of WVW1");
+    assert_eq!(
+        refused[1],
+        json!({"line": 3, "errors": [{"field": "plate", "code": "taken"}],
+            "detail": "line 2 claims the plate first, and was refused for another field"})
+    );
 
     // Accounts name their owner, who owns one account as the route would let them.
     let accounts = write(

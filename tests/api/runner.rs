@@ -1052,6 +1052,8 @@ fn a_table_name_dynamodb_refuses_is_a_usage_error() {
         "tabl\u{e9}",
         &"t".repeat(256),
         "arn:aws:dynamodb:eu-west-1:123456789012:table/x",
+        "arn:aws:s3:eu-west-1:123456789012:table/singlet",
+        "arn:aws:dynamodb:eu-west-1:12345:table/singlet",
     ] {
         let refused = process::singlet()
             .args(["--in-memory", "--table", name, "fsck"])
@@ -1061,6 +1063,23 @@ fn a_table_name_dynamodb_refuses_is_a_usage_error() {
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert!(stderr.contains("is not a table name"), "{stderr}");
     }
+    // A table's ARN names a table in AWS: the embedded engine has none, and nothing is made.
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("runner-arn-{:016x}", rand::random::<u64>()));
+    let data = dir.join("data.db");
+    let refused = process::singlet()
+        .args(["--data", data.to_str().unwrap()])
+        .args([
+            "--table",
+            "arn:aws:dynamodb:eu-west-1:123456789012:table/singlet",
+            "fsck",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("name its --endpoint"), "{stderr}");
+    assert!(!data.exists());
 }
 
 /// The table's tools (`import`, `fsck`, `migrate`, `export`, `load`) show their progress on
