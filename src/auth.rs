@@ -254,7 +254,9 @@ pub fn scopes(claims: &Claims) -> Vec<String> {
     for claim in ["scope", "scp"] {
         match claims.get(claim) {
             Some(Value::String(list)) => {
-                scopes.extend(list.split_whitespace().map(str::to_owned));
+                // Space-separated (RFC 8693's `scope`): a tab or a line break is part of a
+                // scope, as the authorizer reads it.
+                scopes.extend(list.split(' ').filter(|s| !s.is_empty()).map(str::to_owned));
             }
             // Each element is one scope, whole: `["fleet:read library:staff"]` grants neither.
             Some(Value::Array(list)) => {

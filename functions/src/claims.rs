@@ -41,7 +41,13 @@ impl Principal {
             None => ["scope", "scp"]
                 .into_iter()
                 .filter_map(|claim| jwt.claims.get(claim))
-                .flat_map(|value| value.split_whitespace().map(str::to_owned))
+                .flat_map(|value| {
+                    value
+                        .split(' ')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                })
                 .collect(),
         };
         Some(Self {

@@ -36,6 +36,13 @@ async fn scopes_come_from_scope_or_scp_as_a_string_or_a_list(api: Api) {
         let reply = api.as_token(bearer).get("/vehicles/x1").await;
         assert_eq!(reply.status, 404, "{claim}={value} is let in: {reply:?}");
     }
+    // A scope string is split on spaces only: a tab is part of a scope, and grants nothing.
+    let tabbed = claims(&[("scope", json!("fleet:write\tfleet:read"))]);
+    let reply = api
+        .as_token(tokens().1.sign(&tabbed))
+        .get("/vehicles/x1")
+        .await;
+    assert_eq!(reply.status, 403, "{reply:?}");
     // A list's element is one scope whole, as the authorizer reads it: a space inside does
     // not make it two.
     let mut joined = claims(&[("scp", json!(["fleet:write fleet:read"]))]);
