@@ -42,7 +42,11 @@ pub fn init(format: LogFormat) -> bool {
     let lines = tracing_subscriber::fmt::layer()
         .compact()
         .with_target(false)
-        .with_writer(std::io::stderr);
+        // A table tool's count may be open on the terminal's line: a log line starts its own.
+        .with_writer(|| {
+            crate::progress::end_line();
+            std::io::stderr()
+        });
     let _ = tracing_subscriber::registry()
         .with(filter)
         .with(lines)

@@ -8,7 +8,20 @@
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// A count is on the terminal's current line, not yet ended by a line break: one standard error,
+/// so one flag, which the runner's log lines end too ([`end_line`]) before they are written.
+static LINE_OPEN: AtomicBool = AtomicBool::new(false);
+
+/// Ends a count's line on the terminal, if one is open, so that what is written next (a log
+/// line, an error) starts a line of its own.
+pub fn end_line() {
+    if LINE_OPEN.swap(false, Ordering::SeqCst) {
+        eprintln!();
+    }
+}
 
 /// Clears what a longer line written before left on the terminal's line.
 const CLEAR_TO_END: &str = "\x1b[K";
@@ -23,8 +36,6 @@ pub struct Progress {
 struct State {
     /// When the count was last written on a line of its own (not on a terminal).
     last_line: Option<Instant>,
-    /// A count is on the terminal's current line, not yet ended by a line break.
-    open: bool,
 }
 
 impl Progress {
@@ -45,7 +56,7 @@ impl Progress {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if self.terminal {
             eprint!("\r{}{CLEAR_TO_END}", line());
-            state.open = true;
+            LINE_OPEN.store(true, Ordering::SeqCst);
         } else if state
             .last_line
             .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
@@ -55,36 +66,23 @@ impl Progress {
         }
     }
 
-    /// A line said once (a phase begun, a finding), on a line of its own.
-    pub fn say(&self, line: &str) {
-        if !self.shown {
-            return;
-        }
-        self.interrupt();
-        eprintln!("{line}");
-    }
-
     /// The final count, on a line of its own: on a terminal it replaces the running one.
     pub fn finish(&self, line: &str) {
         if !self.shown {
             return;
         }
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if self.terminal {
             eprintln!("\r{line}{CLEAR_TO_END}");
+            LINE_OPEN.store(false, Ordering::SeqCst);
         } else {
             eprintln!("{line}");
         }
-        state.open = false;
     }
 
     /// Ends the terminal's count line, so that what is told next (an error) reads on a line of
     /// its own.
     pub fn interrupt(&self) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if std::mem::take(&mut state.open) {
-            eprintln!();
-        }
+        end_line();
     }
 }
 
