@@ -68,7 +68,7 @@ pub fn instrument(ctx: Ctx) -> Ctx {
 
 #[derive(Clone)]
 struct Console {
-    gateway: ApiClient,
+    api: ApiClient,
     /// The local bus's events file (`--events-out`), where the published events land.
     events_file: Option<Arc<std::path::Path>>,
     /// One console action at a time, so that "before" and "after" belong to one action.
@@ -93,7 +93,7 @@ pub fn mount(
     };
     let api = crate::front_door::app_with_cors(gateway.clone(), origins);
     let console = Console {
-        gateway: ApiClient::new(gateway),
+        api: ApiClient::new(gateway),
         events_file: events_file.map(Arc::from),
         busy: Arc::default(),
     };
@@ -252,7 +252,7 @@ fn person(raw: &Option<String>) -> String {
 
 /// The page's data: domains, patterns with examples, races, and the table.
 async fn state(State(console): State<Console>) -> Response {
-    let ctx = &console.gateway.ctx;
+    let ctx = &console.api.ctx;
     match table::scan(ctx).await {
         Ok(snapshot) => {
             let partitions = table::partitions(&snapshot, None);
@@ -260,7 +260,7 @@ async fn state(State(console): State<Console>) -> Response {
                 StatusCode::OK,
                 &json!({
                     "person": DEFAULT_PERSON,
-                    "token": console.gateway.mints(),
+                    "token": console.api.mints(),
                     "table": ctx.table.as_ref(),
                     "domains": Domain::ALL.iter().map(|d| json!({"id": d, "title": d.title()})).collect::<Vec<_>>(),
                     "patterns": patterns::catalogue(&snapshot),
@@ -288,14 +288,14 @@ async fn run(State(console): State<Console>, request: Request) -> Response {
         Err(refused) => return refused,
     };
     let _one_at_a_time = console.busy.lock().await;
-    let gateway = &console.gateway;
-    let before = match table::scan(&gateway.ctx).await {
+    let api = &console.api;
+    let before = match table::scan(&api.ctx).await {
         Ok(before) => before,
         Err(error) => return failed(error),
     };
-    let (sent, result, calls) = gateway.run(&person(&asked.person), asked.request).await;
+    let (sent, result, calls) = api.run(&person(&asked.person), asked.request).await;
     let mut operations: Vec<ops::Operation> = calls.iter().map(|c| ops::read(c, true)).collect();
-    let after = match table::scan(&gateway.ctx).await {
+    let after = match table::scan(&api.ctx).await {
         Ok(after) => after,
         Err(error) => return failed(error),
     };
@@ -329,7 +329,7 @@ async fn explore_table(State(console): State<Console>, request: Request) -> Resp
         Err(refused) => return refused,
     };
     let _one_at_a_time = console.busy.lock().await;
-    match explore::explore(&console.gateway.ctx, &asked).await {
+    match explore::explore(&console.api.ctx, &asked).await {
         Ok(explored) => answer(StatusCode::OK, &explored),
         Err(error) => failed(error),
     }
@@ -373,9 +373,9 @@ async fn race(State(console): State<Console>, request: Request) -> Response {
         Err(refused) => return refused,
     };
     let _one_at_a_time = console.busy.lock().await;
-    match races::run(&asked.race, &console.gateway, &person(&asked.person)).await {
+    match races::run(&asked.race, &console.api, &person(&asked.person)).await {
         Ok(outcome) => {
-            let after = table::scan(&console.gateway.ctx).await.unwrap_or_default();
+            let after = table::scan(&console.api.ctx).await.unwrap_or_default();
             answer(
                 StatusCode::OK,
                 &json!({"race": outcome, "patterns": patterns::catalogue(&after)}),
@@ -402,7 +402,7 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         Err(reason) => return failed(reason),
     };
     let _one_at_a_time = console.busy.lock().await;
-    let ctx = &console.gateway.ctx;
+    let ctx = &console.api.ctx;
     let before = match table::scan(ctx).await {
         Ok(before) => before,
         Err(error) => return failed(error),
@@ -481,9 +481,9 @@ async fn seed_all(State(console): State<Console>, request: Request) -> Response 
         Err(refused) => return refused,
     };
     let _one_at_a_time = console.busy.lock().await;
-    let ctx = &console.gateway.ctx;
+    let ctx = &console.api.ctx;
     let before = table::scan(ctx).await.unwrap_or_default();
-    let report = seed::seed(&console.gateway, &person(&asked.person), &|_, _, _| {}).await;
+    let report = seed::seed(&console.api, &person(&asked.person), &|_, _, _| {}).await;
     let after = match table::scan(ctx).await {
         Ok(after) => after,
         Err(error) => return failed(error),
@@ -511,7 +511,7 @@ async fn check_table(State(console): State<Console>, request: Request) -> Respon
         return refused;
     }
     let _one_at_a_time = console.busy.lock().await;
-    match crate::fsck::fsck(&console.gateway.ctx, crate::fsck::Options::default()).await {
+    match crate::fsck::fsck(&console.api.ctx, crate::fsck::Options::default()).await {
         Ok(report) => answer(StatusCode::OK, &json!({ "fsck": report })),
         Err(error) => failed(error),
     }
@@ -522,7 +522,7 @@ async fn reset(State(console): State<Console>, request: Request) -> Response {
         return refused;
     }
     let _one_at_a_time = console.busy.lock().await;
-    let ctx = &console.gateway.ctx;
+    let ctx = &console.api.ctx;
     let before = match table::scan(ctx).await {
         Ok(before) => before,
         Err(error) => return failed(error),

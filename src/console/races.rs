@@ -119,13 +119,13 @@ fn what_happened(racers: &[Racer]) -> String {
 }
 
 async fn setup_call(
-    gateway: &ApiClient,
+    api: &ApiClient,
     person: &str,
     log: &mut Vec<String>,
     sent: Sent,
 ) -> Result<Received, String> {
     let line = format!("{} {}", sent.method, sent.path);
-    let answer = gateway.call(person, sent).await?;
+    let answer = api.call(person, sent).await?;
     log.push(format!("{line} → {}", answer.status));
     if answer.status >= 300 {
         return Err(format!(
@@ -139,11 +139,11 @@ async fn setup_call(
 /// The requests of a race, after whatever setup it needs.
 async fn prepare(
     race: &str,
-    gateway: &ApiClient,
+    api: &ApiClient,
     person: &str,
     log: &mut Vec<String>,
 ) -> Result<(String, Vec<(String, Sent)>), String> {
-    let data = Data::read(&table::scan(&gateway.ctx).await?);
+    let data = Data::read(&table::scan(&api.ctx).await?);
     match race {
         "plate" => {
             let plate = data.fresh_plate();
@@ -209,7 +209,7 @@ async fn prepare(
                 None => {
                     let id = data.fresh_id("doc", keys::resource_current);
                     setup_call(
-                        gateway,
+                        api,
                         person,
                         log,
                         Sent::new("POST", "/resources")
@@ -254,7 +254,7 @@ async fn prepare(
                         Some(branch) => branch.clone(),
                         None => {
                             let id = data.fresh_id("branch", keys::branch);
-                            setup_call(gateway, person, log, Sent::new("POST", "/branches").json(json!({
+                            setup_call(api, person, log, Sent::new("POST", "/branches").json(json!({
                                 "branchId": id, "name": "Race Library", "address": "1 Contention Row",
                                 "city": "Springfield", "phone": "+44 20 7946 0999", "openingHours": "Always",
                             }))).await?;
@@ -265,7 +265,7 @@ async fn prepare(
                         Some(isbn) => isbn.clone(),
                         None => {
                             let isbn = data.fresh_isbn();
-                            setup_call(gateway, person, log, Sent::new("POST", "/books").json(json!({
+                            setup_call(api, person, log, Sent::new("POST", "/books").json(json!({
                                 "isbn": isbn, "title": "The Art of Multiprocessor Programming",
                                 "author": "Maurice Herlihy", "publisher": "Morgan Kaufmann",
                                 "publishYear": 2008, "genre": "Computer science",
@@ -275,7 +275,7 @@ async fn prepare(
                         }
                     };
                     let copy = setup_call(
-                        gateway,
+                        api,
                         person,
                         log,
                         Sent::new("POST", format!("/branches/{branch}/copies"))
@@ -297,7 +297,7 @@ async fn prepare(
             if patrons.is_empty() {
                 let card = data.fresh_card();
                 let patron = setup_call(
-                    gateway,
+                    api,
                     person,
                     log,
                     Sent::new("POST", format!("/branches/{branch_id}/patrons")).json(json!({
@@ -340,15 +340,15 @@ async fn prepare(
 
 /// Runs a race: its setup, then every request at once; the table is compared with the table as
 /// it was after the setup.
-pub async fn run(race: &str, gateway: &ApiClient, person: &str) -> Result<RaceOutcome, String> {
+pub async fn run(race: &str, api: &ApiClient, person: &str) -> Result<RaceOutcome, String> {
     let title = RACES
         .iter()
         .find(|r| r.0 == race)
         .map(|r| r.1)
         .ok_or_else(|| format!("no race named {race:?}"))?;
     let mut setup = Vec::new();
-    let (explanation, requests) = prepare(race, gateway, person, &mut setup).await?;
-    let before = table::scan(&gateway.ctx).await?;
+    let (explanation, requests) = prepare(race, api, person, &mut setup).await?;
+    let before = table::scan(&api.ctx).await?;
     let barrier = Arc::new(tokio::sync::Barrier::new(requests.len()));
     // The version race's reviewers both read before either writes (see `gate`), so that both
     // transactions reach the engine.
@@ -357,13 +357,13 @@ pub async fn run(race: &str, gateway: &ApiClient, person: &str) -> Result<RaceOu
     let tasks: Vec<_> = requests
         .into_iter()
         .map(|(person, sent)| {
-            let gateway = gateway.clone();
+            let api = api.clone();
             let barrier = barrier.clone();
             let writes_wait = writes_wait.clone();
-            let sent = gateway.prepare(&person, sent);
+            let sent = api.prepare(&person, sent);
             tokio::spawn(async move {
                 barrier.wait().await;
-                let sending = capture::recording(gateway.send(&sent));
+                let sending = capture::recording(api.send(&sent));
                 let (answer, calls) = match writes_wait {
                     Some(writes) => gate::before_first_write(writes, sending).await,
                     None => sending.await,
@@ -395,7 +395,7 @@ pub async fn run(race: &str, gateway: &ApiClient, person: &str) -> Result<RaceOu
             operations,
         });
     }
-    let after = table::scan(&gateway.ctx).await?;
+    let after = table::scan(&api.ctx).await?;
     let mut tally: BTreeMap<String, usize> = BTreeMap::new();
     for racer in &racers {
         *tally.entry(racer.outcome.clone()).or_default() += 1;

@@ -247,7 +247,7 @@ pub struct SeedReport {
 pub type Progress<'a> = &'a (dyn Fn(u64, u64, &str) + Send + Sync);
 
 struct Seeder<'a> {
-    gateway: &'a ApiClient,
+    api: &'a ApiClient,
     person: &'a str,
     progress: Progress<'a>,
     done: u64,
@@ -275,8 +275,8 @@ impl Seeder<'_> {
     ) -> Option<Value> {
         let line = format!("{} {}", sent.method, sent.path);
         let answer = match at {
-            Some(at) => self.gateway.at(at).call(self.person, sent).await,
-            None => self.gateway.call(self.person, sent).await,
+            Some(at) => self.api.at(at).call(self.person, sent).await,
+            None => self.api.call(self.person, sent).await,
         };
         self.step(&line);
         match answer {
@@ -328,17 +328,17 @@ fn steps(fleet: bool, accounts: bool, audit: bool, library: bool) -> u64 {
 
 /// Fills every domain that has no data yet.
 pub async fn seed(
-    gateway: &ApiClient,
+    api: &ApiClient,
     person: &str,
     progress: Progress<'_>,
 ) -> Result<SeedReport, String> {
-    let data = Data::read(&table::scan(&gateway.ctx).await?);
+    let data = Data::read(&table::scan(&api.ctx).await?);
     let fleet = data.vehicles.is_empty();
     let accounts = data.accounts.is_empty();
     let audit = data.resources.is_empty();
     let library = data.branches.is_empty();
     let mut seeder = Seeder {
-        gateway,
+        api,
         person,
         progress,
         done: 0,
@@ -549,7 +549,7 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
 }
 
 /// `cargo run -- seed`: the data set, with a progress bar.
-pub async fn run_cli(gateway: &ApiClient) -> Result<(), String> {
+pub async fn run_cli(api: &ApiClient) -> Result<(), String> {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -564,7 +564,7 @@ pub async fn run_cli(gateway: &ApiClient) -> Result<(), String> {
         bar.set_message(what.to_owned());
     };
     // The handlers' request logs would scroll the bar away: the report below says what happened.
-    let report = seed(gateway, "seed", &progress)
+    let report = seed(api, "seed", &progress)
         .with_subscriber(tracing::subscriber::NoSubscriber::default())
         .await?;
     bar.finish_and_clear();
