@@ -13,14 +13,14 @@ use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::idempotency;
 use crate::recording::outbox;
-use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
+use crate::store::{Commit, Condition, Delete, RACE_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (account_id,) = (path_id(&req, "accountId"),).all_valid()?;
 
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let row = load_row(ctx, &req, &account_id).await?;
         let account = &row.account;
         let mut transaction = Transaction::new()

@@ -23,7 +23,7 @@ use crate::ids::IdKey;
 use crate::model::Field;
 use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
-use crate::store::{Commit, Condition, MAX_ATTEMPTS, Put, Transaction, Update};
+use crate::store::{Commit, Condition, Put, RACE_ATTEMPTS, Transaction, Update};
 use lambda_http::Request;
 use singlet_shared::{Email, Id, Invalid, Key, Username, keys};
 
@@ -268,7 +268,7 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
     )
         .all_valid()?;
 
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let mut account = load(ctx, &req, &account_id).await?;
         let old = value.current(&account);
         if old == value {

@@ -20,7 +20,7 @@ use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
-use crate::store::{Commit, Condition, MAX_ATTEMPTS, Put, Transaction, Update};
+use crate::store::{Commit, Condition, Put, RACE_ATTEMPTS, Transaction, Update};
 use lambda_http::Request;
 use singlet_shared::{Id, Plate, keys};
 
@@ -32,7 +32,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     )
         .all_valid()?;
 
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let (mut vehicle, locks) = load_with_locks(ctx, &vehicle_id).await?;
         if vehicle.plate == plate {
             return Ok(ok(&vehicle));

@@ -13,7 +13,7 @@ use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::idempotency;
 use crate::recording::outbox;
-use crate::store::{Commit, Condition, Delete, MAX_ATTEMPTS, Transaction, lock};
+use crate::store::{Commit, Condition, Delete, RACE_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
 
@@ -31,7 +31,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (vehicle_id,) = (path_id(&req, "vehicleId"),).all_valid()?;
 
     let mut lock_disagreed = false;
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let (vehicle, locks) = load_with_locks(ctx, &vehicle_id).await?;
         let retire = Transaction::new()
             .delete(

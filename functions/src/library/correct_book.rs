@@ -26,7 +26,7 @@ use crate::error::ApiError;
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path};
 use crate::recording::outbox;
-use crate::store::{Commit, Condition, MAX_ATTEMPTS, Transaction, Update};
+use crate::store::{Commit, Condition, RACE_ATTEMPTS, Transaction, Update};
 use lambda_http::Request;
 use singlet_shared::{Isbn13, keys};
 
@@ -63,7 +63,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         ));
     }
 
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let book = load_book(ctx, &isbn).await?;
         let corrected = Book {
             title: title.clone().unwrap_or_else(|| book.title.clone()),

@@ -18,7 +18,7 @@ use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
-use crate::store::{MAX_ATTEMPTS, decode};
+use crate::store::{RACE_ATTEMPTS, decode};
 use lambda_http::Request;
 use singlet_shared::CardNumber;
 
@@ -31,7 +31,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         .all_valid()?;
 
     let mut fresh: Option<Patron> = None;
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let mut patron = match fresh.take() {
             Some(patron) => patron,
             None => find_patron(ctx, &patron_id).await?,

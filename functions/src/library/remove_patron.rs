@@ -22,7 +22,7 @@ use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::idempotency;
 use crate::recording::outbox;
-use crate::store::{Commit, MAX_ATTEMPTS, Transaction, decode, lock};
+use crate::store::{Commit, RACE_ATTEMPTS, Transaction, decode, lock};
 use lambda_http::Request;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (patron_id,) = (path_id(&req, "patronId"),).all_valid()?;
 
     let mut fresh: Option<Patron> = None;
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         // The index's copy of the row may be stale: only the delete's condition decides.
         let patron = match fresh.take() {
             Some(patron) => patron,

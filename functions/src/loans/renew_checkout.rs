@@ -22,7 +22,7 @@ use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
 use crate::recording::outbox;
-use crate::store::{MAX_ATTEMPTS, Transaction};
+use crate::store::{RACE_ATTEMPTS, Transaction};
 use lambda_http::Request;
 
 /// The transaction's parts.
@@ -49,7 +49,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         )]))
     };
 
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let loan = load_active(ctx, &patron_id, &checkout_id).await?;
         let now = clock::now();
         let due = clock::parse_iso(&loan.due_date).ok_or(ApiError::Internal)?;

@@ -22,7 +22,7 @@ use crate::http::{AllValid, HandlerResult, ok, path_id};
 use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
 use crate::library::{count_available, free_loan_slot, move_copy};
 use crate::recording::outbox;
-use crate::store::{MAX_ATTEMPTS, Put, Transaction};
+use crate::store::{Put, RACE_ATTEMPTS, Transaction};
 use lambda_http::Request;
 use singlet_shared::keys::CopyStatus;
 use time::OffsetDateTime;
@@ -52,7 +52,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         return Ok(first);
     }
 
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let loan = load_active(ctx, &patron_id, &checkout_id).await?;
         let now = clock::now();
         let returned = Checkout {

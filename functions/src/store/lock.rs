@@ -97,7 +97,7 @@ enum Part {
 /// naming the owner): claim `new`, release `old` if it still names the owner, and apply
 /// `owner`, whose condition should be that the owner still holds the old value, and put `event`
 /// (the change's outbox item). Nothing changes unless all four do. The caller reads the owner again and retries on anything but
-/// [`Swapped::Done`] and [`Swapped::Taken`], at most [`super::MAX_ATTEMPTS`] times.
+/// [`Swapped::Done`] and [`Swapped::Taken`], at most [`super::RACE_ATTEMPTS`] times.
 pub async fn swap<L: Held, O: Entity>(
     ctx: &Ctx,
     new: &L,

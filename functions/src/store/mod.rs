@@ -42,9 +42,11 @@ use serde::de::DeserializeOwned;
 use singlet_shared::Key;
 use singlet_shared::schema::{Index, PK, SK, TTL_ATTRIBUTE};
 
-/// A change that raced another and lost this many times in a row gives up with `503`: every
-/// read-then-write pattern (a plate change, a return, a removal, ...) tries this often.
-pub const MAX_ATTEMPTS: usize = 3;
+/// A read-then-write pattern (a plate change, a return, a removal, ...) whose write found the
+/// item changed since its read tries again, reading afresh, up to this many times in all, then
+/// gives up with `503`. (A transaction DynamoDB cancels for a conflict with another in flight is
+/// sent again on its own: [`CONFLICT_ATTEMPTS`].)
+pub const RACE_ATTEMPTS: usize = 3;
 
 /// Whether `item` expired before `now` (epoch seconds): its `expiresAt` is below it, which is
 /// DynamoDB's (and dynoxide's) own rule for what TTL may delete.
