@@ -78,7 +78,7 @@ const STREAM_INDEXES: &str = "
     CREATE INDEX IF NOT EXISTS singlet_stream_read
         ON _stream_records (table_name, shard_id, CAST(sequence_number AS INTEGER));";
 
-/// Adds [`STREAM_INDEXES`] to the engine's SQLite file at `path` (kept: `IF NOT EXISTS`),
+/// Adds `STREAM_INDEXES` to the engine's SQLite file at `path` (kept: `IF NOT EXISTS`),
 /// made first by dynoxide, which makes its tables on opening a file, when it is new.
 pub fn index_the_stream(path: &str) -> Result<(), String> {
     drop(Database::new(path).map_err(|e| format!("cannot open {path}: {e}"))?);

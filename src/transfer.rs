@@ -220,7 +220,7 @@ pub struct Checked {
 }
 
 /// Reads the whole export under `dir` without writing anything: every line an item with a key,
-/// every value one DynamoDB takes ([`unwritable`]), no key twice (the keys are held in memory
+/// every value one DynamoDB takes (`unwritable`), no key twice (the keys are held in memory
 /// meanwhile), as many items as the manifest counts.
 pub fn check(dir: &Path) -> Result<Checked, String> {
     let expected = read_manifest(dir)?;

@@ -278,7 +278,7 @@ fn endpoint_from(variable: &str) -> Option<String> {
     std::env::var(variable).ok().filter(|url| !url.is_empty())
 }
 
-/// The Lambda's DynamoDB client ([`lambda_sdk_config`]), on `AWS_ENDPOINT_URL_DYNAMODB` when set.
+/// The Lambda's DynamoDB client (`lambda_sdk_config`), on `AWS_ENDPOINT_URL_DYNAMODB` when set.
 pub fn lambda_client() -> Client {
     let mut config = aws_sdk_dynamodb::config::Builder::from(&lambda_sdk_config());
     config.set_endpoint_url(endpoint_from("AWS_ENDPOINT_URL_DYNAMODB"));

@@ -9,7 +9,7 @@
 //! Plain HTML, CSS and JavaScript compiled into the runner (`include_str!`): no CDN, no build
 //! step. Its endpoints under `/_console/api/` hold no privilege: each request it runs goes through
 //! the API's own router (see [`api_client`]) with a token minted for the person ([`token`]), and
-//! they answer only same-origin requests made to a loopback host (see [`guard`]).
+//! they answer only same-origin requests made to a loopback host (see `guard`).
 
 pub mod api_client;
 pub mod capture;
@@ -49,7 +49,7 @@ const MAX_CONSOLE_BODY: usize = 1024 * 1024;
 
 /// The runner's context with every DynamoDB call of a console request recorded: the same
 /// client (endpoint, credentials, retries) with the console's interceptor and the version race's
-/// gate ([`gate`]) added. Outside a console request neither does anything.
+/// gate (`gate`) added. Outside a console request neither does anything.
 pub fn instrument(ctx: Ctx) -> Ctx {
     let mut config = ctx
         .db

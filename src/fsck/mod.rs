@@ -4,11 +4,11 @@
 //! 1. [`scan`]: a parallel `Scan` reads every item; each is decoded by the model's registry
 //!    ([`entity`] adds what the rules ask of an entity: its lock, the values it holds).
 //! 2. [`rules`]: every rule is a pure function of the items involved, run over the whole table.
-//! 3. [`confirm`]: each finding's items are read again in one strongly consistent snapshot and
+//! 3. `confirm`: each finding's items are read again in one strongly consistent snapshot and
 //!    judged by the same function, twice, and must give the scan's verdict; where the items
 //!    were found by other reads, those reads are repeated around the snapshot and must agree. A
 //!    write in flight during the scan raises nothing.
-//! 4. [`repair`]: with `--repair`, each repairable finding gets one conditional write (a
+//! 4. `repair`: with `--repair`, each repairable finding gets one conditional write (a
 //!    transaction where it depends on a second item), conditioned on the items as confirmed.
 
 mod confirm;

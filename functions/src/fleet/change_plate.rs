@@ -11,7 +11,7 @@
 //!
 //! Another spelling of the plate the vehicle holds (`KA19XTR` → `KA 19 XTR`) meets the lock it
 //! holds already: nothing is claimed or released, the lock and the vehicle take the new spelling
-//! together ([`respell`]).
+//! together (`respell`).
 
 use super::{PlateLock, Vehicle, load_with_locks, plate_free_before_compact};
 use crate::context::Ctx;

@@ -38,7 +38,7 @@ use std::collections::HashMap;
 
 /// An attribute of entity `E`, named once (`Patron::ACTIVE_LOANS`): the store's conditions and
 /// updates take these, never a string, so a write can only name a field its entity has. Each is
-/// declared with [`fields!`], which checks the name against the entity's serde names in a test.
+/// declared with `fields!`, which checks the name against the entity's serde names in a test.
 pub struct Field<E> {
     name: &'static str,
     entity: std::marker::PhantomData<fn() -> E>,

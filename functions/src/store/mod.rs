@@ -3,14 +3,14 @@
 //! It takes the schema's constants (`singlet_shared::schema`) and the keys of
 //! `singlet_shared::keys`, so no handler spells the table's name, an index's name or a key
 //! attribute. Every request asks for its consumed capacity per index and logs it
-//! ([`capacity`]); every SDK failure becomes a `503` or a `500` in one place ([`failure`]);
+//! ([`capacity`]); every SDK failure becomes a `503` or a `500` in one place (`failure`);
 //! every item a handler reads is decoded in one place ([`item::decode`]).
 //!
 //! - reads: [`Ctx::get`] (one strongly consistent `GetItem`), [`Ctx::query`] (one page of one
 //!   partition of the table or of an index, described by a [`Query`]), [`Ctx::scan`] (one page of
 //!   the whole table or index, or of one segment, described by a [`Scan`]) and
 //!   [`Ctx::snapshot`] (items read together in `TransactGetItems`);
-//! - writes as typed values ([`write`]): [`Put`], [`Update`], [`Delete`], [`Check`] of one
+//! - writes as typed values ([`write`](mod@write)): [`Put`], [`Update`], [`Delete`], [`Check`] of one
 //!   entity type, guarded by a [`Condition`] on its fields; no other module writes an expression;
 //! - single-item writes: [`Ctx::update_item`], [`Ctx::delete_item`];
 //! - several items at once: [`Transaction`] of those writes;
