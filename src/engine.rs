@@ -240,7 +240,10 @@ pub async fn external_client(endpoint: &str) -> Result<Client, String> {
         };
         loader = loader.region(Region::new(region.unwrap_or_else(|| LOCAL_REGION.into())));
     }
-    Ok(Client::new(&loader.load().await))
+    let config = aws_sdk_dynamodb::config::Builder::from(&loader.load().await)
+        .interceptor(crate::iam::Enforce)
+        .build();
+    Ok(Client::from_conf(config))
 }
 
 /// The host of an `http://` or `https://` URL, or why `endpoint` is none.
@@ -354,6 +357,7 @@ fn local_client_in(endpoint: &str, region: Option<String>) -> Client {
         .http_client(singlet_functions::context::https_client())
         .timeout_config(singlet_functions::context::timeouts())
         .retry_config(singlet_functions::context::retries())
+        .interceptor(crate::iam::Enforce)
         .build();
     Client::from_conf(config)
 }

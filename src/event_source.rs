@@ -479,7 +479,8 @@ impl EventSource {
             Err("a publisher error, on purpose (--fault-publisher-error-every)".to_owned())
         } else {
             let event = json!({ "Records": batch });
-            (self.publisher.handler)(&self.ctx, event, None)
+            let function = self.publisher.function;
+            crate::iam::serving(function, (self.publisher.handler)(&self.ctx, event, None))
                 .await
                 .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
         };

@@ -240,7 +240,8 @@ async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
-    let answer = answer(&gateway.ctx, route, lambda_request).await;
+    let answer =
+        crate::iam::serving(route.function, answer(&gateway.ctx, route, lambda_request)).await;
     let mut response = into_axum(answer.response);
     // The local runner only: what the request cost, for a person with curl.
     if let Ok(value) = axum::http::HeaderValue::from_str(&format!(

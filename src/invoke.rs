@@ -1,6 +1,7 @@
 //! `singlet invoke <function> --event <file>`: one function, once, on one event file (the files
 //! `sam local invoke` takes), printing the function's response as Lambda would return it.
 
+use crate::iam::serving;
 use lambda_http::Body;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
@@ -131,12 +132,12 @@ pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, Str
     let parsed: Value =
         serde_json::from_str(event).map_err(|e| format!("the event is not JSON: {e}"))?;
     if let Some(scheduled) = scheduled(function) {
-        return (scheduled.handler)(ctx, parsed, None)
+        return serving(scheduled.function, (scheduled.handler)(ctx, parsed, None))
             .await
             .map(|report| report.to_json());
     }
     if let Some(streamed) = streamed(function) {
-        return (streamed.handler)(ctx, parsed, None).await;
+        return serving(streamed.function, (streamed.handler)(ctx, parsed, None)).await;
     }
     let route = by_function(function).expect("checked");
     if let Some(other) = other_route(function, &parsed) {
@@ -149,7 +150,7 @@ pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, Str
     }
     let request = lambda_http::request::from_str(event)
         .map_err(|e| format!("the event is not an API Gateway HTTP API event: {e}"))?;
-    let response = respond(ctx, route, request).await;
+    let response = serving(route.function, respond(ctx, route, request)).await;
     let headers: serde_json::Map<String, Value> = response
         .headers()
         .iter()
@@ -183,7 +184,8 @@ pub async fn schedule(ctx: Ctx, every: std::time::Duration) {
         for scheduled in singlet_functions::routes::SCHEDULED {
             let event =
                 json!({"time": now, "detail-type": "Scheduled Event", "source": "aws.events"});
-            if let Err(error) = (scheduled.handler)(&ctx, event, None).await {
+            let run = serving(scheduled.function, (scheduled.handler)(&ctx, event, None));
+            if let Err(error) = run.await {
                 tracing::warn!(
                     function = scheduled.function,
                     error,

@@ -10,6 +10,7 @@ pub mod event_source;
 pub mod events_args;
 pub mod front_door;
 pub mod fsck;
+pub mod iam;
 pub mod import;
 pub mod invoke;
 pub mod local_bus;

@@ -322,7 +322,7 @@ impl Api {
                 };
             }
         };
-        let answer = answer(&self.ctx, route, request).await;
+        let answer = singlet::iam::serving(route.function, answer(&self.ctx, route, request)).await;
         let response = answer.response;
         let status = response.status().as_u16();
         let mut headers: HashMap<String, String> = response

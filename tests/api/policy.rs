@@ -10,90 +10,13 @@
 
 use crate::events::REPLAY;
 use crate::harness::{Api, Mode, token};
-use serde_json::Value;
 use singlet::console::{capture, instrument};
+use singlet::iam::{self, AccessDenied, serving};
 use singlet::invoke::invoke;
-use singlet::render::{Statement, TABLE_ARN, index_arn, policy};
 use singlet_functions::access::Access;
 use singlet_functions::routes::{ROUTES, SCHEDULED};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// What IAM authorises one part of a call by.
-#[derive(Debug)]
-enum Touch {
-    /// An action on the table's item whose partition key is `pk`.
-    Item { action: String, pk: String },
-    /// A `Query` on an index.
-    Index(String),
-}
-
-/// The partition key of a key or an item, in DynamoDB JSON.
-fn pk(key: &Value) -> String {
-    key["PK"]["S"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no PK in {key}"))
-        .to_owned()
-}
-
-fn item(action: &str, key: &Value) -> Touch {
-    Touch::Item {
-        action: action.to_owned(),
-        pk: pk(key),
-    }
-}
-
-/// What a call touches, from its request body (the store's `Query` names its partition `:pk`).
-fn touches(function: &str, operation: &str, request: &Value) -> Vec<Touch> {
-    match operation {
-        "GetItem" | "UpdateItem" | "DeleteItem" => vec![item(operation, &request["Key"])],
-        "PutItem" => vec![item(operation, &request["Item"])],
-        "Query" => match request["IndexName"].as_str() {
-            Some(index) => vec![Touch::Index(index.to_owned())],
-            None => vec![item(
-                operation,
-                &serde_json::json!({"PK": request["ExpressionAttributeValues"][":pk"]}),
-            )],
-        },
-        "TransactWriteItems" => request["TransactItems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|part| {
-                let (kind, body) = part.as_object().unwrap().iter().next().unwrap();
-                match kind.as_str() {
-                    "Put" => item("PutItem", &body["Item"]),
-                    "Update" => item("UpdateItem", &body["Key"]),
-                    "Delete" => item("DeleteItem", &body["Key"]),
-                    "ConditionCheck" => item("ConditionCheckItem", &body["Key"]),
-                    other => panic!("{function}: a transaction part {other}"),
-                }
-            })
-            .collect(),
-        "TransactGetItems" => request["TransactItems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|part| item("GetItem", &part["Get"]["Key"]))
-            .collect(),
-        other => panic!("{function} calls {other}, which no policy allows"),
-    }
-}
-
-fn allowed(statements: &[Statement], touch: &Touch) -> bool {
-    match touch {
-        Touch::Item { action, pk } => statements.iter().any(|s| {
-            s.resource == TABLE_ARN
-                && s.actions.contains(&format!("dynamodb:{action}"))
-                && s.leading_keys
-                    .iter()
-                    .any(|prefix| pk.starts_with(prefix.trim_end_matches('*')))
-        }),
-        Touch::Index(index) => statements
-            .iter()
-            .any(|s| s.resource == index_arn(index) && s.actions == ["dynamodb:Query"]),
-    }
-}
 
 /// The function's declaration and whether its route takes an `Idempotency-Key`.
 fn declared(function: &str) -> (&'static Access, bool) {
@@ -109,15 +32,13 @@ fn declared(function: &str) -> (&'static Access, bool) {
 
 /// The calls `function` made that its rendered policy refuses, one line each.
 fn refused(function: &str, calls: &[capture::Call]) -> Vec<String> {
-    let (access, idempotent) = declared(function);
-    let statements = policy(function, idempotent, access);
+    declared(function);
     calls
         .iter()
         .flat_map(|call| {
-            touches(function, &call.operation, &call.request)
+            iam::refused(function, &call.operation, &call.request)
                 .into_iter()
-                .filter(|touch| !allowed(&statements, touch))
-                .map(|touch| format!("{function}: {} {touch:?}", call.operation))
+                .map(|what| format!("{function}: {what}"))
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -160,4 +81,104 @@ async fn every_call_a_function_makes_is_one_its_rendered_policy_allows() {
         "calls the rendered policies refuse (declare what these touch in the route table):\n{}",
         refusals.join("\n")
     );
+}
+
+/// The error an SDK call failed with, if it was the runner's [`AccessDenied`].
+fn access_denied(error: impl std::error::Error + 'static) -> AccessDenied {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(error) = cause {
+        if let Some(denied) = error.downcast_ref::<AccessDenied>() {
+            return denied.clone();
+        }
+        cause = error.source();
+    }
+    panic!("not refused by the runner's policy check: {error:?}")
+}
+
+/// The runner applies each function's rendered policy to its calls, as IAM would on AWS: a
+/// call it refuses fails before it is sent, naming the item by entity type (never its key);
+/// an operator's call, made outside any function's work, is not checked.
+#[tokio::test]
+async fn the_runner_refuses_a_call_the_functions_policy_would_refuse() {
+    use aws_sdk_dynamodb::types::AttributeValue::S;
+    use singlet_shared::keys::{EMAIL_LOCK_PREFIX, PLATE_PREFIX, VEHICLE_PREFIX};
+    use std::collections::HashMap;
+    let api = Api::start(Mode::Direct).await;
+    let (db, table) = (&api.ctx.db, &*api.ctx.table);
+    let alone =
+        |pk: String| HashMap::from([("PK".to_owned(), S(pk.clone())), ("SK".to_owned(), S(pk))]);
+    let vehicle = alone(format!("{VEHICLE_PREFIX}v-1"));
+    let plate = alone(format!("{PLATE_PREFIX}ka19xtr"));
+    let get = |key: &HashMap<_, _>| {
+        db.get_item()
+            .table_name(table)
+            .set_key(Some(key.clone()))
+            .send()
+    };
+    let put = |item: &HashMap<_, _>| {
+        db.put_item()
+            .table_name(table)
+            .set_item(Some(item.clone()))
+            .send()
+    };
+
+    // get-vehicle may read a vehicle, and nothing else.
+    serving("get-vehicle", get(&vehicle))
+        .await
+        .expect("allowed");
+    let refusals = [
+        (
+            access_denied(serving("get-vehicle", put(&vehicle)).await.unwrap_err()),
+            "dynamodb:PutItem on a vehicle item",
+        ),
+        (
+            access_denied(serving("get-vehicle", get(&plate)).await.unwrap_err()),
+            "dynamodb:GetItem on a plate-lock item",
+        ),
+        (
+            access_denied(
+                serving("get-vehicle", db.scan().table_name(table).send())
+                    .await
+                    .unwrap_err(),
+            ),
+            "dynamodb:Scan",
+        ),
+    ];
+    for (denied, what) in refusals {
+        assert_eq!(denied.function, "get-vehicle");
+        assert_eq!(denied.refused, [what]);
+        let said = denied.to_string();
+        assert!(
+            said.starts_with("AccessDeniedException: get-vehicle"),
+            "{said}"
+        );
+        assert!(!said.contains("ka19xtr") && !said.contains("v-1"), "{said}");
+    }
+    // Nothing refused was written.
+    assert!(get(&vehicle).await.unwrap().item.is_none());
+
+    // A transaction is judged part by part: delete-account may delete an account's email lock
+    // but not a plate's.
+    let delete = |key: &HashMap<_, _>| {
+        aws_sdk_dynamodb::types::TransactWriteItem::builder()
+            .delete(
+                aws_sdk_dynamodb::types::Delete::builder()
+                    .table_name(table)
+                    .set_key(Some(key.clone()))
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+    };
+    let email = alone(format!("{EMAIL_LOCK_PREFIX}ada@example.com"));
+    let both = db
+        .transact_write_items()
+        .transact_items(delete(&email))
+        .transact_items(delete(&plate));
+    let denied = access_denied(serving("delete-account", both.send()).await.unwrap_err());
+    assert_eq!(denied.refused, ["dynamodb:DeleteItem on a plate-lock item"]);
+
+    // An operator's own call (fsck, import, a test's setup) is not a function's: not checked.
+    put(&vehicle).await.expect("an operator's put");
+    assert!(get(&vehicle).await.unwrap().item.is_some());
 }

@@ -1,0 +1,266 @@
+//! IAM on a developer's machine: the local runner refuses a function's DynamoDB call that the
+//! function's policy in `template.yaml` would refuse on AWS.
+//!
+//! Why: a policy is rendered from what the route table declares (`functions/src/routes.rs`), and
+//! a handler that reaches an entity, an action or an index its route does not declare works
+//! everywhere but on AWS, where it is `AccessDeniedException` after the deploy. So the runner
+//! applies the same statements, as IAM reads them: `dynamodb:LeadingKeys` on the partition key
+//! of every item a call touches (a transaction part by part), an index query against that
+//! index's own statement, nothing for `Scan` or a batch. Every request of the front door,
+//! `invoke`, the schedule and the stream runs inside [`serving`], which names its function; a
+//! call made outside one (`fsck`, `migrate`, `import`, `export`, `load`, a test's own reads)
+//! is an operator's, with the operator's rights, and is not checked.
+//!
+//! A refused call fails before it is sent, with [`AccessDenied`] (logged at `ERROR` with the
+//! function, the action and the item's entity type, never its key, which may be a plate or an
+//! email); the handler answers it as it answers any failed DynamoDB call. The whole API test
+//! suite runs through this check, so every path a test takes is one its policy allows.
+
+use crate::render::{Statement, TABLE_ARN, index_arn, policy};
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use serde_json::Value;
+use singlet_functions::model::{ENTITY_TYPES, EntityType, entity_type_of};
+use singlet_functions::routes::{ROUTES, SCHEDULED, STREAMED};
+use singlet_shared::Key;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::OnceLock;
+
+tokio::task_local! {
+    static SERVING: &'static str;
+}
+
+/// Runs `work` as `function`: its DynamoDB calls are checked against that function's policy.
+pub async fn serving<F: Future>(function: &'static str, work: F) -> F::Output {
+    SERVING.scope(function, work).await
+}
+
+/// The function whose work this task is doing, if any.
+pub fn current_function() -> Option<&'static str> {
+    SERVING.try_with(|function| *function).ok()
+}
+
+/// Every function's rendered statements, by function.
+fn statements(function: &str) -> Option<&'static [Statement]> {
+    static ALL: OnceLock<HashMap<&'static str, Vec<Statement>>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        ROUTES
+            .iter()
+            .map(|r| (r.function, policy(r.function, r.idempotent, &r.access)))
+            .chain(
+                SCHEDULED
+                    .iter()
+                    .map(|s| (s.function, policy(s.function, false, &s.access))),
+            )
+            .chain(
+                STREAMED
+                    .iter()
+                    .map(|s| (s.function, policy(s.function, false, &s.access))),
+            )
+            .collect()
+    })
+    .get(function)
+    .map(Vec::as_slice)
+}
+
+/// What IAM authorises one part of a call by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Touch {
+    /// An action (`GetItem`, `PutItem`, ..., `ConditionCheckItem`, `Query`) on the table's item
+    /// with this key (a table `Query`: its partition, and no sort key).
+    Item { action: String, key: Key },
+    /// A `Query` on an index.
+    Index(String),
+    /// An operation no policy allows (`Scan`, a batch, `DescribeTable`).
+    Other(String),
+}
+
+impl Touch {
+    /// The touch as a log line or an error may name it: the item's entity type, never its key.
+    fn describe(&self) -> String {
+        match self {
+            Touch::Item { action, key } => {
+                let entity = entity_of(key).map_or("unknown", |t| t.name);
+                format!("dynamodb:{action} on a {entity} item")
+            }
+            Touch::Index(index) => format!("dynamodb:Query on the index {index}"),
+            Touch::Other(operation) => format!("dynamodb:{operation}"),
+        }
+    }
+}
+
+/// The entity type of an item's key, or of a partition's alone (a table `Query`'s).
+fn entity_of(key: &Key) -> Option<&'static EntityType> {
+    if !key.sk.is_empty() {
+        return entity_type_of(key);
+    }
+    ENTITY_TYPES.iter().copied().find(|t| {
+        t.keys.iter().any(|shape| {
+            key.pk.len() > shape.partition.len() && key.pk.starts_with(shape.partition)
+        })
+    })
+}
+
+fn string_at(value: &Value, name: &str) -> String {
+    value[name]["S"].as_str().unwrap_or_default().to_owned()
+}
+
+fn item(action: &str, key: &Value) -> Touch {
+    Touch::Item {
+        action: action.to_owned(),
+        key: Key {
+            pk: string_at(key, "PK"),
+            sk: string_at(key, "SK"),
+        },
+    }
+}
+
+/// What `operation` (as `x-amz-target` names it) touches, from its request body in DynamoDB
+/// JSON. A table `Query`'s partition is its `:pk` value: the store names it so.
+pub fn touches(operation: &str, request: &Value) -> Vec<Touch> {
+    // Each part of a transaction as its kind (`Put`, `Update`, ...) and its body.
+    let parts = || -> Vec<(String, Value)> {
+        request["TransactItems"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|part| {
+                part.as_object()
+                    .and_then(|p| p.iter().next())
+                    .map(|(kind, body)| (kind.clone(), body.clone()))
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    match operation {
+        "GetItem" | "UpdateItem" | "DeleteItem" => vec![item(operation, &request["Key"])],
+        "PutItem" => vec![item(operation, &request["Item"])],
+        "Query" => match request["IndexName"].as_str() {
+            Some(index) => vec![Touch::Index(index.to_owned())],
+            None => vec![item(
+                operation,
+                &serde_json::json!({"PK": request["ExpressionAttributeValues"][":pk"]}),
+            )],
+        },
+        "TransactWriteItems" => parts()
+            .into_iter()
+            .map(|(kind, body)| match kind.as_str() {
+                "Put" => item("PutItem", &body["Item"]),
+                "Update" => item("UpdateItem", &body["Key"]),
+                "Delete" => item("DeleteItem", &body["Key"]),
+                "ConditionCheck" => item("ConditionCheckItem", &body["Key"]),
+                other => Touch::Other(format!("TransactWriteItems part {other}")),
+            })
+            .collect(),
+        "TransactGetItems" => parts()
+            .into_iter()
+            .map(|(_, body)| item("GetItem", &body["Key"]))
+            .collect(),
+        other => vec![Touch::Other(other.to_owned())],
+    }
+}
+
+/// Whether `statements` allow `touch`, as IAM decides it.
+pub fn allowed(statements: &[Statement], touch: &Touch) -> bool {
+    match touch {
+        Touch::Item { action, key } => statements.iter().any(|s| {
+            s.resource == TABLE_ARN
+                && s.actions.iter().any(|a| *a == format!("dynamodb:{action}"))
+                && s.leading_keys
+                    .iter()
+                    .any(|prefix| key.pk.starts_with(prefix.trim_end_matches('*')))
+        }),
+        Touch::Index(index) => statements
+            .iter()
+            .any(|s| s.resource == index_arn(index) && s.actions == ["dynamodb:Query"]),
+        Touch::Other(_) => false,
+    }
+}
+
+/// What of `operation`'s `request` the policy of `function` refuses, each as [`Touch::describe`]
+/// names it. A function the route table does not know is refused everything.
+pub fn refused(function: &str, operation: &str, request: &Value) -> Vec<String> {
+    let statements = statements(function).unwrap_or_default();
+    touches(operation, request)
+        .into_iter()
+        .filter(|touch| !allowed(statements, touch))
+        .map(|touch| touch.describe())
+        .collect()
+}
+
+/// A call the function's policy refuses, as AWS would answer `AccessDeniedException`.
+#[derive(Debug, Clone)]
+pub struct AccessDenied {
+    pub function: &'static str,
+    /// What was refused, by entity type: `dynamodb:PutItem on a PlateLock item`.
+    pub refused: Vec<String>,
+}
+
+impl std::fmt::Display for AccessDenied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "AccessDeniedException: {} is not authorized to perform {}: its policy in \
+             template.yaml does not allow it (declare what it touches in functions/src/routes.rs \
+             and run `cargo run -- render`)",
+            self.function,
+            self.refused.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for AccessDenied {}
+
+/// The interceptor every runner client carries ([`crate::engine`]): a no-op outside
+/// [`serving`].
+#[derive(Debug, Default)]
+pub struct Enforce;
+
+impl Intercept for Enforce {
+    fn name(&self) -> &'static str {
+        "singlet-local-iam"
+    }
+
+    /// Once per operation, before its first attempt: a refused call is never sent.
+    fn read_after_serialization(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let Some(function) = current_function() else {
+            return Ok(());
+        };
+        let request = context.request();
+        let operation = request
+            .headers()
+            .get("x-amz-target")
+            .map(|t| t.rsplit('.').next().unwrap_or(t))
+            .unwrap_or_default();
+        // A DynamoDB Streams call (`publish-events` reads nothing itself: the event source
+        // does) is not the table's.
+        if request
+            .headers()
+            .get("x-amz-target")
+            .is_some_and(|t| t.starts_with("DynamoDBStreams"))
+        {
+            return Ok(());
+        }
+        let body = request
+            .body()
+            .bytes()
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Value::Null);
+        let refused = refused(function, operation, &body);
+        if refused.is_empty() {
+            return Ok(());
+        }
+        tracing::error!(
+            function,
+            refused = %refused.join(", "),
+            "a call the function's policy in template.yaml refuses (AccessDeniedException on AWS)"
+        );
+        Err(Box::new(AccessDenied { function, refused }))
+    }
+}
