@@ -17,7 +17,7 @@
 //! `tests/api/template.rs` does the same).
 
 use serde_json::Value;
-use singlet_functions::access::{Access, Action, idempotency_records};
+use singlet_functions::access::{Access, Action};
 use singlet_functions::context::SERVER_SECRET_VAR;
 use singlet_functions::events::mapping;
 use singlet_functions::lambda::FUNCTION_VAR;
@@ -57,39 +57,32 @@ pub fn index_arn(index: &str) -> String {
 }
 
 /// The policy of `function`, which touches `access` (and takes `Idempotency-Key`s when
-/// `idempotent`): a statement for its table actions, bounded by key; one `Query` statement per
-/// index, unbounded (template.yaml says why, above the functions); `PutItem` on the records it
-/// makes tombstones; and its grants beyond the table.
+/// `idempotent`): one statement per set of table actions, bounded by the partition-key prefixes
+/// it calls them on ([`Access::table_reach`]: each entity gets only what is called on it, its own
+/// idempotency records `GetItem` and `PutItem`, its events' outboxes and the records it makes
+/// tombstones `PutItem`); one `Query` statement per index, unbounded (template.yaml says why,
+/// above the functions); and its grants beyond the table.
 pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statement> {
-    let mut statements = Vec::new();
-    if !access.actions.is_empty() {
-        statements.push(Statement {
-            why: None,
-            actions: access.actions.iter().map(|a| a.iam().to_owned()).collect(),
+    let mut statements: Vec<Statement> = access
+        .table_reach(function, idempotent)
+        .into_iter()
+        .map(|reach| Statement {
+            why: Some(format!("Items of: {}.", reach.what.join("; "))),
+            actions: reach.actions.iter().map(|a| a.iam().to_owned()).collect(),
             resource: TABLE_ARN.to_owned(),
-            leading_keys: access
-                .leading_keys(function, idempotent)
+            leading_keys: reach
+                .prefixes
                 .into_iter()
                 .map(|prefix| format!("{prefix}*"))
                 .collect(),
-        });
-    }
+        })
+        .collect();
     for index in access.indexes {
         statements.push(Statement {
             why: None,
             actions: vec![Action::Query.iam().to_owned()],
             resource: index_arn(index.name),
             leading_keys: Vec::new(),
-        });
-    }
-    if let Some(creator) = access.tombstones {
-        statements.push(Statement {
-            why: Some(format!(
-                "The idempotency records of {creator}, made tombstones with the entity's delete."
-            )),
-            actions: vec![Action::PutItem.iam().to_owned()],
-            resource: TABLE_ARN.to_owned(),
-            leading_keys: vec![format!("{}*", idempotency_records(creator))],
         });
     }
     for grant in access.grants {
@@ -750,7 +743,7 @@ pub fn cli(root: &Path, check: bool) -> Result<ExitCode, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use singlet_functions::access::{Grant, NARROWED};
+    use singlet_functions::access::{Grant, NARROWED, Reach, idempotency_records};
     use singlet_functions::events::EventType;
     use singlet_functions::model::Entity;
     use singlet_functions::model::idempotency::IdLock;
@@ -768,8 +761,16 @@ mod tests {
             idempotent: true,
             paged: false,
             access: Access {
-                actions: &[Action::GetItem, Action::PutItem],
-                entities: &[Branch::TYPE, IdLock::TYPE],
+                table: &[
+                    Reach {
+                        actions: &[Action::GetItem],
+                        entities: &[Branch::TYPE],
+                    },
+                    Reach {
+                        actions: &[Action::PutItem],
+                        entities: &[IdLock::TYPE],
+                    },
+                ],
                 indexes: &[GSI1],
                 events: &[EventType::BranchCreated],
                 ..Access::NONE
@@ -784,6 +785,28 @@ mod tests {
         let expected_policy = r#"      Policies:
         - Version: "2012-10-17"
           Statement:
+            # Items of: branch.
+            - Effect: Allow
+              Action:
+                - dynamodb:GetItem
+              Resource:
+                - !GetAtt Table.Arn
+              Condition:
+                ForAllValues:StringLike:
+                  dynamodb:LeadingKeys:
+                    - "BRANCH#*"
+            # Items of: id-lock; its events' outbox.
+            - Effect: Allow
+              Action:
+                - dynamodb:PutItem
+              Resource:
+                - !GetAtt Table.Arn
+              Condition:
+                ForAllValues:StringLike:
+                  dynamodb:LeadingKeys:
+                    - "ID#*"
+                    - "OUTBOX#branch#*"
+            # Items of: its idempotency records.
             - Effect: Allow
               Action:
                 - dynamodb:GetItem
@@ -793,10 +816,7 @@ mod tests {
               Condition:
                 ForAllValues:StringLike:
                   dynamodb:LeadingKeys:
-                    - "BRANCH#*"
-                    - "ID#*"
                     - "IDEMPOTENCY#lend-umbrella#*"
-                    - "OUTBOX#branch#*"
             - Effect: Allow
               Action:
                 - dynamodb:Query
@@ -867,17 +887,32 @@ mod tests {
         for (function, idempotent, access) in functions {
             let statements = policy(function, idempotent, access);
             assert!(!statements.is_empty(), "{function} has a policy");
-            for entity in access.entities {
+            for entity in access.entities() {
                 assert!(
-                    !NARROWED.contains(entity),
+                    !NARROWED.contains(&entity),
                     "{function} names {}: its partitions come from its route and events",
                     entity.name
                 );
             }
+            for reach in access.table {
+                assert!(
+                    !reach.actions.is_empty() && !reach.entities.is_empty(),
+                    "{function}: table actions and the entities they reach come together"
+                );
+            }
+            // Each prefix is in one table statement: its actions are all in one place.
+            let mut prefixes: Vec<&String> = statements
+                .iter()
+                .filter(|s| s.resource == TABLE_ARN)
+                .flat_map(|s| &s.leading_keys)
+                .collect();
+            let all = prefixes.len();
+            prefixes.sort_unstable();
+            prefixes.dedup();
             assert_eq!(
-                access.actions.is_empty(),
-                access.entities.is_empty(),
-                "{function}: table actions and the entities they reach come together"
+                prefixes.len(),
+                all,
+                "{function}: a prefix in two statements"
             );
             for statement in &statements {
                 assert!(!statement.actions.is_empty(), "{function}");

@@ -1,12 +1,15 @@
-//! What each function may touch: the actions it calls on the table, the entities whose items
-//! those actions reach, the indexes it queries, the events it records and anything beyond the
+//! What each function may touch: the actions it calls on the table, each with the entities whose
+//! items it calls them on, the indexes it queries, the events it records and anything beyond the
 //! table. Each function of the route table ([`crate::routes`]) declares one [`Access`];
 //! `cargo run -- render` turns it into the function's least-privilege policy in `template.yaml`
 //! (`src/render.rs`), so a policy is never written by hand and a new route gets its own.
 //!
-//! A table statement is bounded by `dynamodb:LeadingKeys`: the partition-key prefixes of the
-//! entities declared ([`crate::model::EntityType::keys`]), the function's own idempotency records
-//! when its route takes an `Idempotency-Key`, and the outbox partitions of the events it records.
+//! A table statement is bounded by `dynamodb:LeadingKeys`: each action only on the partition-key
+//! prefixes of the entities it is declared on ([`crate::model::EntityType::keys`]), `GetItem` and
+//! `PutItem` on the function's own idempotency records when its route takes an
+//! `Idempotency-Key`, `PutItem` on the outbox partitions of the events it records
+//! ([`Access::table_reach`]). The local runner applies the same statements to every call a
+//! function makes (`src/iam.rs`).
 
 use crate::events::EventType;
 use crate::model::Entity;
@@ -55,13 +58,19 @@ pub struct Grant {
     pub resource: &'static str,
 }
 
+/// Some table actions and the entities whose items they reach: `table [GetItem, UpdateItem] on
+/// [Vehicle]` in the route table.
+#[derive(Debug, Clone, Copy)]
+pub struct Reach {
+    pub actions: &'static [Action],
+    pub entities: &'static [&'static EntityType],
+}
+
 /// What one function touches.
 #[derive(Debug, Clone, Copy)]
 pub struct Access {
-    /// The actions it calls on the table's items.
-    pub actions: &'static [Action],
-    /// The entities whose items those actions reach (their partition-key prefixes bound them).
-    pub entities: &'static [&'static EntityType],
+    /// The actions it calls on the table's items, each with the entities it calls them on.
+    pub table: &'static [Reach],
     /// The indexes it queries (one partition of each, `dynamodb:Query` only).
     pub indexes: &'static [Index],
     /// The events its changes record, each in its subject's outbox partition.
@@ -73,49 +82,132 @@ pub struct Access {
     pub grants: &'static [Grant],
 }
 
+/// Items under some partition-key prefixes that a function may call the same actions on: one
+/// table statement of its policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableReach {
+    pub actions: Vec<Action>,
+    /// The partition-key prefixes (`VEHICLE#`), in the order first declared.
+    pub prefixes: Vec<String>,
+    /// What lives there, as a reader of the policy would name it (`vehicle`, `its idempotency
+    /// records`).
+    pub what: Vec<String>,
+}
+
 impl Access {
     /// Nothing at all: the start of every declaration.
     pub const NONE: Access = Access {
-        actions: &[],
-        entities: &[],
+        table: &[],
         indexes: &[],
         events: &[],
         tombstones: None,
         grants: &[],
     };
 
-    /// The partition-key prefixes its table actions may reach, each once, in the order
-    /// declared: the entities', then `IDEMPOTENCY#<function>#` if `idempotent`, then the
-    /// outboxes of its events.
-    pub fn leading_keys(&self, function: &str, idempotent: bool) -> Vec<String> {
-        let mut prefixes: Vec<String> = Vec::new();
-        let mut add = |prefix: String| {
-            if !prefixes.contains(&prefix) {
-                prefixes.push(prefix);
+    /// Every entity it declares, each once, in the order declared.
+    pub fn entities(&self) -> Vec<&'static EntityType> {
+        let mut entities: Vec<&'static EntityType> = Vec::new();
+        for entity in self.table.iter().flat_map(|reach| reach.entities) {
+            if !entities.iter().any(|e| std::ptr::eq(*e, *entity)) {
+                entities.push(entity);
+            }
+        }
+        entities
+    }
+
+    /// Its table statements: each partition-key prefix it reaches with the actions it calls
+    /// there (its entities', `GetItem` and `PutItem` on its own idempotency records when
+    /// `idempotent`, `PutItem` on its events' outboxes and on the records it makes tombstones),
+    /// and the prefixes that share one set of actions gathered into one statement. IAM bounds a
+    /// table statement by partition key alone (`dynamodb:LeadingKeys`), so two entities that
+    /// share a partition (a branch and its patrons) share what is allowed there.
+    pub fn table_reach(&self, function: &str, idempotent: bool) -> Vec<TableReach> {
+        // Each prefix with its actions and what lives there, in the order first declared.
+        let mut prefixes: Vec<(String, Vec<Action>, Vec<String>)> = Vec::new();
+        let mut add = |prefix: String, actions: &[Action], what: String| {
+            let at = match prefixes.iter().position(|(p, _, _)| *p == prefix) {
+                Some(at) => at,
+                None => {
+                    prefixes.push((prefix, Vec::new(), Vec::new()));
+                    prefixes.len() - 1
+                }
+            };
+            let (_, known, names) = &mut prefixes[at];
+            known.extend_from_slice(actions);
+            known.sort_unstable();
+            known.dedup();
+            if !names.contains(&what) {
+                names.push(what);
             }
         };
-        for entity in self.entities {
-            for shape in entity.keys {
-                add(shape.partition.to_owned());
+        for reach in self.table {
+            for entity in reach.entities {
+                for shape in entity.keys {
+                    add(
+                        shape.partition.to_owned(),
+                        reach.actions,
+                        entity.name.to_owned(),
+                    );
+                }
             }
         }
         if idempotent {
-            add(idempotency_records(function));
+            add(
+                idempotency_records(function),
+                &[Action::GetItem, Action::PutItem],
+                "its idempotency records".to_owned(),
+            );
         }
         for event in self.events {
-            add(format!("{OUTBOX_PREFIX}{}#", event.subject_type()));
+            add(
+                format!("{OUTBOX_PREFIX}{}#", event.subject_type()),
+                &[Action::PutItem],
+                "its events' outbox".to_owned(),
+            );
         }
-        prefixes
+        if let Some(creator) = self.tombstones {
+            add(
+                idempotency_records(creator),
+                &[Action::PutItem],
+                format!(
+                    "{creator}'s idempotency records, made tombstones with the entity's delete"
+                ),
+            );
+        }
+        let mut statements: Vec<TableReach> = Vec::new();
+        for (prefix, actions, what) in prefixes {
+            match statements.iter_mut().find(|s| s.actions == actions) {
+                Some(statement) => {
+                    statement.prefixes.push(prefix);
+                    for name in what {
+                        if !statement.what.contains(&name) {
+                            statement.what.push(name);
+                        }
+                    }
+                }
+                None => statements.push(TableReach {
+                    actions,
+                    prefixes: vec![prefix],
+                    what,
+                }),
+            }
+        }
+        statements
     }
 
     /// Every IAM action it is allowed, each once: the table's, `Query` for its indexes, the
     /// grants'.
     pub fn iam_actions(&self) -> Vec<&'static str> {
-        let mut actions: Vec<&'static str> = self.actions.iter().map(|a| a.iam()).collect();
+        let mut actions: Vec<&'static str> = self
+            .table
+            .iter()
+            .flat_map(|reach| reach.actions)
+            .map(|a| a.iam())
+            .collect();
         if !self.indexes.is_empty() {
             actions.push(Action::Query.iam());
         }
-        if self.tombstones.is_some() {
+        if self.tombstones.is_some() || !self.events.is_empty() {
             actions.push(Action::PutItem.iam());
         }
         actions.extend(self.grants.iter().flat_map(|g| g.actions.iter().copied()));

@@ -67,19 +67,22 @@ pub struct Route {
     pub handler: Handler,
 }
 
-/// An [`Access`] declared in a line: `table [GetItem, PutItem] on [Vehicle, PlateLock]` (the
-/// table actions and the entities they reach), `indexes [GSI1]`, `events [VehicleRegistered]`,
+/// An [`Access`] declared in a line: `table [GetItem, UpdateItem] on [Vehicle]` once or more
+/// (some table actions and the entities they reach; one clause per set of actions, so that each
+/// entity gets only the actions called on it), `indexes [GSI1]`, `events [VehicleRegistered]`,
 /// `tombstones "register-vehicle"`, each optional, in that order.
 macro_rules! access {
     (@creator) => { None };
     (@creator $creator:literal) => { Some($creator) };
-    ($(table [$($action:ident),+] on [$($entity:ident),+] $(,)?)?
+    ($(table [$($action:ident),+] on [$($entity:ident),+] $(,)?)*
      $(indexes [$($index:ident),+] $(,)?)?
      $(events [$($event:ident),+] $(,)?)?
      $(tombstones $creator:literal)?) => {
         Access {
-            actions: &[$($($crate::access::Action::$action),+)?],
-            entities: &[$($(<$entity as $crate::model::Entity>::TYPE),+)?],
+            table: &[$($crate::access::Reach {
+                actions: &[$($crate::access::Action::$action),+],
+                entities: &[$(<$entity as $crate::model::Entity>::TYPE),+],
+            }),*],
             indexes: &[$($(singlet_shared::schema::$index),+)?],
             events: &[$($($crate::events::EventType::$event),+)?],
             tombstones: access!(@creator $($creator)?),
@@ -111,7 +114,7 @@ pub static ROUTES: &[Route] = &[
     // Fleet registry
     route!("register-vehicle", "POST" "/vehicles", fleet::register_vehicle::handle,
         "Register a vehicle, claiming its plate and chassis number", scopes ["fleet:write"], idempotent: true, paged: false,
-        table [PutItem, GetItem, ConditionCheckItem] on [Vehicle, PlateLock, ChassisLock, IdLock], events [VehicleRegistered]),
+        table [PutItem] on [Vehicle, PlateLock, ChassisLock, IdLock], table [ConditionCheckItem] on [PlateLock, ChassisLock], events [VehicleRegistered]),
     route!("get-vehicle", "GET" "/vehicles/{vehicleId}", fleet::get_vehicle::handle,
         "Read a vehicle by id", scopes ["fleet:read", "fleet:write"], idempotent: false, paged: false,
         table [GetItem] on [Vehicle]),
@@ -126,26 +129,26 @@ pub static ROUTES: &[Route] = &[
         indexes [GSI5]),
     route!("change-plate", "PUT" "/vehicles/{vehicleId}/plate", fleet::change_plate::handle,
         "Move a vehicle to a new plate, freeing the old one", scopes ["fleet:write"], idempotent: false, paged: false,
-        table [GetItem, PutItem, DeleteItem, UpdateItem, ConditionCheckItem] on [Vehicle, PlateLock], events [VehiclePlateChanged]),
+        table [GetItem, UpdateItem] on [Vehicle], table [GetItem, PutItem, DeleteItem, ConditionCheckItem] on [PlateLock], events [VehiclePlateChanged]),
     route!("retire-vehicle", "DELETE" "/vehicles/{vehicleId}", fleet::retire_vehicle::handle,
         "Retire a vehicle and free its plate and chassis number", scopes ["fleet:write"], idempotent: false, paged: false,
-        table [GetItem, DeleteItem, PutItem] on [Vehicle, PlateLock, ChassisLock], events [VehicleRetired], tombstones "register-vehicle"),
+        table [GetItem, DeleteItem] on [Vehicle, PlateLock, ChassisLock], events [VehicleRetired], tombstones "register-vehicle"),
     // Accounts
     route!("create-account", "POST" "/accounts", accounts::create_account::handle,
         "Create an account, claiming its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: true, paged: false,
-        table [PutItem, GetItem] on [AccountRow, EmailLock, UsernameLock, OwnerLock, IdLock], events [AccountCreated]),
+        table [PutItem] on [AccountRow, EmailLock, UsernameLock, OwnerLock, IdLock], events [AccountCreated]),
     route!("get-account", "GET" "/accounts/{accountId}", accounts::get_account::handle,
         "Read an account", scopes ["accounts:self", "accounts:admin"], idempotent: false, paged: false,
         table [GetItem] on [AccountRow]),
     route!("change-email", "PUT" "/accounts/{accountId}/email", accounts::change_email::handle,
         "Change an account's email, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false, paged: false,
-        table [GetItem, PutItem, DeleteItem, UpdateItem] on [AccountRow, EmailLock], events [AccountEmailChanged]),
+        table [GetItem, UpdateItem] on [AccountRow], table [PutItem, DeleteItem] on [EmailLock], events [AccountEmailChanged]),
     route!("change-username", "PUT" "/accounts/{accountId}/username", accounts::change_username::handle,
         "Change an account's username, freeing the old one", scopes ["accounts:self", "accounts:admin"], idempotent: false, paged: false,
-        table [GetItem, PutItem, DeleteItem, UpdateItem] on [AccountRow, UsernameLock], events [AccountUsernameChanged]),
+        table [GetItem, UpdateItem] on [AccountRow], table [PutItem, DeleteItem] on [UsernameLock], events [AccountUsernameChanged]),
     route!("delete-account", "DELETE" "/accounts/{accountId}", accounts::delete_account::handle,
         "Delete an account and free its email and username", scopes ["accounts:self", "accounts:admin"], idempotent: false, paged: false,
-        table [GetItem, DeleteItem, PutItem] on [AccountRow, EmailLock, UsernameLock, OwnerLock], events [AccountDeleted], tombstones "create-account"),
+        table [GetItem, DeleteItem] on [AccountRow], table [DeleteItem] on [EmailLock, UsernameLock, OwnerLock], events [AccountDeleted], tombstones "create-account"),
     route!("check-email", "GET" "/emails/{email}", accounts::check_email::handle,
         "Tell whether an email is free to sign up with", scopes ["accounts:self", "accounts:admin"], idempotent: false, paged: false,
         table [GetItem] on [EmailLock]),
@@ -155,20 +158,20 @@ pub static ROUTES: &[Route] = &[
     // Change & audit log
     route!("create-resource", "POST" "/resources", audit::create_resource::handle,
         "Create a resource with its first history event", scopes ["audit:write"], idempotent: true, paged: false,
-        table [PutItem, GetItem] on [Resource, ResourceEvent], events [ResourceCreated]),
+        table [PutItem] on [Resource, ResourceEvent], events [ResourceCreated]),
     route!("get-resource", "GET" "/resources/{resourceId}", audit::get_resource::handle,
         "Read a resource's current state and version", scopes ["audit:read", "audit:write"], idempotent: false, paged: false,
         table [GetItem] on [Resource]),
     route!("resource-history", "GET" "/resources/{resourceId}/history", audit::resource_history::handle,
         "Read a resource's state and a page of its history", scopes ["audit:read", "audit:write"], idempotent: false, paged: true,
-        table [Query, GetItem] on [Resource, ResourceEvent]),
+        table [GetItem, Query] on [Resource], table [Query] on [ResourceEvent]),
     route!("change-resource", "PATCH" "/resources/{resourceId}", audit::change_resource::handle,
         "Change a resource if it is still at the version read", scopes ["audit:write"], idempotent: false, paged: false,
-        table [GetItem, UpdateItem, PutItem] on [Resource, ResourceEvent], events [ResourceChanged]),
+        table [GetItem, UpdateItem] on [Resource], table [PutItem] on [ResourceEvent], events [ResourceChanged]),
     // Library catalogue
     route!("create-branch", "POST" "/branches", library::create_branch::handle,
         "Open a branch", scopes ["library:staff"], idempotent: true, paged: false,
-        table [PutItem, GetItem] on [Branch], events [BranchCreated]),
+        table [PutItem] on [Branch], events [BranchCreated]),
     route!("list-branches", "GET" "/branches", library::list_branches::handle,
         "List every branch", scopes ["library:read", "library:staff"], idempotent: false, paged: true,
         indexes [GSI1]),
@@ -177,40 +180,40 @@ pub static ROUTES: &[Route] = &[
         table [GetItem] on [Branch]),
     route!("register-patron", "POST" "/branches/{branchId}/patrons", library::register_patron::handle,
         "Register a patron at a branch, claiming the card number", scopes ["library:staff"], idempotent: true, paged: false,
-        table [ConditionCheckItem, PutItem, GetItem] on [Branch, Patron, PatronCard, IdLock], events [PatronRegistered]),
+        table [ConditionCheckItem] on [Branch], table [PutItem] on [Patron, PatronCard, IdLock], events [PatronRegistered]),
     route!("list-patrons", "GET" "/branches/{branchId}/patrons", library::list_patrons::handle,
         "List a branch's patrons", scopes ["library:staff"], idempotent: false, paged: true,
-        table [Query, GetItem] on [Branch, Patron]),
+        table [GetItem, Query] on [Branch], table [Query] on [Patron]),
     route!("get-patron", "GET" "/patrons/{patronId}", library::get_patron::handle,
         "Read a patron by id", scopes ["library:staff", "library:patron"], idempotent: false, paged: false,
         indexes [GSI1]),
     route!("reissue-card", "PUT" "/patrons/{patronId}/card", library::reissue_card::handle,
         "Give a patron a new library card, freeing the old one", scopes ["library:staff"], idempotent: false, paged: false,
-        table [PutItem, DeleteItem, UpdateItem] on [Patron, PatronCard], indexes [GSI1], events [PatronCardReissued]),
+        table [UpdateItem] on [Patron], table [PutItem, DeleteItem] on [PatronCard], indexes [GSI1], events [PatronCardReissued]),
     route!("change-tier", "PUT" "/patrons/{patronId}/tier", library::change_tier::handle,
         "Change a patron's membership tier and loan limit", scopes ["library:staff"], idempotent: false, paged: false,
-        table [UpdateItem, PutItem] on [Patron], indexes [GSI1], events [PatronTierChanged]),
+        table [UpdateItem] on [Patron], indexes [GSI1], events [PatronTierChanged]),
     route!("remove-patron", "DELETE" "/patrons/{patronId}", library::remove_patron::handle,
         "Remove a patron without active loans and free its card", scopes ["library:staff"], idempotent: false, paged: false,
-        table [DeleteItem, PutItem] on [Patron, PatronCard], indexes [GSI1], events [PatronRemoved], tombstones "register-patron"),
+        table [DeleteItem] on [Patron, PatronCard], indexes [GSI1], events [PatronRemoved], tombstones "register-patron"),
     route!("find-by-card", "GET" "/cards/{cardNumber}", library::find_by_card::handle,
         "Find the patron holding a library card", scopes ["library:staff"], idempotent: false, paged: false,
         table [GetItem] on [PatronCard]),
     route!("create-book", "POST" "/books", library::create_book::handle,
         "Add a book to the catalogue by ISBN", scopes ["library:staff"], idempotent: true, paged: false,
-        table [PutItem, GetItem] on [Book], events [BookAdded]),
+        table [PutItem] on [Book], events [BookAdded]),
     route!("get-book", "GET" "/books/{isbn}", library::get_book::handle,
         "Read a book by ISBN", scopes ["library:read", "library:staff"], idempotent: false, paged: false,
         table [GetItem] on [Book]),
     route!("correct-book", "PATCH" "/books/{isbn}", library::correct_book::handle,
         "Correct a book's catalogue entry", scopes ["library:staff"], idempotent: false, paged: false,
-        table [UpdateItem, PutItem, GetItem] on [Book], events [BookCorrected]),
+        table [GetItem, UpdateItem] on [Book], events [BookCorrected]),
     route!("add-copy", "POST" "/branches/{branchId}/copies", library::add_copy::handle,
         "Add a copy of a book to a branch", scopes ["library:staff"], idempotent: true, paged: false,
-        table [ConditionCheckItem, PutItem, GetItem, UpdateItem] on [Branch, Book, BookCopy, BookAvailability, IdLock], events [CopyAdded]),
+        table [GetItem] on [Book, Branch], table [ConditionCheckItem] on [Branch], table [PutItem] on [BookCopy, IdLock], table [UpdateItem] on [BookAvailability], events [CopyAdded]),
     route!("list-copies", "GET" "/branches/{branchId}/copies", library::list_copies::handle,
         "List a branch's copies", scopes ["library:read", "library:staff"], idempotent: false, paged: true,
-        table [Query, GetItem] on [Branch, BookCopy]),
+        table [GetItem, Query] on [Branch], table [Query] on [BookCopy]),
     route!("book-availability", "GET" "/books/{isbn}/availability", library::book_availability::handle,
         "Count a book's available copies per branch", scopes ["library:read", "library:staff"], idempotent: false, paged: false,
         table [Query] on [BookAvailability]),
@@ -220,16 +223,16 @@ pub static ROUTES: &[Route] = &[
     // Library loans
     route!("checkout-book", "POST" "/checkouts", loans::checkout_book::handle,
         "Lend a copy to a patron", scopes ["library:staff"], idempotent: true, paged: false,
-        table [GetItem, PutItem, UpdateItem] on [Checkout, Patron, BookCopy, BookAvailability, IdLock], indexes [GSI1], events [LoanCheckedOut]),
+        table [GetItem] on [Book], table [GetItem, UpdateItem] on [BookCopy], table [UpdateItem] on [Patron, BookAvailability], table [PutItem] on [Checkout, IdLock], indexes [GSI1], events [LoanCheckedOut]),
     route!("active-checkouts", "GET" "/patrons/{patronId}/checkouts", loans::active_checkouts::handle,
         "List a patron's active loans", scopes ["library:staff", "library:patron"], idempotent: false, paged: true,
         table [Query] on [Checkout], indexes [GSI1]),
     route!("return-book", "POST" "/patrons/{patronId}/checkouts/{checkoutId}/return", loans::return_book::handle,
         "Return a loan, freeing the copy and the patron's slot", scopes ["library:staff"], idempotent: true, paged: false,
-        table [GetItem, DeleteItem, PutItem, UpdateItem] on [Checkout, Patron, BookCopy, BookAvailability], events [LoanReturned]),
+        table [GetItem, DeleteItem, PutItem] on [Checkout], table [UpdateItem] on [Patron, BookCopy, BookAvailability], events [LoanReturned]),
     route!("renew-checkout", "POST" "/patrons/{patronId}/checkouts/{checkoutId}/renew", loans::renew_checkout::handle,
         "Renew a loan that is not yet due", scopes ["library:staff", "library:patron"], idempotent: true, paged: false,
-        table [GetItem, UpdateItem, PutItem] on [Checkout], events [LoanRenewed]),
+        table [GetItem, UpdateItem] on [Checkout], events [LoanRenewed]),
     route!("get-checkout", "GET" "/patrons/{patronId}/checkouts/{checkoutId}", loans::get_checkout::handle,
         "Read one loan, active or returned", scopes ["library:staff", "library:patron"], idempotent: false, paged: false,
         table [GetItem] on [Checkout]),
@@ -332,7 +335,7 @@ impl Route {
     /// one starts without it (README, "The server secret").
     pub fn holds_server_keys(&self) -> bool {
         use crate::model::Entity;
-        self.idempotent || self.paged || self.access.entities.contains(&OwnerLock::TYPE)
+        self.idempotent || self.paged || self.access.entities().contains(&OwnerLock::TYPE)
     }
 
     /// The path parameters if `segments` (percent-decoded) fit this route's template.
