@@ -13,7 +13,7 @@
 //!
 //! A refused call fails before it is sent, with [`AccessDenied`] (logged at `ERROR` with the
 //! function, the action and the item's entity type, never its key, which may be a plate or an
-//! email); the handler answers it as it answers any failed DynamoDB call. The whole API test
+//! email); the handler answers it as it would AWS's `AccessDeniedException`: `500`, not retried. The whole API test
 //! suite runs through this check, so every path a test takes is one its policy allows.
 
 use crate::render::{Statement, TABLE_ARN, index_arn, policy};
@@ -22,6 +22,7 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use serde_json::Value;
 use singlet_functions::model::{ENTITY_TYPES, EntityType, entity_type_of};
 use singlet_functions::routes::{ROUTES, SCHEDULED, STREAMED};
+pub use singlet_functions::store::AccessDenied;
 use singlet_shared::Key;
 use std::collections::HashMap;
 use std::future::Future;
@@ -188,29 +189,6 @@ pub fn refused(function: &str, operation: &str, request: &Value) -> Vec<String> 
         .map(|touch| touch.describe())
         .collect()
 }
-
-/// A call the function's policy refuses, as AWS would answer `AccessDeniedException`.
-#[derive(Debug, Clone)]
-pub struct AccessDenied {
-    pub function: &'static str,
-    /// What was refused, by entity type: `dynamodb:PutItem on a PlateLock item`.
-    pub refused: Vec<String>,
-}
-
-impl std::fmt::Display for AccessDenied {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "AccessDeniedException: {} is not authorized to perform {}: its policy in \
-             template.yaml does not allow it (declare what it touches in functions/src/routes.rs \
-             and run `cargo run -- render`)",
-            self.function,
-            self.refused.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for AccessDenied {}
 
 /// The interceptor every runner client carries ([`crate::engine`]): a no-op outside
 /// [`serving`].

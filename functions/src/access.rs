@@ -195,8 +195,9 @@ impl Access {
         statements
     }
 
-    /// Every IAM action it is allowed, each once: the table's, `Query` for its indexes, the
-    /// grants'.
+    /// Every IAM action its declaration names, each once: the table's, `PutItem` for its events
+    /// and tombstones, `Query` for its indexes, the grants'. (An idempotent route's `GetItem` on
+    /// its own records is the route's, not the declaration's: [`Access::table_reach`] adds it.)
     pub fn iam_actions(&self) -> Vec<&'static str> {
         let mut actions: Vec<&'static str> = self
             .table

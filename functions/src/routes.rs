@@ -129,7 +129,7 @@ pub static ROUTES: &[Route] = &[
         indexes [GSI5]),
     route!("change-plate", "PUT" "/vehicles/{vehicleId}/plate", fleet::change_plate::handle,
         "Move a vehicle to a new plate, freeing the old one", scopes ["fleet:write"], idempotent: false, paged: false,
-        table [GetItem, UpdateItem] on [Vehicle], table [GetItem, PutItem, DeleteItem, ConditionCheckItem] on [PlateLock], events [VehiclePlateChanged]),
+        table [GetItem, UpdateItem] on [Vehicle], table [GetItem, PutItem, DeleteItem, ConditionCheckItem] on [PlateLock], table [GetItem] on [ChassisLock], events [VehiclePlateChanged]),
     route!("retire-vehicle", "DELETE" "/vehicles/{vehicleId}", fleet::retire_vehicle::handle,
         "Retire a vehicle and free its plate and chassis number", scopes ["fleet:write"], idempotent: false, paged: false,
         table [GetItem, DeleteItem] on [Vehicle, PlateLock, ChassisLock], events [VehicleRetired], tombstones "register-vehicle"),

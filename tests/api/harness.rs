@@ -236,6 +236,7 @@ impl Api {
             .credentials_provider(Credentials::new("test", "test", None, None, "test"))
             .endpoint_url("http://127.0.0.1:1")
             .http_client(http)
+            .interceptor(singlet::iam::Enforce)
             .build();
         let mut api = Api::start(Mode::Direct).await;
         api.ctx = Ctx::new(

@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 both!(
     the_spelling_registered_before_stays_taken_until_plates_compact,
     another_spelling_gets_through_and_plates_compact_and_fsck_report_the_pair,
+    a_vehicle_registered_before_changes_plate_and_retires_before_plates_compact,
 );
 
 /// The vehicle `v00000<i>` with this plate and chassis number (as normalised), and its two locks,
@@ -249,5 +250,32 @@ async fn another_spelling_gets_through_and_plates_compact_and_fsck_report_the_pa
         "CHASSIS#wvw1",
     ] {
         assert!(api.item(pk, pk).await.is_some(), "{pk}");
+    }
+}
+
+/// A vehicle the previous release registered (version 2, its locks keyed with separators) is
+/// served before `plates-compact` runs: its plate changes, freeing the old-spelled lock (its
+/// chassis lock, looked up at its old spelling too, stays where it is), and it retires, freeing
+/// both. Each route's policy allows the old-spelled lookups: the runner refuses what IAM would.
+async fn a_vehicle_registered_before_changes_plate_and_retires_before_plates_compact(api: Api) {
+    put_raw_all(&api.ctx, previous_release_vehicle(1, "ka19 xtr", "wvw 1")).await;
+
+    let changed = api
+        .put("/vehicles/v000001/plate", json!({"plate": "NEW 9"}))
+        .await;
+    assert_eq!(changed.status, 200, "{changed:?}");
+    assert_eq!(changed.body["plate"], "new 9", "{changed:?}");
+    assert!(api.item("PLATE#ka19 xtr", "PLATE#ka19 xtr").await.is_none());
+    let new_lock = api
+        .item("PLATE#new9", "PLATE#new9")
+        .await
+        .expect("the new lock");
+    assert_eq!(s(&new_lock, "vehicleId"), "v000001");
+    assert!(api.item("CHASSIS#wvw 1", "CHASSIS#wvw 1").await.is_some());
+
+    let retired = api.delete("/vehicles/v000001").await;
+    assert_eq!(retired.status, 204, "{retired:?}");
+    for pk in ["VEHICLE#v000001", "PLATE#new9", "CHASSIS#wvw 1"] {
+        assert!(api.item(pk, pk).await.is_none(), "{pk} is gone");
     }
 }

@@ -83,16 +83,11 @@ async fn every_call_a_function_makes_is_one_its_rendered_policy_allows() {
     );
 }
 
-/// The error an SDK call failed with, if it was the runner's [`AccessDenied`].
+/// The runner's [`AccessDenied`] an SDK call failed with.
 fn access_denied(error: impl std::error::Error + 'static) -> AccessDenied {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
-    while let Some(error) = cause {
-        if let Some(denied) = error.downcast_ref::<AccessDenied>() {
-            return denied.clone();
-        }
-        cause = error.source();
-    }
-    panic!("not refused by the runner's policy check: {error:?}")
+    singlet_functions::store::access_denied(&error)
+        .cloned()
+        .unwrap_or_else(|| panic!("not refused by the runner's policy check: {error:?}"))
 }
 
 /// The runner applies each function's rendered policy to its calls, as IAM would on AWS: a
@@ -181,4 +176,30 @@ async fn the_runner_refuses_a_call_the_functions_policy_would_refuse() {
     // An operator's own call (fsck, import, a test's setup) is not a function's: not checked.
     put(&vehicle).await.expect("an operator's put");
     assert!(get(&vehicle).await.unwrap().item.is_some());
+}
+
+/// A handler that touches more than its route declares, as a forgotten declaration would leave
+/// it: `register-vehicle`'s handler run as `get-vehicle`, whose policy reads vehicles and nothing
+/// else. The runner refuses its first write before it is sent and the request is answered as AWS
+/// answers `AccessDeniedException`: `500`, no `retry-after` (it is no outage, and a retry would
+/// be refused again), and nothing written.
+#[tokio::test]
+async fn a_handler_beyond_its_policy_is_answered_500_and_writes_nothing() {
+    let api = Api::start(Mode::Direct).await;
+    let ctx = singlet_functions::Ctx::new(
+        api.ctx.db.clone(),
+        "singlet",
+        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
+    );
+    let event = std::fs::read_to_string(format!("{ROOT}/events/register-vehicle.json")).unwrap();
+    let request = lambda_http::request::from_str(&event).unwrap();
+    let route = singlet_functions::routes::by_function("register-vehicle").unwrap();
+    let response = serving(
+        "get-vehicle",
+        singlet_functions::request::respond(&ctx, route, request),
+    )
+    .await;
+    assert_eq!(response.status(), 500);
+    assert!(response.headers().get("retry-after").is_none());
+    assert!(api.items().await.is_empty(), "nothing written");
 }

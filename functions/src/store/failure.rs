@@ -1,5 +1,6 @@
 //! Every SDK failure becomes a `503` (the engine is unreachable, stalled or throttling: try
-//! again) or a `500` (a bug); the cause is logged here and never sent.
+//! again) or a `500` (a bug, a call the function's policy refuses); the cause is logged here and
+//! never sent.
 
 use crate::error::ApiError;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
@@ -32,12 +33,55 @@ pub fn is_transient(code: &str) -> bool {
     TRANSIENT.contains(&code)
 }
 
+/// What the local runner's IAM check (`src/iam.rs`) fails a call with before it is sent: the
+/// function's policy in `template.yaml` refuses it, as AWS would answer `AccessDeniedException`.
+/// The SDK hands it back as a dispatch failure, but it is no outage: it is answered as AWS's
+/// would be, `500`, logged at `ERROR`, never retried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessDenied {
+    pub function: &'static str,
+    /// What was refused, by entity type: `dynamodb:PutItem on a plate-lock item` (never a key,
+    /// which may be a plate or an email).
+    pub refused: Vec<String>,
+}
+
+impl std::fmt::Display for AccessDenied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "AccessDeniedException: {} is not authorized to perform {}: its policy in \
+             template.yaml does not allow it (declare what it touches in functions/src/routes.rs \
+             and run `cargo run -- render`)",
+            self.function,
+            self.refused.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for AccessDenied {}
+
+/// The [`AccessDenied`] somewhere in `error`'s chain of causes, if any.
+pub fn access_denied<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e AccessDenied> {
+    let mut cause: Option<&'e (dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if let Some(denied) = error.downcast_ref::<AccessDenied>() {
+            return Some(denied);
+        }
+        cause = error.source();
+    }
+    None
+}
+
 impl<E, R> From<SdkError<E, R>> for ApiError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug,
+    R: std::fmt::Debug + 'static,
 {
     fn from(err: SdkError<E, R>) -> Self {
+        if access_denied(&err).is_some() {
+            error!(error = %DisplayErrorContext(&err), "an engine request failed");
+            return ApiError::Internal;
+        }
         let transient = match &err {
             SdkError::DispatchFailure(_)
             | SdkError::TimeoutError(_)

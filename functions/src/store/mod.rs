@@ -25,7 +25,7 @@ pub mod migration;
 mod transaction;
 pub mod write;
 
-pub use failure::is_transient;
+pub use failure::{AccessDenied, access_denied, is_transient};
 pub use item::{Item, decode, key_item, s};
 pub use transaction::{CONFLICT_ATTEMPTS, Cancelled, Commit, TokenCommit, Transaction};
 pub use write::{Check, Condition, Delete, Put, Update};
