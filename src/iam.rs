@@ -179,7 +179,7 @@ pub fn allowed(statements: &[Statement], touch: &Touch) -> bool {
     }
 }
 
-/// What of `operation`'s `request` the policy of `function` refuses, each as [`Touch::describe`]
+/// What of `operation`'s `request` the policy of `function` refuses, each as `Touch::describe`
 /// names it. A function the route table does not know is refused everything.
 pub fn refused(function: &str, operation: &str, request: &Value) -> Vec<String> {
     let statements = statements(function).unwrap_or_default();

@@ -174,7 +174,7 @@ pub fn text(raw: &str, max: usize) -> Result<String, Invalid> {
 }
 
 /// The route being served, as `request::respond` puts it in the request's extensions: the
-/// scope of its `Idempotency-Key`s and its cursors. It copies the three facts those need rather
+/// scope of its `Idempotency-Key`s, its cursors and its tombstones. It copies the facts those need rather
 /// than holding the `&'static Route`: `routes` imports every handler, and the handlers import
 /// this module, so naming `Route` here would close a circle.
 #[derive(Debug, Clone, Copy)]
@@ -185,6 +185,9 @@ pub struct ServedRoute {
     pub idempotent: bool,
     /// Whether the route answers pages, and so holds the key its cursors are signed with.
     pub paged: bool,
+    /// The route whose idempotency records it makes tombstones when it deletes what that route
+    /// created: its declaration's `tombstones`, so the handler does not name it again.
+    pub tombstones: Option<&'static str>,
 }
 
 /// The route a request is served by. Every request reaches a handler through

@@ -23,7 +23,7 @@
 //!
 //! A recorded `201` holds the created entity, personal data included. Because the record is keyed
 //! by the entity's own id, the route that deletes the entity overwrites the record in the same
-//! transaction ([`forget`]) with a tombstone holding nothing but its expiry: a replay is then
+//! transaction ([`forgetting`]) with a tombstone holding nothing but its expiry: a replay is then
 //! `410`, and nothing of the deleted entity lives on in it.
 
 use crate::claims::principal;
@@ -197,31 +197,30 @@ async fn live_record(ctx: &Ctx, idempotency: &Idempotency) -> Result<Option<Item
         .await
 }
 
-/// The part a route that deletes an entity adds to its transaction: when the entity's id was
-/// derived from an `Idempotency-Key`, its record becomes a tombstone (kept for as long as a record
-/// is), so a replay of the create is `410` and no personal data stays in the record. `None` for
-/// an id made at random, which no record names.
-pub fn forget(created_by: &str, entity_id: &Id) -> Option<Put> {
-    crate::ids::is_derived(entity_id).then(|| {
-        Put::new(&Record::tombstone(
-            keys::idempotency_record(created_by, entity_id),
-            now_seconds() + KEEP_SECONDS,
-        ))
-    })
-}
-
-/// `transaction` with [`forget`]'s tombstone as `part`, when `entity_id`, created by the route
-/// whose function is `created_by`, has a record.
+/// `transaction` with, as `part`, the tombstone a route that deletes an entity adds: when the
+/// entity's id was derived from an `Idempotency-Key`, the record of the route that created it
+/// (the `tombstones` its route declares, [`crate::http::ServedRoute`]) becomes a tombstone, kept for as long
+/// as a record is, so a replay of the create is `410` and no personal data stays in the record.
+/// Nothing is added for an id made at random, which no record names.
 pub fn forgetting<P: Copy + PartialEq + std::fmt::Debug>(
     transaction: Transaction<P>,
     part: P,
-    created_by: &str,
+    req: &Request,
     entity_id: &Id,
 ) -> Transaction<P> {
-    match forget(created_by, entity_id) {
-        Some(tombstone) => transaction.put(part, tombstone),
-        None => transaction,
+    let created_by = served_route(req).tombstones.expect(
+        "a route that forgets its entity's record declares `tombstones` in the route table",
+    );
+    if !crate::ids::is_derived(entity_id) {
+        return transaction;
     }
+    transaction.put(
+        part,
+        Put::new(&Record::tombstone(
+            keys::idempotency_record(created_by, entity_id),
+            now_seconds() + KEEP_SECONDS,
+        )),
+    )
 }
 
 /// A transaction's parts, and the two this module adds.

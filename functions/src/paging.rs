@@ -147,6 +147,7 @@ mod tests {
             function: "list-branches",
             idempotent: false,
             paged,
+            tombstones: None,
         });
         req
     }

@@ -38,6 +38,7 @@ pub async fn answer(ctx: &Ctx, route: &'static Route, mut req: Request) -> Answe
         function: route.function,
         idempotent: route.idempotent,
         paged: route.paged,
+        tombstones: route.access.tombstones,
     });
     let principal = Principal::from_request(&req);
     let subject = principal

@@ -50,12 +50,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 lock::release(&owner_lock(ctx, &row.owner, &account_id)),
             );
         }
-        let transaction = idempotency::forgetting(
-            transaction,
-            Part::IdempotencyRecord,
-            "create-account",
-            &account_id,
-        );
+        let transaction =
+            idempotency::forgetting(transaction, Part::IdempotencyRecord, &req, &account_id);
         match transaction.commit(ctx).await? {
             Commit::Done => {
                 tracing::info!(%account_id, "account deleted");

@@ -53,14 +53,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 Part::Event,
                 outbox(&req, Event::deleted(EventType::VehicleRetired, &vehicle_id)),
             );
-        let commit = idempotency::forgetting(
-            retire,
-            Part::IdempotencyRecord,
-            "register-vehicle",
-            &vehicle_id,
-        )
-        .commit(ctx)
-        .await?;
+        let commit = idempotency::forgetting(retire, Part::IdempotencyRecord, &req, &vehicle_id)
+            .commit(ctx)
+            .await?;
 
         match commit {
             Commit::Done => {

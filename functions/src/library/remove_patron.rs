@@ -57,14 +57,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 Part::Event,
                 outbox(&req, Event::deleted(EventType::PatronRemoved, &patron_id)),
             );
-        let commit = idempotency::forgetting(
-            removal,
-            Part::IdempotencyRecord,
-            "register-patron",
-            &patron_id,
-        )
-        .commit(ctx)
-        .await?;
+        let commit = idempotency::forgetting(removal, Part::IdempotencyRecord, &req, &patron_id)
+            .commit(ctx)
+            .await?;
 
         match commit {
             Commit::Done => {
