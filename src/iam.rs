@@ -13,7 +13,8 @@
 //!
 //! A refused call fails before it is sent, with [`AccessDenied`] (logged at `ERROR` with the
 //! function, the action and the item's entity type, never its key, which may be a plate or an
-//! email); the handler answers it as it would AWS's `AccessDeniedException`: `500`, not retried. The whole API test
+//! email); the handler answers it as it would AWS's `AccessDeniedException`: `500`, not
+//! retried. The whole API test
 //! suite runs through this check, so every path a test takes is one its policy allows.
 
 use crate::render::{Statement, TABLE_ARN, index_arn, policy};
@@ -83,7 +84,12 @@ impl Touch {
         match self {
             Touch::Item { action, key } => {
                 let entity = entity_of(key).map_or("unknown", |t| t.name);
-                format!("dynamodb:{action} on a {entity} item")
+                let article = if entity.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                format!("dynamodb:{action} on {article} {entity} item")
             }
             Touch::Index(index) => format!("dynamodb:Query on the index {index}"),
             Touch::Other(operation) => format!("dynamodb:{operation}"),
@@ -190,6 +196,22 @@ pub fn refused(function: &str, operation: &str, request: &Value) -> Vec<String> 
         .collect()
 }
 
+/// A DynamoDB call as it goes over the wire: its operation (`GetItem`, from `x-amz-target`) and
+/// its request body in DynamoDB JSON (`Null` if it is none).
+pub fn read_call(request: &aws_smithy_runtime_api::http::Request) -> (String, Value) {
+    let operation = request
+        .headers()
+        .get("x-amz-target")
+        .map(|t| t.rsplit('.').next().unwrap_or(t).to_owned())
+        .unwrap_or_default();
+    let body = request
+        .body()
+        .bytes()
+        .and_then(|b| serde_json::from_slice(b).ok())
+        .unwrap_or(Value::Null);
+    (operation, body)
+}
+
 /// The interceptor every runner client carries ([`crate::engine`]): a no-op outside
 /// [`serving`].
 #[derive(Debug, Default)]
@@ -210,35 +232,12 @@ impl Intercept for Enforce {
         let Some(function) = current_function() else {
             return Ok(());
         };
-        let request = context.request();
-        let operation = request
-            .headers()
-            .get("x-amz-target")
-            .map(|t| t.rsplit('.').next().unwrap_or(t))
-            .unwrap_or_default();
-        // A DynamoDB Streams call (`publish-events` reads nothing itself: the event source
-        // does) is not the table's.
-        if request
-            .headers()
-            .get("x-amz-target")
-            .is_some_and(|t| t.starts_with("DynamoDBStreams"))
-        {
-            return Ok(());
-        }
-        let body = request
-            .body()
-            .bytes()
-            .and_then(|b| serde_json::from_slice(b).ok())
-            .unwrap_or(Value::Null);
-        let refused = refused(function, operation, &body);
+        let (operation, body) = read_call(context.request());
+        let refused = refused(function, &operation, &body);
         if refused.is_empty() {
             return Ok(());
         }
-        tracing::error!(
-            function,
-            refused = %refused.join(", "),
-            "a call the function's policy in template.yaml refuses (AccessDeniedException on AWS)"
-        );
+        // Logged where every failed call is (`store::failure`), once, as AWS's would be.
         Err(Box::new(AccessDenied { function, refused }))
     }
 }

@@ -58,16 +58,16 @@ pub fn index_arn(index: &str) -> String {
 
 /// The policy of `function`, which touches `access` (and takes `Idempotency-Key`s when
 /// `idempotent`): one statement per set of table actions, bounded by the partition-key prefixes
-/// it calls them on ([`Access::table_reach`]: each entity gets only what is called on it, its own
-/// idempotency records `GetItem` and `PutItem`, its events' outboxes and the records it makes
-/// tombstones `PutItem`); one `Query` statement per index, unbounded (template.yaml says why,
-/// above the functions); and its grants beyond the table.
+/// it calls them on ([`Access::table_statements`]: each entity gets only what is called on it,
+/// its own idempotency records `GetItem` and `PutItem`, its events' outboxes and the records it
+/// makes tombstones `PutItem`); one `Query` statement per index, unbounded (template.yaml says
+/// why, above the functions); and its grants beyond the table.
 pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statement> {
     let mut statements: Vec<Statement> = access
-        .table_reach(function, idempotent)
+        .table_statements(function, idempotent)
         .into_iter()
         .map(|reach| Statement {
-            why: Some(format!("Items of: {}.", reach.what.join("; "))),
+            why: Some(format!("Items of: {}.", reach.holds.join("; "))),
             actions: reach.actions.iter().map(|a| a.iam().to_owned()).collect(),
             resource: TABLE_ARN.to_owned(),
             leading_keys: reach

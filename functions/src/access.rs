@@ -7,9 +7,9 @@
 //! A table statement is bounded by `dynamodb:LeadingKeys`: each action only on the partition-key
 //! prefixes of the entities it is declared on ([`crate::model::EntityType::keys`]), `GetItem` and
 //! `PutItem` on the function's own idempotency records when its route takes an
-//! `Idempotency-Key`, `PutItem` on the outbox partitions of the events it records
-//! ([`Access::table_reach`]). The local runner applies the same statements to every call a
-//! function makes (`src/iam.rs`).
+//! `Idempotency-Key`, `PutItem` on the outbox partitions of the events it records and on the
+//! records it makes tombstones ([`Access::table_statements`]). The local runner applies the same
+//! statements to every call a function makes (`src/iam.rs`).
 
 use crate::events::EventType;
 use crate::model::Entity;
@@ -62,7 +62,9 @@ pub struct Grant {
 /// [Vehicle]` in the route table.
 #[derive(Debug, Clone, Copy)]
 pub struct Reach {
+    /// The actions it calls on them.
     pub actions: &'static [Action],
+    /// The entities whose items it calls them on (their partition-key prefixes bound them).
     pub entities: &'static [&'static EntityType],
 }
 
@@ -82,16 +84,16 @@ pub struct Access {
     pub grants: &'static [Grant],
 }
 
-/// Items under some partition-key prefixes that a function may call the same actions on: one
-/// table statement of its policy.
+/// One table statement of a function's policy: the actions it may call on items under some
+/// partition-key prefixes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableReach {
+pub struct TableStatement {
     pub actions: Vec<Action>,
     /// The partition-key prefixes (`VEHICLE#`), in the order first declared.
     pub prefixes: Vec<String>,
-    /// What lives there, as a reader of the policy would name it (`vehicle`, `its idempotency
-    /// records`).
-    pub what: Vec<String>,
+    /// What lives under them, as a reader of the policy would name it (`vehicle`, `its
+    /// idempotency records`).
+    pub holds: Vec<String>,
 }
 
 impl Access {
@@ -121,7 +123,7 @@ impl Access {
     /// and the prefixes that share one set of actions gathered into one statement. IAM bounds a
     /// table statement by partition key alone (`dynamodb:LeadingKeys`), so two entities that
     /// share a partition (a branch and its patrons) share what is allowed there.
-    pub fn table_reach(&self, function: &str, idempotent: bool) -> Vec<TableReach> {
+    pub fn table_statements(&self, function: &str, idempotent: bool) -> Vec<TableStatement> {
         // Each prefix with its actions and what lives there, in the order first declared.
         let mut prefixes: Vec<(String, Vec<Action>, Vec<String>)> = Vec::new();
         let mut add = |prefix: String, actions: &[Action], what: String| {
@@ -174,21 +176,21 @@ impl Access {
                 ),
             );
         }
-        let mut statements: Vec<TableReach> = Vec::new();
+        let mut statements: Vec<TableStatement> = Vec::new();
         for (prefix, actions, what) in prefixes {
             match statements.iter_mut().find(|s| s.actions == actions) {
                 Some(statement) => {
                     statement.prefixes.push(prefix);
                     for name in what {
-                        if !statement.what.contains(&name) {
-                            statement.what.push(name);
+                        if !statement.holds.contains(&name) {
+                            statement.holds.push(name);
                         }
                     }
                 }
-                None => statements.push(TableReach {
+                None => statements.push(TableStatement {
                     actions,
                     prefixes: vec![prefix],
-                    what,
+                    holds: what,
                 }),
             }
         }
@@ -197,7 +199,8 @@ impl Access {
 
     /// Every IAM action its declaration names, each once: the table's, `PutItem` for its events
     /// and tombstones, `Query` for its indexes, the grants'. (An idempotent route's `GetItem` on
-    /// its own records is the route's, not the declaration's: [`Access::table_reach`] adds it.)
+    /// its own records is the route's, not the declaration's: [`Access::table_statements`] adds
+    /// it.)
     pub fn iam_actions(&self) -> Vec<&'static str> {
         let mut actions: Vec<&'static str> = self
             .table

@@ -173,10 +173,10 @@ pub fn text(raw: &str, max: usize) -> Result<String, Invalid> {
     }
 }
 
-/// The route being served, as `request::respond` puts it in the request's extensions: the
-/// scope of its `Idempotency-Key`s, its cursors and its tombstones. It copies the facts those need rather
-/// than holding the `&'static Route`: `routes` imports every handler, and the handlers import
-/// this module, so naming `Route` here would close a circle.
+/// The route being served, as `request::answer` puts it in the request's extensions: the scope
+/// of its `Idempotency-Key`s, its cursors and its tombstones. It copies the facts those need
+/// rather than holding the `&'static Route`: `routes` imports every handler, and the handlers
+/// import this module, so naming `Route` here would close a circle.
 #[derive(Debug, Clone, Copy)]
 pub struct ServedRoute {
     /// The function's name: `register-vehicle`.
@@ -191,7 +191,7 @@ pub struct ServedRoute {
 }
 
 /// The route a request is served by. Every request reaches a handler through
-/// `request::respond`, which sets it.
+/// `request::answer`, which sets it.
 pub fn served_route(req: &Request) -> ServedRoute {
     req.extensions()
         .get::<ServedRoute>()

@@ -199,9 +199,9 @@ async fn live_record(ctx: &Ctx, idempotency: &Idempotency) -> Result<Option<Item
 
 /// `transaction` with, as `part`, the tombstone a route that deletes an entity adds: when the
 /// entity's id was derived from an `Idempotency-Key`, the record of the route that created it
-/// (the `tombstones` its route declares, [`crate::http::ServedRoute`]) becomes a tombstone, kept for as long
-/// as a record is, so a replay of the create is `410` and no personal data stays in the record.
-/// Nothing is added for an id made at random, which no record names.
+/// (the `tombstones` its route declares, [`crate::http::ServedRoute`]) becomes a tombstone,
+/// kept for as long as a record is, so a replay of the create is `410` and no personal data
+/// stays in the record. Nothing is added for an id made at random, which no record names.
 pub fn forgetting<P: Copy + PartialEq + std::fmt::Debug>(
     transaction: Transaction<P>,
     part: P,

@@ -263,7 +263,7 @@ pub struct Scheduled {
 }
 
 pub static SCHEDULED: &[Scheduled] = &[Scheduled {
-    function: "mark-overdue",
+    function: loans::mark_overdue::FUNCTION,
     summary: "Move every open loan that fell due into the overdue index",
     every_minutes: 15,
     timeout_seconds: 120,

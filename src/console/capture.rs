@@ -94,17 +94,7 @@ impl Intercept for Recorder {
             return Ok(());
         }
         let _outside_the_console = CALLS.try_with(|calls| {
-            let request = context.request();
-            let operation = request
-                .headers()
-                .get("x-amz-target")
-                .map(|t| t.rsplit('.').next().unwrap_or(t).to_owned())
-                .unwrap_or_default();
-            let body = request
-                .body()
-                .bytes()
-                .and_then(|b| serde_json::from_slice(b).ok())
-                .unwrap_or(Value::Null);
+            let (operation, body) = crate::iam::read_call(context.request());
             let mut calls = calls.lock().expect("not poisoned");
             calls.push(Call {
                 operation,

@@ -414,7 +414,10 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         ..ctx.clone()
     };
     let event = json!({"time": singlet_functions::clock::iso(now)});
-    let marking = crate::iam::serving("mark-overdue", mark_overdue::run(&clocked, event, None));
+    let marking = crate::iam::serving(
+        mark_overdue::FUNCTION,
+        mark_overdue::run(&clocked, event, None),
+    );
     let (report, calls) = capture::recording(marking).await;
     let operations: Vec<ops::Operation> = calls.iter().map(|c| ops::read(c, false)).collect();
     let after = match table::scan(ctx).await {

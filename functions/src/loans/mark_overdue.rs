@@ -35,6 +35,9 @@ use time::OffsetDateTime;
 use tracing::{error, info, warn};
 
 /// Loans read per page of one shard.
+/// Its function's name (`SINGLET_FUNCTION`, the route table's `SCHEDULED` entry).
+pub const FUNCTION: &str = "mark-overdue";
+
 pub const PAGE_SIZE: i32 = 100;
 /// Stop starting pages when less than this is left before the deadline.
 pub const DEADLINE_MARGIN: Duration = Duration::from_secs(5);

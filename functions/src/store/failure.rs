@@ -78,8 +78,8 @@ where
     R: std::fmt::Debug + 'static,
 {
     fn from(err: SdkError<E, R>) -> Self {
-        if access_denied(&err).is_some() {
-            error!(error = %DisplayErrorContext(&err), "an engine request failed");
+        if let Some(denied) = access_denied(&err) {
+            error!(error = %denied, "a call its function's policy refuses");
             return ApiError::Internal;
         }
         let transient = match &err {
