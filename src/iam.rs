@@ -168,21 +168,94 @@ pub fn touches(operation: &str, request: &Value) -> Vec<Touch> {
     }
 }
 
-/// Whether `statements` allow `touch`, as IAM decides it.
-pub fn allowed(statements: &[Statement], touch: &Touch) -> bool {
+/// One thing a policy allows: an IAM action on the items under a partition-key prefix
+/// (`dynamodb:GetItem`, `VEHICLE#*`), or `dynamodb:Query` on an index (its ARN).
+pub type Grant = (String, String);
+
+/// The grant of `statements` that allows `touch`, as IAM decides it; `None` if none does.
+pub fn grant_for(statements: &[Statement], touch: &Touch) -> Option<Grant> {
     match touch {
-        Touch::Item { action, key } => statements.iter().any(|s| {
-            s.resource == TABLE_ARN
-                && s.actions.iter().any(|a| *a == format!("dynamodb:{action}"))
-                && s.leading_keys
-                    .iter()
-                    .any(|prefix| key.pk.starts_with(prefix.trim_end_matches('*')))
-        }),
+        Touch::Item { action, key } => {
+            let action = format!("dynamodb:{action}");
+            statements
+                .iter()
+                .filter(|s| s.resource == TABLE_ARN && s.actions.contains(&action))
+                .flat_map(|s| &s.leading_keys)
+                .find(|prefix| key.pk.starts_with(prefix.trim_end_matches('*')))
+                .map(|prefix| (action.clone(), prefix.clone()))
+        }
         Touch::Index(index) => statements
             .iter()
-            .any(|s| s.resource == index_arn(index) && s.actions == ["dynamodb:Query"]),
-        Touch::Other(_) => false,
+            .find(|s| s.resource == index_arn(index) && s.actions == ["dynamodb:Query"])
+            .map(|s| (s.actions[0].clone(), s.resource.clone())),
+        Touch::Other(_) => None,
     }
+}
+
+/// Whether `statements` allow `touch`, as IAM decides it.
+pub fn allowed(statements: &[Statement], touch: &Touch) -> bool {
+    grant_for(statements, touch).is_some()
+}
+
+/// Every grant `function`'s policy makes on the table and its indexes.
+pub fn grants(function: &str) -> Vec<Grant> {
+    let mut grants = Vec::new();
+    for statement in statements(function).unwrap_or_default() {
+        if statement.resource == TABLE_ARN {
+            for action in &statement.actions {
+                for prefix in &statement.leading_keys {
+                    grants.push((action.clone(), prefix.clone()));
+                }
+            }
+        } else if statement.actions == ["dynamodb:Query"] {
+            grants.push((statement.actions[0].clone(), statement.resource.clone()));
+        }
+    }
+    grants
+}
+
+/// The variable naming a file where the check notes each grant a function used, once per
+/// process: CI runs the tests with it, then reports every grant no test used
+/// (`policy::every_grant_of_every_policy_is_used_by_some_test`), so a declaration cannot grow
+/// wider than its handler without a test saying so.
+pub const USED_GRANTS_VAR: &str = "SINGLET_IAM_USED";
+
+/// Notes that `function` used `grant`, in [`USED_GRANTS_VAR`]'s file if it is set.
+fn note_used(function: &str, grant: &Grant) {
+    use std::io::Write;
+    use std::sync::Mutex;
+    static USED: OnceLock<Option<Mutex<(std::fs::File, std::collections::HashSet<String>)>>> =
+        OnceLock::new();
+    let Some(used) = USED.get_or_init(|| {
+        let path = std::env::var_os(USED_GRANTS_VAR)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()?;
+        Some(Mutex::new((file, Default::default())))
+    }) else {
+        return;
+    };
+    let line = format!("{function}\t{}\t{}\n", grant.0, grant.1);
+    let mut used = used.lock().expect("not poisoned");
+    if used.1.insert(line.clone()) {
+        // One write per line, so that lines of processes appending at once do not mix.
+        let _ = used.0.write_all(line.as_bytes());
+    }
+}
+
+/// The grants noted in a [`USED_GRANTS_VAR`] file, by function.
+pub fn read_used(text: &str) -> std::collections::BTreeSet<(String, Grant)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let function = fields.next()?.to_owned();
+            let action = fields.next()?.to_owned();
+            let resource = fields.next()?.to_owned();
+            Some((function, (action, resource)))
+        })
+        .collect()
 }
 
 /// What of `operation`'s `request` the policy of `function` refuses, each as `Touch::describe`
@@ -233,7 +306,14 @@ impl Intercept for Enforce {
             return Ok(());
         };
         let (operation, body) = read_call(context.request());
-        let refused = refused(function, &operation, &body);
+        let statements = statements(function).unwrap_or_default();
+        let mut refused = Vec::new();
+        for touch in touches(&operation, &body) {
+            match grant_for(statements, &touch) {
+                Some(grant) => note_used(function, &grant),
+                None => refused.push(touch.describe()),
+            }
+        }
         if refused.is_empty() {
             return Ok(());
         }

@@ -198,3 +198,35 @@ async fn a_handler_beyond_its_policy_is_answered_500_and_writes_nothing() {
     assert_eq!(response.status(), 201);
     assert!(!api.items().await.is_empty());
 }
+
+/// Every grant of every rendered policy is one some test used: CI runs the whole suite with
+/// `SINGLET_IAM_USED` naming a file, where the runner's check notes each grant a function's call
+/// went through, then runs this (`cargo test --test api -- --ignored every_grant`). A declaration
+/// wider than its handler, or a path no test takes, is named here.
+#[test]
+#[ignore = "reads what the whole suite used: run after it, as .ci/run does"]
+fn every_grant_of_every_policy_is_used_by_some_test() {
+    use singlet_functions::routes::{ROUTES, SCHEDULED, STREAMED};
+    let path = std::env::var(iam::USED_GRANTS_VAR)
+        .unwrap_or_else(|_| panic!("{} names the file the suite wrote", iam::USED_GRANTS_VAR));
+    let used = iam::read_used(&std::fs::read_to_string(&path).unwrap());
+    let functions = ROUTES
+        .iter()
+        .map(|r| r.function)
+        .chain(SCHEDULED.iter().map(|s| s.function))
+        .chain(STREAMED.iter().map(|s| s.function));
+    let unused: Vec<String> = functions
+        .flat_map(|function| {
+            iam::grants(function)
+                .into_iter()
+                .filter(|grant| !used.contains(&(function.to_owned(), grant.clone())))
+                .map(|(action, resource)| format!("{function}: {action} on {resource}"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "grants no test used (narrow the declaration in the route table, or test the path):\n{}",
+        unused.join("\n")
+    );
+}
