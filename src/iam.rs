@@ -220,12 +220,17 @@ pub fn grants(function: &str) -> Vec<Grant> {
 /// wider than its handler without a test saying so.
 pub const USED_GRANTS_VAR: &str = "SINGLET_IAM_USED";
 
+/// The [`USED_GRANTS_VAR`] file, and the lines this process has written to it.
+struct UsedGrants {
+    file: std::fs::File,
+    written: std::collections::HashSet<String>,
+}
+
 /// Notes that `function` used `grant`, in [`USED_GRANTS_VAR`]'s file if it is set.
 fn note_used(function: &str, grant: &Grant) {
     use std::io::Write;
     use std::sync::Mutex;
-    static USED: OnceLock<Option<Mutex<(std::fs::File, std::collections::HashSet<String>)>>> =
-        OnceLock::new();
+    static USED: OnceLock<Option<Mutex<UsedGrants>>> = OnceLock::new();
     let Some(used) = USED.get_or_init(|| {
         let path = std::env::var_os(USED_GRANTS_VAR)?;
         let file = std::fs::OpenOptions::new()
@@ -233,15 +238,18 @@ fn note_used(function: &str, grant: &Grant) {
             .append(true)
             .open(path)
             .ok()?;
-        Some(Mutex::new((file, Default::default())))
+        Some(Mutex::new(UsedGrants {
+            file,
+            written: Default::default(),
+        }))
     }) else {
         return;
     };
     let line = format!("{function}\t{}\t{}\n", grant.0, grant.1);
     let mut used = used.lock().expect("not poisoned");
-    if used.1.insert(line.clone()) {
+    if used.written.insert(line.clone()) {
         // One write per line, so that lines of processes appending at once do not mix.
-        let _ = used.0.write_all(line.as_bytes());
+        let _ = used.file.write_all(line.as_bytes());
     }
 }
 
