@@ -123,8 +123,35 @@ fn item(action: &str, key: &Value) -> Touch {
     }
 }
 
+/// The partition a table `Query` reads, as IAM sees it: the value its key condition sets the
+/// table's partition key to (`#pk = :pk`, the names and values looked up), `Null` if none.
+fn partition_of_query(request: &Value) -> Value {
+    let partition_key = singlet_shared::schema::PK;
+    let names = request["ExpressionAttributeNames"].as_object();
+    let spelled: Vec<&str> = names
+        .into_iter()
+        .flatten()
+        .filter(|(_, name)| name.as_str() == Some(partition_key))
+        .map(|(placeholder, _)| placeholder.as_str())
+        .chain([partition_key])
+        .collect();
+    let condition = request["KeyConditionExpression"]
+        .as_str()
+        .unwrap_or_default();
+    for term in condition.split(" AND ").chain(condition.split(" and ")) {
+        let Some((left, right)) = term.split_once('=') else {
+            continue;
+        };
+        if spelled.contains(&left.trim()) {
+            let value = right.trim();
+            return request["ExpressionAttributeValues"][value].clone();
+        }
+    }
+    Value::Null
+}
+
 /// What `operation` (as `x-amz-target` names it) touches, from its request body in DynamoDB
-/// JSON. A table `Query`'s partition is its `:pk` value: the store names it so.
+/// JSON.
 pub fn touches(operation: &str, request: &Value) -> Vec<Touch> {
     // Each part of a transaction as its kind (`Put`, `Update`, ...) and its body.
     let parts = || -> Vec<(String, Value)> {
@@ -147,7 +174,7 @@ pub fn touches(operation: &str, request: &Value) -> Vec<Touch> {
             Some(index) => vec![Touch::Index(index.to_owned())],
             None => vec![item(
                 operation,
-                &serde_json::json!({"PK": request["ExpressionAttributeValues"][":pk"]}),
+                &serde_json::json!({"PK": partition_of_query(request)}),
             )],
         },
         "TransactWriteItems" => parts()
@@ -327,5 +354,47 @@ impl Intercept for Enforce {
         }
         // Logged where every failed call is (`store::failure`), once, as AWS's would be.
         Err(Box::new(AccessDenied { function, refused }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A table query's partition is whatever its key condition sets the partition key to, under
+    /// any placeholder: the store's `#pk = :pk`, another name, or the key named outright.
+    #[test]
+    fn a_table_querys_partition_is_read_from_its_key_condition() {
+        let store = json!({
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :sk)",
+            "ExpressionAttributeNames": {"#pk": "PK", "#sk": "SK"},
+            "ExpressionAttributeValues": {":pk": {"S": "BRANCH#b1"}, ":sk": {"S": "PATRON#"}},
+        });
+        assert_eq!(partition_of_query(&store), json!({"S": "BRANCH#b1"}));
+        let other = json!({
+            "KeyConditionExpression": "#s >= :from and #p = :partition",
+            "ExpressionAttributeNames": {"#p": "PK", "#s": "SK"},
+            "ExpressionAttributeValues": {":partition": {"S": "RESOURCE#r1"}, ":from": {"S": "E"}},
+        });
+        assert_eq!(partition_of_query(&other), json!({"S": "RESOURCE#r1"}));
+        let outright = json!({
+            "KeyConditionExpression": "PK = :v",
+            "ExpressionAttributeValues": {":v": {"S": "VEHICLE#v1"}},
+        });
+        assert_eq!(partition_of_query(&outright), json!({"S": "VEHICLE#v1"}));
+        assert_eq!(partition_of_query(&json!({})), Value::Null);
+        // Read as IAM reads it: the item the partition's prefix names.
+        let touches = touches("Query", &store);
+        assert_eq!(
+            touches,
+            [Touch::Item {
+                action: "Query".into(),
+                key: Key {
+                    pk: "BRANCH#b1".into(),
+                    sk: String::new()
+                }
+            }]
+        );
     }
 }

@@ -6,10 +6,10 @@
 //! route without a row fails the test.
 
 use crate::fixtures::ISBN;
+use crate::harness::mark_overdue;
 use crate::harness::{Api, Mode, Reply};
 use serde_json::json;
 use singlet::console::{self, capture, ops};
-use singlet_functions::loans::mark_overdue::mark_overdue;
 use singlet_functions::routes::ROUTES;
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -7,6 +7,7 @@
 //! `eventId`, and the bad item alone lands in the on-failure file.
 
 use crate::fixtures::{self, ISBN};
+use crate::harness::mark_overdue;
 use crate::harness::{Api, Mode, Reply};
 use aws_sdk_dynamodb::types::AttributeValue;
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -16,7 +17,6 @@ use singlet::event_source::{EventSource, Faults, write_undecodable_outbox_item};
 use singlet::local_bus::LocalBus;
 use singlet_functions::clock;
 use singlet_functions::events::outbox::OutboxItem;
-use singlet_functions::loans::mark_overdue::mark_overdue;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;

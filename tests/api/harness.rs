@@ -676,3 +676,15 @@ mod canned {
         }
     }
 }
+
+/// The overdue marker's loop run as its function (`mark-overdue`), so that the runner's policy
+/// check applies to its calls as it does when the schedule runs it.
+pub async fn mark_overdue(
+    ctx: &Ctx,
+    now: time::OffsetDateTime,
+    page_size: i32,
+    may_start_page: impl FnMut() -> bool,
+) -> Result<singlet_functions::loans::mark_overdue::Report, singlet_functions::error::ApiError> {
+    use singlet_functions::loans::mark_overdue::{FUNCTION, mark_overdue};
+    singlet::iam::serving(FUNCTION, mark_overdue(ctx, now, page_size, may_start_page)).await
+}

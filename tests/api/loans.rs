@@ -2,10 +2,11 @@
 
 use crate::both;
 use crate::fixtures::{ISBN, checkout, copy, lend, library, patron};
+use crate::harness::mark_overdue;
 use crate::harness::{Api, Item, Mode, n, s};
 use serde_json::{Value, json};
 use singlet_functions::clock;
-use singlet_functions::loans::mark_overdue::{Report, mark_overdue};
+use singlet_functions::loans::mark_overdue::Report;
 use time::OffsetDateTime;
 
 fn loan_path(loan: &Value, action: &str) -> String {

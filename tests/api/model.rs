@@ -4,10 +4,10 @@
 
 use crate::both;
 use crate::fixtures::{self, ISBN};
+use crate::harness::mark_overdue;
 use crate::harness::{Api, s};
 use serde_json::json;
 use singlet_functions::clock;
-use singlet_functions::loans::mark_overdue::mark_overdue;
 use singlet_functions::model::{self, ENTITY_TYPE, ENTITY_TYPES, VERSION};
 use std::collections::BTreeSet;
 
