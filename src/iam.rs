@@ -219,11 +219,6 @@ pub fn grant_for(statements: &[Statement], touch: &Touch) -> Option<Grant> {
     }
 }
 
-/// Whether `statements` allow `touch`, as IAM decides it.
-pub fn allowed(statements: &[Statement], touch: &Touch) -> bool {
-    grant_for(statements, touch).is_some()
-}
-
 /// Every grant `function`'s policy makes on the table and its indexes.
 pub fn grants(function: &str) -> Vec<Grant> {
     let mut grants = Vec::new();
@@ -294,14 +289,18 @@ pub fn read_used(text: &str) -> std::collections::BTreeSet<(String, Grant)> {
 }
 
 /// What of `operation`'s `request` the policy of `function` refuses, each as `Touch::describe`
-/// names it. A function the route table does not know is refused everything.
+/// names it (each grant that allows the rest is noted as used, [`USED_GRANTS_VAR`]). A function
+/// the route table does not know is refused everything.
 pub fn refused(function: &str, operation: &str, request: &Value) -> Vec<String> {
     let statements = statements(function).unwrap_or_default();
-    touches(operation, request)
-        .into_iter()
-        .filter(|touch| !allowed(statements, touch))
-        .map(|touch| touch.describe())
-        .collect()
+    let mut refused = Vec::new();
+    for touch in touches(operation, request) {
+        match grant_for(statements, &touch) {
+            Some(grant) => note_used(function, &grant),
+            None => refused.push(touch.describe()),
+        }
+    }
+    refused
 }
 
 /// A DynamoDB call as it goes over the wire: its operation (`GetItem`, from `x-amz-target`) and
@@ -341,14 +340,7 @@ impl Intercept for Enforce {
             return Ok(());
         };
         let (operation, body) = read_call(context.request());
-        let statements = statements(function).unwrap_or_default();
-        let mut refused = Vec::new();
-        for touch in touches(&operation, &body) {
-            match grant_for(statements, &touch) {
-                Some(grant) => note_used(function, &grant),
-                None => refused.push(touch.describe()),
-            }
-        }
+        let refused = refused(function, &operation, &body);
         if refused.is_empty() {
             return Ok(());
         }
