@@ -141,10 +141,12 @@ fn with_cors(app: axum::Router, origins: &[String]) -> axum::Router {
 /// tools. The runner only: API Gateway serves the functions' routes and nothing else. See
 /// [`served_openapi`] for what differs from the file.
 async fn openapi(headers: HeaderMap) -> Response {
+    // The runner binds the loopback only, so a host of another name came through a rebound DNS
+    // name or a proxy: it is not echoed into the document's `servers`, which keeps the file's.
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .filter(|h| is_host(h));
+        .filter(|h| is_host(h) && is_loopback_host(h));
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
@@ -154,7 +156,7 @@ async fn openapi(headers: HeaderMap) -> Response {
 }
 
 /// `docs/openapi.yaml` as this runner serves it: its `servers` is the address the request
-/// reached (`host`, `127.0.0.1:<port>`), so a generated client's default base URL is this
+/// reached (`host`, `127.0.0.1:<port>`, a loopback name only), so a generated client's default base URL is this
 /// runner whatever port it bound, and every response declares the runner's own
 /// [`CONSUMED_CAPACITY`] header.
 pub fn served_openapi(host: Option<&str>) -> Value {
@@ -381,6 +383,15 @@ fn is_host(value: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
         && port.parse::<u16>().is_ok()
+}
+
+/// `localhost` or a `127.0.0.0/8` address, with or without a port.
+fn is_loopback_host(value: &str) -> bool {
+    let name = value.split_once(':').map_or(value, |(name, _)| name);
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn form_pairs(raw: &str) -> Vec<(String, String)> {

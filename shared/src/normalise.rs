@@ -229,7 +229,8 @@ fn registration(raw: &str) -> Result<String, Invalid> {
 
 impl Email {
     /// NFKC, lower case, trimmed; one `@` between a non-empty local part (no white space, no
-    /// `#`, nothing that disguises text) and a dotted domain, which IDNA (UTS #46) maps to ASCII
+    /// `#`, none of RFC 5322's specials (quotes, comments, brackets), nothing that disguises
+    /// text) and a dotted domain, which IDNA (UTS #46) maps to ASCII
     /// (`bücher.example` is `xn--bcher-kva.example`); at most 254 characters. An invisible
     /// character anywhere ([`is_invisible`]) is refused: it would make a second address that
     /// displays as the first.
@@ -247,13 +248,30 @@ impl Email {
         let Some((local, domain)) = value.split_once('@') else {
             return Err(Invalid::Invalid);
         };
-        // `#` is refused so that no email can put a key separator inside its lock's key.
+        // `#` is refused so that no email can put a key separator inside its lock's key. RFC
+        // 5322's specials are refused too: they appear only in a quoted local part or a comment,
+        // and `"ada"@example.com` or `ada(x)@example.com` reach `ada@example.com`'s mailbox, so
+        // each would be a second holder of one address.
         let local_ok = !local.is_empty()
             && local.chars().all(|c| {
                 !c.is_whitespace()
                     && !disguises_text(c)
                     && !is_invisible(c)
-                    && !matches!(c, '@' | '#')
+                    && !matches!(
+                        c,
+                        '@' | '#'
+                            | '"'
+                            | '('
+                            | ')'
+                            | '<'
+                            | '>'
+                            | '['
+                            | ']'
+                            | ':'
+                            | ';'
+                            | ','
+                            | '\\'
+                    )
             });
         let domain = idna::domain_to_ascii(domain).map_err(|_| Invalid::Invalid)?;
         let domain_ok = domain.contains('.')
@@ -616,6 +634,13 @@ mod tests {
             "mallory\u{202E}gnp.exe@example.com",
             "ada\u{2066}@example.com",
             "ada\u{7}@example.com",
+            "\"ada\"@example.com",
+            "ada(x)@example.com",
+            "(x)ada@example.com",
+            "<ada>@example.com",
+            "ada\\x@example.com",
+            "ada,bob@example.com",
+            "ada;x@example.com",
         ] {
             assert_eq!(Email::parse(bad), Err(Invalid::Invalid), "{bad}");
         }

@@ -31,14 +31,17 @@ both!(
     a_subject_owns_one_account_unless_admin,
 );
 
-/// Invisible characters are `400`; the domain is mapped by IDNA; a look-alike of a taken address
-/// (Cyrillic letters in the local part or the domain) is `409` and reported unavailable.
+/// Invisible characters, and a quoted local part or a comment (both reach the mailbox of the
+/// address without them), are `400`; the domain is mapped by IDNA; a look-alike of a taken
+/// address (Cyrillic letters in the local part or the domain) is `409` and reported unavailable.
 async fn look_alike_emails_are_refused_or_one_address(api: Api) {
     for disguised in [
         "ad\u{200B}a@example.com",
         "ad\u{00AD}a@example.com",
         "ad\u{2060}a@example.com",
         "ad\u{180E}a@example.com",
+        "\"ada\"@example.com",
+        "ada(x)@example.com",
     ] {
         sign_up(&api, disguised, "someone")
             .await

@@ -259,6 +259,17 @@ async fn the_runner_serves_the_document_as_json() {
     // Its one server is this runner, at the address it bound.
     assert_eq!(served["servers"].as_array().unwrap().len(), 1);
     assert_eq!(served["servers"][0]["url"], api.base.as_str());
+    // A host that is not a loopback name (a rebound DNS name) is not echoed: the file's stays.
+    let rebound: Value = reqwest::Client::new()
+        .get(format!("{}/openapi.json", api.base))
+        .header("host", "evil.example:80")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rebound["servers"], document()["servers"]);
     // Every response declares the runner's own capacity header.
     let consumed = json!({"$ref": "#/components/headers/ConsumedCapacity"});
     let mut declared = 0;
