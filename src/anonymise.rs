@@ -16,10 +16,12 @@
 //! addresses and phone numbers. Kept: ids, titles, depots, times, and an account's `owner` (a
 //! token's opaque subject; its owner lock is keyed by a keyed hash of it already).
 
+use crate::fsck::entity::decode;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::Value;
+use singlet_functions::accounts::{EmailLock, UsernameLock};
 use singlet_functions::ids::IdKey;
-use singlet_functions::model::{Decoded, ENTITY_TYPE, VERSION, decode};
+use singlet_functions::model::{Decoded, ENTITY_TYPE, VERSION};
 use singlet_functions::store::Item;
 use singlet_shared::normalise::MAX_PLATE_LEN;
 use singlet_shared::schema::{PK, SK};
@@ -204,6 +206,9 @@ impl Anonymiser {
     /// a JSON text's fields are, and a key that holds a value replaced by a keyed hash of it.
     pub fn item(&self, item: Item) -> Item {
         let mut item = item;
+        // Read as `fsck` reads it: an entity stored under a key its own fields do not make is
+        // none. Rebuilt from its fields it would land on another item's key (a misplaced copy of
+        // a lock, on the genuine lock's replacement), and `load` would refuse the copy.
         match decode(&item) {
             Ok(entity) => {
                 // A lock still at the key the rule before `plates-compact` made of its spelling
@@ -248,8 +253,23 @@ impl Anonymiser {
     /// An item no entity reads: its personal attributes by name, and its key when the key holds
     /// a value (`PLATE#…`, `UNIQ#EMAIL#…`).
     fn undecodable(&self, item: &mut Item) {
+        // An email or username lock names its value `value`, which says nothing by itself: its
+        // key's prefix tells what it holds.
+        let pk = item.get(PK).and_then(|v| v.as_s().ok()).cloned();
+        let lock_value = match pk.as_deref() {
+            Some(pk) if pk.starts_with(keys::EMAIL_LOCK_PREFIX) => {
+                Some((EmailLock::VALUE.name(), Personal::Email))
+            }
+            Some(pk) if pk.starts_with(keys::HANDLE_LOCK_PREFIX) => {
+                Some((UsernameLock::VALUE.name(), Personal::Username))
+            }
+            _ => None,
+        };
         for (name, value) in item.iter_mut() {
-            if let (Some(kind), AttributeValue::S(text)) = (Personal::of_field(name), &value) {
+            let kind = Personal::of_field(name).or_else(|| {
+                lock_value.and_then(|(attribute, kind)| (name == attribute).then_some(kind))
+            });
+            if let (Some(kind), AttributeValue::S(text)) = (kind, &value) {
                 *value = AttributeValue::S(self.replace(kind, text));
             }
         }
@@ -489,6 +509,31 @@ mod tests {
         let copy = anonymiser.item(lock);
         assert!(!format!("{copy:?}").contains("c-1"), "{copy:?}");
         assert!(copy["PK"].as_s().unwrap().starts_with("CARD#"));
+    }
+
+    /// A lock stored under a key its own fields do not make (a copy of a genuine lock at another
+    /// value's key) is read as `fsck` reads it, undecodable: its key is hashed apart instead of
+    /// rebuilt from its fields onto the genuine lock's new key, which `load` would refuse.
+    #[test]
+    fn a_misplaced_lock_keeps_a_key_of_its_own() {
+        use singlet_functions::model::{Entity, key_of};
+        use singlet_functions::store::s;
+        let anonymiser = Anonymiser::with_key(b"k");
+        let genuine = EmailLock {
+            account_id: singlet_shared::Id::parse("a1").unwrap(),
+            value: Email::parse("ada@example.com").unwrap(),
+        }
+        .to_item();
+        let mut misplaced = genuine.clone();
+        misplaced.insert("PK".into(), s("UNIQ#EMAIL#nobody@example.com"));
+        assert!(decode(&misplaced).is_err(), "fsck reads no entity there");
+        let (genuine, misplaced) = (anonymiser.item(genuine), anonymiser.item(misplaced));
+        assert_ne!(key_of(&genuine), key_of(&misplaced));
+        let text = format!("{misplaced:?}");
+        assert!(
+            !text.contains("ada@") && !text.contains("nobody@"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -236,7 +236,9 @@ impl EventSource {
         };
         let aside = file.with_extension("json.partial");
         let json = serde_json::to_vec(&position).expect("a position is JSON");
-        std::fs::write(&aside, json)
+        // Private like everything else the runner keeps beside its data (`--data` may name a
+        // file outside `.singlet/`).
+        crate::write_private_file(&aside, json)
             .and_then(|()| std::fs::rename(&aside, file))
             .map_err(|e| format!("cannot keep the stream position in {}: {e}", file.display()))
     }

@@ -882,8 +882,14 @@ async fn table_ready(
             .await
             .map_err(|e| engine::sdk_error("cannot describe the table", endpoint, &e))?;
         if !exists {
+            // The embedded engine's endpoint is a port of this run only: name its file instead.
+            let place = match (&args.endpoint, args.in_memory) {
+                (Some(_), _) => format!("at {endpoint}"),
+                (None, true) => "in the in-memory engine".to_owned(),
+                (None, false) => format!("in {}", args.data.display()),
+            };
             return Err(format!(
-                "there is no table {} to {verb} at {endpoint}: `--table` names it",
+                "there is no table {} to {verb} {place}: `--table` names it",
                 args.table
             ));
         }

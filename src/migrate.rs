@@ -8,8 +8,8 @@
 //!   it was in, and reads at most that one page again; the page's items already changed fail
 //!   their conditions and are written no second time.
 //! - Throttled: with `--max-wcu`, every write first waits until the write units consumed in the
-//!   last second (as `ReturnConsumedCapacity` reported them) leave room for it, so no one-second
-//!   window goes over the limit by more than one write.
+//!   last second (as `ReturnConsumedCapacity` reported them) leave room for the most one item's
+//!   writes have consumed so far ([`crate::throttle`]).
 //! - `--dry-run` plans every item and writes nothing, checkpoints included.
 //! - A migration that makes values unique under a new rule (`plates-compact`) first reads what
 //!   every item claims (one more parallel `Scan`, not checkpointed: a resumed run reads it again),
@@ -250,8 +250,10 @@ pub async fn run(
             }
             let mut start = checkpoint.last_key;
             let mut segment_conflicts = checkpoint.conflicts;
-            // Learned from the writes themselves: what one item's writes consume.
-            let mut estimate = 1.0;
+            // Learned from the writes themselves: the most one item's writes have consumed. The
+            // most, not the last: a refused write costs less than an applied one, and admitting
+            // the next on that would let a window pass the limit.
+            let mut estimate = 1.0_f64;
             loop {
                 if stopped.load(Ordering::Relaxed) {
                     return Ok(false);
@@ -285,7 +287,7 @@ pub async fn run(
                                 .await
                                 .map_err(|e| format!("a write failed: {e:?}"))?;
                             throttle.settle(admission, applied.units());
-                            estimate = applied.units().max(0.5);
+                            estimate = estimate.max(applied.units());
                             match applied {
                                 Applied::Written { .. } => {
                                     counters.changed.fetch_add(1, Ordering::Relaxed);

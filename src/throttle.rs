@@ -1,7 +1,9 @@
 //! A write throttle by consumed capacity, shared by the commands that write much (`migrate`,
 //! `import`): every write first waits until the write units consumed in the last second (as
-//! `ReturnConsumedCapacity` reported them) leave room for it, so no one-second window goes over
-//! the limit by more than one write. A write of more units than the limit allows in a second (an
+//! `ReturnConsumedCapacity` reported them) leave room for what it is expected to consume. Callers
+//! expect the most a write of theirs has consumed so far, so a window passes the limit only when
+//! a write consumes more than every one before it (the first writes of a run, before there is
+//! anything to learn from). A write of more units than the limit allows in a second (an
 //! import's transaction of many rows) holds its place for as long as its units take at the
 //! limit, not one second: over any stretch of time the rate stays under the limit.
 

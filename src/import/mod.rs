@@ -694,8 +694,9 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
     let throttle = Throttle::new(options.max_wcu);
     let run = format!("{:032x}", rand::random::<u128>());
     let run = &run;
-    // Learned from the writes themselves: what one action consumes.
-    let units_per_action = std::sync::Mutex::new(2.0);
+    // Learned from the writes themselves: the most one action has consumed (the most, not the
+    // last, so that a cheaper transaction does not let the next one pass the limit).
+    let units_per_action = std::sync::Mutex::new(2.0_f64);
     // Under a write limit, no transaction bigger than the limit allows in a second (each action
     // of a transaction costs 2 units a KB): the throttle would let it through whole and then
     // hold the next for its share of time, a burst DynamoDB's own limit might refuse.
@@ -719,7 +720,8 @@ pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Resul
                 let (ended, units) = write_batch(ctx, run, &batch).await?;
                 throttle.settle(admission, units);
                 if units > 0.0 {
-                    *units_per_action.lock().unwrap() = units / actions;
+                    let mut per_action = units_per_action.lock().unwrap();
+                    *per_action = per_action.max(units / actions);
                 }
                 Ok::<_, String>((ended, units))
             }

@@ -154,6 +154,17 @@ impl Entity for UsernameLock {
     }
 }
 
+impl EmailLock {
+    /// The attribute holding the email the lock is of (for a tool that must find it in an item
+    /// no entity reads, such as the anonymiser).
+    pub const VALUE: Field<Self> = Field::new("value");
+}
+
+impl UsernameLock {
+    /// The attribute holding the username the lock is of.
+    pub const VALUE: Field<Self> = Field::new("value");
+}
+
 impl Held for EmailLock {
     const HOLDER: Field<Self> = Field::new("accountId");
 
@@ -176,6 +187,8 @@ fn lock_holders_are_serde_names() {
     use super::serde_fields;
     assert!(serde_fields::<EmailLock>().contains(&EmailLock::HOLDER.name()));
     assert!(serde_fields::<UsernameLock>().contains(&UsernameLock::HOLDER.name()));
+    assert!(serde_fields::<EmailLock>().contains(&EmailLock::VALUE.name()));
+    assert!(serde_fields::<UsernameLock>().contains(&UsernameLock::VALUE.name()));
 }
 
 /// A `UNIQ#OWNER#<pseudonym>`/`LOCK` lock: the one account a subject without `accounts:admin`
