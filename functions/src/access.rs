@@ -8,7 +8,8 @@
 //! prefixes of the entities it is declared on ([`crate::model::EntityType::keys`]), `GetItem` and
 //! `PutItem` on the function's own idempotency records when its route takes an
 //! `Idempotency-Key`, `PutItem` on the outbox partitions of the events it records and on the
-//! records it makes tombstones ([`Access::table_statements`]). The local runner applies the same
+//! records it makes tombstones, and, for a route that deletes an entity, `Query` and `DeleteItem`
+//! on that entity's outbox partition ([`Access::table_statements`]). The local runner applies the same
 //! statements to every call a function makes (`src/iam.rs`).
 
 use crate::events::EventType;
@@ -78,7 +79,8 @@ pub struct Access {
     /// The events its changes record, each in its subject's outbox partition.
     pub events: &'static [EventType],
     /// The route whose idempotency records it makes tombstones when it deletes what that route
-    /// created (`PutItem` on them, nothing else).
+    /// created (`PutItem` on them, nothing else); the deleted entity's outbox items go with it
+    /// (`Query` and `DeleteItem` on its events' outbox partitions).
     pub tombstones: Option<&'static str>,
     /// Statements beyond the table.
     pub grants: &'static [Grant],
@@ -175,6 +177,15 @@ impl Access {
                     "{creator}'s idempotency records, made tombstones with the entity's delete"
                 ),
             );
+            // The deleted entity's outbox items, read and deleted with it
+            // (`recording::forgetting`).
+            for event in self.events {
+                add(
+                    format!("{OUTBOX_PREFIX}{}#", event.subject_type()),
+                    &[Action::Query, Action::DeleteItem],
+                    "its events' outbox".to_owned(),
+                );
+            }
         }
         let mut statements: Vec<TableStatement> = Vec::new();
         for (prefix, actions, what) in prefixes {
@@ -198,7 +209,8 @@ impl Access {
     }
 
     /// Every IAM action its declaration names, each once: the table's, `PutItem` for its events
-    /// and tombstones, `Query` for its indexes, the grants'. (An idempotent route's `GetItem` on
+    /// and tombstones, `Query` and `DeleteItem` for a deleted entity's outbox, `Query` for its
+    /// indexes, the grants'. (An idempotent route's `GetItem` on
     /// its own records is the route's, not the declaration's: [`Access::table_statements`] adds
     /// it.)
     pub fn iam_actions(&self) -> Vec<&'static str> {
@@ -213,6 +225,9 @@ impl Access {
         }
         if self.tombstones.is_some() || !self.events.is_empty() {
             actions.push(Action::PutItem.iam());
+        }
+        if self.tombstones.is_some() && !self.events.is_empty() {
+            actions.extend([Action::Query.iam(), Action::DeleteItem.iam()]);
         }
         actions.extend(self.grants.iter().flat_map(|g| g.actions.iter().copied()));
         actions.sort_unstable();

@@ -1,15 +1,20 @@
 //! Recording a route's event: the put of its outbox item ([`crate::events::outbox`]), the one
-//! part a route adds to its transaction so that the change and its event commit together.
+//! part a route adds to its transaction so that the change and its event commit together; and
+//! forgetting, with a deleted entity, what the table still keeps of it beside its own items.
 //!
 //! Here, above the store, rather than beside the outbox item in `events`: the events module is
 //! below the context and the store (the context holds the publisher's bus and archive), and a
 //! put is the store's.
 
 use crate::claims::principal;
-use crate::events::Event;
+use crate::context::Ctx;
+use crate::error::ApiError;
 use crate::events::outbox::OutboxItem;
-use crate::store::Put;
+use crate::events::{Event, EventType};
+use crate::idempotency;
+use crate::store::{Delete, MAX_PARTS, Put, Query, Transaction};
 use lambda_http::Request;
+use singlet_shared::{Id, keys};
 
 /// The put of `event`'s outbox item, its `actor` the request's caller (the token's `sub`): the
 /// one part a route adds to its transaction.
@@ -21,4 +26,50 @@ pub fn outbox(req: &Request, event: Event) -> Put {
 /// only ever creates.
 pub fn outbox_by(actor: &str, event: Event) -> Put {
     Put::new_only(&OutboxItem::of(actor, event))
+}
+
+/// `transaction`, which deletes the entity `entity_id` and records `deleted` (its deletion
+/// event), with, as `part`, what else the table keeps of the entity:
+/// - the `Idempotency-Key` record that created it, made a tombstone
+///   ([`idempotency::forgetting`]);
+/// - its outbox items still in the table, deleted. They hold the entity as each change left
+///   it, personal data included, and would otherwise stay until they expire (a day, and up to
+///   two more before DynamoDB's TTL deletes them). Their events are not lost: the publisher
+///   reads them from the stream's records, which keep them, and ignores a deleted outbox item.
+///
+/// One `Query` of the entity's outbox partition first. As many items as the transaction has
+/// room for are deleted. Left to expire: the rest, for an entity changed over 90 times in its
+/// last day, and an item a change racing the delete wrote after the read (a change of a
+/// vehicle's plate or an account's email makes the delete's own condition fail instead, and it
+/// is read again).
+pub async fn forgetting<P: Copy + PartialEq + std::fmt::Debug>(
+    ctx: &Ctx,
+    transaction: Transaction<P>,
+    part: P,
+    req: &Request,
+    deleted: EventType,
+    entity_id: &Id,
+) -> Result<Transaction<P>, ApiError> {
+    let mut transaction = idempotency::forgetting(transaction, part, req, entity_id);
+    let room = MAX_PARTS.saturating_sub(transaction.len());
+    if room == 0 {
+        return Ok(transaction);
+    }
+    let partition = keys::outbox_partition(deleted.subject_type(), entity_id.as_str());
+    let page = ctx
+        .query(Query::table(partition).limit(room as i32))
+        .await?;
+    if page.last_key.is_some() {
+        tracing::warn!(
+            %entity_id,
+            room,
+            "perhaps more outbox items than the transaction has room for: any left expire"
+        );
+    }
+    for item in &page.items {
+        if let Some(key) = crate::model::key_of(item) {
+            transaction = transaction.delete(part, Delete::<OutboxItem>::at(key));
+        }
+    }
+    Ok(transaction)
 }

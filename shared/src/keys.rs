@@ -442,9 +442,14 @@ pub fn id_lock(id: &Id) -> Key {
 /// `#`.
 pub fn outbox(subject_type: &str, subject_id: &str, event_id: &str) -> Key {
     Key {
-        pk: format!("{OUTBOX_PREFIX}{subject_type}#{subject_id}"),
+        pk: outbox_partition(subject_type, subject_id),
         sk: format!("{EVENT_PREFIX}{event_id}"),
     }
+}
+
+/// The partition of one subject's outbox items: `OUTBOX#<subjectType>#<subjectId>`.
+pub fn outbox_partition(subject_type: &str, subject_id: &str) -> String {
+    format!("{OUTBOX_PREFIX}{subject_type}#{subject_id}")
 }
 
 #[cfg(test)]

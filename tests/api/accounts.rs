@@ -454,8 +454,23 @@ async fn changes_to_a_taken_value_are_409(api: Api) {
 async fn delete_removes_the_account_and_both_locks(api: Api) {
     let account_id = id(&sign_up(&api, "ada@example.com", "ada").await);
     sign_up(&api, "grace@example.com", "grace").await;
+    let changed = api
+        .put(
+            format!("/accounts/{account_id}/email"),
+            json!({"email": "countess@example.com"}),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{changed:?}");
+    assert_eq!(api.outbox_of("account", &account_id).await.len(), 2);
     let reply = api.delete(format!("/accounts/{account_id}")).await;
     assert_eq!(reply.status, 204);
+    // Its outbox items (their events published from the stream already) go with it, but the
+    // deletion's own, which names its id alone: none keeps its emails.
+    let left = api.outbox_of("account", &account_id).await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    let text = format!("{left:?}");
+    assert!(text.contains("AccountDeleted"), "{text}");
+    assert!(!text.contains("@example.com"), "{text}");
     assert!(
         api.item(&format!("ACCT#{account_id}"), "PROFILE")
             .await

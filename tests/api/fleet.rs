@@ -333,6 +333,14 @@ async fn retire_removes_the_vehicle_and_both_locks(api: Api) {
     assert!(api.item("PLATE#r1", "PLATE#r1").await.is_none());
     assert!(api.item("CHASSIS#c1", "CHASSIS#c1").await.is_none());
     assert_eq!(api.items().await.len(), 3, "the other vehicle is untouched");
+    // Its registration's outbox item (its plate and chassis) goes; the retirement's stays.
+    let left = api.outbox_of("vehicle", &id).await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    let text = format!("{left:?}");
+    assert!(
+        text.contains("VehicleRetired") && !text.contains("R-1"),
+        "{text}"
+    );
     assert_eq!(api.get(format!("/vehicles/{id}")).await.status, 404);
     api.delete(format!("/vehicles/{id}"))
         .await

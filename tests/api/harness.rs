@@ -452,6 +452,16 @@ impl Api {
             .collect()
     }
 
+    /// The outbox items of one subject (`OUTBOX#<type>#<id>`), which [`Api::items`] leaves out.
+    pub async fn outbox_of(&self, subject_type: &str, id: &str) -> Vec<Item> {
+        let partition = format!("OUTBOX#{subject_type}#{id}");
+        self.all_items()
+            .await
+            .into_iter()
+            .filter(|i| s(i, "PK") == partition)
+            .collect()
+    }
+
     /// Deletes every `IDEMPOTENCY#` record, as the table's TTL eventually does.
     pub async fn forget_idempotency_keys(&self) {
         for record in self.items_with_pk_prefix("IDEMPOTENCY#").await {

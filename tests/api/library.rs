@@ -1283,6 +1283,16 @@ async fn remove_patron_takes_the_patron_and_its_card(api: Api) {
     let reply = api.delete(format!("/patrons/{id}")).await;
     assert_eq!(reply.status, 204, "{reply:?}");
     assert_eq!(reply.body, Value::Null);
+    // Its registration's outbox item (its name, email and card) goes with it; the removal's own
+    // names its id alone. The other patron's stays.
+    let left = api.outbox_of("patron", &id).await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    let text = format!("{left:?}");
+    assert!(
+        text.contains("PatronRemoved") && !text.contains("c-1"),
+        "{text}"
+    );
+    assert_eq!(api.outbox_of("patron", &keep).await.len(), 1);
     assert!(
         api.item("BRANCH#central", &format!("PATRON#{id}"))
             .await

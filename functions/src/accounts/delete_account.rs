@@ -4,15 +4,15 @@
 //! Read the account (to learn its email and username), then one `TransactWriteItems` deleting
 //! the account only if it still holds what we read, releasing each lock (and its owner's
 //! one-account lock) only if it still names this account, and leaving the `Idempotency-Key`
-//! record that created it, if any, with no personal data (a replay is then `410`).
+//! record that created it, if any, with no personal data (a replay is then `410`) and none of
+//! its outbox items, which hold its emails and usernames ([`recording::forgetting`]).
 
 use super::{AccountRow, Part, Unique, email_lock, load_row, owner_lock, username_lock};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
-use crate::idempotency;
-use crate::recording::outbox;
+use crate::recording::{self, outbox};
 use crate::store::{Commit, Condition, Delete, RACE_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
@@ -50,8 +50,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 lock::release(&owner_lock(ctx, &row.owner, &account_id)),
             );
         }
-        let transaction =
-            idempotency::forgetting(transaction, Part::IdempotencyRecord, &req, &account_id);
+        let transaction = recording::forgetting(
+            ctx,
+            transaction,
+            Part::Forgotten,
+            &req,
+            EventType::AccountDeleted,
+            &account_id,
+        )
+        .await?;
         match transaction.commit(ctx).await? {
             Commit::Done => {
                 tracing::info!(%account_id, "account deleted");

@@ -216,8 +216,10 @@ pub enum Part {
     Lock(Unique),
     /// The lock being released.
     OldLock(Unique),
-    /// The record of the `Idempotency-Key` that created the account, if one did.
-    IdempotencyRecord,
+    /// What the table keeps of the deleted entity beside it: the record of the
+    /// `Idempotency-Key` that created it, if one did (a tombstone now), and its outbox items
+    /// ([`crate::recording::forgetting`]).
+    Forgotten,
     /// The owner's one account ([`owner_lock`]).
     OwnerLock,
     /// The change's event.

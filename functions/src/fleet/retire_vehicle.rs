@@ -4,15 +4,16 @@
 //! Read the vehicle (to learn its plate and chassis), then one `TransactWriteItems` deleting the
 //! vehicle only if it still has what we read, and releasing each lock only if it still names this
 //! vehicle (where it is: a vehicle not yet migrated by `plates-compact` may hold locks keyed by
-//! the old rule).
+//! the old rule). The transaction forgets what else the table keeps of the vehicle: the record
+//! of the `Idempotency-Key` that registered it becomes a tombstone, and its outbox items, which
+//! hold its plates, go ([`recording::forgetting`]).
 
 use super::{ChassisLock, PlateLock, Vehicle, load_with_locks};
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
-use crate::idempotency;
-use crate::recording::outbox;
+use crate::recording::{self, outbox};
 use crate::store::{Commit, Condition, Delete, RACE_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
 use singlet_shared::keys;
@@ -22,8 +23,10 @@ enum Part {
     Vehicle,
     PlateLock,
     ChassisLock,
-    /// The record of the `Idempotency-Key` that registered it, if one did.
-    IdempotencyRecord,
+    /// What the table keeps of the deleted entity beside it: the record of the
+    /// `Idempotency-Key` that created it, if one did (a tombstone now), and its outbox items
+    /// ([`crate::recording::forgetting`]).
+    Forgotten,
     Event,
 }
 
@@ -53,9 +56,16 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 Part::Event,
                 outbox(&req, Event::deleted(EventType::VehicleRetired, &vehicle_id)),
             );
-        let commit = idempotency::forgetting(retire, Part::IdempotencyRecord, &req, &vehicle_id)
-            .commit(ctx)
-            .await?;
+        let retire = recording::forgetting(
+            ctx,
+            retire,
+            Part::Forgotten,
+            &req,
+            EventType::VehicleRetired,
+            &vehicle_id,
+        )
+        .await?;
+        let commit = retire.commit(ctx).await?;
 
         match commit {
             Commit::Done => {

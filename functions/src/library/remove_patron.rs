@@ -9,7 +9,9 @@
 //! and a checkout racing, either the checkout commits first (the removal is `409`) or the removal
 //! does (the checkout finds no row and is `404`), and there is never a loan for a removed patron.
 //! A failed delete hands back the row as it stood (`ALL_OLD`): none is `404`, active loans are
-//! `409`, another card (reissued meanwhile) is retried with that card.
+//! `409`, another card (reissued meanwhile) is retried with that card. The transaction forgets
+//! what else the table keeps of the patron: the registering key's record becomes a tombstone,
+//! and its outbox items (its name, email and cards) go ([`recording::forgetting`]).
 //!
 //! The patron's returned loans stay, under `PATRON#<patronId>`/`RETURNED#…`: they name the patron
 //! only by id (its name, email and card go with the row) and are the library's record of what
@@ -20,8 +22,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, no_content, path_id};
-use crate::idempotency;
-use crate::recording::outbox;
+use crate::recording::{self, outbox};
 use crate::store::{Commit, RACE_ATTEMPTS, Transaction, decode, lock};
 use lambda_http::Request;
 
@@ -29,8 +30,10 @@ use lambda_http::Request;
 enum Part {
     Patron,
     Card,
-    /// The record of the `Idempotency-Key` that registered it, if one did.
-    IdempotencyRecord,
+    /// What the table keeps of the deleted entity beside it: the record of the
+    /// `Idempotency-Key` that created it, if one did (a tombstone now), and its outbox items
+    /// ([`crate::recording::forgetting`]).
+    Forgotten,
     Event,
 }
 
@@ -57,9 +60,16 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 Part::Event,
                 outbox(&req, Event::deleted(EventType::PatronRemoved, &patron_id)),
             );
-        let commit = idempotency::forgetting(removal, Part::IdempotencyRecord, &req, &patron_id)
-            .commit(ctx)
-            .await?;
+        let removal = recording::forgetting(
+            ctx,
+            removal,
+            Part::Forgotten,
+            &req,
+            EventType::PatronRemoved,
+            &patron_id,
+        )
+        .await?;
+        let commit = removal.commit(ctx).await?;
 
         match commit {
             Commit::Done => {

@@ -27,7 +27,7 @@ pub mod write;
 
 pub use failure::{AccessDenied, access_denied, is_transient};
 pub use item::{Item, decode, key_item, s};
-pub use transaction::{CONFLICT_ATTEMPTS, Cancelled, Commit, TokenCommit, Transaction};
+pub use transaction::{CONFLICT_ATTEMPTS, Cancelled, Commit, MAX_PARTS, TokenCommit, Transaction};
 pub use write::{Check, Condition, Delete, Put, Update};
 
 use crate::context::Ctx;

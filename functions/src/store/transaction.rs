@@ -17,6 +17,9 @@ use aws_sdk_dynamodb::types::{CancellationReason, ReturnConsumedCapacity};
 use std::time::Duration;
 use tracing::warn;
 
+/// The most parts one `TransactWriteItems` takes.
+pub const MAX_PARTS: usize = 100;
+
 /// Attempts at one transaction that keeps conflicting with others before the request is a `503`.
 pub const CONFLICT_ATTEMPTS: u32 = 4;
 
@@ -90,6 +93,15 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
             parts: Vec::new(),
             token: None,
         }
+    }
+
+    /// How many parts it has so far.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
     }
 
     pub fn put(self, part: P, put: Put) -> Self {
