@@ -229,104 +229,121 @@ pub async fn run(
         loan_history_days: ctx.loan_history_days,
     };
     let throttle = Throttle::new(options.max_wcu);
+    // Learned from the writes themselves, across the segments: the most one item's writes have
+    // consumed. The most, not the last: a refused write (a page read again after a stop) costs
+    // less than an applied one, and admitting the next on that would let a window pass the limit.
+    let estimate = Mutex::new(1.0_f64);
     let counters = Counters::default();
     let conflicts = Mutex::new(Vec::new());
     let sample = Mutex::new(Vec::new());
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let progress = Progress::new(true);
 
-    let results = futures::future::join_all((0..segments).map(|segment| {
-        let checkpoint = saved
-            .iter()
-            .find(|(s, _)| *s == segment)
-            .map(|(_, c)| c.clone())
-            .unwrap_or_default();
-        let (throttle, counters, conflicts, sample, stopped, survey, settings, progress) = (
-            &throttle, &counters, &conflicts, &sample, &stopped, &survey, &settings, &progress,
-        );
-        async move {
-            if checkpoint.done {
-                return Ok::<bool, String>(true);
-            }
-            let mut start = checkpoint.last_key;
-            let mut segment_conflicts = checkpoint.conflicts;
-            // Learned from the writes themselves: the most one item's writes have consumed. The
-            // most, not the last: a refused write costs less than an applied one, and admitting
-            // the next on that would let a window pass the limit.
-            let mut estimate = 1.0_f64;
-            loop {
-                if stopped.load(Ordering::Relaxed) {
-                    return Ok(false);
+    let results =
+        futures::future::join_all((0..segments).map(|segment| {
+            let checkpoint = saved
+                .iter()
+                .find(|(s, _)| *s == segment)
+                .map(|(_, c)| c.clone())
+                .unwrap_or_default();
+            let (
+                throttle,
+                estimate,
+                counters,
+                conflicts,
+                sample,
+                stopped,
+                survey,
+                settings,
+                progress,
+            ) = (
+                &throttle, &estimate, &counters, &conflicts, &sample, &stopped, &survey, &settings,
+                &progress,
+            );
+            async move {
+                if checkpoint.done {
+                    return Ok::<bool, String>(true);
                 }
-                let (items, last_key) = ctx
-                    .scan_page(segment, segments, start.clone(), options.page_size)
-                    .await
-                    .map_err(|e| format!("cannot scan segment {segment}: {e:?}"))?;
-                for item in &items {
-                    counters.scanned.fetch_add(1, Ordering::Relaxed);
-                    match (migration.plan)(item, survey, settings) {
-                        Plan::Skip => {}
-                        Plan::Conflict(detail) => {
-                            segment_conflicts += 1;
-                            conflicts.lock().unwrap().push(Conflict {
-                                pk: pk_of(item),
-                                detail,
-                            });
-                        }
-                        Plan::Change(_) if options.dry_run => {
-                            counters.changed.fetch_add(1, Ordering::Relaxed);
-                            let mut sample = sample.lock().unwrap();
-                            if sample.len() < 5 {
-                                sample.push(pk_of(item));
+                let mut start = checkpoint.last_key;
+                let mut segment_conflicts = checkpoint.conflicts;
+                loop {
+                    if stopped.load(Ordering::Relaxed) {
+                        return Ok(false);
+                    }
+                    let (items, last_key) = ctx
+                        .scan_page(segment, segments, start.clone(), options.page_size)
+                        .await
+                        .map_err(|e| format!("cannot scan segment {segment}: {e:?}"))?;
+                    for item in &items {
+                        counters.scanned.fetch_add(1, Ordering::Relaxed);
+                        match (migration.plan)(item, survey, settings) {
+                            Plan::Skip => {}
+                            Plan::Conflict(detail) => {
+                                segment_conflicts += 1;
+                                conflicts.lock().unwrap().push(Conflict {
+                                    pk: pk_of(item),
+                                    detail,
+                                });
                             }
-                        }
-                        Plan::Change(change) => {
-                            let admission = throttle.admit(estimate).await;
-                            let applied = ctx
-                                .apply_change(&change)
-                                .await
-                                .map_err(|e| format!("a write failed: {e:?}"))?;
-                            throttle.settle(admission, applied.units());
-                            estimate = estimate.max(applied.units());
-                            match applied {
-                                Applied::Written { .. } => {
-                                    counters.changed.fetch_add(1, Ordering::Relaxed);
-                                    let total =
-                                        counters.written_total.fetch_add(1, Ordering::Relaxed) + 1;
-                                    if options.stop_after.is_some_and(|limit| total >= limit) {
-                                        stopped.store(true, Ordering::Relaxed);
-                                        return Ok(false);
-                                    }
+                            Plan::Change(_) if options.dry_run => {
+                                counters.changed.fetch_add(1, Ordering::Relaxed);
+                                let mut sample = sample.lock().unwrap();
+                                if sample.len() < 5 {
+                                    sample.push(pk_of(item));
                                 }
-                                Applied::Refused { .. } => {
-                                    counters.already.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Plan::Change(change) => {
+                                let expected = *estimate.lock().unwrap();
+                                let admission = throttle.admit(expected).await;
+                                let applied = ctx
+                                    .apply_change(&change)
+                                    .await
+                                    .map_err(|e| format!("a write failed: {e:?}"))?;
+                                throttle.settle(admission, applied.units());
+                                {
+                                    let mut estimate = estimate.lock().unwrap();
+                                    *estimate = estimate.max(applied.units());
+                                }
+                                match applied {
+                                    Applied::Written { .. } => {
+                                        counters.changed.fetch_add(1, Ordering::Relaxed);
+                                        let total =
+                                            counters.written_total.fetch_add(1, Ordering::Relaxed)
+                                                + 1;
+                                        if options.stop_after.is_some_and(|limit| total >= limit) {
+                                            stopped.store(true, Ordering::Relaxed);
+                                            return Ok(false);
+                                        }
+                                    }
+                                    Applied::Refused { .. } => {
+                                        counters.already.fetch_add(1, Ordering::Relaxed);
+                                    }
                                 }
                             }
                         }
                     }
+                    let done = last_key.is_none();
+                    if !options.dry_run {
+                        let admission = throttle.admit(CHECKPOINT_UNITS).await;
+                        let place = Place {
+                            segment,
+                            segments,
+                            last_key: last_key.as_ref(),
+                            done,
+                            conflicts: segment_conflicts,
+                        };
+                        let units = save(ctx, migration, place).await?;
+                        throttle.settle(admission, units);
+                    }
+                    progress.count(|| counters.line(migration.name));
+                    if done {
+                        return Ok(true);
+                    }
+                    start = last_key;
                 }
-                let done = last_key.is_none();
-                if !options.dry_run {
-                    let admission = throttle.admit(CHECKPOINT_UNITS).await;
-                    let place = Place {
-                        segment,
-                        segments,
-                        last_key: last_key.as_ref(),
-                        done,
-                        conflicts: segment_conflicts,
-                    };
-                    let units = save(ctx, migration, place).await?;
-                    throttle.settle(admission, units);
-                }
-                progress.count(|| counters.line(migration.name));
-                if done {
-                    return Ok(true);
-                }
-                start = last_key;
             }
-        }
-    }))
-    .await;
+        }))
+        .await;
     progress.finish(&counters.line(migration.name));
     let mut complete = true;
     for result in results {

@@ -60,7 +60,8 @@ pub fn index_arn(index: &str) -> String {
 /// `idempotent`): one statement per set of table actions, bounded by the partition-key prefixes
 /// it calls them on ([`Access::table_statements`]: each entity gets only what is called on it,
 /// its own idempotency records `GetItem` and `PutItem`, its events' outboxes and the records it
-/// makes tombstones `PutItem`); one `Query` statement per index, unbounded (template.yaml says
+/// makes tombstones `PutItem`, and a deleting route its events' outboxes `Query` and
+/// `DeleteItem` too); one `Query` statement per index, unbounded (template.yaml says
 /// why, above the functions); and its grants beyond the table.
 pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statement> {
     let mut statements: Vec<Statement> = access

@@ -203,15 +203,17 @@ async fn a_run_shows_every_dynamodb_call_and_what_it_did_to_the_table() {
     assert_eq!(read["changes"]["added"], 0);
     assert_eq!(read["changes"]["changed"], 0);
 
-    // Retiring removes the vehicle and its locks, shown as removed.
+    // Retiring removes the vehicle, its locks and its registration's event (an outbox item that
+    // holds its plate), shown as removed.
     let retired = run(&base, "DELETE", &format!("/vehicles/{vehicle_id}"), None).await;
     assert_eq!(retired["answer"]["status"], 204);
     assert_eq!(
         entities(&marked(&retired, "removed")),
-        ["ChassisLock", "PlateLock", "Vehicle"]
+        ["ChassisLock", "DomainEvent", "PlateLock", "Vehicle"]
     );
-    // What stays is the two changes' events (outbox items, expiring in a day).
+    // What stays is the retirement's event alone (an outbox item, expiring in a day).
     let left = table::scan(&ctx).await.unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
     assert!(
         left.keys().all(|(pk, _)| pk.starts_with("OUTBOX#")),
         "{left:?}"

@@ -121,7 +121,8 @@ impl Access {
 
     /// Its table statements: each partition-key prefix it reaches with the actions it calls
     /// there (its entities', `GetItem` and `PutItem` on its own idempotency records when
-    /// `idempotent`, `PutItem` on its events' outboxes and on the records it makes tombstones),
+    /// `idempotent`, `PutItem` on its events' outboxes and on the records it makes tombstones,
+    /// with `Query` and `DeleteItem` on the outboxes for the entity it deletes),
     /// and the prefixes that share one set of actions gathered into one statement. IAM bounds a
     /// table statement by partition key alone (`dynamodb:LeadingKeys`), so two entities that
     /// share a partition (a branch and its patrons) share what is allowed there.

@@ -1,6 +1,7 @@
-//! Recording a route's event: the put of its outbox item ([`crate::events::outbox`]), the one
-//! part a route adds to its transaction so that the change and its event commit together; and
-//! forgetting, with a deleted entity, what the table still keeps of it beside its own items.
+//! Recording a route's event: the put of its outbox item ([`crate::events::outbox`]), the part
+//! a route adds to its transaction so that the change and its event commit together; and
+//! forgetting, with a deleted entity, what the table still keeps of it beside its own items
+//! (its outbox items and its creating key's record).
 //!
 //! Here, above the store, rather than beside the outbox item in `events`: the events module is
 //! below the context and the store (the context holds the publisher's bus and archive), and a
@@ -17,7 +18,7 @@ use lambda_http::Request;
 use singlet_shared::{Id, keys};
 
 /// The put of `event`'s outbox item, its `actor` the request's caller (the token's `sub`): the
-/// one part a route adds to its transaction.
+/// part a route adds to its transaction for its event.
 pub fn outbox(req: &Request, event: Event) -> Put {
     outbox_by(&principal(req).subject, event)
 }
@@ -34,14 +35,15 @@ pub fn outbox_by(actor: &str, event: Event) -> Put {
 ///   ([`idempotency::forgetting`]);
 /// - its outbox items still in the table, deleted. They hold the entity as each change left
 ///   it, personal data included, and would otherwise stay until they expire (a day, and up to
-///   two more before DynamoDB's TTL deletes them). Their events are not lost: the publisher
+///   two more before DynamoDB's TTL deletes them; the `Query` reads those too). Their events are not lost: the publisher
 ///   reads them from the stream's records, which keep them, and ignores a deleted outbox item.
 ///
 /// One `Query` of the entity's outbox partition first. As many items as the transaction has
-/// room for are deleted. Left to expire: the rest, for an entity changed over 90 times in its
-/// last day, and an item a change racing the delete wrote after the read (a change of a
-/// vehicle's plate or an account's email makes the delete's own condition fail instead, and it
-/// is read again).
+/// room for are deleted (about 95). Left to expire: the rest, for an entity changed more often
+/// than that in the days its items stay, and an item a change racing the delete wrote after the
+/// read. Every change of a vehicle (its plate), an account (its email, its username) or a patron
+/// (its card, its tier) makes the delete's own condition fail instead, so it reads again; only
+/// a change undone within that moment (an email changed and changed back) gets through.
 pub async fn forgetting<P: Copy + PartialEq + std::fmt::Debug>(
     ctx: &Ctx,
     transaction: Transaction<P>,

@@ -28,6 +28,11 @@ pub enum Invalid {
 
 macro_rules! key_part {
     ($(#[$doc:meta])* $name:ident) => {
+        key_part!($(#[$doc])* $name, read back by parse);
+    };
+    // `$stored`: the parse a stored value is read back through, when a rule for new values has
+    // grown stricter than what the table may already hold.
+    ($(#[$doc:meta])* $name:ident, read back by $stored:ident) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(String);
@@ -57,12 +62,13 @@ macro_rules! key_part {
             }
         }
 
-        /// Read back through `parse`, so a stored value is validated once, when it is decoded:
-        /// an item that holds a value no request could have written fails to decode.
+        /// Read back through `parse` (or the stored rule), so a stored value is validated once,
+        /// when it is decoded: an item that holds a value no request could have written fails
+        /// to decode.
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
                 let raw = String::deserialize(from)?;
-                $name::parse(&raw).map_err(|invalid| {
+                $name::$stored(&raw).map_err(|invalid| {
                     serde::de::Error::custom(format!(
                         "not a valid {}: {invalid:?}",
                         stringify!($name)
@@ -89,7 +95,7 @@ key_part!(
 key_part!(
     /// An email address: folded, trimmed, one `@` with a non-empty local part and a dotted
     /// domain, at most 254 characters.
-    Email
+    Email, read back by parse_stored
 );
 key_part!(
     /// A username: folded, `^[a-z0-9_.-]{3,30}$`.
@@ -227,6 +233,21 @@ fn registration(raw: &str) -> Result<String, Invalid> {
     Ok(value)
 }
 
+/// Which rule an address is parsed by: a new one's, or what the table may hold from before.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    New,
+    Stored,
+}
+
+/// RFC 5322's specials but `@` and `.`: they appear in a local part only quoted or in a comment.
+fn is_rfc5322_special(c: char) -> bool {
+    matches!(
+        c,
+        '"' | '(' | ')' | '<' | '>' | '[' | ']' | ':' | ';' | ',' | '\\'
+    )
+}
+
 impl Email {
     /// NFKC, lower case, trimmed; one `@` between a non-empty local part (no white space, no
     /// `#`, none of RFC 5322's specials (quotes, comments, brackets), nothing that disguises
@@ -235,6 +256,18 @@ impl Email {
     /// character anywhere ([`is_invisible`]) is refused: it would make a second address that
     /// displays as the first.
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        Self::parse_by(raw, Rule::New)
+    }
+
+    /// An address as the table may hold it: [`Email::parse`], but for RFC 5322's specials in the
+    /// local part, which were accepted before they were refused. A stored account, patron or
+    /// lock with one stays readable, so it can still be read, changed and deleted; no request
+    /// can make another.
+    pub fn parse_stored(raw: &str) -> Result<Self, Invalid> {
+        Self::parse_by(raw, Rule::Stored)
+    }
+
+    fn parse_by(raw: &str, rule: Rule) -> Result<Self, Invalid> {
         if raw.chars().any(is_invisible) {
             return Err(Invalid::Invalid);
         }
@@ -257,21 +290,8 @@ impl Email {
                 !c.is_whitespace()
                     && !disguises_text(c)
                     && !is_invisible(c)
-                    && !matches!(
-                        c,
-                        '@' | '#'
-                            | '"'
-                            | '('
-                            | ')'
-                            | '<'
-                            | '>'
-                            | '['
-                            | ']'
-                            | ':'
-                            | ';'
-                            | ','
-                            | '\\'
-                    )
+                    && !matches!(c, '@' | '#')
+                    && (rule == Rule::Stored || !is_rfc5322_special(c))
             });
         let domain = idna::domain_to_ascii(domain).map_err(|_| Invalid::Invalid)?;
         let domain_ok = domain.contains('.')
@@ -652,6 +672,19 @@ mod tests {
         assert_eq!(Email::parse(&spelled_out), Err(Invalid::TooLong));
         let fits = format!("{}@example.com", "\u{102A}".repeat(60));
         assert!(Email::parse(&fits).unwrap().skeleton().len() <= MAX_EMAIL_SKELETON_BYTES);
+    }
+
+    /// An address a table may hold from before the specials were refused is still read back
+    /// (deserialised), so its account can be read and deleted; a request cannot make it.
+    #[test]
+    fn a_stored_address_with_a_special_is_still_read() {
+        let stored = "\"ada\"@example.com";
+        assert_eq!(Email::parse(stored), Err(Invalid::Invalid));
+        use serde::Deserialize;
+        use serde::de::value::{Error, StrDeserializer};
+        let read = |raw: &str| Email::deserialize(StrDeserializer::<Error>::new(raw));
+        assert_eq!(read(stored).unwrap().as_str(), stored);
+        assert!(read("ada#1@example.com").is_err());
     }
 
     #[test]

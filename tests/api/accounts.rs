@@ -28,8 +28,42 @@ both!(
     delete_removes_the_account_and_both_locks,
     availability_checks_read_the_normalised_lock,
     look_alike_emails_are_refused_or_one_address,
+    an_account_stored_with_a_quoted_address_is_still_read_and_deleted,
     a_subject_owns_one_account_unless_admin,
 );
+
+/// An address accepted before RFC 5322's specials were refused (`"ada"@example.com`) is still in
+/// some tables: its account reads, and deletes with its lock, though no request can make another.
+async fn an_account_stored_with_a_quoted_address_is_still_read_and_deleted(api: Api) {
+    let account_id = id(&sign_up(&api, "ada@example.com", "ada").await);
+    let quoted = "\"ada\"@example.com";
+    let stored = singlet_shared::Email::parse_stored(quoted).unwrap();
+    let mut row = api
+        .item(&format!("ACCT#{account_id}"), "PROFILE")
+        .await
+        .unwrap();
+    row.insert("email".into(), singlet_functions::store::s(quoted));
+    let mut lock = api
+        .item(&email_lock("ada@example.com"), "LOCK")
+        .await
+        .unwrap();
+    crate::harness::delete_raw(&api.ctx, &email_lock("ada@example.com"), "LOCK").await;
+    lock.insert(
+        "PK".into(),
+        singlet_functions::store::s(singlet_shared::keys::email_lock(&stored).pk),
+    );
+    lock.insert("value".into(), singlet_functions::store::s(quoted));
+    crate::harness::put_raw_all(&api.ctx, vec![row, lock]).await;
+
+    let read = api.get(format!("/accounts/{account_id}")).await;
+    assert_eq!(read.status, 200, "{read:?}");
+    assert_eq!(read.body["email"], quoted);
+    assert_eq!(
+        api.delete(format!("/accounts/{account_id}")).await.status,
+        204
+    );
+    assert!(api.items().await.is_empty(), "{:?}", api.items().await);
+}
 
 /// Invisible characters, and a quoted local part or a comment (both reach the mailbox of the
 /// address without them), are `400`; the domain is mapped by IDNA; a look-alike of a taken

@@ -433,7 +433,8 @@ async fn a_request_past_its_deadline_is_503_with_retry_after() {
             )
             .await;
         assert_eq!(registered.status, 201, "{mode:?}: {registered:?}");
-        // Retiring it reads, then writes: each answer takes 600 ms, 1.2 s in all.
+        // Retiring it reads the vehicle and its outbox, then writes: each answer takes 600 ms,
+        // 1.8 s in all.
         let id = registered.body["vehicleId"].as_str().unwrap();
         let started_retire = Instant::now();
         let retired = api.delete(format!("/vehicles/{id}")).await;

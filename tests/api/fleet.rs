@@ -338,7 +338,7 @@ async fn retire_removes_the_vehicle_and_both_locks(api: Api) {
     assert_eq!(left.len(), 1, "{left:?}");
     let text = format!("{left:?}");
     assert!(
-        text.contains("VehicleRetired") && !text.contains("R-1"),
+        text.contains("VehicleRetired") && !text.contains("r-1"),
         "{text}"
     );
     assert_eq!(api.get(format!("/vehicles/{id}")).await.status, 404);

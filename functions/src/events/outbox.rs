@@ -6,7 +6,9 @@
 //! order. The item holds the event as `PutEvents` takes it (`source`, `detailType`, `detail` as
 //! JSON text), so publishing it re-encodes nothing. It expires a day after it was written
 //! (`expiresAt`, the table's TTL attribute): the stream keeps a record 24 hours, so by then it
-//! has been published or can no longer be, and the item is only the table's record of it.
+//! has been published or can no longer be, and the item is only the table's record of it. An
+//! entity's deletion deletes its outbox items at once, but the deletion's own
+//! ([`crate::recording::forgetting`]): they hold the entity, and the stream has their events.
 
 use super::{Detail, Entry, Event};
 use crate::model::Entity;

@@ -155,13 +155,17 @@ pub fn change_tier(patron: &Patron, tier: Tier) -> Update<Patron> {
         .when(store::Condition::exists())
 }
 
-/// The patron row goes, only if it still holds the card read and has no active loan: a checkout
-/// committed first makes this fail (`409 has_loans`), and one coming after finds no row.
+/// The patron row goes, only if it still holds the card and the tier read and has no active
+/// loan: a checkout committed first makes this fail (`409 has_loans`), and one coming after
+/// finds no row.
 pub fn remove(patron: &Patron) -> Delete<Patron> {
     Delete::at(patron.key())
         .when(
             store::Condition::equals(Patron::CARD_NUMBER, &patron.card_number)
-                .and_equals(Patron::ACTIVE_LOANS, 0),
+                .and_equals(Patron::ACTIVE_LOANS, 0)
+                // A tier change since the read fails it too: the change's outbox item was
+                // written after the removal read the patron's outbox, and is read again.
+                .and_equals(Patron::MEMBERSHIP_TIER, patron.membership_tier),
         )
         .old_on_failure()
 }
