@@ -17,18 +17,28 @@
 //! token's opaque subject; its owner lock is keyed by a keyed hash of it already).
 
 use crate::fsck::entity::decode;
+use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::Value;
-use singlet_functions::accounts::{EmailLock, UsernameLock};
+use singlet_functions::accounts::{EmailLock, UsernameLock, owner_lock_under};
 use singlet_functions::ids::IdKey;
+use singlet_functions::loans::mark_overdue::FUNCTION as MARKER;
 use singlet_functions::model::{Decoded, ENTITY_TYPE, VERSION};
 use singlet_functions::store::Item;
+use singlet_functions::store::bulk::scan_page;
 use singlet_shared::normalise::MAX_PLATE_LEN;
 use singlet_shared::schema::{PK, SK};
 use singlet_shared::{CardNumber, Chassis, Email, Key, Plate, Username, keys};
+use std::collections::HashMap;
 
 pub struct Anonymiser {
     key: IdKey,
+    /// Each self-owned account's owner (a subject), by account id: an owner lock names its
+    /// account, and its key is a keyed hash of that owner ([`Anonymiser::with_owners_of`]).
+    owners: HashMap<String, String>,
+    /// The key the copy's owner locks are made under: the one `cargo run` uses without
+    /// `CURSOR_KEY` (its published local secret), so that the runner and `fsck` find them.
+    copy_owners: IdKey,
 }
 
 /// A field of an entity or of a JSON text that holds personal data, by what it holds.
@@ -42,6 +52,9 @@ enum Personal {
     Card,
     Phone,
     Address,
+    /// A token's subject: an account's `owner`, an event's `actor` (opaque with most identity
+    /// providers, an email with some).
+    Subject,
 }
 
 impl Personal {
@@ -56,6 +69,8 @@ impl Personal {
             "cardNumber" => Personal::Card,
             "phone" => Personal::Phone,
             "address" => Personal::Address,
+            // An account's `owner` is replaced with the account (its lock is re-keyed with it).
+            "actor" => Personal::Subject,
             _ => return None,
         })
     }
@@ -121,6 +136,32 @@ impl Anonymiser {
     pub fn with_key(key: &[u8]) -> Self {
         Self {
             key: IdKey::new(key),
+            owners: HashMap::new(),
+            // As `Ctx::new` derives its owner key from the runner's published secret.
+            copy_owners: IdKey::derived_from(crate::LOCAL_SECRET.as_bytes()),
+        }
+    }
+
+    /// This anonymiser, knowing each self-owned account's owner in `client`'s `table` (one scan
+    /// of it, before the export's): an owner lock holds only a keyed hash of its subject, under
+    /// the API's key, so the copy's lock, keyed by the subject's replacement, is made from its
+    /// account's owner.
+    pub async fn with_owners_of(mut self, client: &Client, table: &str) -> Result<Self, String> {
+        let mut start = None;
+        loop {
+            let (items, next) = scan_page(client, table, 0, 1, start).await?;
+            for item in &items {
+                if let Ok(Decoded::Account(row)) = decode(item)
+                    && row.owners_one
+                {
+                    self.owners
+                        .insert(row.account.account_id.to_string(), row.owner);
+                }
+            }
+            match next {
+                Some(next) => start = Some(next),
+                None => return Ok(self),
+            }
         }
     }
 
@@ -168,6 +209,10 @@ impl Anonymiser {
                 format!("+00 {digits}")
             }
             Personal::Address => format!("{} Example Street", self.hash(kind, value)),
+            // No subject at all (an account made before accounts had owners) stays none, and the
+            // marker is a function, not a person.
+            Personal::Subject if value.is_empty() || value == MARKER => value.to_owned(),
+            Personal::Subject => format!("sub-{}", self.hash(kind, value)),
         }
     }
 
@@ -224,6 +269,14 @@ impl Anonymiser {
                         if item.contains_key(&name) && name != ENTITY_TYPE && name != VERSION {
                             item.insert(name, value);
                         }
+                    }
+                }
+                // Who made a change (an audit event's `actor`), in whatever entity names one.
+                for (name, value) in item.iter_mut() {
+                    if let (Some(Personal::Subject), AttributeValue::S(text)) =
+                        (Personal::of_field(name), &value)
+                    {
+                        *value = AttributeValue::S(self.replace(Personal::Subject, text));
                     }
                 }
             }
@@ -300,6 +353,7 @@ impl Anonymiser {
                 Decoded::ChassisLock(lock)
             }
             Decoded::Account(mut row) => {
+                row.owner = self.replace(Personal::Subject, &row.owner);
                 row.account.email = self.email(&row.account.email);
                 row.account.username = self.username(&row.account.username);
                 row.account.display_name = row.account.display_name.map(|n| self.name(n.as_str()));
@@ -328,6 +382,19 @@ impl Anonymiser {
             Decoded::CardLock(mut lock) => {
                 lock.card_number = self.card(&lock.card_number);
                 Decoded::CardLock(lock)
+            }
+            // Keyed as the copy's runner keys it, by the owner's replacement. A lock whose
+            // account is not its owner's one account (an orphan, which `fsck` reports) gets a
+            // key of the export's own: it stays an orphan in the copy.
+            Decoded::OwnerLock(mut lock) => {
+                lock.pseudonym = match self.owners.get(lock.account_id.as_str()) {
+                    Some(owner) => {
+                        let owner = self.replace(Personal::Subject, owner);
+                        owner_lock_under(&self.copy_owners, &owner, &lock.account_id).pseudonym
+                    }
+                    None => self.key.pseudonym("owner lock", &[&lock.pseudonym]),
+                };
+                Decoded::OwnerLock(lock)
             }
             _ => return None,
         })

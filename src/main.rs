@@ -491,7 +491,14 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
 /// `export`: the whole table in DynamoDB's export format.
 async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, String> {
     let ctx = connect_existing(runner, "export").await?;
-    let anonymiser = args.anonymise.then(singlet::anonymise::Anonymiser::random);
+    let anonymiser = match args.anonymise {
+        true => Some(
+            singlet::anonymise::Anonymiser::random()
+                .with_owners_of(&ctx.db, &ctx.table)
+                .await?,
+        ),
+        false => None,
+    };
     let transform = |item| match &anonymiser {
         Some(anonymiser) => anonymiser.item(item),
         None => item,

@@ -586,6 +586,27 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
         .send()
         .await;
     assert_eq!(reply.status, 201, "{reply:?}");
+    // A subject's one account, whose owner lock is keyed by a hash of the subject, and an audit
+    // change that names the subject as its actor.
+    let subject = api.as_token(crate::harness::token(
+        "grace-hopper-7",
+        "accounts:self audit:write",
+        &[],
+    ));
+    let own = subject
+        .post(
+            "/accounts",
+            json!({"email": "amazing@example.com", "username": "amazing"}),
+        )
+        .await;
+    assert_eq!(own.status, 201, "{own:?}");
+    let audited = subject
+        .post(
+            "/resources",
+            json!({"resourceId": "doc-9", "status": "open"}),
+        )
+        .await;
+    assert_eq!(audited.status, 201, "{audited:?}");
     let original = api.all_items().await;
     let fingerprints: Vec<String> = original
         .iter()
@@ -594,7 +615,10 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
         .collect();
     assert_eq!(fingerprints.len(), 1, "one idempotency record");
     let dir = scratch("anonymised");
-    let anonymiser = singlet::anonymise::Anonymiser::random();
+    let anonymiser = singlet::anonymise::Anonymiser::random()
+        .with_owners_of(&api.ctx.db, &api.ctx.table)
+        .await
+        .unwrap();
     transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| {
         anonymiser.item(item)
     })
@@ -621,6 +645,8 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
         "wvwzzz1jzxw000001",
         "+44 20 7946 0000",
         "1 Library Square",
+        "grace-hopper-7",
+        "amazing",
     ] {
         assert!(!text.contains(personal), "{personal} is in the export");
     }
@@ -632,7 +658,8 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     }
 
     // Loaded, the copy holds as many items but the outbox's, answers by the new values, and fsck
-    // finds nothing.
+    // finds nothing: with the runner's published secret (`cargo run` without `CURSOR_KEY`),
+    // under which the copy's owner locks are keyed, though the table's were under another.
     let (db, client) = embedded("copy").await;
     transfer::load(
         &client,
@@ -646,9 +673,14 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     let ctx = singlet_functions::Ctx::new(
         client,
         "copy",
-        singlet_functions::cursor::CursorKeys::random(),
+        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
     );
     let copy = api.with_ctx(ctx.clone());
+    assert_eq!(
+        copy.items_with_pk_prefix("UNIQ#OWNER#").await.len(),
+        1,
+        "the subject's owner lock is in the copy"
+    );
     let items = copy.all_items().await;
     assert_eq!(items.len(), loadable(&dump(original)).len());
     let patron = items.iter().find(|i| s(i, "_et") == "patron").unwrap();
