@@ -18,12 +18,12 @@
 
 use serde_json::Value;
 use singlet_functions::access::{Access, Action};
-use singlet_functions::context::SERVER_SECRET_VAR;
 use singlet_functions::events::mapping;
 use singlet_functions::lambda::FUNCTION_VAR;
 use singlet_functions::routes::{
     CRITICAL, ROUTES, Route, SCHEDULED, STREAMED, Scheduled, Streamed,
 };
+use singlet_functions::secret::{ENDPOINT_VAR as SECRETS_ENDPOINT_VAR, SERVER_SECRET_VAR};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -96,6 +96,9 @@ pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statemen
     }
     statements
 }
+
+/// Secrets Manager's endpoint in the stack's region and partition.
+const SECRETS_ENDPOINT: &str = "!Sub \"https://secretsmanager.${AWS::Region}.${AWS::URLSuffix}\"";
 
 /// What a function that holds the server's keys ([`Route::holds_server_keys`]) may read beyond
 /// the table: them, once per cold start (`SERVER_SECRET_ARN`; template.yaml's `ServerSecret`),
@@ -206,7 +209,12 @@ fn route_block(route: &Route) -> Block<'_> {
         ],
         timeout_seconds: None,
         environment: if route.holds_server_keys() {
-            &[(SERVER_SECRET_VAR, "!Ref ServerSecret")]
+            &[
+                (SERVER_SECRET_VAR, "!Ref ServerSecret"),
+                // The endpoint for the stack's region and partition, so that the function need
+                // not know AWS's partitions to read its secret (functions/src/secret.rs).
+                (SECRETS_ENDPOINT_VAR, SECRETS_ENDPOINT),
+            ]
         } else {
             &[]
         },
@@ -831,6 +839,7 @@ mod tests {
             "          SINGLET_FUNCTION: lend-umbrella\n",
             // It derives ids from Idempotency-Keys: it holds the server's keys.
             "          SERVER_SECRET_ARN: !Ref ServerSecret\n",
+            "          AWS_ENDPOINT_URL_SECRETS_MANAGER: !Sub \"https://secretsmanager.${AWS::Region}.${AWS::URLSuffix}\"\n",
             "                - secretsmanager:GetSecretValue\n",
             "      Description: POST /branches/{branchId}/umbrellas\n",
             "        LogGroup: !Ref LendUmbrellaLogs\n",

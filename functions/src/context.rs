@@ -6,11 +6,13 @@ use crate::cursor::CursorKeys;
 use crate::events::archive::{Archive, S3Archive};
 use crate::events::bus::{Bus, EventBridge};
 use crate::ids::IdKey;
+use crate::secret::{SERVER_SECRET_VAR, SecretsManager, ServerSecret};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Region, SharedHttpClient};
-use aws_smithy_http_client::tls::TrustStore;
+use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
+use aws_smithy_http_client::tls::{Provider, TlsContext, TrustStore};
 use aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnectorSettings, SharedHttpConnector,
@@ -57,50 +59,6 @@ pub fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
         .ok_or_else(|| {
             format!("the loan history period {raw:?} is not a number of days from 1 to 36500")
         })
-}
-
-/// The variable naming the Secrets Manager secret (its ARN or name) that holds the server's keys
-/// on AWS.
-pub const SERVER_SECRET_VAR: &str = "SERVER_SECRET_ARN";
-
-/// The server's keys as a Secrets Manager secret holds them: a JSON object whose fields are named
-/// as the variables they stand for (`{"CURSOR_KEY": "…"}`, and `CURSOR_KEY_PREVIOUS` with
-/// `CURSOR_KEY_PREVIOUS_UNTIL` during a rotation: README, "Deploy with SAM", "The server secret"). The
-/// template generates it, so no person ever types or sees the key.
-#[derive(Default)]
-pub struct ServerSecret(std::collections::HashMap<String, String>);
-
-impl ServerSecret {
-    /// The secret `id`'s current value, read with `client` (`GetSecretValue`). Every failure is
-    /// a sentence naming the secret and the whole cause, never a part of the value.
-    pub async fn fetch(client: &aws_sdk_secretsmanager::Client, id: &str) -> Result<Self, String> {
-        let output = client
-            .get_secret_value()
-            .secret_id(id)
-            .send()
-            .await
-            .map_err(|error| {
-                format!(
-                    "cannot read the server secret {id}: {}",
-                    aws_sdk_secretsmanager::error::DisplayErrorContext(&error)
-                )
-            })?;
-        let text = output.secret_string().ok_or_else(|| {
-            format!("the server secret {id} holds no SecretString (a binary secret?)")
-        })?;
-        let fields = serde_json::from_str(text).map_err(|_| {
-            format!(
-                "the server secret {id} is not a JSON object of strings such as \
-                 {{\"CURSOR_KEY\": \"…\"}}"
-            )
-        })?;
-        Ok(Self(fields))
-    }
-
-    /// The field `name`, if the secret has it.
-    pub fn get(&self, name: &str) -> Option<String> {
-        self.0.get(name).cloned()
-    }
 }
 
 /// The variable (or the server secret's field) holding the key a subject's one-account lock is
@@ -176,14 +134,39 @@ impl Ctx {
     /// granted the secret and does not read it: it signs nothing another instance must verify,
     /// so a key of its own instance is enough for what it keys (a log line's pseudonyms).
     pub async fn from_lambda_env(holds_keys: bool) -> Result<Self, String> {
-        if !holds_keys {
-            return Self::without_server_keys(|name| std::env::var(name).ok());
-        }
-        let secret = match endpoint_from(SERVER_SECRET_VAR) {
-            Some(id) => ServerSecret::fetch(&secrets_client(), &id).await?,
-            None => ServerSecret::default(),
+        let var = |name: &str| std::env::var(name).ok();
+        let Some(id) = holds_keys
+            .then(|| endpoint_from(SERVER_SECRET_VAR))
+            .flatten()
+        else {
+            return match holds_keys {
+                true => Self::from_vars(var),
+                false => Self::without_server_keys(var),
+            };
         };
-        Self::from_secret_and_vars(&secret, |name| std::env::var(name).ok())
+        // The DynamoDB client is made on a thread of its own while the secret is read: making it
+        // is all CPU (its crate's endpoint partitions), the read mostly a wait on the network
+        // (README, "Cold starts").
+        let db = tokio::task::spawn_blocking(lambda_client);
+        let secret = Self::read_secret(&id).await?;
+        let db = db
+            .await
+            .map_err(|error| format!("the DynamoDB client: {error}"))?;
+        Self::checked(
+            CursorKeys::from_vars(|name| secret.get(name).or_else(|| var(name)))?,
+            db,
+            var,
+        )
+    }
+
+    /// The server secret `id`, read from Secrets Manager as the Lambda's other clients call AWS.
+    async fn read_secret(id: &str) -> Result<ServerSecret, String> {
+        let config = lambda_sdk_config();
+        let credentials = config
+            .credentials_provider()
+            .ok_or("the Lambda's SDK configuration has no credentials")?;
+        let service = SecretsManager::from_lambda_env(&credentials, lambda_connector()).await?;
+        ServerSecret::fetch(&service, id).await
     }
 
     /// [`Ctx::from_vars`], each variable taken from `secret` when it has a field of that name.
@@ -196,7 +179,16 @@ impl Ctx {
 
     /// [`Ctx::from_lambda_env`] with the variables read by `var`.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let cursors = CursorKeys::from_vars(&var)?;
+        Self::checked(CursorKeys::from_vars(&var)?, lambda_client(), var)
+    }
+
+    /// The context with the server's keys `cursors` and the client `db`, unless the keys are
+    /// published ones.
+    fn checked(
+        cursors: CursorKeys,
+        db: Client,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
         // `sam local invoke` runs this binary with events/env.json's published key, on purpose.
         if cursors.is_published() && var("AWS_SAM_LOCAL").as_deref() != Some("true") {
             return Err(
@@ -205,24 +197,25 @@ impl Ctx {
                     .into(),
             );
         }
-        Self::with_cursor_keys(cursors, var)
+        Self::with_cursor_keys(cursors, db, var)
     }
 
     /// The context of a function that does not hold the server's keys, from the variables read
     /// by `var`: keys of this instance alone, which nothing it does has to share.
     pub fn without_server_keys(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        Self::with_cursor_keys(CursorKeys::random(), var)
+        Self::with_cursor_keys(CursorKeys::random(), lambda_client(), var)
     }
 
     /// [`Ctx::from_vars`] with the server's keys given.
     fn with_cursor_keys(
         cursors: CursorKeys,
+        db: Client,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
         let table = var("TABLE_NAME")
             .filter(|t| !t.is_empty())
             .ok_or("TABLE_NAME is not set: the function does not know its table")?;
-        let mut ctx = Self::new(lambda_client(), table, cursors);
+        let mut ctx = Self::new(db, table, cursors);
         if let Some(owner_key) = var(OWNER_KEY_VAR).filter(|k| !k.is_empty()) {
             ctx = ctx.with_owner_key(&owner_key)?;
         }
@@ -266,7 +259,7 @@ fn new_lambda_sdk_config() -> aws_config::SdkConfig {
         .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(
             aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
         ))
-        .http_client(https_client_trusting(amazon_roots()))
+        .http_client(SharedHttpClient::new(LambdaHttpClient))
         .timeout_config(timeouts())
         .retry_config(retries())
         .build()
@@ -292,14 +285,6 @@ pub fn eventbridge_client() -> aws_sdk_eventbridge::Client {
     aws_sdk_eventbridge::Client::from_conf(config.build())
 }
 
-/// The Secrets Manager client that reads the server's keys at cold start, built as
-/// [`lambda_client`] is.
-pub fn secrets_client() -> aws_sdk_secretsmanager::Client {
-    let mut config = aws_sdk_secretsmanager::config::Builder::from(&lambda_sdk_config());
-    config.set_endpoint_url(endpoint_from("AWS_ENDPOINT_URL_SECRETS_MANAGER"));
-    aws_sdk_secretsmanager::Client::from_conf(config.build())
-}
-
 /// The publisher's S3 client, built as [`lambda_client`] is; path-style addressing on an
 /// endpoint of its own (`AWS_ENDPOINT_URL_S3`: a local S3 has no bucket subdomains).
 pub fn s3_client() -> aws_sdk_s3::Client {
@@ -311,12 +296,15 @@ pub fn s3_client() -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(config.build())
 }
 
+/// How long a connection to AWS (or the engine) may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
+
 /// How long one request to the engine may take, and all its retries together: well under the
 /// Lambda's 10 s timeout, so a stalled engine is a `503` with `retry-after` (and a writer learns
 /// its write may not have committed) rather than API Gateway's generic error.
 pub fn timeouts() -> TimeoutConfig {
     TimeoutConfig::builder()
-        .connect_timeout(Duration::from_millis(1000))
+        .connect_timeout(CONNECT_TIMEOUT)
         .operation_attempt_timeout(Duration::from_millis(1500))
         .operation_timeout(Duration::from_millis(4000))
         .build()
@@ -349,41 +337,66 @@ pub fn https_client() -> SharedHttpClient {
 /// An HTTPS client on rustls with `ring` (no aws-lc-rs jitter-entropy seeding on the first
 /// request), trusting `roots`.
 fn https_client_trusting(roots: TrustStore) -> SharedHttpClient {
-    use aws_smithy_http_client::tls::{Provider, TlsContext, rustls_provider::CryptoMode};
-    let tls = TlsContext::builder()
-        .with_trust_store(roots)
-        .build()
-        .expect("a trust store is a valid TLS context");
-    let client = aws_smithy_http_client::Builder::new()
+    aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .tls_context(tls)
-        .build_https();
-    SharedHttpClient::new(ConnectorOnFirstUse(client))
+        .tls_context(tls_context(roots))
+        .build_https()
 }
 
-/// An HTTP client whose connector is made when a request first needs it, and only then.
-///
-/// Why: the SDK's hyper client, asked to validate each client's configuration, builds a whole
-/// HTTPS connector and throws it away (so that a machine's native roots load at client creation:
-/// those are cached, but roots given as PEM are parsed again each time). With Amazon's roots
-/// compiled in, that was a TLS context and five PEM certificates parsed for nothing per client
-/// made: about 240,000 instructions each, 15% of all that a function reading its secret (two
-/// clients) ran before its first `/next` (`callgrind`, README "Cold starts"). The first request builds the
-/// connector, which every later request on the client, and every client on this one, reuses.
-#[derive(Debug)]
-struct ConnectorOnFirstUse(SharedHttpClient);
+fn tls_context(roots: TrustStore) -> TlsContext {
+    TlsContext::builder()
+        .with_trust_store(roots)
+        .build()
+        .expect("a trust store is a valid TLS context")
+}
 
-impl HttpClient for ConnectorOnFirstUse {
+/// The one HTTPS connector a Lambda makes, on first use, trusting Amazon's roots
+/// ([`amazon_roots`]): every client's calls go through it (`LambdaHttpClient`), and so does the
+/// server secret's read at cold start ([`crate::secret`]).
+pub fn lambda_connector() -> SharedHttpConnector {
+    static CONNECTOR: std::sync::OnceLock<SharedHttpConnector> = std::sync::OnceLock::new();
+    CONNECTOR
+        .get_or_init(|| https_connector_trusting(amazon_roots()))
+        .clone()
+}
+
+/// An HTTPS connector on rustls with `ring`, trusting `roots`, with [`timeouts`]' connect timeout.
+pub fn https_connector_trusting(roots: TrustStore) -> SharedHttpConnector {
+    let settings = HttpConnectorSettings::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build();
+    SharedHttpConnector::new(
+        aws_smithy_http_client::Connector::builder()
+            .connector_settings(settings)
+            .tls_provider(Provider::Rustls(CryptoMode::Ring))
+            .tls_context(tls_context(roots))
+            .build(),
+    )
+}
+
+/// The Lambda's HTTP client: [`lambda_connector`] for every client and every call.
+///
+/// Why not the SDK's hyper client: asked to validate each client's configuration, it builds a
+/// whole HTTPS connector and throws it away (so that a machine's native roots load at client
+/// creation), and it keeps a connector per client. With Amazon's roots compiled in, that was a
+/// TLS context and five PEM certificates parsed for nothing per client made, about 240,000
+/// instructions each (`callgrind`, README "Cold starts"). Here the connector is made when a
+/// request first needs it, once: the settings each client passes are ignored because every
+/// client a Lambda makes has the same ones ([`timeouts`]).
+#[derive(Debug)]
+struct LambdaHttpClient;
+
+impl HttpClient for LambdaHttpClient {
     fn http_connector(
         &self,
-        settings: &HttpConnectorSettings,
-        components: &RuntimeComponents,
+        _settings: &HttpConnectorSettings,
+        _components: &RuntimeComponents,
     ) -> SharedHttpConnector {
-        self.0.http_connector(settings, components)
+        lambda_connector()
     }
 
     fn connector_metadata(&self) -> Option<ConnectorMetadata> {
-        self.0.connector_metadata()
+        Some(ConnectorMetadata::new("hyper", Some("1.x".into())))
     }
 }
 

@@ -40,6 +40,7 @@ pub mod recording;
 pub mod report;
 pub mod request;
 pub mod routes;
+pub mod secret;
 pub mod store;
 pub mod table;
 

@@ -656,12 +656,15 @@ fn a_lambda_refuses_the_published_local_keys() {
 /// does): the keys it holds are the ones the context uses; a published key in it stops the start
 /// as in a variable; a missing secret, an unreachable service and a value that is not the JSON
 /// object of keys each stop it with a sentence that names the secret and shows none of its value.
+/// The request is signed with SigV4 for Secrets Manager; a failure on the service's side or a
+/// throttled read is tried again, three times in all, and a refusal is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
+    use aws_credential_types::Credentials;
     use axum::http::{HeaderMap, StatusCode};
-    use singlet_functions::context::ServerSecret;
     use singlet_functions::cursor::PUBLISHED_KEYS;
     use singlet_functions::ids::{Caller, IdKey};
+    use singlet_functions::secret::{SecretsManager, ServerSecret};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -672,8 +675,19 @@ async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
         axum::routing::post(move |headers: HeaderMap, body: String| {
             let counted = counted.clone();
             async move {
-                counted.fetch_add(1, Ordering::SeqCst);
+                let seen = counted.fetch_add(1, Ordering::SeqCst);
                 assert_eq!(headers["x-amz-target"], "secretsmanager.GetSecretValue");
+                // Signed as the SDK signs: SigV4, for Secrets Manager in the region, over the
+                // headers that say what is asked.
+                let authorization = headers["authorization"].to_str().unwrap();
+                assert!(
+                    authorization.starts_with("AWS4-HMAC-SHA256 Credential=local/")
+                        && authorization.contains("/us-east-1/secretsmanager/aws4_request")
+                        && authorization.contains(
+                            "SignedHeaders=content-type;host;x-amz-date;x-amz-target"
+                        ),
+                    "{authorization}"
+                );
                 let request: Value = serde_json::from_str(&body).unwrap();
                 let value = |string: String| json!({"ARN": "arn:aws:secretsmanager:us-east-1:1:secret:x", "SecretString": string});
                 let (status, answer) = match request["SecretId"].as_str().unwrap() {
@@ -684,6 +698,16 @@ async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
                     ),
                     "singlet/plain" => (StatusCode::OK, value(format!("{KEY_B} as plain text"))),
                     "singlet/binary" => (StatusCode::OK, json!({"SecretBinary": "AAAA"})),
+                    // Fails once (the request after the five before it), then answers.
+                    "singlet/flaky" if seen == 5 => (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        json!({"__type": "InternalServiceError", "message": "try again"}),
+                    ),
+                    "singlet/flaky" => (StatusCode::OK, value(json!({"CURSOR_KEY": KEY_A}).to_string())),
+                    "singlet/throttled" => (
+                        StatusCode::BAD_REQUEST,
+                        json!({"__type": "ThrottlingException", "message": "Rate exceeded"}),
+                    ),
                     _ => (
                         StatusCode::BAD_REQUEST,
                         json!({"__type": "ResourceNotFoundException",
@@ -702,16 +726,11 @@ async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, service).await.unwrap() });
     let client_on = |endpoint: &str| {
-        aws_sdk_secretsmanager::Client::from_conf(
-            aws_sdk_secretsmanager::Config::builder()
-                .behavior_version_latest()
-                .http_client(singlet_functions::context::https_client())
-                .endpoint_url(endpoint)
-                .region(aws_sdk_secretsmanager::config::Region::new("us-east-1"))
-                .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
-                    "local", "local", None, None, "test",
-                ))
-                .build(),
+        SecretsManager::new(
+            endpoint,
+            "us-east-1",
+            Credentials::new("local", "local", None, None, "test"),
+            singlet_functions::context::lambda_connector(),
         )
     };
     let client = client_on(&endpoint);
@@ -769,6 +788,18 @@ async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
         5,
         "one GetSecretValue per read"
     );
+
+    // A failure that may pass is tried again (as the SDK's standard retries would), three times
+    // in all; one that cannot is not (above).
+    ServerSecret::fetch(&client, "singlet/flaky")
+        .await
+        .expect("read on the second attempt");
+    assert_eq!(requests.load(Ordering::SeqCst), 7);
+    let Err(reason) = ServerSecret::fetch(&client, "singlet/throttled").await else {
+        panic!("a throttled read succeeded")
+    };
+    assert!(reason.contains("ThrottlingException"), "{reason}");
+    assert_eq!(requests.load(Ordering::SeqCst), 10);
 
     // Nothing listens: the cold start stops, saying where it looked.
     let closed = {
