@@ -1,8 +1,8 @@
 //! Cold starts: the release `bootstrap` serving each function started several times under a mock Lambda
 //! Runtime API, next to a bare `lambda_http` hello (`functions/examples/hello.rs`: the same
-//! `lambda_http` features, the same profile) measured in the same run, so the ratios say what a
-//! function's own start-up work costs on whatever machine runs this. It prints figures and
-//! asserts nothing:
+//! `lambda_http` features, the same profile, linked the same way by `functions/build.rs`)
+//! measured in the same run, so the ratios say what a function's own start-up work costs on
+//! whatever machine runs this. It prints figures and asserts nothing:
 //!
 //! ```sh
 //! cargo bench --bench cold_start                      # hello, get-vehicle, register-vehicle, mark-overdue
