@@ -135,14 +135,11 @@ impl Ctx {
     /// so a key of its own instance is enough for what it keys (a log line's pseudonyms).
     pub async fn from_lambda_env(holds_keys: bool) -> Result<Self, String> {
         let var = |name: &str| std::env::var(name).ok();
-        let Some(id) = holds_keys
-            .then(|| endpoint_from(SERVER_SECRET_VAR))
-            .flatten()
-        else {
-            return match holds_keys {
-                true => Self::from_vars(var),
-                false => Self::without_server_keys(var),
-            };
+        if !holds_keys {
+            return Self::without_server_keys(var);
+        }
+        let Some(id) = endpoint_from(SERVER_SECRET_VAR) else {
+            return Self::from_vars(var);
         };
         // The DynamoDB client is made on a thread of its own while the secret is read: making it
         // is all CPU (its crate's endpoint partitions), the read mostly a wait on the network
@@ -152,11 +149,7 @@ impl Ctx {
         let db = db
             .await
             .map_err(|error| format!("the DynamoDB client: {error}"))?;
-        Self::checked(
-            CursorKeys::from_vars(|name| secret.get(name).or_else(|| var(name)))?,
-            db,
-            var,
-        )
+        Self::from_secret_and_vars_on(&secret, db, var)
     }
 
     /// The server secret `id`, read from Secrets Manager as the Lambda's other clients call AWS.
@@ -174,7 +167,19 @@ impl Ctx {
         secret: &ServerSecret,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
-        Self::from_vars(|name| secret.get(name).or_else(|| var(name)))
+        Self::from_secret_and_vars_on(secret, lambda_client(), var)
+    }
+
+    /// [`Ctx::from_secret_and_vars`] with the client `db`: every variable the context reads
+    /// (the keys, and the owner key a rotation left, [`OWNER_KEY_VAR`]) is the secret's field
+    /// of that name first.
+    fn from_secret_and_vars_on(
+        secret: &ServerSecret,
+        db: Client,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let var = |name: &str| secret.get(name).or_else(|| var(name));
+        Self::checked(CursorKeys::from_vars(var)?, db, var)
     }
 
     /// [`Ctx::from_lambda_env`] with the variables read by `var`.

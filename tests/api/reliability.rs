@@ -692,6 +692,10 @@ async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
                 let value = |string: String| json!({"ARN": "arn:aws:secretsmanager:us-east-1:1:secret:x", "SecretString": string});
                 let (status, answer) = match request["SecretId"].as_str().unwrap() {
                     "singlet/server" => (StatusCode::OK, value(json!({"CURSOR_KEY": KEY_A}).to_string())),
+                    "singlet/rotated" => (
+                        StatusCode::OK,
+                        value(json!({"CURSOR_KEY": KEY_B, "OWNER_KEY": KEY_A}).to_string()),
+                    ),
                     "singlet/published" => (
                         StatusCode::OK,
                         value(json!({"CURSOR_KEY": PUBLISHED_KEYS[0]}).to_string()),
@@ -800,6 +804,21 @@ async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
     };
     assert!(reason.contains("ThrottlingException"), "{reason}");
     assert_eq!(requests.load(Ordering::SeqCst), 10);
+
+    // After a rotation the secret keeps the replaced key as `OWNER_KEY`: subjects' one-account
+    // locks stay keyed under it, while ids derive under the new key.
+    let rotated = ServerSecret::fetch(&client, "singlet/rotated")
+        .await
+        .unwrap();
+    let ctx = Ctx::from_secret_and_vars(&rotated, table).unwrap();
+    assert_eq!(
+        ctx.owners.uuid("owner", caller, &key),
+        IdKey::derived_from(KEY_A.as_bytes()).uuid("owner", caller, &key),
+    );
+    assert_eq!(
+        ctx.ids.uuid("register-vehicle", caller, &key),
+        IdKey::derived_from(KEY_B.as_bytes()).uuid("register-vehicle", caller, &key),
+    );
 
     // Nothing listens: the cold start stops, saying where it looked.
     let closed = {
