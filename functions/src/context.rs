@@ -366,7 +366,7 @@ pub fn lambda_connector() -> SharedHttpConnector {
 }
 
 /// An HTTPS connector on rustls with `ring`, trusting `roots`, with [`timeouts`]' connect timeout.
-pub fn https_connector_trusting(roots: TrustStore) -> SharedHttpConnector {
+fn https_connector_trusting(roots: TrustStore) -> SharedHttpConnector {
     let settings = HttpConnectorSettings::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .build();
