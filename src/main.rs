@@ -553,7 +553,7 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
         transfer::Outbox::LeaveOut
     };
     let loaded = tokio::select! {
-        loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox) => loaded?,
+        loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox, &ctx.owners) => loaded?,
         _ = tokio::signal::ctrl_c() => {
             return Err(format!(
                 "interrupted: {} may hold part of the export; delete its items (or the table) \
@@ -565,10 +565,21 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
     if args.json {
         println!(
             "{}",
-            serde_json::json!({"loaded": loaded.items, "outboxLeftOut": loaded.outbox_left_out})
+            serde_json::json!({
+                "loaded": loaded.items,
+                "outboxLeftOut": loaded.outbox_left_out,
+                "ownerLocksMoved": loaded.owner_locks_moved,
+            })
         );
     } else {
         eprintln!("loaded {} items into {}", loaded.items, ctx.table);
+        if loaded.owner_locks_moved > 0 {
+            eprintln!(
+                "wrote {} owner locks where this run's OWNER_KEY puts them: the export's were \
+                 keyed under another (run the API and fsck on the copy with this run's keys)",
+                loaded.owner_locks_moved
+            );
+        }
         if loaded.outbox_left_out > 0 {
             eprintln!(
                 "left out {} outbox items: events the exported table published (loaded, they \

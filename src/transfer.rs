@@ -17,7 +17,12 @@ use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde_json::{Map, Value, json};
+use singlet_functions::accounts::owner_lock_under;
+use singlet_functions::ids::IdKey;
+use singlet_functions::model::{Decoded, Entity, decode};
 use singlet_functions::store::bulk;
+use singlet_shared::Key;
+use singlet_shared::schema::{PK, SK};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -185,6 +190,9 @@ pub struct Loaded {
     /// was taken from, published from there already (or about to be). Put into a table with a
     /// stream, each would reach its publisher as a new item and be published a second time.
     pub outbox_left_out: u64,
+    /// Owner locks written where the loading run's `OWNER_KEY` puts them, not where the export
+    /// had them: the export was keyed under another key.
+    pub owner_locks_moved: u64,
 }
 
 /// Whether `item` is an outbox item, which `load` leaves out ([`Loaded::outbox_left_out`]): its
@@ -217,6 +225,54 @@ pub enum Outbox {
 /// between the two reads would cost more than reading it again).
 pub struct Checked {
     files: Vec<PathBuf>,
+    owners: Owners,
+}
+
+/// What `load` needs to re-key the export's owner locks ([`OwnerLocks`]), read with the rest.
+#[derive(Default)]
+struct Owners {
+    /// Each self-owned account's owner (a token's subject), by account id.
+    of_account: HashMap<String, String>,
+    /// The key of every owner lock in the export.
+    locks: std::collections::HashSet<Key>,
+}
+
+/// Re-keys the owner locks of an export as it is written: a subject's one-account lock is
+/// `UNIQ#OWNER#<keyed hash of the subject>`, keyed under the exporting API's `OWNER_KEY`, and a
+/// table loaded under another key (the runner's published one, another stack's) would hold every
+/// such lock where its API never looks. Its account's delete would then find no lock to release
+/// (a `500`), and `fsck` refuses a table whose owner locks are all keyed elsewhere. Each lock whose
+/// account names its owner is written where `key` puts it; one whose account does not (an
+/// orphan, which `fsck` reports) stays where it was, as does one whose new key another lock of
+/// the export holds.
+struct OwnerLocks<'a> {
+    owners: &'a Owners,
+    key: &'a IdKey,
+    /// The new keys given so far: no two locks are ever written to one.
+    given: std::collections::HashSet<Key>,
+    moved: u64,
+}
+
+impl OwnerLocks<'_> {
+    fn place(&mut self, mut item: Item) -> Item {
+        let Ok(Decoded::OwnerLock(lock)) = decode(&item) else {
+            return item;
+        };
+        let Some(owner) = self.owners.of_account.get(lock.account_id.as_str()) else {
+            return item;
+        };
+        let placed = owner_lock_under(self.key, owner, &lock.account_id).key();
+        if placed == lock.key()
+            || self.owners.locks.contains(&placed)
+            || !self.given.insert(placed.clone())
+        {
+            return item;
+        }
+        item.insert(PK.into(), AttributeValue::S(placed.pk));
+        item.insert(SK.into(), AttributeValue::S(placed.sk));
+        self.moved += 1;
+        item
+    }
 }
 
 /// Reads the whole export under `dir` without writing anything: every line an item with a key,
@@ -225,18 +281,19 @@ pub struct Checked {
 pub fn check(dir: &Path) -> Result<Checked, String> {
     let expected = read_manifest(dir)?;
     let files = data_files(dir)?;
-    let read = check_export(&files)?;
+    let (read, owners) = check_export(&files)?;
     if read != expected {
         return Err(format!(
             "the manifest counts {expected} items but the data files hold {read}: nothing was \
              written"
         ));
     }
-    Ok(Checked { files })
+    Ok(Checked { files, owners })
 }
 
 /// Writes a [`check`]ed export into `table`, which must be empty, through `target`; the outbox
-/// items as `outbox` says.
+/// items as `outbox` says, and each owner lock keyed under `owners`, the key the table's API
+/// keys them with, wherever the export had them.
 ///
 /// The export was read once through and found loadable before this writes anything, and the
 /// table's emptiness is checked first: a bad export is refused with the table untouched, so
@@ -248,8 +305,15 @@ pub async fn load(
     export: &Checked,
     target: Target<'_>,
     outbox: Outbox,
+    owners: &IdKey,
 ) -> Result<Loaded, String> {
     let files = &export.files;
+    let mut owner_locks = OwnerLocks {
+        owners: &export.owners,
+        key: owners,
+        given: Default::default(),
+        moved: 0,
+    };
     if bulk::holds_items(client, table).await? {
         return Err(format!(
             "{table} already holds items: load writes only into an empty table"
@@ -276,7 +340,7 @@ pub async fn load(
             if outbox == Outbox::LeaveOut && is_outbox(&item) {
                 outbox_left_out += 1;
             } else {
-                batch.push(item);
+                batch.push(owner_locks.place(item));
             }
             if batch.len() == chunk || (items.peek().is_none() && !batch.is_empty()) {
                 let items = std::mem::take(&mut batch);
@@ -293,13 +357,15 @@ pub async fn load(
     Ok(Loaded {
         items: written,
         outbox_left_out,
+        owner_locks_moved: owner_locks.moved,
     })
 }
 
 /// Reads every item of `files` without writing any: how many there are, or the first reason the
 /// export cannot be loaded (a line that is not an item, an item without a key, a key twice).
-fn check_export(files: &[PathBuf]) -> Result<u64, String> {
+fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
     let mut keys = std::collections::HashSet::new();
+    let mut owners = Owners::default();
     for path in files {
         for (n, item) in read_items(path)?.enumerate() {
             let item = item.map_err(|e| format!("{e}: nothing was written"))?;
@@ -327,6 +393,17 @@ fn check_export(files: &[PathBuf]) -> Result<u64, String> {
                     at()
                 ));
             }
+            match decode(&item) {
+                Ok(Decoded::Account(row)) if row.owners_one => {
+                    owners
+                        .of_account
+                        .insert(row.account.account_id.to_string(), row.owner);
+                }
+                Ok(Decoded::OwnerLock(_)) => {
+                    owners.locks.insert(key.clone());
+                }
+                _ => {}
+            }
             if !keys.insert((key.pk, key.sk)) {
                 return Err(format!(
                     "{}: item {} has the key of an item before it: nothing was written",
@@ -336,7 +413,7 @@ fn check_export(files: &[PathBuf]) -> Result<u64, String> {
             }
         }
     }
-    Ok(keys.len() as u64)
+    Ok((keys.len() as u64, owners))
 }
 
 /// One bulk write into the embedded engine, off the async threads (the engine's call blocks).

@@ -8,7 +8,7 @@ use crate::normalise::{CardNumber, Chassis, Depot, Email, Id, Isbn13, Plate, Use
 use sha2::{Digest, Sha256};
 
 /// A table item's primary key.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Key {
     pub pk: String,
     pub sk: String,

@@ -74,6 +74,7 @@ fn loaded_from(original: &[Value]) -> transfer::Loaded {
     transfer::Loaded {
         items: original.len() as u64 - left_out,
         outbox_left_out: left_out,
+        owner_locks_moved: 0,
     }
 }
 
@@ -101,6 +102,12 @@ async fn a_copy_of(
         api.get(format!("/books/{ISBN}/availability")).await.body
     );
     copy
+}
+
+/// The key `cargo run` keys owner locks under without `CURSOR_KEY` (its published local secret),
+/// which `load` re-keys an export's owner locks to.
+fn runner_owner_key() -> singlet_functions::ids::IdKey {
+    singlet_functions::ids::IdKey::derived_from(singlet::LOCAL_SECRET.as_bytes())
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -150,6 +157,42 @@ async fn load_through_the_api(
         &transfer::check(dir)?,
         transfer::Target::Api,
         outbox,
+        &runner_owner_key(),
+    )
+    .await
+}
+
+/// The one account of the subject `grace-hopper-7` (with `scopes`), whose owner lock is keyed by
+/// a keyed hash of the subject under `api`'s key: the API as that subject, and the account's id.
+async fn a_subjects_own_account(api: &Api, scopes: &str) -> (Api, String) {
+    let subject = api.as_token(crate::harness::token("grace-hopper-7", scopes, &[]));
+    let own = subject
+        .post(
+            "/accounts",
+            json!({"email": "amazing@example.com", "username": "amazing"}),
+        )
+        .await;
+    assert_eq!(own.status, 201, "{own:?}");
+    let id = own.body["accountId"].as_str().unwrap().to_owned();
+    (subject, id)
+}
+
+/// The export in `dir` checked and loaded into `table` of the embedded engine `db` (through its
+/// bulk path), owner locks keyed under `owners`.
+async fn load_into_the_engine(
+    db: &dynoxide::Database,
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    dir: &std::path::Path,
+    owners: &singlet_functions::ids::IdKey,
+) -> Result<transfer::Loaded, String> {
+    transfer::load(
+        client,
+        table,
+        &transfer::check(dir)?,
+        transfer::Target::Embedded(db),
+        transfer::Outbox::LeaveOut,
+        owners,
     )
     .await
 }
@@ -229,7 +272,8 @@ async fn a_restore_that_keeps_the_outbox_publishes_its_events() {
         loaded,
         transfer::Loaded {
             items: original.len() as u64,
-            outbox_left_out: 0
+            outbox_left_out: 0,
+            owner_locks_moved: 0
         }
     );
     assert_eq!(dump(api.with_ctx(ctx).all_items().await), original);
@@ -284,7 +328,8 @@ async fn load_knows_an_outbox_item_by_its_type_or_by_its_key() {
         loaded,
         transfer::Loaded {
             items: 1,
-            outbox_left_out: 2
+            outbox_left_out: 2,
+            owner_locks_moved: 0
         }
     );
 }
@@ -432,7 +477,8 @@ async fn a_bad_export_is_refused_before_anything_is_written() {
         loaded,
         transfer::Loaded {
             items: 3,
-            outbox_left_out: 0
+            outbox_left_out: 0,
+            owner_locks_moved: 0
         }
     );
 }
@@ -502,7 +548,10 @@ fn the_cli_exports_and_loads_with_a_json_summary() {
         .unwrap();
     assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
     let summary: Value = serde_json::from_slice(&loaded.stdout).unwrap();
-    assert_eq!(summary, json!({"loaded": 0, "outboxLeftOut": 0}));
+    assert_eq!(
+        summary,
+        json!({"loaded": 0, "outboxLeftOut": 0, "ownerLocksMoved": 0})
+    );
 }
 
 /// An embedded engine of the test's own, kept for its bulk path, and a client on its endpoint.
@@ -540,15 +589,9 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
         .unwrap();
 
     let (db, client) = embedded("copy").await;
-    let loaded = transfer::load(
-        &client,
-        "copy",
-        &transfer::check(&dir).unwrap(),
-        transfer::Target::Embedded(&db),
-        transfer::Outbox::LeaveOut,
-    )
-    .await
-    .unwrap();
+    let loaded = load_into_the_engine(&db, &client, "copy", &dir, &runner_owner_key())
+        .await
+        .unwrap();
     assert_eq!(loaded, loaded_from(&original));
     let copy = api.with_ctx(singlet_functions::Ctx::new(
         client.clone(),
@@ -562,15 +605,9 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
         reply.body,
         api.get(format!("/books/{ISBN}/availability")).await.body
     );
-    let refused = transfer::load(
-        &client,
-        "copy",
-        &transfer::check(&dir).unwrap(),
-        transfer::Target::Embedded(&db),
-        transfer::Outbox::LeaveOut,
-    )
-    .await
-    .unwrap_err();
+    let refused = load_into_the_engine(&db, &client, "copy", &dir, &runner_owner_key())
+        .await
+        .unwrap_err();
     assert!(refused.contains("already holds items"), "{refused}");
 }
 
@@ -588,18 +625,7 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     assert_eq!(reply.status, 201, "{reply:?}");
     // A subject's one account, whose owner lock is keyed by a hash of the subject, and an audit
     // change that names the subject as its actor.
-    let subject = api.as_token(crate::harness::token(
-        "grace-hopper-7",
-        "accounts:self audit:write",
-        &[],
-    ));
-    let own = subject
-        .post(
-            "/accounts",
-            json!({"email": "amazing@example.com", "username": "amazing"}),
-        )
-        .await;
-    assert_eq!(own.status, 201, "{own:?}");
+    let (subject, _) = a_subjects_own_account(&api, "accounts:self audit:write").await;
     let audited = subject
         .post(
             "/resources",
@@ -661,15 +687,9 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     // finds nothing: with the runner's published secret (`cargo run` without `CURSOR_KEY`),
     // under which the copy's owner locks are keyed, though the table's were under another.
     let (db, client) = embedded("copy").await;
-    transfer::load(
-        &client,
-        "copy",
-        &transfer::check(&dir).unwrap(),
-        transfer::Target::Embedded(&db),
-        transfer::Outbox::LeaveOut,
-    )
-    .await
-    .unwrap();
+    load_into_the_engine(&db, &client, "copy", &dir, &runner_owner_key())
+        .await
+        .unwrap();
     let ctx = singlet_functions::Ctx::new(
         client,
         "copy",
@@ -697,6 +717,70 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
         .await
         .unwrap();
     assert!(report.findings.is_empty(), "{:?}", report.findings);
+}
+
+/// A plain export keeps each subject's one-account lock at the key its API's `OWNER_KEY` made.
+/// Loaded under another key (the runner's, another stack's), `load` writes the lock where the
+/// loading run's key puts it, so the copy's API finds it: the subject's second account is
+/// refused, the account's delete releases it (it was a `500`, finding no lock to release), and
+/// `fsck` finds nothing (it refused the copy as keyed elsewhere). Under the export's own key,
+/// nothing moves.
+#[tokio::test]
+async fn a_plain_export_loaded_under_another_key_keeps_each_subjects_one_account() {
+    let api = Api::start(Mode::Direct).await;
+    let (subject, account_id) = a_subjects_own_account(&api, "accounts:self").await;
+    let exported_lock = api.items_with_pk_prefix("UNIQ#OWNER#").await;
+    assert_eq!(exported_lock.len(), 1);
+    let dir = scratch("plain-other-key");
+    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
+        .await
+        .unwrap();
+
+    let (db, client) = embedded("copy").await;
+    let loaded = load_into_the_engine(&db, &client, "copy", &dir, &runner_owner_key())
+        .await
+        .unwrap();
+    assert_eq!(loaded.owner_locks_moved, 1, "{loaded:?}");
+    let ctx = singlet_functions::Ctx::new(
+        client,
+        "copy",
+        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
+    );
+    let copy = subject.with_ctx(ctx.clone());
+    let lock = copy.items_with_pk_prefix("UNIQ#OWNER#").await;
+    assert_eq!(lock.len(), 1);
+    assert_ne!(s(&lock[0], "PK"), s(&exported_lock[0], "PK"), "re-keyed");
+    assert_eq!(s(&lock[0], "accountId"), account_id);
+    let report = singlet::fsck::fsck(&ctx, singlet::fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+
+    let another = json!({"email": "other@example.com", "username": "other"});
+    copy.post("/accounts", another.clone())
+        .await
+        .assert_problem(409, &[("owner", "limit_reached")]);
+    let deleted = copy.delete(format!("/accounts/{account_id}")).await;
+    assert_eq!(deleted.status, 204, "{deleted:?}");
+    assert!(copy.items_with_pk_prefix("UNIQ#OWNER#").await.is_empty());
+    let made = copy.post("/accounts", another).await;
+    assert_eq!(made.status, 201, "the subject may make another: {made:?}");
+
+    // Under the key it was exported with, every lock stays where it was.
+    let (db, client) = embedded("same").await;
+    let loaded = load_into_the_engine(&db, &client, "same", &dir, &api.ctx.owners)
+        .await
+        .unwrap();
+    assert_eq!(loaded.owner_locks_moved, 0);
+    let same = api.with_ctx(singlet_functions::Ctx::new(
+        client,
+        "same",
+        singlet_functions::cursor::CursorKeys::random(),
+    ));
+    assert_eq!(
+        same.items_with_pk_prefix("UNIQ#OWNER#").await,
+        exported_lock
+    );
 }
 
 #[test]
@@ -735,7 +819,7 @@ fn the_cli_copies_a_table_that_holds_items() {
     // Two branches and the outbox items of their `BranchCreated` events, which stay behind.
     assert_eq!(
         run(&copy, &["load", "--json"], &first),
-        json!({"loaded": 2, "outboxLeftOut": 2})
+        json!({"loaded": 2, "outboxLeftOut": 2, "ownerLocksMoved": 0})
     );
     let second = dir.join("second");
     run(&copy, &["export", "--json"], &second);
@@ -808,7 +892,7 @@ async fn load_creates_the_table_on_an_external_engine_that_lacks_it() {
     let loaded = loaded_from(&original);
     assert_eq!(
         summary,
-        json!({"loaded": loaded.items, "outboxLeftOut": loaded.outbox_left_out})
+        json!({"loaded": loaded.items, "outboxLeftOut": loaded.outbox_left_out, "ownerLocksMoved": 0})
     );
 
     let index_names = |client: aws_sdk_dynamodb::Client, table: String| async move {
