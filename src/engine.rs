@@ -267,6 +267,11 @@ fn endpoint_host(endpoint: &str) -> Result<String, String> {
         .to_owned())
 }
 
+/// Whether `endpoint` is on this machine (a local engine), not a table in AWS or elsewhere.
+pub fn is_loopback_endpoint(endpoint: &str) -> bool {
+    endpoint_host(endpoint).is_ok_and(|host| is_loopback(&host))
+}
+
 fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host
@@ -375,7 +380,7 @@ pub async fn streams_client(db: &Client, endpoint: &str) -> aws_sdk_dynamodbstre
         .http_client(singlet_functions::context::https_client())
         .timeout_config(singlet_functions::context::timeouts())
         .retry_config(singlet_functions::context::retries());
-    let loopback = endpoint_host(endpoint).is_ok_and(|host| is_loopback(&host));
+    let loopback = is_loopback_endpoint(endpoint);
     if loopback && !aws_credentials_configured() {
         loader = loader.credentials_provider(local_credentials());
     }

@@ -457,6 +457,12 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
             rejects.display()
         ));
     }
+    if kind == singlet::import::Kind::Accounts {
+        refuse_the_published_owner_key(
+            runner,
+            "an accounts import writes owners' one-account locks",
+        )?;
+    }
     let (ctx, _) = connect(runner, None).await?;
     let options = singlet::import::Options {
         max_wcu: args.max_wcu,
@@ -533,6 +539,9 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
 async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
     // The whole export read first: a bad one is told before any engine or data file is made.
     let export = transfer::check(&args.dir)?;
+    if export.holds_owner_locks() {
+        refuse_the_published_owner_key(runner, "the export holds subjects' one-account locks")?;
+    }
     let embedded = match &runner.endpoint {
         Some(_) => None,
         None => Some(engine::open(
@@ -936,6 +945,31 @@ async fn table_ready(
         Ok(owner_key) if !owner_key.is_empty() => ctx.with_owner_key(&owner_key),
         _ => Ok(ctx),
     }
+}
+
+/// Refuses to write subjects' one-account locks into a table that is not on this machine under
+/// the runner's published secret (neither `CURSOR_KEY` nor `OWNER_KEY` set): a deployed table's
+/// API keys them under its own secret (a Lambda refuses the published one), so locks keyed
+/// under the published secret would sit where it never looks, leaving each subject free to open
+/// a second account and each such account undeletable. `why` says what there is to key.
+fn refuse_the_published_owner_key(runner: &RunnerArgs, why: &str) -> Result<(), String> {
+    let Some(endpoint) = runner
+        .endpoint
+        .as_deref()
+        .filter(|endpoint| !engine::is_loopback_endpoint(endpoint))
+    else {
+        return Ok(());
+    };
+    let set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
+    if set("CURSOR_KEY") || set(singlet_functions::context::OWNER_KEY_VAR) {
+        return Ok(());
+    }
+    Err(format!(
+        "{why}, which the API finds under its OWNER_KEY (or CURSOR_KEY), and this run has \
+         neither: under the runner's published secret they would be where the API at \
+         {endpoint} never looks. Set CURSOR_KEY (and OWNER_KEY, if the API's secret has one) as \
+         the API has them: nothing was written"
+    ))
 }
 
 /// `CURSOR_KEY` (and its rotation) when set, else the published local secret.

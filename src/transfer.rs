@@ -228,6 +228,14 @@ pub struct Checked {
     owners: Owners,
 }
 
+impl Checked {
+    /// Whether the export holds a subject's one-account lock (`UNIQ#OWNER#…`), which `load`
+    /// writes where the loading run's `OWNER_KEY` puts it.
+    pub fn holds_owner_locks(&self) -> bool {
+        !self.owners.locks.is_empty()
+    }
+}
+
 /// What `load` needs to re-key the export's owner locks ([`OwnerLocks`]), read with the rest.
 #[derive(Default)]
 struct Owners {

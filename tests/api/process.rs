@@ -22,6 +22,7 @@ pub fn singlet() -> Command {
         .env_remove("CURSOR_KEY")
         .env_remove("CURSOR_KEY_PREVIOUS")
         .env_remove("CURSOR_KEY_PREVIOUS_UNTIL")
+        .env_remove("OWNER_KEY")
         // Any credentials do for a local engine, as for DynamoDB Local.
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")

@@ -781,6 +781,33 @@ async fn a_plain_export_loaded_under_another_key_keeps_each_subjects_one_account
         same.items_with_pk_prefix("UNIQ#OWNER#").await,
         exported_lock
     );
+
+    // Into a table in AWS under the runner's published secret, which no Lambda accepts, the
+    // locks would move where that table's API never looks: refused before anything is
+    // contacted, as is an accounts import, whose rows may name owners.
+    let aws = "https://dynamodb.eu-west-1.amazonaws.com";
+    let rows = dir.with_extension("accounts.jsonl");
+    std::fs::write(
+        &rows,
+        json!({"email": "x@example.com", "username": "xx", "owner": "s-1"}).to_string(),
+    )
+    .unwrap();
+    for args in [
+        vec![PathBuf::from("load"), dir.clone()],
+        vec!["import".into(), "accounts".into(), rows.clone()],
+    ] {
+        let output = singlet()
+            .args(["--endpoint", aws, "--table", "singlet-prod"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("Set CURSOR_KEY") && stderr.contains("nothing was written"),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]
