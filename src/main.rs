@@ -822,20 +822,22 @@ enum Missing {
 
 /// [`connect`] to a table that must be there already, for the command `verb`.
 async fn connect_existing(args: &RunnerArgs, verb: &'static str) -> Result<Ctx, String> {
-    if args.endpoint.is_none() && !args.in_memory && !args.data.exists() {
+    // An in-memory engine starts empty and is gone when the command ends: there would be
+    // nothing to read, and `fsck` would call the empty table clean.
+    if args.in_memory {
+        return Err(format!(
+            "--in-memory is an empty table that no one else can reach: there is nothing to \
+             {verb}; name the table with --data or --endpoint"
+        ));
+    }
+    if args.endpoint.is_none() && !args.data.exists() {
         return Err(format!(
             "there is no data file {} to {verb}: `--data` names one that the runner, `seed`, \
              `import` or `load` made",
             args.data.display()
         ));
     }
-    // An in-memory engine starts empty: its table is made, as the runner makes it.
-    let missing = if args.in_memory {
-        Missing::Create
-    } else {
-        Missing::Refuse(verb)
-    };
-    Ok(connect_engine(args, None, missing).await?.0)
+    Ok(connect_engine(args, None, Missing::Refuse(verb)).await?.0)
 }
 
 /// [`connect`], with the embedded engine itself when there is one (for its TTL sweep), and the

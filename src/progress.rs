@@ -36,6 +36,8 @@ pub struct Progress {
 struct State {
     /// When the count was last written on a line of its own (not on a terminal).
     last_line: Option<Instant>,
+    /// What that line said: a final count equal to it is not written again.
+    last_said: String,
 }
 
 impl Progress {
@@ -62,7 +64,8 @@ impl Progress {
             .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
         {
             state.last_line = Some(Instant::now());
-            eprintln!("{}", line());
+            state.last_said = line();
+            eprintln!("{}", state.last_said);
         }
     }
 
@@ -74,7 +77,13 @@ impl Progress {
         if self.terminal {
             eprintln!("\r{line}{CLEAR_TO_END}");
             LINE_OPEN.store(false, Ordering::SeqCst);
-        } else {
+        } else if self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last_said
+            != line
+        {
             eprintln!("{line}");
         }
     }

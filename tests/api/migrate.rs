@@ -324,10 +324,27 @@ async fn vehicles_by_depot_runs_while_the_api_writes_the_same_vehicles() {
 
 #[test]
 fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
-    let listed = singlet()
-        .args(["--in-memory", "migrate", "--json"])
+    // A table of its own: an empty file imported makes it.
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("migrate-cli-{:016x}", rand::random::<u64>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (data, empty) = (dir.join("data.db"), dir.join("empty.jsonl"));
+    std::fs::write(&empty, "").unwrap();
+    let made = singlet()
+        .arg("--data")
+        .arg(&data)
+        .args(["import", "branches"])
+        .arg(&empty)
         .output()
         .unwrap();
+    assert_eq!(made.status.code(), Some(0), "{made:?}");
+    let on_the_table = || {
+        let mut command = singlet();
+        command.arg("--data").arg(&data);
+        command
+    };
+
+    let listed = on_the_table().args(["migrate", "--json"]).output().unwrap();
     assert_eq!(listed.status.code(), Some(0), "{listed:?}");
     let list: Value = serde_json::from_slice(&listed.stdout).unwrap();
     let names: Vec<&str> = list["migrations"]
@@ -347,8 +364,31 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
     );
     assert_eq!(list["migrations"][0]["state"], "not started");
 
-    let ran = singlet()
-        .args(["--in-memory", "migrate", "vehicles-by-depot", "--json"])
+    for args in [
+        &["migrate", "no-such-migration"][..],
+        &["migrate", "vehicles-by-depot", "--max-wcu", "0"][..],
+        // vehicles-by-depot has not run on this table yet.
+        &["migrate", "plates-compact"][..],
+        &["migrate", "vehicles-by-depot", "--segments", "0"][..],
+        &["migrate", "vehicles-by-depot", "--segments", "2000"][..],
+        &["migrate", "vehicles-by-depot", "--page-size", "0"][..],
+        &["export", "--segments", "0", "never-written"][..],
+    ] {
+        let refused = on_the_table().args(args).output().unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {refused:?}");
+        assert!(refused.stdout.is_empty());
+        assert!(!refused.stderr.is_empty());
+    }
+    // An in-memory engine is empty and gone when the command ends: nothing to migrate.
+    let refused = singlet()
+        .args(["--in-memory", "migrate", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--in-memory is an empty table"));
+
+    let ran = on_the_table()
+        .args(["migrate", "vehicles-by-depot", "--json"])
         .output()
         .unwrap();
     assert_eq!(ran.status.code(), Some(0), "{ran:?}");
@@ -357,22 +397,9 @@ fn the_cli_lists_runs_and_refuses_with_its_exit_codes() {
     assert_eq!(report["complete"], true);
     assert_eq!(report["changed"], 0);
     assert_eq!(report["conflicts"], json!([]));
-
-    for args in [
-        &["migrate", "no-such-migration"][..],
-        &["migrate", "vehicles-by-depot", "--max-wcu", "0"][..],
-        // Each run is its own in-memory engine, on which vehicles-by-depot never ran.
-        &["migrate", "plates-compact"][..],
-        &["migrate", "vehicles-by-depot", "--segments", "0"][..],
-        &["migrate", "vehicles-by-depot", "--segments", "2000"][..],
-        &["migrate", "vehicles-by-depot", "--page-size", "0"][..],
-        &["export", "--segments", "0", "never-written"][..],
-    ] {
-        let refused = singlet().arg("--in-memory").args(args).output().unwrap();
-        assert_eq!(refused.status.code(), Some(2), "{args:?}: {refused:?}");
-        assert!(refused.stdout.is_empty());
-        assert!(!refused.stderr.is_empty());
-    }
+    let listed = on_the_table().args(["migrate", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(list["migrations"][0]["state"], "complete", "{list}");
 }
 
 /// The plate of old vehicle `i` as normalised: the first [`COLLIDING`] in pairs that are one plate

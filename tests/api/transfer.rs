@@ -532,8 +532,34 @@ fn the_cli_exports_and_loads_with_a_json_summary() {
         "{refused:?}"
     );
     assert!(!data.exists() && !dir.exists(), "nothing made");
-    let seeded = singlet()
+    // Nor is an in-memory engine, empty and gone when the command ends.
+    let refused = singlet()
         .args(["--in-memory", "export", "--json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--in-memory is an empty table"),
+        "{refused:?}"
+    );
+    assert!(!dir.exists(), "nothing made");
+    // An empty table, made by importing an empty file.
+    let empty = scratch("cli-empty").with_extension("jsonl");
+    std::fs::create_dir_all(empty.parent().unwrap()).unwrap();
+    std::fs::write(&empty, "").unwrap();
+    let made = singlet()
+        .arg("--data")
+        .arg(&data)
+        .args(["import", "branches"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(made.status.code(), Some(0), "{made:?}");
+    let seeded = singlet()
+        .arg("--data")
+        .arg(&data)
+        .args(["export", "--json"])
         .arg(&dir)
         .output()
         .unwrap();
