@@ -267,9 +267,10 @@ fn endpoint_host(endpoint: &str) -> Result<String, String> {
         .to_owned())
 }
 
-/// Whether `endpoint` is on this machine (a local engine), not a table in AWS or elsewhere.
-pub fn is_loopback_endpoint(endpoint: &str) -> bool {
-    endpoint_host(endpoint).is_ok_and(|host| is_loopback(&host))
+/// Whether `endpoint` is a well-formed URL whose host is not this machine's (a table in AWS, an
+/// engine on another host): a malformed one is neither, and is told as such when connecting.
+pub fn is_remote_endpoint(endpoint: &str) -> bool {
+    endpoint_host(endpoint).is_ok_and(|host| !is_loopback(&host))
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -380,7 +381,7 @@ pub async fn streams_client(db: &Client, endpoint: &str) -> aws_sdk_dynamodbstre
         .http_client(singlet_functions::context::https_client())
         .timeout_config(singlet_functions::context::timeouts())
         .retry_config(singlet_functions::context::retries());
-    let loopback = is_loopback_endpoint(endpoint);
+    let loopback = endpoint_host(endpoint).is_ok_and(|host| is_loopback(&host));
     if loopback && !aws_credentials_configured() {
         loader = loader.credentials_provider(local_credentials());
     }

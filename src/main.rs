@@ -221,6 +221,19 @@ struct LoadArgs {
     /// it never published.
     #[arg(long)]
     keep_outbox: bool,
+    /// Where to write subjects' one-account locks: `rekeyed`, where this run's key puts them
+    /// (`OWNER_KEY`, else `CURSOR_KEY`, else the runner's published secret), as the copy's API
+    /// looks for them; `as-exported`, at their keys in the export (a restore into the table's own
+    /// stack). Default: rekeyed into an engine on this machine, as exported into any other.
+    #[arg(long, value_enum)]
+    owner_locks: Option<OwnerLocks>,
+}
+
+/// `load --owner-locks`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OwnerLocks {
+    Rekeyed,
+    AsExported,
 }
 
 #[derive(Args)]
@@ -539,8 +552,15 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
 async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
     // The whole export read first: a bad one is told before any engine or data file is made.
     let export = transfer::check(&args.dir)?;
-    if export.holds_owner_locks() {
-        refuse_the_published_owner_key(runner, "the export holds subjects' one-account locks")?;
+    let rekeyed = args.owner_locks.map_or_else(
+        || transfer::rekeys_by_default(runner.endpoint.as_deref()),
+        |locks| locks == OwnerLocks::Rekeyed,
+    );
+    if rekeyed && export.owner_locks() > 0 {
+        refuse_the_published_owner_key(
+            runner,
+            "--owner-locks rekeyed writes subjects' one-account locks",
+        )?;
     }
     let embedded = match &runner.endpoint {
         Some(_) => None,
@@ -556,13 +576,18 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
         Some(db) => transfer::Target::Embedded(db),
         None => transfer::Target::Api,
     };
+    let owner_locks = if rekeyed {
+        transfer::OwnerLockKeys::Under(&ctx.owners)
+    } else {
+        transfer::OwnerLockKeys::AsExported
+    };
     let outbox = if args.keep_outbox {
         transfer::Outbox::Keep
     } else {
         transfer::Outbox::LeaveOut
     };
     let loaded = tokio::select! {
-        loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox, &ctx.owners) => loaded?,
+        loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox, owner_locks) => loaded?,
         _ = tokio::signal::ctrl_c() => {
             return Err(format!(
                 "interrupted: {} may hold part of the export; delete its items (or the table) \
@@ -584,9 +609,16 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
         eprintln!("loaded {} items into {}", loaded.items, ctx.table);
         if loaded.owner_locks_moved > 0 {
             eprintln!(
-                "wrote {} owner locks where this run's OWNER_KEY puts them: the export's were \
-                 keyed under another (run the API and fsck on the copy with this run's keys)",
+                "wrote {} owner locks where this run's key puts them, the export's being keyed \
+                 under another: the copy's API and fsck need this run's keys",
                 loaded.owner_locks_moved
+            );
+        } else if !rekeyed && export.owner_locks() > 0 {
+            eprintln!(
+                "kept {} owner locks at their keys in the export, as for a restore into the \
+                 table's own stack (--owner-locks rekeyed writes them where this run's key puts \
+                 them)",
+                export.owner_locks()
             );
         }
         if loaded.outbox_left_out > 0 {
@@ -824,7 +856,7 @@ enum Missing {
 async fn connect_existing(args: &RunnerArgs, verb: &'static str) -> Result<Ctx, String> {
     // An in-memory engine starts empty and is gone when the command ends: there would be
     // nothing to read, and `fsck` would call the empty table clean.
-    if args.in_memory {
+    if args.in_memory && args.endpoint.is_none() {
         return Err(format!(
             "--in-memory is an empty table that no one else can reach: there is nothing to \
              {verb}; name the table with --data or --endpoint"
@@ -912,10 +944,10 @@ async fn table_ready(
             .map_err(|e| engine::sdk_error("cannot describe the table", endpoint, &e))?;
         if !exists {
             // The embedded engine's endpoint is a port of this run only: name its file instead.
-            let place = match (&args.endpoint, args.in_memory) {
-                (Some(_), _) => format!("at {endpoint}"),
-                (None, true) => "in the in-memory engine".to_owned(),
-                (None, false) => format!("in {}", args.data.display()),
+            // (An in-memory engine is never asked: `connect_existing` refuses one.)
+            let place = match &args.endpoint {
+                Some(_) => format!("at {endpoint}"),
+                None => format!("in {}", args.data.display()),
             };
             return Err(format!(
                 "there is no table {} to {verb} {place}: `--table` names it",
@@ -958,7 +990,7 @@ fn refuse_the_published_owner_key(runner: &RunnerArgs, why: &str) -> Result<(), 
     let Some(endpoint) = runner
         .endpoint
         .as_deref()
-        .filter(|endpoint| !engine::is_loopback_endpoint(endpoint))
+        .filter(|endpoint| engine::is_remote_endpoint(endpoint))
     else {
         return Ok(());
     };
@@ -970,7 +1002,8 @@ fn refuse_the_published_owner_key(runner: &RunnerArgs, why: &str) -> Result<(), 
         "{why}, which the API finds under its OWNER_KEY (or CURSOR_KEY), and this run has \
          neither: under the runner's published secret they would be where the API at \
          {endpoint} never looks. Set CURSOR_KEY (and OWNER_KEY, if the API's secret has one) as \
-         the API has them: nothing was written"
+         the API has them (for an engine of your own on another host, CURSOR_KEY set to the \
+         runner's published secret says so): nothing was written"
     ))
 }
 

@@ -18,8 +18,9 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use serde_json::{Map, Value, json};
 use singlet_functions::accounts::owner_lock_under;
+use singlet_functions::accounts::{AccountRow, OwnerLock};
 use singlet_functions::ids::IdKey;
-use singlet_functions::model::{Decoded, Entity, decode};
+use singlet_functions::model::{Decoded, Entity, decode, type_of};
 use singlet_functions::store::bulk;
 use singlet_shared::Key;
 use singlet_shared::schema::{PK, SK};
@@ -190,8 +191,8 @@ pub struct Loaded {
     /// was taken from, published from there already (or about to be). Put into a table with a
     /// stream, each would reach its publisher as a new item and be published a second time.
     pub outbox_left_out: u64,
-    /// Owner locks written where the loading run's `OWNER_KEY` puts them, not where the export
-    /// had them: the export was keyed under another key.
+    /// Owner locks written where [`OwnerLockKeys::Under`]'s key puts them, not where the export
+    /// had them (keyed under another key).
     pub owner_locks_moved: u64,
 }
 
@@ -199,7 +200,7 @@ pub struct Loaded {
 /// `_et` says so (all the stream's filter looks at, whatever the key), or, for an item written
 /// before `_et` existed, its key has the outbox's shape.
 fn is_outbox(item: &Item) -> bool {
-    use singlet_functions::model::{ENTITY_TYPE, Entity, outbox::OutboxItem, type_of};
+    use singlet_functions::model::{ENTITY_TYPE, outbox::OutboxItem};
     let outbox = OutboxItem::TYPE.name;
     match item.get(ENTITY_TYPE) {
         Some(name) => name.as_s().is_ok_and(|name| name == outbox),
@@ -229,31 +230,51 @@ pub struct Checked {
 }
 
 impl Checked {
-    /// Whether the export holds a subject's one-account lock (`UNIQ#OWNER#…`), which `load`
-    /// writes where the loading run's `OWNER_KEY` puts it.
-    pub fn holds_owner_locks(&self) -> bool {
-        !self.owners.locks.is_empty()
+    /// How many subjects' one-account locks (`UNIQ#OWNER#…`) the export holds, which
+    /// [`OwnerLockKeys`] says where to write.
+    pub fn owner_locks(&self) -> u64 {
+        self.owners.locks
     }
 }
 
-/// What `load` needs to re-key the export's owner locks ([`OwnerLocks`]), read with the rest.
+/// What `load` needs to re-key the export's owner locks ([`Rekeying`]), read with the rest.
 #[derive(Default)]
 struct Owners {
     /// Each self-owned account's owner (a token's subject), by account id.
     of_account: HashMap<String, String>,
-    /// The key of every owner lock in the export.
-    locks: std::collections::HashSet<Key>,
+    /// The key of every item of the export, decodable or not: no lock is moved onto one.
+    keys: std::collections::HashSet<Key>,
+    /// How many owner locks the export holds.
+    locks: u64,
 }
 
-/// Re-keys the owner locks of an export as it is written: a subject's one-account lock is
-/// `UNIQ#OWNER#<keyed hash of the subject>`, keyed under the exporting API's `OWNER_KEY`, and a
-/// table loaded under another key (the runner's published one, another stack's) would hold every
-/// such lock where its API never looks. Its account's delete would then find no lock to release
-/// (a `500`), and `fsck` refuses a table whose owner locks are all keyed elsewhere. Each lock whose
-/// account names its owner is written where `key` puts it; one whose account does not (an
-/// orphan, which `fsck` reports) stays where it was, as does one whose new key another lock of
-/// the export holds.
-struct OwnerLocks<'a> {
+/// Where `load` writes the export's owner locks (`UNIQ#OWNER#<keyed hash of the subject>`, keyed
+/// under the exporting API's `OWNER_KEY`).
+#[derive(Clone, Copy)]
+pub enum OwnerLockKeys<'k> {
+    /// At their keys in the export: a restore into the table's own stack.
+    AsExported,
+    /// Where this key, the one the loaded table's API keys them with, puts each lock's owner.
+    Under(&'k IdKey),
+}
+
+/// Whether `load` rekeys owner locks ([`OwnerLockKeys::Under`] the run's key) when not told: into
+/// an engine on this machine (the embedded one, or `endpoint` on a loopback address), where the
+/// run's key is the one its API uses; not into a table elsewhere, most often a restore into the
+/// table's own stack, where a key left in the shell from another stack would move every lock
+/// where the API never looks.
+pub fn rekeys_by_default(endpoint: Option<&str>) -> bool {
+    !endpoint.is_some_and(crate::engine::is_remote_endpoint)
+}
+
+/// Re-keys the owner locks of an export as it is written. Loaded under another key than the
+/// exporting API's (the runner's published one, another stack's), every such lock would sit
+/// where the copy's API never looks: its account's delete would find no lock to release (a
+/// `500`), its subject could open a second account, and `fsck` refuses a table whose owner locks
+/// are all keyed elsewhere. A lock whose account is in the export and self-owned by a subject is
+/// written where `key` puts that subject's; any other (an orphan, which `fsck` reports), and one
+/// whose new key an item of the export holds already, stays where it was.
+struct Rekeying<'a> {
     owners: &'a Owners,
     key: &'a IdKey,
     /// The new keys given so far: no two locks are ever written to one.
@@ -261,8 +282,11 @@ struct OwnerLocks<'a> {
     moved: u64,
 }
 
-impl OwnerLocks<'_> {
+impl Rekeying<'_> {
     fn place(&mut self, mut item: Item) -> Item {
+        if !type_of(&item).is_ok_and(|t| t.name == OwnerLock::TYPE.name) {
+            return item;
+        }
         let Ok(Decoded::OwnerLock(lock)) = decode(&item) else {
             return item;
         };
@@ -271,7 +295,7 @@ impl OwnerLocks<'_> {
         };
         let placed = owner_lock_under(self.key, owner, &lock.account_id).key();
         if placed == lock.key()
-            || self.owners.locks.contains(&placed)
+            || self.owners.keys.contains(&placed)
             || !self.given.insert(placed.clone())
         {
             return item;
@@ -300,8 +324,7 @@ pub fn check(dir: &Path) -> Result<Checked, String> {
 }
 
 /// Writes a [`check`]ed export into `table`, which must be empty, through `target`; the outbox
-/// items as `outbox` says, and each owner lock keyed under `owners`, the key the table's API
-/// keys them with, wherever the export had them.
+/// items as `outbox` says, and the owner locks where `owner_locks` says.
 ///
 /// The export was read once through and found loadable before this writes anything, and the
 /// table's emptiness is checked first: a bad export is refused with the table untouched, so
@@ -313,14 +336,17 @@ pub async fn load(
     export: &Checked,
     target: Target<'_>,
     outbox: Outbox,
-    owners: &IdKey,
+    owner_locks: OwnerLockKeys<'_>,
 ) -> Result<Loaded, String> {
     let files = &export.files;
-    let mut owner_locks = OwnerLocks {
-        owners: &export.owners,
-        key: owners,
-        given: Default::default(),
-        moved: 0,
+    let mut rekeying = match owner_locks {
+        OwnerLockKeys::AsExported => None,
+        OwnerLockKeys::Under(key) => Some(Rekeying {
+            owners: &export.owners,
+            key,
+            given: Default::default(),
+            moved: 0,
+        }),
     };
     if bulk::holds_items(client, table).await? {
         return Err(format!(
@@ -348,7 +374,10 @@ pub async fn load(
             if outbox == Outbox::LeaveOut && is_outbox(&item) {
                 outbox_left_out += 1;
             } else {
-                batch.push(owner_locks.place(item));
+                batch.push(match &mut rekeying {
+                    Some(rekeying) => rekeying.place(item),
+                    None => item,
+                });
             }
             if batch.len() == chunk || (items.peek().is_none() && !batch.is_empty()) {
                 let items = std::mem::take(&mut batch);
@@ -365,14 +394,13 @@ pub async fn load(
     Ok(Loaded {
         items: written,
         outbox_left_out,
-        owner_locks_moved: owner_locks.moved,
+        owner_locks_moved: rekeying.map_or(0, |r| r.moved),
     })
 }
 
 /// Reads every item of `files` without writing any: how many there are, or the first reason the
 /// export cannot be loaded (a line that is not an item, an item without a key, a key twice).
 fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
-    let mut keys = std::collections::HashSet::new();
     let mut owners = Owners::default();
     for path in files {
         for (n, item) in read_items(path)?.enumerate() {
@@ -401,18 +429,22 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
                     at()
                 ));
             }
-            match decode(&item) {
-                Ok(Decoded::Account(row)) if row.owners_one => {
-                    owners
-                        .of_account
-                        .insert(row.account.account_id.to_string(), row.owner);
+            match type_of(&item).map(|t| t.name) {
+                Ok(name) if name == AccountRow::TYPE.name => {
+                    // An account without an owner (made before accounts had owners) has no lock.
+                    if let Ok(Decoded::Account(row)) = decode(&item)
+                        && row.owners_one
+                        && !row.owner.is_empty()
+                    {
+                        owners
+                            .of_account
+                            .insert(row.account.account_id.to_string(), row.owner);
+                    }
                 }
-                Ok(Decoded::OwnerLock(_)) => {
-                    owners.locks.insert(key.clone());
-                }
+                Ok(name) if name == OwnerLock::TYPE.name => owners.locks += 1,
                 _ => {}
             }
-            if !keys.insert((key.pk, key.sk)) {
+            if !owners.keys.insert(key) {
                 return Err(format!(
                     "{}: item {} has the key of an item before it: nothing was written",
                     path.display(),
@@ -421,7 +453,7 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
             }
         }
     }
-    Ok((keys.len() as u64, owners))
+    Ok((owners.keys.len() as u64, owners))
 }
 
 /// One bulk write into the embedded engine, off the async threads (the engine's call blocks).
@@ -718,6 +750,24 @@ fn value_from_json(value: &Value) -> Result<AttributeValue, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn owner_locks_are_rekeyed_by_default_on_this_machine_only() {
+        assert!(rekeys_by_default(None), "the embedded engine");
+        for local in [
+            "http://127.0.0.1:8000",
+            "http://localhost:8000",
+            "http://[::1]:8000",
+        ] {
+            assert!(rekeys_by_default(Some(local)), "{local}");
+        }
+        for elsewhere in [
+            "https://dynamodb.eu-west-1.amazonaws.com",
+            "http://host.docker.internal:8000",
+        ] {
+            assert!(!rekeys_by_default(Some(elsewhere)), "{elsewhere}");
+        }
+    }
 
     #[test]
     fn every_attribute_type_round_trips_through_dynamodb_json() {

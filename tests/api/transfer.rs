@@ -110,6 +110,13 @@ fn runner_owner_key() -> singlet_functions::ids::IdKey {
     singlet_functions::ids::IdKey::derived_from(singlet::LOCAL_SECRET.as_bytes())
 }
 
+/// Owner locks rekeyed under [`runner_owner_key`], as `load` on this machine does.
+fn runner_rekeys() -> transfer::OwnerLockKeys<'static> {
+    static KEY: std::sync::LazyLock<singlet_functions::ids::IdKey> =
+        std::sync::LazyLock::new(runner_owner_key);
+    transfer::OwnerLockKeys::Under(&KEY)
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("transfer")
@@ -157,7 +164,7 @@ async fn load_through_the_api(
         &transfer::check(dir)?,
         transfer::Target::Api,
         outbox,
-        &runner_owner_key(),
+        runner_rekeys(),
     )
     .await
 }
@@ -178,13 +185,13 @@ async fn a_subjects_own_account(api: &Api, scopes: &str) -> (Api, String) {
 }
 
 /// The export in `dir` checked and loaded into `table` of the embedded engine `db` (through its
-/// bulk path), owner locks keyed under `owners`.
+/// bulk path), the owner locks where `owner_locks` says.
 async fn load_into_the_engine(
     db: &dynoxide::Database,
     client: &aws_sdk_dynamodb::Client,
     table: &str,
     dir: &std::path::Path,
-    owners: &singlet_functions::ids::IdKey,
+    owner_locks: transfer::OwnerLockKeys<'_>,
 ) -> Result<transfer::Loaded, String> {
     transfer::load(
         client,
@@ -192,7 +199,7 @@ async fn load_into_the_engine(
         &transfer::check(dir)?,
         transfer::Target::Embedded(db),
         transfer::Outbox::LeaveOut,
-        owners,
+        owner_locks,
     )
     .await
 }
@@ -615,7 +622,7 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
         .unwrap();
 
     let (db, client) = embedded("copy").await;
-    let loaded = load_into_the_engine(&db, &client, "copy", &dir, &runner_owner_key())
+    let loaded = load_into_the_engine(&db, &client, "copy", &dir, runner_rekeys())
         .await
         .unwrap();
     assert_eq!(loaded, loaded_from(&original));
@@ -631,7 +638,7 @@ async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
         reply.body,
         api.get(format!("/books/{ISBN}/availability")).await.body
     );
-    let refused = load_into_the_engine(&db, &client, "copy", &dir, &runner_owner_key())
+    let refused = load_into_the_engine(&db, &client, "copy", &dir, runner_rekeys())
         .await
         .unwrap_err();
     assert!(refused.contains("already holds items"), "{refused}");
@@ -713,7 +720,7 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     // finds nothing: with the runner's published secret (`cargo run` without `CURSOR_KEY`),
     // under which the copy's owner locks are keyed, though the table's were under another.
     let (db, client) = embedded("copy").await;
-    load_into_the_engine(&db, &client, "copy", &dir, &runner_owner_key())
+    load_into_the_engine(&db, &client, "copy", &dir, runner_rekeys())
         .await
         .unwrap();
     let ctx = singlet_functions::Ctx::new(
@@ -763,7 +770,7 @@ async fn a_plain_export_loaded_under_another_key_keeps_each_subjects_one_account
         .unwrap();
 
     let (db, client) = embedded("copy").await;
-    let loaded = load_into_the_engine(&db, &client, "copy", &dir, &runner_owner_key())
+    let loaded = load_into_the_engine(&db, &client, "copy", &dir, runner_rekeys())
         .await
         .unwrap();
     assert_eq!(loaded.owner_locks_moved, 1, "{loaded:?}");
@@ -792,25 +799,50 @@ async fn a_plain_export_loaded_under_another_key_keeps_each_subjects_one_account
     let made = copy.post("/accounts", another).await;
     assert_eq!(made.status, 201, "the subject may make another: {made:?}");
 
-    // Under the key it was exported with, every lock stays where it was.
-    let (db, client) = embedded("same").await;
-    let loaded = load_into_the_engine(&db, &client, "same", &dir, &api.ctx.owners)
-        .await
-        .unwrap();
-    assert_eq!(loaded.owner_locks_moved, 0);
-    let same = api.with_ctx(singlet_functions::Ctx::new(
-        client,
-        "same",
-        singlet_functions::cursor::CursorKeys::random(),
-    ));
-    assert_eq!(
-        same.items_with_pk_prefix("UNIQ#OWNER#").await,
-        exported_lock
-    );
+    // Under the key it was exported with, or kept as exported, every lock stays where it was.
+    for (table, owner_locks) in [
+        ("same", transfer::OwnerLockKeys::Under(&api.ctx.owners)),
+        ("kept", transfer::OwnerLockKeys::AsExported),
+    ] {
+        let (db, client) = embedded(table).await;
+        let loaded = load_into_the_engine(&db, &client, table, &dir, owner_locks)
+            .await
+            .unwrap();
+        assert_eq!(loaded.owner_locks_moved, 0, "{table}");
+        let same = api.with_ctx(singlet_functions::Ctx::new(
+            client,
+            table,
+            singlet_functions::cursor::CursorKeys::random(),
+        ));
+        assert_eq!(
+            same.items_with_pk_prefix("UNIQ#OWNER#").await,
+            exported_lock,
+            "{table}"
+        );
+    }
 
-    // Into a table in AWS under the runner's published secret, which no Lambda accepts, the
-    // locks would move where that table's API never looks: refused before anything is
-    // contacted, as is an accounts import, whose rows may name owners.
+    // The command: on this machine the locks are rekeyed unless `--owner-locks as-exported`.
+    for (choice, moved) in [(None, 1), (Some("as-exported"), 0), (Some("rekeyed"), 1)] {
+        let data = scratch(&format!(
+            "owner-locks-{moved}-{}",
+            choice.unwrap_or("default")
+        ));
+        let mut command = singlet();
+        command.arg("--data").arg(data.with_extension("db"));
+        command.args(["load", "--json"]).arg(&dir);
+        if let Some(choice) = choice {
+            command.args(["--owner-locks", choice]);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{choice:?}: {output:?}");
+        let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(summary["ownerLocksMoved"], moved, "{choice:?}: {summary}");
+    }
+    // Into a table elsewhere (AWS) they are kept as exported by default, as for a restore into
+    // the table's own stack (`transfer::rekeys_by_default`); rekeyed there under the runner's
+    // published secret, which no Lambda accepts, they would move where that table's API never
+    // looks: refused before anything is contacted, as is an accounts import, whose rows may
+    // name owners.
     let aws = "https://dynamodb.eu-west-1.amazonaws.com";
     let rows = dir.with_extension("accounts.jsonl");
     std::fs::write(
@@ -819,7 +851,12 @@ async fn a_plain_export_loaded_under_another_key_keeps_each_subjects_one_account
     )
     .unwrap();
     for args in [
-        vec![PathBuf::from("load"), dir.clone()],
+        vec![
+            PathBuf::from("load"),
+            dir.clone(),
+            "--owner-locks".into(),
+            "rekeyed".into(),
+        ],
         vec!["import".into(), "accounts".into(), rows.clone()],
     ] {
         let output = singlet()
