@@ -391,6 +391,11 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             };
             // The name first: a typo is told before any engine is opened.
             invoke::check_function(&function)?;
+            refuse_the_published_secret_elsewhere(
+                runner,
+                "the API's handlers sign cursors, derive ids and key owner locks",
+                &["CURSOR_KEY"],
+            )?;
             let mut event = read_event(&event)?;
             let (mut ctx, _) = connect(runner, None).await?;
             if let Some(at) = args.clock {
@@ -405,6 +410,11 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Seed) => {
+            refuse_the_published_secret_elsewhere(
+                runner,
+                "the API's handlers sign cursors, derive ids and key owner locks",
+                &["CURSOR_KEY"],
+            )?;
             let (authorizer, issuer) = Authorizer::local(&runner.key_dir)?;
             let gateway = front_door::Gateway {
                 ctx: connect(runner, None).await?.0,
@@ -471,9 +481,10 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
         ));
     }
     if kind == singlet::import::Kind::Accounts {
-        refuse_the_published_owner_key(
+        refuse_the_published_secret_elsewhere(
             runner,
-            "an accounts import writes owners' one-account locks",
+            "an accounts import keys owners' one-account locks",
+            OWNER_KEYS,
         )?;
     }
     let (ctx, _) = connect(runner, None).await?;
@@ -557,9 +568,10 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
         |locks| locks == OwnerLocks::Rekeyed,
     );
     if rekeyed && export.owner_locks() > 0 {
-        refuse_the_published_owner_key(
+        refuse_the_published_secret_elsewhere(
             runner,
-            "--owner-locks rekeyed writes subjects' one-account locks",
+            "--owner-locks rekeyed keys subjects' one-account locks",
+            OWNER_KEYS,
         )?;
     }
     let embedded = match &runner.endpoint {
@@ -723,6 +735,11 @@ fn read_event(path: &std::path::Path) -> Result<String, String> {
 
 /// Serves the API; `human` logs on a terminal get the start-up banner too.
 async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
+    refuse_the_published_secret_elsewhere(
+        runner,
+        "the API's handlers sign cursors, derive ids and key owner locks",
+        &["CURSOR_KEY"],
+    )?;
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
     if !args.engine_host.is_loopback() {
         tracing::warn!(
@@ -981,12 +998,18 @@ async fn table_ready(
     }
 }
 
-/// Refuses to write subjects' one-account locks into a table that is not on this machine under
-/// the runner's published secret (neither `CURSOR_KEY` nor `OWNER_KEY` set): a deployed table's
-/// API keys them under its own secret (a Lambda refuses the published one), so locks keyed
-/// under the published secret would sit where it never looks, leaving each subject free to open
-/// a second account and each such account undeletable. `why` says what there is to key.
-fn refuse_the_published_owner_key(runner: &RunnerArgs, why: &str) -> Result<(), String> {
+/// Refuses to work on a table that is not on this machine under the runner's published secret
+/// when none of `keys` is set: a deployed table's API signs cursors, derives ids and keys
+/// subjects' one-account locks under its own secret (a Lambda refuses the published one), so
+/// under the published secret cursors anyone could forge would be signed, and locks would sit
+/// where the API never looks, leaving each subject free to open a second account and each such
+/// account undeletable. `why` says what there is to key. A malformed endpoint passes, to be told
+/// as such when the command connects.
+fn refuse_the_published_secret_elsewhere(
+    runner: &RunnerArgs,
+    why: &str,
+    keys: &[&str],
+) -> Result<(), String> {
     let Some(endpoint) = runner
         .endpoint
         .as_deref()
@@ -994,18 +1017,22 @@ fn refuse_the_published_owner_key(runner: &RunnerArgs, why: &str) -> Result<(), 
     else {
         return Ok(());
     };
-    let set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
-    if set("CURSOR_KEY") || set(singlet_functions::context::OWNER_KEY_VAR) {
+    let set = |name: &&str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
+    if keys.iter().any(set) {
         return Ok(());
     }
     Err(format!(
-        "{why}, which the API finds under its OWNER_KEY (or CURSOR_KEY), and this run has \
-         neither: under the runner's published secret they would be where the API at \
-         {endpoint} never looks. Set CURSOR_KEY (and OWNER_KEY, if the API's secret has one) as \
-         the API has them (for an engine of your own on another host, CURSOR_KEY set to the \
-         runner's published secret says so): nothing was written"
+        "{why}, which the API at {endpoint} does under its own {}, and this run has none: \
+         under the runner's published secret, which no Lambda accepts, they would not be the \
+         API's. Set CURSOR_KEY (and OWNER_KEY, if the API's secret has one) as the API has them \
+         (for an engine of your own on another host, CURSOR_KEY set to the runner's published \
+         secret says so): nothing was written",
+        keys.join(" or ")
     ))
 }
+
+/// What [`refuse_the_published_secret_elsewhere`] needs set to key subjects' one-account locks.
+const OWNER_KEYS: &[&str] = &["CURSOR_KEY", singlet_functions::context::OWNER_KEY_VAR];
 
 /// `CURSOR_KEY` (and its rotation) when set, else the published local secret.
 fn cursor_keys() -> Result<CursorKeys, String> {

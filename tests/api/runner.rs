@@ -538,6 +538,45 @@ fn a_bad_endpoint_says_what_is_wrong() {
     }
 }
 
+/// A table not on this machine is a deployed API's, whose handlers sign cursors, derive ids and
+/// key owner locks under its secret: serving it, seeding it or invoking a function on it under
+/// the runner's published secret (which no Lambda accepts) is refused, exit 2, before anything
+/// is contacted. With `CURSOR_KEY` set the command goes on (here to an address that answers
+/// nothing).
+#[test]
+fn a_table_elsewhere_needs_the_apis_keys() {
+    let invoke = [
+        "invoke",
+        "get-vehicle",
+        "--event",
+        "events/get-vehicle.json",
+    ];
+    for command in [&[][..], &["seed"][..], &invoke[..]] {
+        let output = process::singlet()
+            .current_dir(ROOT)
+            .args(command)
+            .args(["--endpoint", "https://dynamodb.eu-west-1.amazonaws.com"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("Set CURSOR_KEY") && stderr.contains("nothing was written"),
+            "{command:?}: {stderr}"
+        );
+    }
+    let output = process::singlet()
+        .current_dir(ROOT)
+        .env("CURSOR_KEY", "a-key-of-the-apis-own-0123456789abcdef")
+        .args(invoke)
+        .args(["--endpoint", "http://192.0.2.1:9"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("Set CURSOR_KEY"), "{stderr}");
+}
+
 /// `invoke --list` lists every function; a misspelt one is answered with the closest names;
 /// `--event -` reads standard input; an event of another route is run, with a warning.
 #[test]
