@@ -138,7 +138,7 @@ impl Ctx {
         if !holds_keys {
             return Self::without_server_keys(var);
         }
-        let Some(id) = endpoint_from(SERVER_SECRET_VAR) else {
+        let Some(id) = non_empty_var(SERVER_SECRET_VAR) else {
             return Self::from_vars(var);
         };
         // The DynamoDB client is made on a thread of its own while the secret is read: making it
@@ -270,23 +270,24 @@ fn new_lambda_sdk_config() -> aws_config::SdkConfig {
         .build()
 }
 
-/// `variable` when it is set and not empty: a service's endpoint for `sam local` and the tests
-/// (`AWS_ENDPOINT_URL_DYNAMODB`, ...), where an empty value means the service itself.
-fn endpoint_from(variable: &str) -> Option<String> {
+/// `variable`'s value when it is set and not empty: a service's endpoint for `sam local` and the
+/// tests (`AWS_ENDPOINT_URL_DYNAMODB`, ...), where an empty value means the service itself, and
+/// the server secret's id (`SERVER_SECRET_VAR`), where it means none.
+fn non_empty_var(variable: &str) -> Option<String> {
     std::env::var(variable).ok().filter(|url| !url.is_empty())
 }
 
 /// The Lambda's DynamoDB client (`lambda_sdk_config`), on `AWS_ENDPOINT_URL_DYNAMODB` when set.
 pub fn lambda_client() -> Client {
     let mut config = aws_sdk_dynamodb::config::Builder::from(&lambda_sdk_config());
-    config.set_endpoint_url(endpoint_from("AWS_ENDPOINT_URL_DYNAMODB"));
+    config.set_endpoint_url(non_empty_var("AWS_ENDPOINT_URL_DYNAMODB"));
     Client::from_conf(config.build())
 }
 
 /// The publisher's EventBridge client, built as [`lambda_client`] is.
 pub fn eventbridge_client() -> aws_sdk_eventbridge::Client {
     let mut config = aws_sdk_eventbridge::config::Builder::from(&lambda_sdk_config());
-    config.set_endpoint_url(endpoint_from("AWS_ENDPOINT_URL_EVENTBRIDGE"));
+    config.set_endpoint_url(non_empty_var("AWS_ENDPOINT_URL_EVENTBRIDGE"));
     aws_sdk_eventbridge::Client::from_conf(config.build())
 }
 
@@ -294,7 +295,7 @@ pub fn eventbridge_client() -> aws_sdk_eventbridge::Client {
 /// endpoint of its own (`AWS_ENDPOINT_URL_S3`: a local S3 has no bucket subdomains).
 pub fn s3_client() -> aws_sdk_s3::Client {
     let mut config = aws_sdk_s3::config::Builder::from(&lambda_sdk_config());
-    if let Some(endpoint) = endpoint_from("AWS_ENDPOINT_URL_S3") {
+    if let Some(endpoint) = non_empty_var("AWS_ENDPOINT_URL_S3") {
         config.set_endpoint_url(Some(endpoint));
         config.set_force_path_style(Some(true));
     }
