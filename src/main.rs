@@ -391,11 +391,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             };
             // The name first: a typo is told before any engine is opened.
             invoke::check_function(&function)?;
-            refuse_the_published_secret_elsewhere(
-                runner,
-                "the API's handlers sign cursors, derive ids and key owner locks",
-                &["CURSOR_KEY"],
-            )?;
+            refuse_handlers_elsewhere(runner)?;
             let mut event = read_event(&event)?;
             let (mut ctx, _) = connect(runner, None).await?;
             if let Some(at) = args.clock {
@@ -410,11 +406,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Seed) => {
-            refuse_the_published_secret_elsewhere(
-                runner,
-                "the API's handlers sign cursors, derive ids and key owner locks",
-                &["CURSOR_KEY"],
-            )?;
+            refuse_handlers_elsewhere(runner)?;
             let (authorizer, issuer) = Authorizer::local(&runner.key_dir)?;
             let gateway = front_door::Gateway {
                 ctx: connect(runner, None).await?.0,
@@ -735,11 +727,7 @@ fn read_event(path: &std::path::Path) -> Result<String, String> {
 
 /// Serves the API; `human` logs on a terminal get the start-up banner too.
 async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
-    refuse_the_published_secret_elsewhere(
-        runner,
-        "the API's handlers sign cursors, derive ids and key owner locks",
-        &["CURSOR_KEY"],
-    )?;
+    refuse_handlers_elsewhere(runner)?;
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
     if !args.engine_host.is_loopback() {
         tracing::warn!(
@@ -1029,6 +1017,16 @@ fn refuse_the_published_secret_elsewhere(
          secret says so): nothing was written",
         keys.join(" or ")
     ))
+}
+
+/// [`refuse_the_published_secret_elsewhere`] for a command that runs the API's handlers
+/// (serving, `seed`, `invoke`), which sign cursors with `CURSOR_KEY`.
+fn refuse_handlers_elsewhere(runner: &RunnerArgs) -> Result<(), String> {
+    refuse_the_published_secret_elsewhere(
+        runner,
+        "the API's handlers sign cursors, derive ids and key owner locks",
+        &["CURSOR_KEY"],
+    )
 }
 
 /// What [`refuse_the_published_secret_elsewhere`] needs set to key subjects' one-account locks.

@@ -108,3 +108,19 @@ pub fn serve(mut command: Command) -> Running {
     }
     running
 }
+
+/// Makes an empty table in the data file `data` (and its directory), as `import` of an empty file
+/// does: for a command that refuses a data file that is not there (`fsck`, `migrate`, `export`).
+pub fn an_empty_table(data: &Path) {
+    let empty = data.with_extension("empty.jsonl");
+    std::fs::create_dir_all(data.parent().unwrap()).unwrap();
+    std::fs::write(&empty, "").unwrap();
+    let made = singlet()
+        .arg("--data")
+        .arg(data)
+        .args(["import", "branches"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(made.status.code(), Some(0), "{made:?}");
+}

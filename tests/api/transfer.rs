@@ -551,18 +551,7 @@ fn the_cli_exports_and_loads_with_a_json_summary() {
         "{refused:?}"
     );
     assert!(!dir.exists(), "nothing made");
-    // An empty table, made by importing an empty file.
-    let empty = scratch("cli-empty").with_extension("jsonl");
-    std::fs::create_dir_all(empty.parent().unwrap()).unwrap();
-    std::fs::write(&empty, "").unwrap();
-    let made = singlet()
-        .arg("--data")
-        .arg(&data)
-        .args(["import", "branches"])
-        .arg(&empty)
-        .output()
-        .unwrap();
-    assert_eq!(made.status.code(), Some(0), "{made:?}");
+    crate::process::an_empty_table(&data);
     let seeded = singlet()
         .arg("--data")
         .arg(&data)
