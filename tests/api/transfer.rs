@@ -117,6 +117,15 @@ fn runner_rekeys() -> transfer::OwnerLockKeys<'static> {
     transfer::OwnerLockKeys::Under(&KEY)
 }
 
+/// `api`'s table exported as it is (two scan segments) into a fresh scratch directory `name`.
+async fn exported(api: &Api, name: &str) -> PathBuf {
+    let dir = scratch(name);
+    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
+        .await
+        .unwrap();
+    dir
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("transfer")
@@ -266,10 +275,7 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
 async fn a_restore_that_keeps_the_outbox_publishes_its_events() {
     let api = filled().await;
     let original = dump(api.all_items().await);
-    let dir = scratch("keep-outbox");
-    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
-        .await
-        .unwrap();
+    let dir = exported(&api, "keep-outbox").await;
     let (ctx, mut mapping, events) = a_table_whose_stream_is_read(&dir).await;
     let loaded = load_through_the_api(&ctx.db, &ctx.table, &dir, transfer::Outbox::Keep)
         .await
@@ -605,10 +611,7 @@ fn export_lines(dir: &std::path::Path) -> Vec<String> {
 async fn an_export_loads_through_the_engines_bulk_path_item_for_item() {
     let api = filled().await;
     let original = dump(api.all_items().await);
-    let dir = scratch("bulk");
-    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
-        .await
-        .unwrap();
+    let dir = exported(&api, "bulk").await;
 
     let (db, client) = embedded("copy").await;
     let loaded = load_into_the_engine(&db, &client, "copy", &dir, runner_rekeys())
@@ -753,10 +756,7 @@ async fn a_plain_export_loaded_under_another_key_keeps_each_subjects_one_account
     let (subject, account_id) = a_subjects_own_account(&api, "accounts:self").await;
     let exported_lock = api.items_with_pk_prefix("UNIQ#OWNER#").await;
     assert_eq!(exported_lock.len(), 1);
-    let dir = scratch("plain-other-key");
-    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
-        .await
-        .unwrap();
+    let dir = exported(&api, "plain-other-key").await;
 
     let (db, client) = embedded("copy").await;
     let loaded = load_into_the_engine(&db, &client, "copy", &dir, runner_rekeys())
@@ -928,10 +928,7 @@ fn the_cli_copies_a_table_that_holds_items() {
 async fn load_creates_the_table_on_an_external_engine_that_lacks_it() {
     let api = filled().await;
     let original = dump(api.all_items().await);
-    let dir = scratch("external");
-    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 2, &|item| item)
-        .await
-        .unwrap();
+    let dir = exported(&api, "external").await;
 
     // An engine with no table at all.
     let (client, endpoint) = engine::start(None, ([127, 0, 0, 1], 0).into())
