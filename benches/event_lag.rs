@@ -16,10 +16,10 @@
 //! `cargo bench --bench event_lag [-- REQUESTS_PER_CLIENT]`.
 
 use serde_json::{Value, json};
-use singlet::auth::Authorizer;
-use singlet::event_source::{EventSource, Faults, POLL_EVERY};
-use singlet::local_bus::LocalBus;
-use singlet::{engine, front_door};
+use singlet::serve::auth::Authorizer;
+use singlet::serve::event_source::{EventSource, Faults, POLL_EVERY};
+use singlet::serve::local_bus::LocalBus;
+use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::events::Entry;

@@ -13,11 +13,11 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use singlet::engine;
-use singlet::fsck::{self, Options};
+use singlet::serve::engine;
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::store::Item;
+use singlet_tools::fsck::{self, Options};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 5;

@@ -12,10 +12,10 @@
 //! import` for a quick run.
 
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
-use singlet::engine;
-use singlet::import::{self, Kind, Options};
+use singlet::serve::engine;
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
+use singlet_tools::import::{self, Kind, Options};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

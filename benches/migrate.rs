@@ -18,8 +18,7 @@
 mod common;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use singlet::engine;
-use singlet::migrate::{self, Options};
+use singlet::serve::engine;
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::fleet::Vehicle;
@@ -27,6 +26,7 @@ use singlet_functions::migrations;
 use singlet_functions::store::{Condition, Item, Update};
 use singlet_shared::schema::GSI5;
 use singlet_shared::{Id, keys};
+use singlet_tools::migrate::{self, Options};
 use std::time::{Duration, Instant};
 
 /// Items a `Scan` page holds, at most: the runner checkpoints once a page.

@@ -12,9 +12,9 @@
 
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use serde_json::{Value, json};
-use singlet::auth::Authorizer;
 use singlet::console::{self, capture, ops};
-use singlet::{engine, front_door};
+use singlet::serve::auth::Authorizer;
+use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::idempotency::new_id;

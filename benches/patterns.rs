@@ -8,8 +8,8 @@ mod common;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use serde_json::{Value, json};
-use singlet::auth::Authorizer;
-use singlet::{engine, front_door};
+use singlet::serve::auth::Authorizer;
+use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::request::respond;

@@ -5,7 +5,7 @@
 //! file costs. It explains the event-lag bench (README, "Read the events locally"): the load
 //! bench's 3,200 registrations leave 12,800 stream records.
 //!
-//! It times dynoxide alone, then the runner's engine (`singlet::engine::open`), which adds the
+//! It times dynoxide alone, then the runner's engine (`singlet::serve::engine::open`), which adds the
 //! two indexes dynoxide's stream statements need (`engine::index_the_stream`).
 //!
 //! `cargo bench --bench stream_cost`.
@@ -28,8 +28,8 @@ fn main() {
     position_file();
     println!("\ndynoxide alone (`Database::memory`), the baseline:");
     measure(Database::memory().unwrap());
-    println!("\nthe runner's engine (`singlet::engine::open`: the stream's indexes added):");
-    measure(singlet::engine::open(None).unwrap());
+    println!("\nthe runner's engine (`singlet::serve::engine::open`: the stream's indexes added):");
+    measure(singlet::serve::engine::open(None).unwrap());
 }
 
 fn measure(db: Database) {

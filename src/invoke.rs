@@ -1,7 +1,7 @@
 //! `singlet invoke <function> --event <file>`: one function, once, on one event file (the files
 //! `sam local invoke` takes), printing the function's response as Lambda would return it.
 
-use crate::iam::serving;
+use crate::serve::iam::serving;
 use lambda_http::Body;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
@@ -103,7 +103,7 @@ pub fn other_route(function: &str, event: &Value) -> Option<String> {
         _ => {
             let method = event["requestContext"]["http"]["method"].as_str()?;
             let path = event["rawPath"].as_str()?;
-            let segments = crate::front_door::segments(path);
+            let segments = crate::serve::front_door::segments(path);
             singlet_functions::routes::find(method, &segments)?.0.key()
         }
     };

@@ -672,7 +672,7 @@ pub fn env_vars_file() -> String {
                 ),
                 ("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "false"),
                 ("TABLE_NAME", singlet_shared::schema::DEFAULT_TABLE_NAME),
-                ("CURSOR_KEY", crate::LOCAL_SECRET),
+                ("CURSOR_KEY", singlet_functions::cursor::LOCAL_SECRET),
             ];
             if holds_keys {
                 variables.push((SERVER_SECRET_VAR, ""));

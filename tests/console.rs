@@ -13,7 +13,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet::console::table::{self, Domain};
-use singlet::{engine, front_door};
+use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use std::collections::BTreeSet;
@@ -25,9 +25,10 @@ use std::time::{Duration, Instant};
 async fn start() -> (Ctx, String) {
     let (client, _) = engine::start_in_memory("singlet").await;
     let ctx = Ctx::new(client, "singlet", CursorKeys::random());
-    let (authorizer, issuer) =
-        singlet::auth::Authorizer::local(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"))
-            .unwrap();
+    let (authorizer, issuer) = singlet::serve::auth::Authorizer::local(
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"),
+    )
+    .unwrap();
     let gateway = front_door::Gateway {
         ctx: ctx.clone(),
         authorizer: std::sync::Arc::new(authorizer),

@@ -25,11 +25,16 @@ const TAG_LEN: usize = 32;
 
 type Item = HashMap<String, AttributeValue>;
 
+/// The server secret the local runner uses when `CURSOR_KEY` is not set: public, so that ids
+/// derived from `Idempotency-Key`s, cursors and the sample events in `events/` agree across runs
+/// and machines. Only the local runner falls back to it; a Lambda refuses it ([`PUBLISHED_KEYS`]).
+pub const LOCAL_SECRET: &str = "singlet-local-development-secret-do-not-deploy";
+
 /// The keys published with singlet's source (the runner's default, and `events/env.json`'s for
 /// `sam local invoke`): anyone can sign cursors and compute derived ids with them, so a function
 /// on Lambda refuses to start with one (`Ctx::from_lambda_env`).
 pub const PUBLISHED_KEYS: [&str; 2] = [
-    "singlet-local-development-secret-do-not-deploy",
+    LOCAL_SECRET,
     "local-only-cursor-key-not-a-secret-0123456789",
 ];
 

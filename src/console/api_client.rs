@@ -6,7 +6,7 @@
 
 use super::capture::{self, Call};
 use super::token;
-use crate::front_door::Gateway;
+use crate::serve::front_door::Gateway;
 use axum::body::{Body, to_bytes};
 use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use serde::{Deserialize, Serialize};
@@ -80,7 +80,7 @@ impl ApiClient {
     /// The front door's API (`front_door::app`) over `gateway`.
     pub fn new(gateway: Gateway) -> Self {
         ApiClient {
-            api: crate::front_door::app(gateway.clone()),
+            api: crate::serve::front_door::app(gateway.clone()),
             ctx: gateway.ctx.clone(),
             gateway,
         }

@@ -94,7 +94,7 @@ impl Intercept for Recorder {
             return Ok(());
         }
         let _outside_the_console = CALLS.try_with(|calls| {
-            let (operation, body) = crate::iam::read_call(context.request());
+            let (operation, body) = crate::serve::iam::read_call(context.request());
             let mut calls = calls.lock().expect("not poisoned");
             calls.push(Call {
                 operation,

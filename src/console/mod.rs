@@ -22,7 +22,7 @@ pub mod seed;
 pub mod table;
 pub mod token;
 
-use crate::front_door::Gateway;
+use crate::serve::front_door::Gateway;
 pub use api_client::{ApiClient, Sent};
 use axum::body::{Bytes, to_bytes};
 use axum::extract::{Request, State};
@@ -91,7 +91,7 @@ pub fn mount(
         ctx: instrument(gateway.ctx),
         ..gateway
     };
-    let api = crate::front_door::app_with_cors(gateway.clone(), origins);
+    let api = crate::serve::front_door::app_with_cors(gateway.clone(), origins);
     let console = Console {
         api: ApiClient::new(gateway),
         events_file: events_file.map(Arc::from),
@@ -415,7 +415,7 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
         ..ctx.clone()
     };
     let event = json!({"time": singlet_functions::clock::iso(now)});
-    let marking = crate::iam::serving(
+    let marking = crate::serve::iam::serving(
         mark_overdue::FUNCTION,
         mark_overdue::run(&clocked, event, None),
     );
@@ -516,7 +516,8 @@ async fn check_table(State(console): State<Console>, request: Request) -> Respon
         return refused;
     }
     let _one_at_a_time = console.busy.lock().await;
-    match crate::fsck::fsck(&console.api.ctx, crate::fsck::Options::default()).await {
+    match singlet_tools::fsck::fsck(&console.api.ctx, singlet_tools::fsck::Options::default()).await
+    {
         Ok(report) => answer(StatusCode::OK, &json!({ "fsck": report })),
         Err(error) => failed(error),
     }

@@ -4,7 +4,7 @@
 //! router, with the route checks the front door makes for anyone, carrying a token minted here
 //! exactly as `cargo run -- token` would mint one (every scope, for the person's subject).
 
-use crate::auth::LocalIssuer;
+use crate::serve::auth::LocalIssuer;
 
 /// A bearer token for `subject` with every scope, exactly as `cargo run -- token` mints one,
 /// from the runner's own `issuer`; `None` when the runner trusts another issuer (the console then

@@ -680,7 +680,7 @@ async fn a_rotated_secret_keeps_each_subjects_one_account() {
     use singlet_functions::Ctx;
     use singlet_functions::cursor::CursorKeys;
     let (old, new) = ("o".repeat(40), "n".repeat(40));
-    let (client, _) = singlet::engine::start_in_memory("singlet").await;
+    let (client, _) = singlet::serve::engine::start_in_memory("singlet").await;
     let before = Api::start_on(
         Mode::Direct,
         Ctx::new(client.clone(), "singlet", CursorKeys::new(old.clone())),
@@ -713,7 +713,7 @@ async fn a_rotated_secret_keeps_each_subjects_one_account() {
         )
         .await
         .assert_problem(409, &[("owner", "limit_reached")]);
-    let report = singlet::fsck::fsck(&after.ctx, singlet::fsck::Options::default())
+    let report = singlet_tools::fsck::fsck(&after.ctx, singlet_tools::fsck::Options::default())
         .await
         .unwrap();
     assert!(report.findings.is_empty(), "{:#?}", report.findings);

@@ -7,7 +7,7 @@ use crate::both;
 use crate::fixtures::{lend, library, patron};
 use crate::harness::{Api, Reply, token, tokens};
 use serde_json::{Map, Value, json};
-use singlet::auth::{LOCAL_AUDIENCE, LOCAL_ISSUER};
+use singlet::serve::auth::{LOCAL_AUDIENCE, LOCAL_ISSUER};
 use singlet_functions::routes::ROUTES;
 
 both!(
@@ -394,7 +394,7 @@ async fn the_audit_actor_is_the_tokens_subject(api: Api) {
 #[test]
 fn another_issuers_tokens_are_checked_against_its_jwks() {
     use axum::http::HeaderMap;
-    use singlet::auth::Authorizer;
+    use singlet::serve::auth::Authorizer;
     let issuer = &tokens().1;
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("other-issuer-jwks.json");
     std::fs::write(&file, issuer.jwks().to_string()).unwrap();

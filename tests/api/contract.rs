@@ -11,7 +11,7 @@
 use crate::harness::Reply;
 use jsonschema::{Registry, Validator};
 use serde_json::Value;
-use singlet::front_door::{OPENAPI_YAML, segments};
+use singlet::serve::front_door::{OPENAPI_YAML, segments};
 use singlet_functions::routes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

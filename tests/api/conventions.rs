@@ -143,7 +143,7 @@ async fn an_unreachable_engine_is_503_with_retry_after() {
     let closed = format!("http://{}", held.local_addr().unwrap());
     let mut api = crate::harness::Api::start(crate::harness::Mode::Direct).await;
     api.ctx = Ctx::new(
-        singlet::engine::local_client(&closed),
+        singlet::serve::engine::local_client(&closed),
         "singlet",
         CursorKeys::random(),
     );

@@ -1,5 +1,5 @@
 //! Domain events end to end: the routes write their outbox items, the table's stream carries
-//! them, the runner's event-source mapping (`singlet::event_source`) hands them to the real
+//! them, the runner's event-source mapping (`singlet::serve::event_source`) hands them to the real
 //! `publish-events`, and the local bus appends them to an events file, which is what these tests
 //! read. Every committed change is exactly one event; refusals and idempotent replays are none;
 //! under faults (failing `PutEvents` entries, publisher errors, duplicated batches, an
@@ -12,9 +12,9 @@ use crate::harness::{Api, Mode, Reply};
 use aws_sdk_dynamodb::types::AttributeValue;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
-use singlet::engine::streams_client;
-use singlet::event_source::{EventSource, Faults, write_undecodable_outbox_item};
-use singlet::local_bus::LocalBus;
+use singlet::serve::engine::streams_client;
+use singlet::serve::event_source::{EventSource, Faults, write_undecodable_outbox_item};
+use singlet::serve::local_bus::LocalBus;
 use singlet_functions::clock;
 use singlet_functions::events::outbox::OutboxItem;
 use std::collections::{BTreeMap, BTreeSet};
@@ -676,7 +676,7 @@ async fn stream_record(api: &Api, sequence: &str) -> Value {
         .unwrap()
         .records
         .unwrap();
-    singlet::event_source::lambda_record(&records[0], &arn)
+    singlet::serve::event_source::lambda_record(&records[0], &arn)
 }
 
 /// Like Lambda's poller, the mapping seeks in the shard once and then reads on with the
@@ -809,7 +809,7 @@ async fn a_restarted_mapping_goes_on_from_its_kept_position() {
 #[tokio::test]
 async fn the_streams_client_reads_in_the_tables_region() {
     use aws_sdk_dynamodb::config::Region;
-    let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+    let (client, endpoint) = singlet::serve::engine::start_in_memory("singlet").await;
     let db = aws_sdk_dynamodb::Client::from_conf(
         client
             .config()
@@ -822,7 +822,7 @@ async fn the_streams_client_reads_in_the_tables_region() {
         streams.config().region().map(|r| r.as_ref()),
         Some("ap-southeast-2")
     );
-    singlet::event_source::enable_stream(&db, "singlet")
+    singlet::serve::event_source::enable_stream(&db, "singlet")
         .await
         .unwrap();
     let listed = streams
@@ -843,14 +843,14 @@ async fn the_streams_client_reads_in_the_tables_region() {
 async fn the_engines_stream_records_are_indexed() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("engine-{}", uuid_like()));
     let file = dir.join("engine.db");
-    drop(singlet::engine::open(Some(&file)).unwrap());
+    drop(singlet::serve::engine::open(Some(&file)).unwrap());
     let copy = dir.join("memory-copy.db");
-    singlet::engine::open(None)
+    singlet::serve::engine::open(None)
         .unwrap()
         .vacuum_into(copy.to_str().unwrap())
         .unwrap();
     // Opened again, a file keeps its indexes and gains none twice.
-    drop(singlet::engine::open(Some(&file)).unwrap());
+    drop(singlet::serve::engine::open(Some(&file)).unwrap());
 
     for path in [&file, &copy] {
         let sqlite = rusqlite::Connection::open(path).unwrap();
@@ -900,7 +900,7 @@ async fn a_shard_that_ends_hands_over_to_its_child() {
     let register = |n: usize| json!({"plate": format!("SPL {n}"), "chassis": format!("SPLC{n}"), "depot": "north"});
 
     // The engine's stream on, and its one shard's id.
-    singlet::event_source::enable_stream(&api.ctx.db, &api.ctx.table)
+    singlet::serve::event_source::enable_stream(&api.ctx.db, &api.ctx.table)
         .await
         .unwrap();
     for n in 0..3 {

@@ -73,7 +73,7 @@ async fn every_event_replays_through_its_handler() {
     api.ctx = singlet_functions::Ctx::new(
         api.ctx.db.clone(),
         "singlet",
-        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
+        singlet_functions::cursor::CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     );
     let mut first_bodies = std::collections::HashMap::new();
     for (function, status) in REPLAY {

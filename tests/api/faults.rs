@@ -30,7 +30,7 @@ async fn a_stalled_engine_is_503_with_retry_after_on_every_route() {
     let endpoint = stalling_engine().await;
     // Its own retry quota: every timed-out attempt here costs 14 of the quota's 500 tokens, and
     // the default quota is shared by every client in the process (every other test's).
-    let client = singlet::engine::local_client(&endpoint);
+    let client = singlet::serve::engine::local_client(&endpoint);
     let config = client
         .config()
         .to_builder()
@@ -41,7 +41,7 @@ async fn a_stalled_engine_is_503_with_retry_after_on_every_route() {
     let ctx = Ctx::new(
         aws_sdk_dynamodb::Client::from_conf(config),
         "singlet",
-        CursorKeys::new(singlet::LOCAL_SECRET),
+        CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     );
     let started = Instant::now();
     let replies = futures::future::join_all(ROUTES.iter().map(|route| {
@@ -175,7 +175,7 @@ const ROUNDS: usize = 40;
 fn lossy_client(proxy: &str) -> aws_sdk_dynamodb::Client {
     use aws_sdk_dynamodb::config::retry::{RetryPartition, TokenBucket};
     use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-    let client = singlet::engine::local_client(proxy);
+    let client = singlet::serve::engine::local_client(proxy);
     let config = client
         .config()
         .to_builder()
@@ -256,7 +256,7 @@ async fn lose_answers(
 async fn a_response_lost_after_the_commit_is_answered_once() {
     use serde_json::json;
     let api = crate::harness::Api::start(crate::harness::Mode::Direct).await;
-    let (_, engine) = singlet::engine::start_in_memory("lossy").await;
+    let (_, engine) = singlet::serve::engine::start_in_memory("lossy").await;
     let drops = Arc::new(AtomicUsize::new(0));
     let proxy = lossy_proxy(engine, drops.clone()).await;
     let api = api.with_ctx(Ctx::new(
@@ -416,10 +416,10 @@ async fn a_request_past_its_deadline_is_503_with_retry_after() {
         Duration::from_secs(8)
     );
     for mode in [Mode::Direct, Mode::Http] {
-        let (_, engine) = singlet::engine::start_in_memory("singlet").await;
+        let (_, engine) = singlet::serve::engine::start_in_memory("singlet").await;
         let slow = slow_proxy(&engine, Duration::from_millis(600)).await;
         let mut ctx = Ctx::new(
-            singlet::engine::local_client(&slow),
+            singlet::serve::engine::local_client(&slow),
             "singlet",
             CursorKeys::random(),
         );

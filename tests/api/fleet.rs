@@ -479,7 +479,7 @@ async fn change_plate_to_another_spelling_of_its_own_plate_keeps_its_lock(api: A
     register(&api, "ka-19-xtr", "C-2")
         .await
         .assert_problem(409, &[("plate", "taken")]);
-    let checked = singlet::fsck::fsck(&api.ctx, singlet::fsck::Options::default())
+    let checked = singlet_tools::fsck::fsck(&api.ctx, singlet_tools::fsck::Options::default())
         .await
         .unwrap();
     assert!(checked.findings.is_empty(), "{:?}", checked.findings);

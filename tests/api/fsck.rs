@@ -11,9 +11,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use singlet::fsck::{self, Options, Report};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
+use singlet_tools::fsck::{self, Options, Report};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,7 +66,7 @@ async fn snapshot(api: &Api) -> Vec<String> {
 
 /// The seed data, through the real handlers (as `cargo run -- seed` makes it).
 async fn seed(api: &Api) {
-    let front_door = singlet::front_door::Gateway {
+    let front_door = singlet::serve::front_door::Gateway {
         ctx: api.ctx.clone(),
         authorizer: crate::harness::tokens().0.clone(),
         issuer: Some(crate::harness::tokens().1.clone()),
@@ -1242,7 +1242,7 @@ fn run(endpoint: &str, args: &[&str]) -> (i32, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_exits_0_clean_1_with_findings_2_when_it_cannot_run() {
-    let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+    let (client, endpoint) = singlet::serve::engine::start_in_memory("singlet").await;
     let ctx = Ctx::new(client, "singlet", CursorKeys::random());
 
     let (code, out, _) = run(&endpoint, &["--json"]);

@@ -8,8 +8,8 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::Body;
 use serde_json::Value;
-use singlet::auth::{Authorizer, LocalIssuer};
-use singlet::{engine, front_door};
+use singlet::serve::auth::{Authorizer, LocalIssuer};
+use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::request::answer;
@@ -236,7 +236,7 @@ impl Api {
             .credentials_provider(Credentials::new("test", "test", None, None, "test"))
             .endpoint_url("http://127.0.0.1:1")
             .http_client(http)
-            .interceptor(singlet::iam::Enforce)
+            .interceptor(singlet::serve::iam::Enforce)
             .build();
         let mut api = Api::start(Mode::Direct).await;
         api.ctx = Ctx::new(
@@ -323,7 +323,8 @@ impl Api {
                 };
             }
         };
-        let answer = singlet::iam::serving(route.function, answer(&self.ctx, route, request)).await;
+        let answer =
+            singlet::serve::iam::serving(route.function, answer(&self.ctx, route, request)).await;
         let response = answer.response;
         let status = response.status().as_u16();
         let mut headers: HashMap<String, String> = response
@@ -696,5 +697,5 @@ pub async fn mark_overdue(
     may_start_page: impl FnMut() -> bool,
 ) -> Result<singlet_functions::loans::mark_overdue::Report, singlet_functions::error::ApiError> {
     use singlet_functions::loans::mark_overdue::{FUNCTION, mark_overdue};
-    singlet::iam::serving(FUNCTION, mark_overdue(ctx, now, page_size, may_start_page)).await
+    singlet::serve::iam::serving(FUNCTION, mark_overdue(ctx, now, page_size, may_start_page)).await
 }

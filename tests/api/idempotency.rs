@@ -55,7 +55,7 @@ async fn a_key_belongs_to_its_caller(api: Api) {
     let mut foreign = serde_json::Map::new();
     for (name, value) in [
         ("iss", "https://other.example"),
-        ("aud", singlet::auth::LOCAL_AUDIENCE),
+        ("aud", singlet::serve::auth::LOCAL_AUDIENCE),
         ("sub", "tester"),
     ] {
         foreign.insert(name.into(), value.into());
@@ -67,7 +67,11 @@ async fn a_key_belongs_to_its_caller(api: Api) {
     };
     let key = singlet_shared::Id::parse("shared-key").unwrap();
     assert_ne!(
-        idempotency.uuid("create-account", caller(singlet::auth::LOCAL_ISSUER), &key),
+        idempotency.uuid(
+            "create-account",
+            caller(singlet::serve::auth::LOCAL_ISSUER),
+            &key
+        ),
         idempotency.uuid("create-account", caller("https://other.example"), &key)
     );
     // Two records: each caller's key is its own.
@@ -452,7 +456,7 @@ async fn a_forgotten_key_is_a_new_request(api: Api) {
 async fn a_key_replays_for_ten_minutes_by_the_functions_clock() {
     use singlet_functions::clock::Clock;
     for mode in [Mode::Direct, Mode::Http] {
-        let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+        let (client, endpoint) = singlet::serve::engine::start_in_memory("singlet").await;
         let mut ctx = singlet_functions::Ctx::new(
             client,
             "singlet",

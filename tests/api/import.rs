@@ -6,11 +6,12 @@ use crate::fixtures::{self, ISBN};
 use crate::harness::{Api, Item, Mode, n, s};
 use crate::process::singlet;
 use serde_json::{Value, json};
-use singlet::fsck::{self, Options as FsckOptions};
-use singlet::import::{self, Kind, Options};
-use singlet::{engine, transfer};
+use singlet::serve::engine;
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
+use singlet_tools::fsck::{self, Options as FsckOptions};
+use singlet_tools::import::{self, Kind, Options};
+use singlet_tools::transfer;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -132,7 +133,11 @@ fn patrons_file(dir: &Path, rows: usize) -> PathBuf {
 /// ids from the same file.
 async fn library_engine() -> Api {
     let (client, _) = engine::start_in_memory("singlet").await;
-    let ctx = Ctx::new(client, "singlet", CursorKeys::new(singlet::LOCAL_SECRET));
+    let ctx = Ctx::new(
+        client,
+        "singlet",
+        CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
+    );
     let api = Api::start_on(Mode::Direct, ctx).await;
     static ENGINES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = scratch(&format!(

@@ -10,9 +10,9 @@ use crate::harness::{Api, Item, Mode, put_raw_all, s};
 use crate::process::singlet;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
-use singlet::fsck;
-use singlet::migrate::{self, Options};
 use singlet_functions::migrations;
+use singlet_tools::fsck;
+use singlet_tools::migrate::{self, Options};
 use std::collections::BTreeSet;
 
 pub(crate) const DEPOTS: [&str; 4] = ["north", "South", "east yard", "WEST"];

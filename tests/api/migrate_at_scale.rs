@@ -14,8 +14,8 @@
 use crate::harness::{Api, Mode, s};
 use crate::import::patient;
 use crate::migrate::{DEPOTS, api_writes, listed, migration, vehicles, write_old_vehicles};
-use singlet::fsck;
-use singlet::migrate::{self, Options, Report};
+use singlet_tools::fsck;
+use singlet_tools::migrate::{self, Options, Report};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 

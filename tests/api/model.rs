@@ -92,9 +92,13 @@ async fn fill(api: &Api) {
     assert_eq!(own.status, 201, "{own:?}");
     // The operator's tools write their own bookkeeping: a migration's checkpoints.
     let migration = singlet_functions::migrations::by_name("vehicles-by-depot").unwrap();
-    let report = singlet::migrate::run(&api.ctx, migration, &singlet::migrate::Options::default())
-        .await
-        .unwrap();
+    let report = singlet_tools::migrate::run(
+        &api.ctx,
+        migration,
+        &singlet_tools::migrate::Options::default(),
+    )
+    .await
+    .unwrap();
     assert!(report.complete, "{report:?}");
 }
 

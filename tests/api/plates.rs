@@ -11,11 +11,11 @@ use crate::migrate::old_vehicle_with;
 use crate::process::singlet;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
-use singlet::fsck;
-use singlet::import::{self, Kind};
-use singlet::migrate::{self, Options};
 use singlet_functions::migrations;
 use singlet_shared::{Depot, Id, keys};
+use singlet_tools::fsck;
+use singlet_tools::import::{self, Kind};
+use singlet_tools::migrate::{self, Options};
 use std::collections::BTreeSet;
 
 both!(

@@ -11,8 +11,8 @@
 use crate::events::REPLAY;
 use crate::harness::{Api, Mode, token};
 use singlet::console::{capture, instrument};
-use singlet::iam::{self, AccessDenied, serving};
 use singlet::invoke::invoke;
+use singlet::serve::iam::{self, AccessDenied, serving};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -37,7 +37,7 @@ async fn every_call_a_function_makes_is_one_its_rendered_policy_allows() {
     let ctx = instrument(singlet_functions::Ctx::new(
         api.ctx.db.clone(),
         "singlet",
-        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
+        singlet_functions::cursor::CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     ));
     let mut refusals = Vec::new();
     for (function, _) in REPLAY {
@@ -175,7 +175,7 @@ async fn a_handler_beyond_its_policy_is_answered_500_and_writes_nothing() {
     let ctx = singlet_functions::Ctx::new(
         api.ctx.db.clone(),
         "singlet",
-        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
+        singlet_functions::cursor::CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     );
     let event = std::fs::read_to_string(format!("{ROOT}/events/register-vehicle.json")).unwrap();
     let request = lambda_http::request::from_str(&event).unwrap();

@@ -354,12 +354,12 @@ fn singlet(endpoint: &str, env: &[(&str, &str)]) -> Command {
 
 /// An API on an engine whose endpoint other processes can use too (handlers called directly).
 async fn shared_engine() -> (Api, String) {
-    let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+    let (client, endpoint) = singlet::serve::engine::start_in_memory("singlet").await;
     let api = Api::start(Mode::Direct).await;
     let api = api.with_ctx(Ctx::new(
         client,
         "singlet",
-        CursorKeys::new(singlet::LOCAL_SECRET),
+        CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     ));
     (api, endpoint)
 }
@@ -611,7 +611,7 @@ fn a_lambda_without_a_cursor_key_does_not_start() {
 #[test]
 fn a_lambda_refuses_the_published_local_keys() {
     use singlet_functions::cursor::PUBLISHED_KEYS;
-    assert!(PUBLISHED_KEYS.contains(&singlet::LOCAL_SECRET));
+    assert!(PUBLISHED_KEYS.contains(&singlet_functions::cursor::LOCAL_SECRET));
     let env_json =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/events/env.json")).unwrap();
     let env_json: serde_json::Value = serde_json::from_str(&env_json).unwrap();
@@ -940,7 +940,7 @@ mod conflicts {
 async fn transaction_conflicts_are_retried_then_503_on_every_transactional_route() {
     use singlet_functions::store::CONFLICT_ATTEMPTS;
     use std::sync::atomic::Ordering;
-    let (engine_client, _) = singlet::engine::start_in_memory("singlet").await;
+    let (engine_client, _) = singlet::serve::engine::start_in_memory("singlet").await;
     let seam = conflicts::Conflicting::default();
     let client = aws_sdk_dynamodb::Client::from_conf(
         engine_client

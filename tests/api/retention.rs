@@ -10,15 +10,15 @@ use crate::fixtures::{self, ISBN};
 use crate::harness::{Api, Item, Mode};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::Value;
-use singlet::engine::{start_in_memory_with_clock, streams_client};
-use singlet::event_source::{EventSource, Faults};
-use singlet::fsck::{self, Options};
-use singlet::local_bus::LocalBus;
-use singlet::retention::{DirArchive, sweep};
+use singlet::serve::engine::{start_in_memory_with_clock, streams_client};
+use singlet::serve::event_source::{EventSource, Faults};
+use singlet::serve::local_bus::LocalBus;
+use singlet::serve::retention::{DirArchive, sweep};
 use singlet_functions::Ctx;
 use singlet_functions::clock::Clock;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::model::{self, must_never_expire};
+use singlet_tools::fsck::{self, Options};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -447,7 +447,7 @@ async fn fsck_reports_an_expiry_on_a_lock_its_owner_or_an_active_loan() {
 /// any other, a second run changes nothing, and `fsck` finds nothing.
 #[tokio::test]
 async fn loans_returned_before_retention_expire_once_migrated() {
-    use singlet::migrate::{self, Options as MigrateOptions};
+    use singlet_tools::migrate::{self, Options as MigrateOptions};
     let mut retained = Retained::start("migrated", Faults::default()).await;
     let api = retained.api.clone();
     let (patron_id, returned) = returned_loans(&api, "CARD-0001", "premium", 3).await;

@@ -56,7 +56,7 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
     );
 
     // Any DynamoDB client sees the table on the engine's endpoint.
-    let engine = singlet::engine::local_client(runner.engine.as_deref().unwrap());
+    let engine = singlet::serve::engine::local_client(runner.engine.as_deref().unwrap());
     let lock = engine
         .get_item()
         .table_name("singlet")
@@ -73,7 +73,7 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
     );
 }
 
-/// The engine's endpoint answers tools, not web pages (`singlet::engine_door`): a browser's
+/// The engine's endpoint answers tools, not web pages (`singlet::serve::engine_door`): a browser's
 /// request (it carries `Origin`), its CORS preflight, and a request naming a host that DNS
 /// rebinding would (`Host: evil.example`) are refused with `403` and nothing of the table; the
 /// same `Scan` without them is answered.
@@ -86,7 +86,7 @@ async fn the_engines_endpoint_refuses_web_pages() {
     let (own, refused_by_browsers) = runner.own_engine.clone().expect("the runner names it");
     let port: u16 = own.rsplit(':').next().unwrap().parse().unwrap();
     assert_eq!(
-        singlet::engine::BROWSER_BLOCKED_PORTS.contains(&port),
+        singlet::serve::engine::BROWSER_BLOCKED_PORTS.contains(&port),
         refused_by_browsers,
         "{own}: said {refused_by_browsers}"
     );
@@ -325,7 +325,7 @@ async fn the_runner_keeps_its_data_and_can_use_an_external_engine() {
         201,
         "another table: the plate is free there"
     );
-    let engine = singlet::engine::local_client(&endpoint);
+    let engine = singlet::serve::engine::local_client(&endpoint);
     let tables = engine.list_tables().send().await.unwrap();
     let mut names = tables.table_names().to_vec();
     names.sort();
@@ -381,7 +381,7 @@ async fn the_runner_runs_mark_overdue_on_its_schedule() {
     let past =
         singlet_functions::clock::iso(singlet_functions::clock::now() - time::Duration::hours(1));
     crate::harness::set_due_date(
-        &singlet::engine::local_client(runner.engine.as_deref().unwrap()),
+        &singlet::serve::engine::local_client(runner.engine.as_deref().unwrap()),
         "singlet",
         patron_id,
         checkout_id,
@@ -486,7 +486,7 @@ async fn a_loopback_endpoint_needs_no_aws_configuration() {
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
-    let tables = singlet::engine::local_client(&endpoint)
+    let tables = singlet::serve::engine::local_client(&endpoint)
         .list_tables()
         .send()
         .await
@@ -893,7 +893,7 @@ fn token_claims_replace_the_defaults_and_the_authorizer_judges_them() {
             .unwrap();
         (token, serde_json::from_slice(&payload).unwrap())
     };
-    let (authorizer, _) = singlet::auth::Authorizer::local(
+    let (authorizer, _) = singlet::serve::auth::Authorizer::local(
         &std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys"),
     )
     .unwrap();
@@ -1054,7 +1054,7 @@ async fn loan_history_days_sets_a_returned_loans_expiry() {
         json!({}),
     )
     .await;
-    let engine = singlet::engine::local_client(runner.engine.as_deref().unwrap());
+    let engine = singlet::serve::engine::local_client(runner.engine.as_deref().unwrap());
     let stored = engine
         .get_item()
         .table_name("singlet")

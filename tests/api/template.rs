@@ -594,7 +594,7 @@ fn the_env_vars_file_names_every_function_and_only_declared_variables() {
         }
         assert_eq!(
             variables["CURSOR_KEY"],
-            singlet::LOCAL_SECRET,
+            singlet_functions::cursor::LOCAL_SECRET,
             "{function}: the runner's key, so the ids the events name are the ones it derives"
         );
         for name in variables.keys() {
@@ -616,7 +616,7 @@ fn the_env_vars_file_names_every_function_and_only_declared_variables() {
 /// all), with the same headers and methods as the runner's `--cors-origin`.
 #[test]
 fn cors_is_a_parameter_off_by_default_with_the_runners_lists() {
-    use singlet::front_door::{
+    use singlet::serve::front_door::{
         CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, CORS_MAX_AGE,
     };
     let template = template();

@@ -5,9 +5,10 @@ use crate::fixtures::{self, ISBN};
 use crate::harness::{Api, Item, Mode, s};
 use crate::process::singlet;
 use serde_json::{Value, json};
-use singlet::event_source::{EventSource, Faults};
-use singlet::local_bus::LocalBus;
-use singlet::{engine, transfer};
+use singlet::serve::engine;
+use singlet::serve::event_source::{EventSource, Faults};
+use singlet::serve::local_bus::LocalBus;
+use singlet_tools::transfer;
 use std::path::PathBuf;
 
 /// A table with every domain in it, written through the API.
@@ -107,7 +108,7 @@ async fn a_copy_of(
 /// The key `cargo run` keys owner locks under without `CURSOR_KEY` (its published local secret),
 /// which `load` re-keys an export's owner locks to.
 fn runner_owner_key() -> singlet_functions::ids::IdKey {
-    singlet_functions::ids::IdKey::derived_from(singlet::LOCAL_SECRET.as_bytes())
+    singlet_functions::ids::IdKey::derived_from(singlet_functions::cursor::LOCAL_SECRET.as_bytes())
 }
 
 /// Owner locks rekeyed under [`runner_owner_key`], as `load` on this machine does.
@@ -206,7 +207,7 @@ async fn load_into_the_engine(
         client,
         table,
         &transfer::check(dir)?,
-        transfer::Target::Embedded(db),
+        transfer::Target::Bulk(&engine::Bulk(db.clone())),
         transfer::Outbox::LeaveOut,
         owner_locks,
     )
@@ -666,7 +667,7 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
         .collect();
     assert_eq!(fingerprints.len(), 1, "one idempotency record");
     let dir = scratch("anonymised");
-    let anonymiser = singlet::anonymise::Anonymiser::random()
+    let anonymiser = singlet_tools::anonymise::Anonymiser::random()
         .with_owners_of(&api.ctx.db, &api.ctx.table)
         .await
         .unwrap();
@@ -718,7 +719,7 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     let ctx = singlet_functions::Ctx::new(
         client,
         "copy",
-        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
+        singlet_functions::cursor::CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     );
     let copy = api.with_ctx(ctx.clone());
     assert_eq!(
@@ -738,7 +739,7 @@ async fn an_anonymised_export_holds_no_personal_data_and_keeps_every_rule() {
     let plate = s(vehicle, "plate").replace(' ', "%20");
     let reply = copy.get(format!("/plates/{plate}")).await;
     assert_eq!(reply.body["vehicleId"], s(vehicle, "vehicleId"));
-    let report = singlet::fsck::fsck(&ctx, singlet::fsck::Options::default())
+    let report = singlet_tools::fsck::fsck(&ctx, singlet_tools::fsck::Options::default())
         .await
         .unwrap();
     assert!(report.findings.is_empty(), "{:?}", report.findings);
@@ -766,14 +767,14 @@ async fn a_plain_export_loaded_under_another_key_keeps_each_subjects_one_account
     let ctx = singlet_functions::Ctx::new(
         client,
         "copy",
-        singlet_functions::cursor::CursorKeys::new(singlet::LOCAL_SECRET),
+        singlet_functions::cursor::CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     );
     let copy = subject.with_ctx(ctx.clone());
     let lock = copy.items_with_pk_prefix("UNIQ#OWNER#").await;
     assert_eq!(lock.len(), 1);
     assert_ne!(s(&lock[0], "PK"), s(&exported_lock[0], "PK"), "re-keyed");
     assert_eq!(s(&lock[0], "accountId"), account_id);
-    let report = singlet::fsck::fsck(&ctx, singlet::fsck::Options::default())
+    let report = singlet_tools::fsck::fsck(&ctx, singlet_tools::fsck::Options::default())
         .await
         .unwrap();
     assert!(report.findings.is_empty(), "{:?}", report.findings);

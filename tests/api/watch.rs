@@ -47,7 +47,7 @@ fn the_watch_env_file_points_the_functions_at_the_local_engine() {
     assert_eq!(variables["TABLE_NAME"], "singlet");
     assert_eq!(
         variables["CURSOR_KEY"],
-        singlet::LOCAL_SECRET,
+        singlet_functions::cursor::LOCAL_SECRET,
         "the runner's key: the ids the events name are the ones `cargo run` derives"
     );
     for name in ["AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {

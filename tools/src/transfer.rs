@@ -61,7 +61,7 @@ pub async fn export(
             dir.display()
         ));
     }
-    crate::create_private_dir(&data)
+    crate::files::create_private_dir(&data)
         .map_err(|e| format!("cannot create {}: {e}", data.display()))?;
     let mut partial = Partial { dir: Some(dir) };
     let written = write_export(client, table, dir, segments.max(1), transform).await;
@@ -103,7 +103,7 @@ async fn write_export(
         let path = data.join(format!("{segment:08}.json.gz"));
         let (exported, progress) = (&exported, &progress);
         async move {
-            let file = crate::create_private_file(&path)
+            let file = crate::files::create_private_file(&path)
                 .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
             let mut out = GzEncoder::new(std::io::BufWriter::new(file), Compression::default());
             let mut in_file = 0u64;
@@ -162,7 +162,7 @@ async fn write_export(
         }),
     )?;
     let manifest_files: String = files.iter().map(|f| format!("{f}\n")).collect();
-    crate::write_private_file(&dir.join("manifest-files.json"), manifest_files)
+    crate::files::write_private_file(&dir.join("manifest-files.json"), manifest_files)
         .map_err(|e| format!("cannot write the manifest: {e}"))?;
     progress.finish(&format!("exported {items} items"));
     Ok(Exported {
@@ -175,9 +175,21 @@ async fn write_export(
 pub enum Target<'a> {
     /// `BatchWriteItem`s of 25, what DynamoDB leaves unprocessed sent again with backoff.
     Api,
-    /// dynoxide's `import_items`: thousands of items in one SQLite transaction each, indexes
-    /// written with them, no stream records (a loaded copy publishes no event a second time).
-    Embedded(&'a dynoxide::Database),
+    /// An engine's own bulk path (the runner's embedded dynoxide: `import_items`, thousands of
+    /// items in one SQLite transaction each, indexes written with them, no stream records, so a
+    /// loaded copy publishes no event a second time). The tools know no engine: the runner
+    /// hands its own in.
+    Bulk(&'a dyn BulkWriter),
+}
+
+/// An engine's bulk path for [`Target::Bulk`]: writes `items` into `table` at once and says
+/// how many it wrote.
+pub trait BulkWriter: Sync {
+    fn write<'a>(
+        &'a self,
+        table: &'a str,
+        items: Vec<Item>,
+    ) -> futures::future::BoxFuture<'a, Result<u64, String>>;
 }
 
 /// Items per bulk write into the embedded engine: one SQLite transaction each.
@@ -256,15 +268,6 @@ pub enum OwnerLockKeys<'k> {
     AsExported,
     /// Where this key, the one the loaded table's API keys them with, puts each lock's owner.
     Under(&'k IdKey),
-}
-
-/// Whether `load` rekeys owner locks ([`OwnerLockKeys::Under`] the run's key) when not told: into
-/// an engine on this machine (the embedded one, or `endpoint` on a loopback address), where the
-/// run's key is the one its API uses; not into a table elsewhere, most often a restore into the
-/// table's own stack, where a key left in the shell from another stack would move every lock
-/// where the API never looks.
-pub fn rekeys_by_default(endpoint: Option<&str>) -> bool {
-    !endpoint.is_some_and(crate::engine::is_remote_endpoint)
 }
 
 /// Re-keys the owner locks of an export as it is written. Loaded under another key than the
@@ -355,7 +358,7 @@ pub async fn load(
     }
     let chunk = match target {
         Target::Api => 25,
-        Target::Embedded(_) => BULK_ITEMS,
+        Target::Bulk(_) => BULK_ITEMS,
     };
     let (mut written, mut outbox_left_out) = (0u64, 0u64);
     let progress = Progress::new(true);
@@ -383,7 +386,7 @@ pub async fn load(
                 let items = std::mem::take(&mut batch);
                 written += match target {
                     Target::Api => write_batch(client, table, items).await,
-                    Target::Embedded(db) => write_bulk(db, table, items).await,
+                    Target::Bulk(engine) => engine.write(table, items).await,
                 }
                 .map_err(|e| stopped(e, written))?;
                 progress.count(|| format!("loaded {written} items"));
@@ -456,23 +459,6 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
     Ok((owners.keys.len() as u64, owners))
 }
 
-/// One bulk write into the embedded engine, off the async threads (the engine's call blocks).
-async fn write_bulk(db: &dynoxide::Database, table: &str, items: Vec<Item>) -> Result<u64, String> {
-    let items = items
-        .iter()
-        .map(|item| serde_json::from_value(item_to_json(item)))
-        .collect::<Result<Vec<dynoxide::types::Item>, _>>()
-        .map_err(|e| format!("an item the engine cannot read: {e}"))?;
-    let (db, table) = (db.clone(), table.to_owned());
-    let imported = tokio::task::spawn_blocking(move || {
-        db.import_items(&table, items, dynoxide::ImportOptions::default())
-    })
-    .await
-    .map_err(|e| format!("the bulk write stopped: {e}"))?
-    .map_err(|e| format!("the engine refused the bulk write: {e}"))?;
-    Ok(imported.items_imported as u64)
-}
-
 /// One `BatchWriteItem` of at most 25 puts, sent again for whatever comes back unprocessed.
 async fn write_batch(client: &Client, table: &str, items: Vec<Item>) -> Result<u64, String> {
     bulk::put_batch(client, table, items)
@@ -538,7 +524,7 @@ pub fn read_items(
 }
 
 fn write_json(path: &Path, value: &Value) -> Result<(), String> {
-    crate::write_private_file(
+    crate::files::write_private_file(
         path,
         serde_json::to_string_pretty(value).expect("JSON") + "\n",
     )
@@ -750,24 +736,6 @@ fn value_from_json(value: &Value) -> Result<AttributeValue, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn owner_locks_are_rekeyed_by_default_on_this_machine_only() {
-        assert!(rekeys_by_default(None), "the embedded engine");
-        for local in [
-            "http://127.0.0.1:8000",
-            "http://localhost:8000",
-            "http://[::1]:8000",
-        ] {
-            assert!(rekeys_by_default(Some(local)), "{local}");
-        }
-        for elsewhere in [
-            "https://dynamodb.eu-west-1.amazonaws.com",
-            "http://host.docker.internal:8000",
-        ] {
-            assert!(!rekeys_by_default(Some(elsewhere)), "{elsewhere}");
-        }
-    }
 
     #[test]
     fn every_attribute_type_round_trips_through_dynamodb_json() {

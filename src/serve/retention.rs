@@ -62,7 +62,7 @@ pub struct DirArchive {
 impl DirArchive {
     /// The archive in `dir`, made when missing.
     pub fn open(dir: &Path) -> Result<Self, String> {
-        crate::create_private_dir(dir)
+        singlet_tools::files::create_private_dir(dir)
             .map_err(|e| format!("cannot create the archive {}: {e}", dir.display()))?;
         Ok(Self {
             dir: dir.to_owned(),
@@ -84,7 +84,7 @@ impl Archive for DirArchive {
             // disk must not stall them (tokio::fs does the same for each call it makes).
             let shown = path.display().to_string();
             tokio::task::spawn_blocking(move || {
-                crate::write_private_file(&partial, &body)?;
+                singlet_tools::files::write_private_file(&partial, &body)?;
                 std::fs::rename(&partial, &path)
             })
             .await

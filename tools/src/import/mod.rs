@@ -820,7 +820,7 @@ fn write_rejects(path: &Path, rejects: &[Reject]) -> Result<(), String> {
         .iter()
         .map(|reject| serde_json::to_string(reject).expect("JSON") + "\n")
         .collect();
-    crate::write_private_file(path, text)
+    crate::files::write_private_file(path, text)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 

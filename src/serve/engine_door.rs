@@ -44,7 +44,7 @@ struct Door {
 pub async fn serve(engine: String, addr: SocketAddr) -> Result<String, String> {
     let listener = TcpListener::bind(addr)
         .await
-        .map_err(|e| crate::engine::listen_error(addr, &e, "--engine-port"))?;
+        .map_err(|e| crate::serve::engine::listen_error(addr, &e, "--engine-port"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let door = Door {
         engine,

@@ -173,7 +173,7 @@ impl EventSource {
             .ok_or("the table's stream has no shard")?
             .to_owned();
         if let Some(dir) = on_failure.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::create_private_dir(dir)
+            singlet_tools::files::create_private_dir(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         Ok(Self {
@@ -238,7 +238,7 @@ impl EventSource {
         let json = serde_json::to_vec(&position).expect("a position is JSON");
         // Private like everything else the runner keeps beside its data (`--data` may name a
         // file outside `.singlet/`).
-        crate::write_private_file(&aside, json)
+        singlet_tools::files::write_private_file(&aside, json)
             .and_then(|()| std::fs::rename(&aside, file))
             .map_err(|e| format!("cannot keep the stream position in {}: {e}", file.display()))
     }
@@ -288,7 +288,7 @@ impl EventSource {
                         e.is_expired_iterator_exception() || e.is_trimmed_data_access_exception()
                     }) =>
                 {
-                    let error = crate::engine::cause_chain(&error);
+                    let error = crate::serve::engine::cause_chain(&error);
                     tracing::info!(
                         error,
                         "the stream iterator can no longer be read: seeking from the checkpoint"
@@ -303,7 +303,12 @@ impl EventSource {
                 self.read(sought).await
             }
         }
-        .map_err(|e| format!("GetRecords failed: {}", crate::engine::cause_chain(&e)))?;
+        .map_err(|e| {
+            format!(
+                "GetRecords failed: {}",
+                crate::serve::engine::cause_chain(&e)
+            )
+        })?;
         let records = output.records.unwrap_or_default();
         let read = records.len();
         self.report.records_read += read as u64;
@@ -374,7 +379,7 @@ impl EventSource {
             .map_err(|e| {
                 format!(
                     "GetShardIterator failed: {}",
-                    crate::engine::cause_chain(&e)
+                    crate::serve::engine::cause_chain(&e)
                 )
             })?
             .shard_iterator
@@ -482,7 +487,7 @@ impl EventSource {
         } else {
             let event = json!({ "Records": batch });
             let function = self.publisher.function;
-            crate::iam::serving(function, (self.publisher.handler)(&self.ctx, event, None))
+            crate::serve::iam::serving(function, (self.publisher.handler)(&self.ctx, event, None))
                 .await
                 .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
         };
@@ -552,7 +557,7 @@ async fn describe_shards(
             .map_err(|e| {
                 format!(
                     "cannot describe the table's stream: {}",
-                    crate::engine::cause_chain(&e)
+                    crate::serve::engine::cause_chain(&e)
                 )
             })?;
         let Some(description) = described.stream_description() else {

@@ -10,7 +10,7 @@
 //! binary links none of this (it lives in the runner's crate): on AWS the authorizer has checked
 //! the token before a function runs.
 
-use crate::refusal::GatewayRefusal;
+use crate::serve::refusal::GatewayRefusal;
 use axum::http::{HeaderMap, StatusCode, header};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -84,7 +84,7 @@ impl Authorizer {
                 return Err(format!("cannot read {}: {e}", path.display()));
             }
             Err(_) => {
-                crate::create_private_dir(dir)
+                singlet_tools::files::create_private_dir(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
                 let key = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 2048)
                     .map_err(|e| format!("cannot make a signing key: {e}"))?;

@@ -44,7 +44,7 @@ pub fn init(format: LogFormat) -> bool {
         .with_target(false)
         // A table tool's count may be open on the terminal's line: a log line starts its own.
         .with_writer(|| {
-            crate::progress::end_line();
+            singlet_tools::progress::end_line();
             std::io::stderr()
         });
     let _ = tracing_subscriber::registry()

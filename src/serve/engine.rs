@@ -1,7 +1,7 @@
 //! The DynamoDB engine the runner talks to: dynoxide embedded in this process and served on a
 //! loopback port (so the AWS CLI and GUIs can look at the table too), or an external endpoint.
 
-use crate::retention::EngineClock;
+use crate::serve::retention::EngineClock;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use dynoxide::Database;
@@ -23,13 +23,13 @@ pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, S
     match data {
         Some(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                crate::create_private_dir(dir)
+                singlet_tools::files::create_private_dir(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
             // Made here when new, its owner's alone: SQLite gives its `-wal` and `-shm` files
             // the database file's mode.
             if !path.exists() {
-                crate::create_private_file(path)
+                singlet_tools::files::create_private_file(path)
                     .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
             }
             let path = path.to_str().ok_or("the data path is not UTF-8")?;
@@ -241,7 +241,7 @@ pub async fn external_client(endpoint: &str) -> Result<Client, String> {
         loader = loader.region(Region::new(region.unwrap_or_else(|| LOCAL_REGION.into())));
     }
     let config = aws_sdk_dynamodb::config::Builder::from(&loader.load().await)
-        .interceptor(crate::iam::Enforce)
+        .interceptor(crate::serve::iam::Enforce)
         .build();
     Ok(Client::from_conf(config))
 }
@@ -363,7 +363,7 @@ fn local_client_in(endpoint: &str, region: Option<String>) -> Client {
         .http_client(singlet_functions::context::https_client())
         .timeout_config(singlet_functions::context::timeouts())
         .retry_config(singlet_functions::context::retries())
-        .interceptor(crate::iam::Enforce)
+        .interceptor(crate::serve::iam::Enforce)
         .build();
     Client::from_conf(config)
 }
@@ -391,4 +391,32 @@ pub async fn streams_client(db: &Client, endpoint: &str) -> aws_sdk_dynamodbstre
 /// The fixed credentials every local engine accepts.
 fn local_credentials() -> Credentials {
     Credentials::new("local", "local", None, None, "singlet-local")
+}
+
+/// The embedded engine's bulk path, for `load` ([`singlet_tools::transfer::Target::Bulk`]): one
+/// `import_items` call, off the async threads (the engine's call blocks).
+pub struct Bulk(pub dynoxide::Database);
+
+impl singlet_tools::transfer::BulkWriter for Bulk {
+    fn write<'a>(
+        &'a self,
+        table: &'a str,
+        items: Vec<singlet_tools::transfer::Item>,
+    ) -> futures::future::BoxFuture<'a, Result<u64, String>> {
+        Box::pin(async move {
+            let items = items
+                .iter()
+                .map(|item| serde_json::from_value(singlet_tools::transfer::item_to_json(item)))
+                .collect::<Result<Vec<dynoxide::types::Item>, _>>()
+                .map_err(|e| format!("an item the engine cannot read: {e}"))?;
+            let (db, table) = (self.0.clone(), table.to_owned());
+            let imported = tokio::task::spawn_blocking(move || {
+                db.import_items(&table, items, dynoxide::ImportOptions::default())
+            })
+            .await
+            .map_err(|e| format!("the bulk write stopped: {e}"))?
+            .map_err(|e| format!("the engine refused the bulk write: {e}"))?;
+            Ok(imported.items_imported as u64)
+        })
+    }
 }

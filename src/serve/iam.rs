@@ -319,7 +319,7 @@ pub fn read_call(request: &aws_smithy_runtime_api::http::Request) -> (String, Va
     (operation, body)
 }
 
-/// The interceptor every runner client carries ([`crate::engine`]): a no-op outside
+/// The interceptor every runner client carries ([`crate::serve::engine`]): a no-op outside
 /// [`serving`].
 #[derive(Debug, Default)]
 pub struct Enforce;

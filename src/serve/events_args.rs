@@ -2,9 +2,9 @@
 //! and the faults it can inject on demand. Where the local bus writes (`--events-out`) is a runner
 //! option, since `invoke publish-events` publishes too.
 
-use crate::engine::streams_client;
-use crate::event_source::{EventSource, Faults};
-use crate::local_bus::LocalBus;
+use crate::serve::engine::streams_client;
+use crate::serve::event_source::{EventSource, Faults};
+use crate::serve::local_bus::LocalBus;
 use singlet_functions::Ctx;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,7 +77,7 @@ impl EventsArgs {
             None => source,
         };
         if self.fault_undecodable_outbox {
-            crate::event_source::write_undecodable_outbox_item(&ctx).await?;
+            crate::serve::event_source::write_undecodable_outbox_item(&ctx).await?;
         }
         tracing::info!(
             events = %events_out.display(),

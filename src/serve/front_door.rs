@@ -4,8 +4,8 @@
 //! handler the Lambda runs. A method or path the route table does not declare is API Gateway's
 //! own `404 {"message":"Not Found"}`.
 
-use crate::auth::{Authorizer, LocalIssuer, authorizer_context};
-use crate::refusal::{GatewayRefusal, gateway_message};
+use crate::serve::auth::{Authorizer, LocalIssuer, authorizer_context};
+use crate::serve::refusal::{GatewayRefusal, gateway_message};
 use axum::body::{Body as AxumBody, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -212,7 +212,7 @@ pub fn served_openapi(host: Option<&str>) -> Value {
 }
 
 /// The OpenAPI document, compiled in.
-pub const OPENAPI_YAML: &str = include_str!("../docs/openapi.yaml");
+pub const OPENAPI_YAML: &str = include_str!("../../docs/openapi.yaml");
 
 pub async fn serve(listener: TcpListener, gateway: Gateway) -> std::io::Result<()> {
     axum::serve(listener, app(gateway)).await
@@ -243,7 +243,8 @@ async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
         Err(refused) => return refused.into_response(),
     };
     let answer =
-        crate::iam::serving(route.function, answer(&gateway.ctx, route, lambda_request)).await;
+        crate::serve::iam::serving(route.function, answer(&gateway.ctx, route, lambda_request))
+            .await;
     let mut response = into_axum(answer.response);
     // The local runner only: what the request cost, for a person with curl.
     if let Ok(value) = axum::http::HeaderValue::from_str(&format!(

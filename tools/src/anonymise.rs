@@ -138,7 +138,7 @@ impl Anonymiser {
             key: IdKey::new(key),
             owners: HashMap::new(),
             // As `Ctx::new` derives its owner key from the runner's published secret.
-            copy_owners: IdKey::derived_from(crate::LOCAL_SECRET.as_bytes()),
+            copy_owners: IdKey::derived_from(singlet_functions::cursor::LOCAL_SECRET.as_bytes()),
         }
     }
 

@@ -1,5 +1,5 @@
 //! `singlet fsck`: proves the table keeps every rule that spans items, and repairs what it can
-//! (`shared/API.md`, "Consistency check: `fsck`").
+//! (`docs/API.md`, "Consistency check: `fsck`").
 //!
 //! 1. [`scan`]: a parallel `Scan` reads every item; each is decoded by the model's registry
 //!    ([`entity`] adds what the rules ask of an entity: its lock, the values it holds).
@@ -21,25 +21,7 @@ use crate::progress::Progress;
 use rules::{Finding, Rule, Table, check};
 use serde::Serialize;
 use singlet_functions::Ctx;
-use std::process::ExitCode;
 use std::time::Duration;
-
-/// `fsck`'s options (the runner's own, `--endpoint`, `--table`, `--data`, apply too).
-#[derive(clap::Args, Debug, Clone)]
-pub struct Args {
-    /// Repair every repairable finding, each by a conditional write.
-    #[arg(long)]
-    pub repair: bool,
-    /// With `--repair`: print what each repair would write, and write nothing.
-    #[arg(long, requires = "repair")]
-    pub dry_run: bool,
-    /// Print one JSON object on standard output, and nothing else there.
-    #[arg(long)]
-    pub json: bool,
-    /// Parallel scan workers.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub segments: u32,
-}
 
 /// What a run found and did: the contract's `--json` shape.
 #[derive(Debug, Serialize)]
@@ -292,41 +274,6 @@ fn check_all(table: &Table) -> Vec<Finding> {
             .flat_map(|worker| worker.join().expect("a check does not panic"))
             .collect()
     })
-}
-
-/// `singlet fsck`: the report on standard output (one JSON object with `--json`), progress on
-/// standard error; exit `0` with nothing left to report, `1` while findings remain, `2` when it
-/// could not run.
-pub async fn cli(ctx: &Ctx, args: &Args) -> ExitCode {
-    let options = Options {
-        repair: args.repair,
-        dry_run: args.dry_run,
-        segments: args.segments,
-        progress: true,
-    };
-    let report = match fsck(ctx, options).await {
-        Ok(report) => report,
-        Err(reason) => return could_not_run(&reason),
-    };
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).expect("a report serialises")
-        );
-    } else {
-        print!("{}", text(&report, options));
-    }
-    if report.remaining() == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
-/// Exit `2`, the reason on standard error.
-pub fn could_not_run(reason: &str) -> ExitCode {
-    eprintln!("fsck: cannot run: {reason}");
-    ExitCode::from(2)
 }
 
 /// The report for a person.

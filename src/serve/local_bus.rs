@@ -28,7 +28,7 @@ impl LocalBus {
     /// A bus appending to `path` (its directory made when missing).
     pub fn open(path: &Path) -> Result<Self, String> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::create_private_dir(dir)
+            singlet_tools::files::create_private_dir(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         let mut options = std::fs::OpenOptions::new();

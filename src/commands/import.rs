@@ -1,0 +1,92 @@
+//! `singlet import`: a file of rows (JSON Lines, or CSV with a header) written as the create
+//! routes would write them; refused rows go to `<file>.rejects.jsonl` (exit 1 when there are some).
+
+use super::connect::{OWNER_KEYS, connect, refuse_the_published_secret_elsewhere};
+use super::runner::{RunnerArgs, check_max_wcu, parse_clock};
+use clap::Args;
+use singlet_tools::import;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `import`'s options.
+#[derive(Args)]
+pub struct ImportArgs {
+    /// What the rows are: vehicles, accounts, branches, patrons, books or copies.
+    kind: String,
+    /// JSON Lines (`.jsonl`), or CSV (`.csv`) with a header row naming the fields.
+    file: PathBuf,
+    /// Write units per second, at most.
+    #[arg(long)]
+    max_wcu: Option<f64>,
+    /// Print one JSON summary on standard output.
+    #[arg(long)]
+    json: bool,
+    /// The time the rows are created at (ISO-8601; default: now). Two runs of one file with one
+    /// `--clock` write the very same items.
+    #[arg(long, value_parser = parse_clock)]
+    clock: Option<time::OffsetDateTime>,
+    /// Rows per transaction, at most.
+    #[arg(long, hide = true, default_value_t = import::MAX_ACTIONS)]
+    rows_per_transaction: usize,
+    /// Stop as if killed once this many rows were created (for testing a second run).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
+}
+
+/// `import`: a file of rows; `1` when some were refused.
+pub async fn run(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, String> {
+    // The kind and the limit first: a typo is told before any engine is opened.
+    let kind = import::Kind::parse(&args.kind)?;
+    check_max_wcu(args.max_wcu)?;
+    if !args.file.exists() {
+        return Err(format!("{} does not exist", args.file.display()));
+    }
+    if !args.file.is_file() {
+        return Err(format!("{} is not a file", args.file.display()));
+    }
+    // Told before any row is written: a rejects file that cannot be written would otherwise
+    // stop an import that has created its rows, and exit 2 would not mean "nothing written".
+    let rejects = import::rejects_path(&args.file);
+    if rejects.exists() && !rejects.is_file() {
+        return Err(format!(
+            "{} is in the way of the rejects file: it is not a file",
+            rejects.display()
+        ));
+    }
+    if kind == import::Kind::Accounts {
+        refuse_the_published_secret_elsewhere(
+            runner,
+            "an accounts import keys owners' one-account locks",
+            OWNER_KEYS,
+        )?;
+    }
+    let (ctx, _) = connect(runner, None).await?;
+    let options = import::Options {
+        max_wcu: args.max_wcu,
+        at: args.clock.unwrap_or_else(singlet_functions::clock::now),
+        rows_per_transaction: args.rows_per_transaction,
+        in_flight: import::IN_FLIGHT,
+        stop_after: args.stop_after,
+        progress: true,
+    };
+    let summary = import::run(&ctx, kind, &args.file, &options).await?;
+    if summary.stopped {
+        return Ok(ExitCode::from(1));
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&summary).expect("JSON"));
+    } else {
+        eprintln!(
+            "read {}, created {}, rejected {}, already imported {}",
+            summary.read, summary.created, summary.rejected, summary.already_imported
+        );
+        if summary.rejected > 0 {
+            eprintln!("the rejected rows: {}", summary.rejects.display());
+        }
+    }
+    Ok(if summary.rejected == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,108 @@
+//! `singlet migrate`: the migrations and their states, or one migration run over the table
+//! (`1` when conflicts were left as they were).
+
+use super::connect::connect_existing;
+use super::runner::{RunnerArgs, check_max_wcu};
+use clap::Args;
+use singlet_tools::migrate;
+use std::process::ExitCode;
+
+/// `migrate`'s options.
+#[derive(Args)]
+pub struct MigrateArgs {
+    /// The migration to run; without one, list them.
+    name: Option<String>,
+    /// Plan every item and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Parallel `Scan` segments (1 to 1024).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    segments: u32,
+    /// Write units per second, at most.
+    #[arg(long)]
+    max_wcu: Option<f64>,
+    /// Items per `Scan` page, at most: a checkpoint after each page.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
+    page_size: Option<i32>,
+    /// Print one JSON object on standard output.
+    #[arg(long)]
+    json: bool,
+    /// Stop as if killed after this many writes (for testing resumption).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
+}
+
+/// `migrate`: the migrations' states, or one run; `1` when conflicts were left as they were.
+pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, String> {
+    use singlet_functions::migrations::{MIGRATIONS, by_name};
+    // The name and the limits first: a typo is told before any engine is opened.
+    let migration = match &args.name {
+        None => None,
+        Some(name) => Some(by_name(name).ok_or_else(|| {
+            let known: Vec<&str> = MIGRATIONS.iter().map(|m| m.name).collect();
+            format!(
+                "no migration is called {name:?}; there are: {}",
+                known.join(", ")
+            )
+        })?),
+    };
+    check_max_wcu(args.max_wcu)?;
+    let ctx = connect_existing(runner, "migrate").await?;
+    let Some(migration) = migration else {
+        let states = migrate::states(&ctx).await?;
+        if args.json {
+            println!("{}", serde_json::json!({ "migrations": states }));
+        } else {
+            let name_width = states.iter().map(|s| s.migration.len()).max().unwrap_or(0);
+            let shown = |state: &migrate::State| match state.state {
+                "conflicts" if state.conflicts == 1 => "1 conflict".to_owned(),
+                "conflicts" => format!("{} conflicts", state.conflicts),
+                other => other.to_owned(),
+            };
+            let state_width = states.iter().map(|s| shown(s).len()).max().unwrap_or(0);
+            for state in &states {
+                println!(
+                    "{:<name_width$}  {:<state_width$}  {}",
+                    state.migration,
+                    shown(state),
+                    state.summary
+                );
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let options = migrate::Options {
+        segments: args.segments,
+        max_wcu: args.max_wcu,
+        dry_run: args.dry_run,
+        page_size: args.page_size,
+        stop_after: args.stop_after,
+    };
+    let report = migrate::run(&ctx, migration, &options).await?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report).expect("JSON"));
+    } else {
+        eprintln!(
+            "{}: scanned {}, {} {}, {} already changed by another writer, {} conflicts{}",
+            report.migration,
+            report.scanned,
+            if report.dry_run {
+                "would change"
+            } else {
+                "changed"
+            },
+            report.changed,
+            report.already_changed,
+            report.conflicts.len(),
+            if report.complete { ", complete" } else { "" },
+        );
+        for conflict in &report.conflicts {
+            eprintln!("conflict: {} ({})", conflict.pk, conflict.detail);
+        }
+    }
+    Ok(if report.conflicts.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,14 @@
+//! singlet's table tools: the work of `fsck`, `migrate`, `import`, `export` and `load`, with the
+//! pacing ([`throttle`]) and progress ([`progress`]) they share. A library without a command
+//! line or an engine of its own: the runner's commands call it with a context over whichever
+//! engine they opened, and so can a function of the deployed stack. What it needs to know of an
+//! entity it asks the model (`singlet_functions::model`).
+
+pub mod anonymise;
+pub mod files;
+pub mod fsck;
+pub mod import;
+pub mod migrate;
+pub mod progress;
+pub mod throttle;
+pub mod transfer;
