@@ -1,5 +1,5 @@
 //! `singlet fsck`: proves the table keeps every rule that spans items, and repairs what it can
-//! (`shared/API.md`, "Consistency check: `fsck`").
+//! (`docs/API.md`, "Consistency check: `fsck`").
 //!
 //! 1. [`scan`]: a parallel `Scan` reads every item; each is decoded by the model's registry
 //!    ([`entity`] adds what the rules ask of an entity: its lock, the values it holds).

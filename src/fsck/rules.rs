@@ -26,7 +26,7 @@ pub const OWNER: &str = "owner";
 /// A finding's `about` when it is about a branch's count of a book's available copies.
 pub const AVAILABLE_COPIES: &str = "availableCopies";
 
-/// The contract's rules (`shared/API.md`, "Consistency check: `fsck`").
+/// The contract's rules (`docs/API.md`, "Consistency check: `fsck`").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
