@@ -11,8 +11,8 @@
 //! - the migration itself, the runner's `migrate::run` with the same segments, no throttle.
 //!
 //! Prints both times and their ratio, and asserts that the migration changed every vehicle.
-//! `cargo bench --bench migrate [-- ITEMS [SEGMENTS]]`, or `MIGRATE_BENCH_ITEMS=n`; the README
-//! ("Migrations") shows a run at 100,000.
+//! `cargo bench --bench migrate [-- ITEMS [SEGMENTS]]`, or `MIGRATE_BENCH_ITEMS=n`; the notebook
+//! docs/notebooks/migrate-at-scale.md shows a run at 100,000.
 
 #[path = "common/mod.rs"]
 mod common;

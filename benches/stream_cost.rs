@@ -2,7 +2,7 @@
 //! called in process, no HTTP) for a `PutItem` (which appends one stream record), a
 //! `GetShardIterator` after a sequence number, and a `GetRecords` with nothing new, from a fresh
 //! iterator and from the one the last read handed back; and what writing the mapping's position
-//! file costs. It explains the event-lag bench (README, "Read the events locally"): the load
+//! file costs. It explains the event-lag bench (docs/notebooks/event-lag.md): the load
 //! bench's 3,200 registrations leave 12,800 stream records.
 //!
 //! It times dynoxide alone, then the runner's engine (`singlet::serve::engine::open`), which adds the

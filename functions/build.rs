@@ -2,7 +2,7 @@
 //! linked as a position-dependent executable: the loader then has no relocations to apply to the
 //! binary at each cold start. Linked as a PIE, its 24,000 relative relocations cost 480,000
 //! instructions and 120 copy-on-write page faults before `main`, a quarter of a key-holding
-//! function's init (README, "Cold starts", 3 December 2026). The code is still compiled
+//! function's init (docs/notebooks/cold-starts.md, 3 December 2026). The code is still compiled
 //! position-independent; the shared libraries, heap, stack and every mapping stay randomised.
 fn main() {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {

@@ -8,7 +8,8 @@
 //! The browser test drives headless Chromium (Debian's `chromium` and `chromium-driver`) through
 //! chromedriver's WebDriver protocol: it seeds, runs one pattern per domain and one race through
 //! the page, and checks what the page shows against the table. Without Chromium it skips, saying
-//! so. `CONSOLE_SCREENSHOTS=docs` writes each domain's screenshot to `docs/console-<domain>.png`.
+//! so, unless `SINGLET_REQUIRE_BROWSER=1` (as `.ci/run` sets it) makes that a failure.
+//! `CONSOLE_SCREENSHOTS=docs` writes each domain's screenshot to `docs/console-<domain>.png`.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
@@ -928,9 +929,22 @@ fn screenshot_path(domain: &str) -> PathBuf {
     }
 }
 
+/// Whether a missing browser fails the browser test (`SINGLET_REQUIRE_BROWSER` set to anything
+/// but empty or `0`, as `.ci/run` sets it) rather than skipping it.
+fn browser_required() -> bool {
+    std::env::var("SINGLET_REQUIRE_BROWSER").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_in_a_real_browser() {
     let Some(driver) = Driver::start().await else {
+        // CI installs the browser and sets this, so a failed install fails the run there
+        // instead of passing it on a skip; anywhere else the test skips.
+        assert!(
+            !browser_required(),
+            "SINGLET_REQUIRE_BROWSER is set, but Chromium and chromedriver are not installed \
+             (apt-get install -y chromium chromium-driver)"
+        );
         eprintln!(
             "SKIPPED the_page_in_a_real_browser: Chromium and chromedriver are not installed \
              (apt-get install -y chromium chromium-driver)"

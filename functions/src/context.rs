@@ -63,8 +63,8 @@ pub fn parse_loan_history_days(raw: &str) -> Result<i64, String> {
 
 /// The variable (or the server secret's field) holding the key a subject's one-account lock is
 /// keyed under, when it is not the server's current key: the key a rotation replaced, kept here
-/// for good, so that the locks made before it still name their accounts (README, "The server
-/// secret"). The lock's key is a keyed hash of the subject, and re-keying every lock at each
+/// for good, so that the locks made before it still name their accounts (docs/guide/deploy.md,
+/// "The server secret"). The lock's key is a keyed hash of the subject, and re-keying every lock at each
 /// rotation would leave a window in which a subject could open a second account.
 pub const OWNER_KEY_VAR: &str = "OWNER_KEY";
 
@@ -143,7 +143,7 @@ impl Ctx {
         };
         // The DynamoDB client is made on a thread of its own while the secret is read: making it
         // is all CPU (its crate's endpoint partitions), the read mostly a wait on the network
-        // (README, "Cold starts").
+        // (docs/guide/cold-starts.md).
         let db = tokio::task::spawn_blocking(lambda_client);
         let secret = Self::read_secret(&id).await?;
         let db = db
@@ -247,7 +247,7 @@ impl Ctx {
 /// roots ([`amazon_roots`]), the timeouts and the retries. `aws_config::load` would also look for
 /// profile files, SSO, web identity, container and instance credentials, none of which a Lambda
 /// has: that search cost every cold start time, and every binary the credential providers' code
-/// (README, "Cold starts").
+/// (docs/guide/cold-starts.md).
 ///
 /// Made once and shared: every client then shares one HTTPS connector, whose trust store and TLS
 /// context are the costly part of making a client, and one credentials cache; the Secrets
@@ -386,7 +386,7 @@ fn https_connector_trusting(roots: TrustStore) -> SharedHttpConnector {
 /// whole HTTPS connector and throws it away (so that a machine's native roots load at client
 /// creation), and it keeps a connector per client. With Amazon's roots compiled in, that was a
 /// TLS context and five PEM certificates parsed for nothing per client made, about 240,000
-/// instructions each (`callgrind`, README "Cold starts"). Here the connector is made when a
+/// instructions each (`callgrind`, docs/notebooks/cold-starts.md). Here the connector is made when a
 /// request first needs it, once: the settings each client passes are ignored because every
 /// client a Lambda makes has the same ones ([`timeouts`]).
 #[derive(Debug)]

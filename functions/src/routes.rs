@@ -332,7 +332,7 @@ impl Route {
     /// Whether the function needs the server's keys (the template's `ServerSecret`): to derive
     /// ids from `Idempotency-Key`s, to sign and verify cursors, or to key a subject's one-account
     /// lock. Only these functions are granted the secret and read it at cold start; every other
-    /// one starts without it (README, "The server secret").
+    /// one starts without it (docs/guide/deploy.md, "The server secret").
     pub fn holds_server_keys(&self) -> bool {
         use crate::model::Entity;
         self.idempotent || self.paged || self.access.entities().contains(&OwnerLock::TYPE)

@@ -6,7 +6,7 @@
 //! endpoint partitions and compiles their region patterns, and its request pipeline runs a dozen
 //! interceptors, all for one call per instance: 870,000 of the 1.41 million instructions the read
 //! cost before a function's first `/next`, and what kept the functions that hold the keys above
-//! 1.25× the hello's init (README, "Cold starts"). What is left is what any call to AWS needs: a
+//! 1.25× the hello's init (docs/guide/cold-starts.md). What is left is what any call to AWS needs: a
 //! TLS context (the one the function's DynamoDB calls would otherwise build on their first
 //! request), the signature and the exchange.
 
@@ -201,7 +201,7 @@ struct Answer {
 
 /// The server's keys as a Secrets Manager secret holds them: a JSON object whose fields are named
 /// as the variables they stand for (`{"CURSOR_KEY": "…"}`, and `CURSOR_KEY_PREVIOUS` with
-/// `CURSOR_KEY_PREVIOUS_UNTIL` during a rotation: README, "Deploy with SAM", "The server secret"). The
+/// `CURSOR_KEY_PREVIOUS_UNTIL` during a rotation: docs/guide/deploy.md, "The server secret"). The
 /// template generates it, so no person ever types or sees the key.
 #[derive(Default)]
 pub struct ServerSecret(HashMap<String, String>);

@@ -499,7 +499,7 @@ mod tests {
         assert_eq!(
             email_lock(&email),
             Key {
-                // The confusable skeleton: `m` reads as `rn` (README, "Accounts").
+                // The confusable skeleton: `m` reads as `rn` (docs/guide/accounts.md).
                 pk: "UNIQ#EMAIL#ada@exarnple.corn".into(),
                 sk: "LOCK".into()
             }

@@ -5,7 +5,8 @@
 //!
 //! Folding is Unicode NFKC followed by lower-casing, repeated until nothing changes (at most a few
 //! rounds), so that normalising twice never changes a value. What this does to look-alikes is a
-//! deliberate rule, tested below and documented in the README:
+//! deliberate rule, tested below and documented in the guide
+//! (docs/guide/fleet.md, docs/guide/accounts.md):
 //! - full-width forms (`ＫＡ１９`) and compatibility characters such as the Kelvin sign `K`
 //!   (U+212A) or the `ﬁ` ligature fold to their plain ASCII equivalents;
 //! - a dotless `ı` (U+0131) and `ß` are letters in their own right: they stay as they are, so

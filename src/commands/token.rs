@@ -37,7 +37,7 @@ pub fn run(runner: &RunnerArgs, args: TokenArgs) -> Result<ExitCode, String> {
     if !scoped {
         eprintln!(
             "warning: this token has no scope, so every route answers it 403. Give --scope with \
-             one or more of:\n  {}\n(each route's scopes: README, \"Authentication\")",
+             one or more of:\n  {}\n(each route's scopes: docs/guide/authentication.md)",
             singlet_functions::routes::all_scopes().join(" ")
         );
     }

@@ -127,7 +127,7 @@ pub async fn seed_cli(gateway: Gateway) -> Result<(), String> {
 /// (`/_console/?token=<secret>`), as Jupyter's does. Another local process or user who can reach
 /// the port but has not seen the runner's output cannot read the table or run a route through
 /// the console (the engine's own DynamoDB endpoint is another door, which any local process can
-/// use: README, "Security of the local runner"). Made at random once per process, never stored.
+/// use: docs/guide/running-locally.md, "Security of the local runner"). Made at random once per process, never stored.
 pub fn secret() -> &'static str {
     static SECRET: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SECRET.get_or_init(|| {

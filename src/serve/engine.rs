@@ -70,7 +70,7 @@ pub fn open_with_clock(data: Option<&Path>, clock: &Clock) -> Result<Database, S
 /// sequence number (`MAX(CAST(sequence_number AS INTEGER)) … WHERE table_name = ?`) and each
 /// `GetRecords` (`… WHERE table_name = ? AND shard_id = ? AND CAST(sequence_number AS INTEGER) > ?
 /// ORDER BY …`) read the whole table: a write and a read slowed with every record the stream
-/// held (README, "Read the events locally"). SQLite uses an index on an expression only for
+/// held (docs/guide/events.md, "How long an event takes"). SQLite uses an index on an expression only for
 /// the very same expression, hence the `CAST` spelled as dynoxide spells it.
 const STREAM_INDEXES: &str = "
     CREATE INDEX IF NOT EXISTS singlet_stream_next

@@ -17,8 +17,8 @@
 //! dynoxide itself listens on a second loopback port, which the runner's own clients use: one
 //! every browser refuses to fetch from (`engine::listen_out_of_browsers_reach`), so it is no way
 //! around the door for a web page. What neither stops: any program of any local user can reach
-//! both ports, as with DynamoDB Local; that needs dynoxide to check credentials itself (README,
-//! "Security of the local runner").
+//! both ports, as with DynamoDB Local; that needs dynoxide to check credentials itself
+//! (docs/guide/running-locally.md, "Security of the local runner").
 
 use axum::body::Body;
 use axum::extract::{Request, State};

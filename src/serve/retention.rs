@@ -1,4 +1,4 @@
-//! Retention on a developer's machine (README, "Retention"): the embedded engine's TTL sweep,
+//! Retention on a developer's machine (docs/guide/retention.md): the embedded engine's TTL sweep,
 //! run on a schedule as DynamoDB runs its own, and the archive directory the publisher writes
 //! what the sweep deleted to, as it writes to S3 on AWS.
 //!

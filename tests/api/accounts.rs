@@ -670,10 +670,10 @@ fn email_lock(email: &str) -> String {
     singlet_shared::keys::email_lock(&singlet_shared::Email::parse(email).unwrap()).pk
 }
 
-/// Rotating the server secret as the README says (the new key current, the old one previous for
-/// open cursors, and kept as `OWNER_KEY` for good) leaves each subject's one-account lock where
-/// its account's creation put it: the subject still holds one account, can still delete it, and
-/// `fsck` finds nothing. (Without `OWNER_KEY` the rotated API would look for every lock under the
+/// Rotating the server secret as the guide says (`docs/guide/deploy.md`, "The server secret":
+/// the new key current, the old one previous for open cursors, and kept as `OWNER_KEY` for good)
+/// leaves each subject's one-account lock where its account's creation put it: the subject still
+/// holds one account, can still delete it, and `fsck` finds nothing. (Without `OWNER_KEY` the rotated API would look for every lock under the
 /// new key: a second account `201`, the delete `500`.)
 #[tokio::test]
 async fn a_rotated_secret_keeps_each_subjects_one_account() {

@@ -160,7 +160,7 @@ async fn every_pattern() {
     run(
         "register-vehicle",
         "TransactWriteItems: 4 puts, 2 checks (plate and chassis spelled with separators)",
-        "as above, and each value's key under the rule before `plates-compact` (`PLATE#ka 20 xtr`) checked free × 2, where a vehicle registered before the compact rule holds it until the migration has run (README, \"Before `plates-compact` has run\")",
+        "as above, and each value's key under the rule before `plates-compact` (`PLATE#ka 20 xtr`) checked free × 2, where a vehicle registered before the compact rule holds it until the migration has run (docs/guide/migrations.md, \"Before `plates-compact` has run\")",
         &[(TABLE, 0.0, 12.0), ("GSI5", 0.0, 1.0)],
         &measured(api.post(
             "/vehicles",

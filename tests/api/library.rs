@@ -813,7 +813,8 @@ async fn availability_counts_available_copies_per_branch(api: Api) {
     assert_eq!(statuses.iter().filter(|s| **s == "checked_out").count(), 1);
 }
 
-/// The README's curl examples, request for request.
+/// The curl examples of the guide's library catalogue (`docs/guide/library.md`), request for
+/// request.
 async fn the_readme_examples(api: Api) {
     let branch = api.post("/branches", branch_body("central")).await;
     assert_eq!(branch.status, 201);

@@ -13,6 +13,7 @@ mod audit;
 mod auth;
 mod conventions;
 mod costs;
+mod docs;
 mod domain_events;
 mod events;
 mod faults;

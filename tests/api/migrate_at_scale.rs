@@ -8,7 +8,7 @@
 //! MIGRATE_AT_SCALE_VEHICLES=100000 nice cargo test --test api migrate_at_scale -- --ignored --nocapture
 //! ```
 //!
-//! It prints the figures the README shows ("A migration at scale"). `tests/api/migrate.rs` runs
+//! It prints the figures the notebook `docs/notebooks/migrate-at-scale.md` shows. `tests/api/migrate.rs` runs
 //! the same steps on 2,000 vehicles in every test run.
 
 use crate::harness::{Api, Mode, s};

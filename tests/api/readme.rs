@@ -1,10 +1,12 @@
-//! Every `curl` example in the README, run in order against the runner's front door, so the
-//! README cannot drift from the code. Placeholders (`<id>`, `<patronId>`, `<copyId>`,
-//! `<cursor>`, ...) are filled from earlier answers, `$TOKEN` is a token the runner accepts,
+//! Every `curl` example of the README and of the guide (`docs/guide/`), run in reading order
+//! (`docs::in_reading_order`: the README, then the guide's pages as its contents list them)
+//! against the runner's front door, so the documentation cannot drift from the code. Placeholders (`<id>`, `<patronId>`, `<copyId>`,
+//! `<cursor>`, ...) are filled from earlier answers, on the same page or an earlier one, `$TOKEN` is a token the runner accepts,
 //! and a `# 201`-style comment line after a command is the status it must get (otherwise any
 //! `2xx`). What a comment (on the next line, or after the command) promises of the answer is
 //! checked too: each `"field": value` it shows, and each `etag:` or `location:` header.
 
+use crate::docs::{Page, in_reading_order};
 use crate::harness::{Api, Mode};
 use std::collections::HashMap;
 
@@ -21,12 +23,29 @@ const NAMED: &[&str] = &[
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_curl_example_in_the_readme_runs() {
+async fn every_curl_example_in_the_docs_runs() {
     let api = Api::start(Mode::Http).await;
-    let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
     let mut filled: HashMap<String, String> = HashMap::new();
     let mut ran = 0;
-    for block in readme.split("```sh\n").skip(1) {
+    for Page { path, text } in in_reading_order() {
+        ran += run_curl_examples(&api, &path, &text, &mut filled).await;
+    }
+    assert!(
+        ran >= 34,
+        "the README and the guide show every route ({ran} examples ran)"
+    );
+}
+
+/// Runs the `curl` examples of one page in order, filling placeholders from `filled` and adding
+/// what each answer names to it; returns how many ran.
+async fn run_curl_examples(
+    api: &Api,
+    page: &str,
+    text: &str,
+    filled: &mut HashMap<String, String>,
+) -> usize {
+    let mut ran = 0;
+    for block in text.split("```sh\n").skip(1) {
         let block = block.split("```").next().unwrap().replace("\\\n", " ");
         let mut lines = block.lines().peekable();
         while let Some(line) = lines.next() {
@@ -34,9 +53,11 @@ async fn every_curl_example_in_the_readme_runs() {
             if !line.starts_with("curl ") {
                 continue;
             }
-            // A quoted body may go on over several lines.
+            // A quoted body may go on over several lines. A quote in the comment after the
+            // command (`# every branch's`) opens nothing: counted, it once joined the next
+            // commands to this one's comment, and they never ran.
             let mut command = line.to_owned();
-            while command.matches('\'').count() % 2 == 1 {
+            while open_quote(&command) {
                 let next = lines.next().expect("a closing quote");
                 command.push(' ');
                 command.push_str(next.trim());
@@ -45,26 +66,31 @@ async fn every_curl_example_in_the_readme_runs() {
                 .next_if(|l| l.trim_start().starts_with('#'))
                 .map(|l| l.trim().trim_start_matches('#').trim().to_owned())
                 .or_else(|| trailing_comment(&command));
-            for (name, value) in &filled {
+            for (name, value) in filled.iter() {
                 command = command.replace(&format!("<{name}>"), value);
             }
             assert!(
                 !command.contains("<"),
-                "an unfilled placeholder in `{command}`"
+                "{page}: an unfilled placeholder in `{command}`"
             );
-            let reply = run(&api, &command).await;
+            let reply = run(api, &command).await;
             match promise
                 .as_deref()
                 .and_then(|p| p.get(..3)?.parse::<u16>().ok())
             {
-                Some(status) => assert_eq!(reply.status, status, "`{command}`: {reply:?}"),
-                None => assert!((200..300).contains(&reply.status), "`{command}`: {reply:?}"),
+                Some(status) => {
+                    assert_eq!(reply.status, status, "{page}: `{command}`: {reply:?}")
+                }
+                None => assert!(
+                    (200..300).contains(&reply.status),
+                    "{page}: `{command}`: {reply:?}"
+                ),
             }
             if let Some(promise) = &promise {
-                let broken = broken_promises(promise, &reply, &filled);
+                let broken = broken_promises(promise, &reply, filled);
                 assert!(
                     broken.is_empty(),
-                    "`{command}`: the comment says {}: {reply:?}",
+                    "{page}: `{command}`: the comment says {}: {reply:?}",
                     broken.join(", ")
                 );
             }
@@ -87,10 +113,17 @@ async fn every_curl_example_in_the_readme_runs() {
             ran += 1;
         }
     }
-    assert!(
-        ran >= 34,
-        "the README shows every route ({ran} examples ran)"
+    let shown = text
+        .split("```sh\n")
+        .skip(1)
+        .flat_map(|block| block.split("```").next().unwrap().lines())
+        .filter(|line| line.trim_start().starts_with("curl "))
+        .count();
+    assert_eq!(
+        ran, shown,
+        "{page}: every `curl` line that starts a command runs"
     );
+    ran
 }
 
 /// Runs one `curl` command line through the harness (with its own token for `$TOKEN`).
@@ -165,6 +198,12 @@ fn shell_words(line: &str) -> Vec<String> {
         words.push(word);
     }
     words
+}
+
+/// Whether `command`, its comment aside, leaves a single quote open.
+fn open_quote(command: &str) -> bool {
+    let code = comment_start(command).map_or(command, |at| &command[..at]);
+    code.matches('\'').count() % 2 == 1
 }
 
 /// The comment after a command on its line (`curl ... # {"available": true}`), if any.
@@ -321,21 +360,29 @@ fn holds_any_string(body: &serde_json::Value, key: &str) -> bool {
     }
 }
 
-/// Every `cargo run -- <command>` line of the README's shell blocks, run as written (its
-/// comment aside) by the runner binary, in order, in a fresh directory that has the
-/// repository's `events/`: so its data and token key are under that directory's `.singlet/`,
-/// as for a reader in a fresh clone. Each must succeed; `invoke`'s output must be the JSON
+/// Every `cargo run -- <command>` line of the shell blocks of the README and the guide, run as
+/// written (its comment aside) by the runner binary, in reading order, in one fresh directory
+/// that has the repository's `events/`: so its data and token key are under that directory's
+/// `.singlet/`, as for a reader in a fresh clone who follows the pages in turn. Each must succeed; `invoke`'s output must be the JSON
 /// response, and `get-vehicle` after `register-vehicle` must find the vehicle the first made.
 #[test]
-fn every_cargo_run_command_in_the_readme_runs() {
-    let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
+fn every_cargo_run_command_in_the_docs_runs() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("readme-commands-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::os::unix::fs::symlink(format!("{ROOT}/events"), dir.join("events")).unwrap();
     let mut ran = Vec::new();
-    for block in readme.split("```sh\n").skip(1) {
+    let blocks: Vec<(String, String)> = in_reading_order()
+        .into_iter()
+        .flat_map(|Page { path, text }| {
+            text.split("```sh\n")
+                .skip(1)
+                .map(|block| (path.clone(), block.to_owned()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (page, block) in &blocks {
         let block = block.split("```").next().unwrap().replace("\\\n", " ");
         for line in block.lines() {
             let line = comment_start(line).map_or(line, |at| &line[..at]).trim();
@@ -343,7 +390,7 @@ fn every_cargo_run_command_in_the_readme_runs() {
             let line = line
                 .split_once("$(")
                 .map_or(line, |(_, inner)| inner.trim_end_matches([')', '"']));
-            // The restore drill's copy, made as the README says (SQLite's `VACUUM INTO`), with
+            // The restore drill's copy, made as the guide says (SQLite's `VACUUM INTO`), with
             // the SQLite the engine links: the `fsck` lines after it check that copy, which a
             // `fsck` refuses to make up when it is missing.
             if let Some(rest) = line.strip_prefix("sqlite3 ") {
@@ -355,7 +402,7 @@ fn every_cargo_run_command_in_the_readme_runs() {
                 rusqlite::Connection::open(dir.join(file))
                     .unwrap()
                     .execute_batch(&sql)
-                    .unwrap_or_else(|e| panic!("`{line}`: {e}"));
+                    .unwrap_or_else(|e| panic!("{page}: `{line}`: {e}"));
                 ran.push(line.to_owned());
                 continue;
             }
@@ -391,7 +438,7 @@ fn every_cargo_run_command_in_the_readme_runs() {
             let stdout = String::from_utf8_lossy(&output.stdout);
             assert!(
                 output.status.success(),
-                "`{line}`: {}",
+                "{page}: `{line}`: {}",
                 String::from_utf8_lossy(&output.stderr)
             );
             if args.starts_with("invoke ") && !args.contains("--list") {

@@ -1,4 +1,4 @@
-//! Retention (README, "Retention"): returned loans expire `LoanHistoryDays` after their return,
+//! Retention (docs/guide/retention.md): returned loans expire `LoanHistoryDays` after their return,
 //! no read shows an expired item even before TTL deletes it, the engine's TTL sweep deletes it to
 //! the table's stream as DynamoDB's TTL does, and the publisher archives what TTL deleted, and
 //! nothing the API deleted, once per stream record.

@@ -1,7 +1,7 @@
 //! `template.yaml` and the `Cargo.toml` watch router equal their rendering from the route table
 //! (`cargo run -- render`, `src/render.rs`, whose unit tests hold the rules every policy keeps);
 //! the hand-written rest of the template against the code's table schema, the runner's CORS and
-//! the operations it must watch; `events/` and the README against the route table.
+//! the operations it must watch; `events/` and the guide's route tables against the route table.
 
 use serde_norway::value::TaggedValue;
 use serde_norway::{Mapping, Value};
@@ -233,8 +233,12 @@ fn every_function_runs_the_one_binary_built_once() {
 }
 
 #[test]
-fn every_function_has_an_event_and_a_line_in_the_readme() {
-    let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
+fn every_function_has_an_event_and_a_line_in_the_docs() {
+    // The README and the guide: each domain's page lists its routes.
+    let docs: String = crate::docs::in_reading_order()
+        .into_iter()
+        .map(|page| page.text)
+        .collect();
     for route in ROUTES {
         let event = std::fs::read_to_string(format!("{ROOT}/events/{}.json", route.function))
             .unwrap_or_else(|_| panic!("events/{}.json is missing", route.function));
@@ -247,8 +251,8 @@ fn every_function_has_an_event_and_a_line_in_the_readme() {
         );
         assert_eq!(event["requestContext"]["http"]["method"], route.method);
         assert!(
-            readme.contains(&format!("`{}`", route.key())),
-            "the README does not list `{}`",
+            docs.contains(&format!("`{}`", route.key())),
+            "neither the README nor the guide lists `{}`",
             route.key()
         );
     }

@@ -1,4 +1,4 @@
-//! The archive of what TTL deleted: retention's other half (README, "Retention").
+//! The archive of what TTL deleted: retention's other half (docs/guide/retention.md).
 //!
 //! DynamoDB's TTL deletes an expired item some time after it expired, and writes a `REMOVE`
 //! record to the table's stream whose `userIdentity` is the DynamoDB service

@@ -110,7 +110,7 @@ pub async fn find_lock<L: serde::de::DeserializeOwned>(
 ///
 /// Another spelling of that plate (`KA-19-XTR`) meets neither key: one point read cannot know
 /// every spelling registered before. `plates-compact` then reports the two vehicles as a
-/// conflict, and `fsck` the second's lock (the README's "Before `plates-compact` has run").
+/// conflict, and `fsck` the second's lock (docs/guide/migrations.md, "Before `plates-compact` has run").
 pub fn plate_free_before_compact(plate: &Plate) -> Option<Check<()>> {
     free_before(
         keys::plate_lock(plate),

@@ -14,7 +14,7 @@ use singlet_functions::model::{self, Decoded, Entity, EntityType, Item, Lock};
 use singlet_shared::schema::TTL_ATTRIBUTE;
 use singlet_shared::{Key, keys};
 
-/// Entity types that must expire (`docs/API.md`, "Consistency check", rule `expiry`): an
+/// Entity types that must expire (`docs/API.md`, "Consistency check: `fsck`", rule `expiry`): an
 /// idempotency record, an outbox item.
 pub const MUST_EXPIRE: [&str; 2] = ["idempotency-record", "outbox"];
 
