@@ -10,7 +10,7 @@
 //! `Idempotency-Key`, `PutItem` on the outbox partitions of the events it records and on the
 //! records it makes tombstones, and, for a route that deletes an entity, `Query` and `DeleteItem`
 //! on that entity's outbox partition ([`Access::table_statements`]). The local runner applies the same
-//! statements to every call a function makes (`src/iam.rs`).
+//! statements to every call a function makes (`src/serve/iam.rs`).
 
 use crate::events::EventType;
 use crate::model::Entity;

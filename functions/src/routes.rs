@@ -277,7 +277,7 @@ pub static SCHEDULED: &[Scheduled] = &[Scheduled {
 }];
 
 /// A function the table's stream feeds, through an event-source mapping (`template.yaml`; the
-/// runner plays it, `src/event_source.rs`). Its handler takes the stream event and answers the
+/// runner plays it, `src/serve/event_source.rs`). Its handler takes the stream event and answers the
 /// partial batch response. Its rendered mapping sends what keeps failing to the queue
 /// `<Function>Failures` (`PublishEventsFailures`), which `template.yaml` declares by hand with its
 /// alarm; what it needs beyond the stream is a [`Grant`] in its `access`.

@@ -1,5 +1,5 @@
 //! Where events are published: EventBridge on AWS (the bus `EVENT_BUS_NAME` names), the runner's
-//! local bus on a developer's machine (`src/local_bus.rs`, appending to the events file).
+//! local bus on a developer's machine (`src/serve/local_bus.rs`, appending to the events file).
 
 use super::Entry;
 // The `futures` crate's own alias, not `routes::BoxFuture`: the context holds a bus, and the route

@@ -1,5 +1,5 @@
 //! The event-source mapping from the table's stream to `publish-events`, as `template.yaml`
-//! declares it. The local runner plays it with these same values (`src/event_source.rs`), and a
+//! declares it. The local runner plays it with these same values (`src/serve/event_source.rs`), and a
 //! test keeps them equal to the template's.
 
 /// Records per invocation at most.

@@ -33,7 +33,7 @@ pub fn is_transient(code: &str) -> bool {
     TRANSIENT.contains(&code)
 }
 
-/// What the local runner's IAM check (`src/iam.rs`) fails a call with before it is sent: the
+/// What the local runner's IAM check (`src/serve/iam.rs`) fails a call with before it is sent: the
 /// function's policy in `template.yaml` refuses it, as AWS would answer `AccessDeniedException`.
 /// The SDK hands it back as a dispatch failure, but it is no outage: it is answered as AWS's
 /// would be, `500`, logged at `ERROR`, never retried.
