@@ -207,6 +207,9 @@ struct ExportArgs {
     /// Print one JSON summary on standard output.
     #[arg(long)]
     json: bool,
+    /// Stop as if killed once this many items were written (for testing what a kill leaves).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
 }
 
 #[derive(Args)]
@@ -227,6 +230,9 @@ struct LoadArgs {
     /// stack). Default: rekeyed into an engine on this machine, as exported into any other.
     #[arg(long, value_enum)]
     owner_locks: Option<OwnerLocks>,
+    /// Stop as if killed once this many items were written (for testing what a kill leaves).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
 }
 
 /// `load --owner-locks`.
@@ -463,15 +469,9 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
     if !args.file.is_file() {
         return Err(format!("{} is not a file", args.file.display()));
     }
-    // Told before any row is written: a rejects file that cannot be written would otherwise
-    // stop an import that has created its rows, and exit 2 would not mean "nothing written".
-    let rejects = singlet::import::rejects_path(&args.file);
-    if rejects.exists() && !rejects.is_file() {
-        return Err(format!(
-            "{} is in the way of the rejects file: it is not a file",
-            rejects.display()
-        ));
-    }
+    // Both told before any engine is opened and any row written.
+    singlet::import::check_rejects_path(&args.file)?;
+    let rows = singlet::import::read(&args.file, kind)?;
     if kind == singlet::import::Kind::Accounts {
         refuse_the_published_secret_elsewhere(
             runner,
@@ -488,7 +488,7 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
         stop_after: args.stop_after,
         progress: true,
     };
-    let summary = singlet::import::run(&ctx, kind, &args.file, &options).await?;
+    let summary = singlet::import::write(&ctx, rows, &options).await?;
     if summary.stopped {
         return Ok(ExitCode::from(1));
     }
@@ -513,10 +513,27 @@ async fn import(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Strin
 /// `export`: the whole table in DynamoDB's export format.
 async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, String> {
     let ctx = connect_existing(runner, "export").await?;
+    // The embedded engine's table is exported from a copy of its file taken in one read: a
+    // runner serving it may be writing. An endpoint's table is read as it is (singlet::export_snapshot).
+    let snapshot = match &runner.endpoint {
+        None => Some(singlet::export_snapshot::take(&runner.data).await?),
+        Some(endpoint) => {
+            eprintln!(
+                "warning: {endpoint}'s table is exported as it is read, each scan segment at its \
+                 own moment: writes made meanwhile can leave the export torn (a transaction's \
+                 items on either side of it). Stop its writers first (on AWS, DynamoDB's \
+                 ExportTableToPointInTime is consistent), and run fsck on the loaded copy"
+            );
+            None
+        }
+    };
+    let source = snapshot
+        .as_ref()
+        .map_or(&ctx.db, |snapshot| &snapshot.client);
     let anonymiser = match args.anonymise {
         true => Some(
             singlet::anonymise::Anonymiser::random()
-                .with_owners_of(&ctx.db, &ctx.table)
+                .with_owners_of(source, &ctx.table)
                 .await?,
         ),
         false => None,
@@ -526,7 +543,14 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
         None => item,
     };
     // Stopped with Ctrl-C, the export is dropped, and removes what it wrote.
-    let export = transfer::export(&ctx.db, &ctx.table, &args.dir, args.segments, &transform);
+    let export = transfer::export_until(
+        source,
+        &ctx.table,
+        &args.dir,
+        args.segments,
+        &transform,
+        args.stop_after,
+    );
     let exported = tokio::select! {
         exported = export => exported?,
         _ = tokio::signal::ctrl_c() => {
@@ -539,13 +563,21 @@ async fn export(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Strin
     if args.json {
         println!(
             "{}",
-            serde_json::json!({"exported": exported.items, "files": exported.files.len()})
+            serde_json::json!({
+                "exported": exported.items,
+                "files": exported.files.len(),
+                "consistent": snapshot.is_some(),
+            })
         );
     } else {
         eprintln!(
-            "exported {} items to {}",
+            "exported {} items to {}{}",
             exported.items,
-            args.dir.display()
+            args.dir.display(),
+            match snapshot {
+                Some(_) => ", from a copy of the table taken in one read",
+                None => ", as read: consistent only if nothing wrote meanwhile",
+            }
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -591,11 +623,11 @@ async fn load(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
         transfer::Outbox::LeaveOut
     };
     let loaded = tokio::select! {
-        loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox, owner_locks) => loaded?,
+        loaded = transfer::load_until(&ctx.db, &ctx.table, &export, target, outbox, owner_locks, args.stop_after) => loaded?,
         _ = tokio::signal::ctrl_c() => {
             return Err(format!(
-                "interrupted: {} may hold part of the export; delete its items (or the table) \
-                 and load again",
+                "interrupted: {} holds part of the export, and its mark says so; delete the \
+                 table (or its items) and load again",
                 ctx.table
             ));
         }
