@@ -9,6 +9,7 @@
 //! `src/commands/`.
 
 pub mod console;
+pub mod export_snapshot;
 pub mod invoke;
 pub mod render;
 pub mod serve;

@@ -44,15 +44,9 @@ pub async fn run(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Stri
     if !args.file.is_file() {
         return Err(format!("{} is not a file", args.file.display()));
     }
-    // Told before any row is written: a rejects file that cannot be written would otherwise
-    // stop an import that has created its rows, and exit 2 would not mean "nothing written".
-    let rejects = import::rejects_path(&args.file);
-    if rejects.exists() && !rejects.is_file() {
-        return Err(format!(
-            "{} is in the way of the rejects file: it is not a file",
-            rejects.display()
-        ));
-    }
+    // Both told before any engine is opened and any row written.
+    import::check_rejects_path(&args.file)?;
+    let rows = import::read(&args.file, kind)?;
     if kind == import::Kind::Accounts {
         refuse_the_published_secret_elsewhere(
             runner,
@@ -69,7 +63,7 @@ pub async fn run(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Stri
         stop_after: args.stop_after,
         progress: true,
     };
-    let summary = import::run(&ctx, kind, &args.file, &options).await?;
+    let summary = import::write(&ctx, rows, &options).await?;
     if summary.stopped {
         return Ok(ExitCode::from(1));
     }

@@ -29,6 +29,9 @@ pub struct LoadArgs {
     /// stack). Default: rekeyed into an engine on this machine, as exported into any other.
     #[arg(long, value_enum)]
     owner_locks: Option<OwnerLocks>,
+    /// Stop as if killed once this many items were written (for testing what a kill leaves).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
 }
 
 /// `load --owner-locks`.
@@ -78,11 +81,11 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
         transfer::Outbox::LeaveOut
     };
     let loaded = tokio::select! {
-        loaded = transfer::load(&ctx.db, &ctx.table, &export, target, outbox, owner_locks) => loaded?,
+        loaded = transfer::load_until(&ctx.db, &ctx.table, &export, target, outbox, owner_locks, args.stop_after) => loaded?,
         _ = tokio::signal::ctrl_c() => {
             return Err(format!(
-                "interrupted: {} may hold part of the export; delete its items (or the table) \
-                 and load again",
+                "interrupted: {} holds part of the export, and its mark says so; delete the \
+                 table (or its items) and load again",
                 ctx.table
             ));
         }

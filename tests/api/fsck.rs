@@ -1019,6 +1019,89 @@ async fn owner_locks_keyed_under_another_secret_stop_the_check() {
     assert_eq!(api.items_with_pk_prefix("UNIQ#OWNER#").await.len(), 1);
 }
 
+/// `fsck --repair` under another key than the API's, in a table where one owner lock is where
+/// the run's key puts it (which once disarmed an all-or-nothing guard): each lock is judged
+/// alone. The five locks the API keyed are neither released nor moved, only reported for a person
+/// (as their accounts are), and a subject who has an account still cannot open a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repair_under_another_key_moves_no_owner_lock() {
+    const API_KEY: &str = "the-api-s-own-server-secret-aaaaaaaaaaaaaaaa";
+    const OTHER_KEY: &str = "another-stack-s-server-secret-bbbbbbbbbbbbbb";
+    let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+    let under = |key: &str| Ctx::new(client.clone(), "singlet", CursorKeys::new(key));
+    let api = Api::start_on(Mode::Direct, under(API_KEY)).await;
+    let mut accounts = Vec::new();
+    for i in 0..5 {
+        let subject = own(&api, &format!("subject-{i}"));
+        accounts.push(
+            account(
+                &subject,
+                &format!("s{i}@example.com"),
+                &format!("subject{i}"),
+            )
+            .await,
+        );
+    }
+    // One account made by an API under the other key: its lock is where that key puts it.
+    let other = Api::start_on(Mode::Direct, under(OTHER_KEY)).await;
+    account(
+        &own(&other, "subject-other"),
+        "other@example.com",
+        "othersubject",
+    )
+    .await;
+    let locks = api.items_with_pk_prefix("UNIQ#OWNER#").await;
+    assert_eq!(locks.len(), 6);
+
+    let output = tokio::task::spawn_blocking(move || {
+        process::singlet()
+            .args(["--endpoint", &endpoint, "fsck", "--repair", "--json"])
+            .env("CURSOR_KEY", OTHER_KEY)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["repaired"], 0, "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 10, "{report:#}");
+    for finding in findings {
+        assert_eq!(finding["repairable"], false, "{finding}");
+        assert!(
+            finding["detail"]
+                .as_str()
+                .unwrap()
+                .contains("keyed under another secret"),
+            "{finding}"
+        );
+    }
+    let orphans: BTreeSet<&str> = findings
+        .iter()
+        .filter(|f| f["rule"] == "lock-orphan")
+        .map(|f| f["pk"].as_str().unwrap())
+        .collect();
+    let api_keyed: BTreeSet<&str> = locks
+        .iter()
+        .filter(|lock| accounts.iter().any(|a| s(lock, "accountId") == a))
+        .map(|lock| s(lock, "PK"))
+        .collect();
+    assert_eq!(orphans, api_keyed);
+    assert_eq!(
+        api.items_with_pk_prefix("UNIQ#OWNER#").await,
+        locks,
+        "no owner lock released or moved"
+    );
+    let again = own(&api, "subject-0")
+        .post(
+            "/accounts",
+            json!({"email": "second@example.com", "username": "secondone"}),
+        )
+        .await;
+    assert_eq!(again.status, 409, "{again:?}");
+}
+
 // ---- A torn restore -------------------------------------------------------------------------
 
 /// The items `change` wrote (new or changed), and the table as it was before it.

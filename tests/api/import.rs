@@ -653,3 +653,92 @@ fn the_cli_refuses_bad_input_with_exit_2_and_reports_rejects_with_exit_1() {
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(!import::rejects_path(&lines).exists());
 }
+
+/// `singlet --data <data> import <kind> <file>`.
+fn import_cli(data: &Path, kind: &str, file: &Path) -> std::process::Output {
+    singlet()
+        .arg("--data")
+        .arg(data)
+        .args(["import", kind])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
+/// The rejects file is written beside the import file, often in a folder others write to: a
+/// symbolic link planted under its name is refused (exit 2, nothing written, its target
+/// untouched), and a file there already is made its owner's alone before the rejects go in.
+#[cfg(unix)]
+#[test]
+fn the_rejects_file_is_never_written_through_a_link_and_is_its_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("rejects-link");
+    let data = dir.join("table.db");
+    let file = dir.join("branches.jsonl");
+    std::fs::write(
+        &file,
+        [
+            fixtures::branch_body("central"),
+            json!({"branchId": "east"}),
+        ]
+        .map(|b| b.to_string())
+        .join("\n"),
+    )
+    .unwrap();
+    let target = dir.join("someone-elses.txt");
+    std::fs::write(&target, "precious").unwrap();
+    std::os::unix::fs::symlink(&target, import::rejects_path(&file)).unwrap();
+
+    let refused = import_cli(&data, "branches", &file);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("is a symbolic link"), "{said}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+    assert!(!data.exists(), "nothing written, no table made");
+
+    // A rejects file left there with a mode others can read: rewritten, and its owner's alone.
+    std::fs::remove_file(import::rejects_path(&file)).unwrap();
+    std::fs::write(import::rejects_path(&file), "old").unwrap();
+    std::fs::set_permissions(
+        import::rejects_path(&file),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let imported = import_cli(&data, "branches", &file);
+    assert_eq!(imported.status.code(), Some(1), "{imported:?}");
+    let mode = std::fs::metadata(import::rejects_path(&file))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(rejects(&file).len(), 1);
+    assert_eq!(rejects(&file)[0]["line"], 2);
+}
+
+/// A file with no rows (empty, blank lines only, or a CSV header alone) is not an import of
+/// nothing that succeeded: exit 2, saying nothing was read, before any engine or table is made.
+#[test]
+fn a_file_without_rows_is_refused_with_exit_2() {
+    let dir = scratch("no-rows");
+    let data = dir.join("table.db");
+    for (name, text) in [
+        ("empty.jsonl", ""),
+        ("blank.jsonl", "\n  \n\n"),
+        (
+            "header.csv",
+            "branchId,name,address,city,phone,openingHours\n",
+        ),
+    ] {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let refused = import_cli(&data, "branches", &file);
+        assert_eq!(refused.status.code(), Some(2), "{name}: {refused:?}");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            said.contains("holds no rows: nothing was read and nothing was written"),
+            "{name}: {said}"
+        );
+        assert!(refused.stdout.is_empty(), "{name}");
+        assert!(!data.exists(), "{name}: no table made");
+    }
+}

@@ -736,3 +736,89 @@ async fn plates_compact_runs_while_the_api_writes_the_same_vehicles() {
         .unwrap();
     assert!(checked.findings.is_empty(), "{:?}", checked.findings);
 }
+
+/// A run killed before its first page's checkpoint has changed items already: `migrate` lists it
+/// `in progress` (its segments marked started before the first write), never `not started`, and
+/// it resumes with its own `--segments`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_before_its_first_checkpoint_is_listed_in_progress() {
+    const COUNT: usize = 50;
+    let api = Api::start(Mode::Direct).await;
+    write_old_vehicles(&api, COUNT).await;
+    let endpoint = api.engine.clone();
+    let cli = move |args: &'static [&'static str]| {
+        let endpoint = endpoint.clone();
+        tokio::task::spawn_blocking(move || {
+            singlet()
+                .args(["--endpoint", &endpoint])
+                .args(args)
+                .output()
+                .unwrap()
+        })
+    };
+
+    // One segment read in one page: stopped after three writes, before that page's checkpoint.
+    let killed = cli(&[
+        "migrate",
+        "vehicles-by-depot",
+        "--segments",
+        "1",
+        "--stop-after",
+        "3",
+        "--json",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(killed.status.code(), Some(0), "{killed:?}");
+    let report: Value = serde_json::from_slice(&killed.stdout).unwrap();
+    assert_eq!(
+        (report["changed"].as_u64(), report["complete"].as_bool()),
+        (Some(3), Some(false)),
+        "{report}"
+    );
+    let changed = api
+        .items()
+        .await
+        .iter()
+        .filter(|item| item.contains_key("GSI5PK"))
+        .count();
+    assert_eq!(changed, 3);
+
+    let listed = cli(&["migrate", "--json"]).await.unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+    let list: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let state = list["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["migration"] == "vehicles-by-depot")
+        .unwrap()
+        .clone();
+    assert_eq!(state["state"], "in progress", "{state}");
+    assert_eq!(
+        (state["segmentsDone"].as_u64(), state["segments"].as_u64()),
+        (Some(0), Some(1)),
+        "{state}"
+    );
+
+    // Resumed with another segment count: refused; with its own, it finishes.
+    let refused = cli(&["migrate", "vehicles-by-depot", "--segments", "4"])
+        .await
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--segments 1"),
+        "{refused:?}"
+    );
+    let resumed = cli(&["migrate", "vehicles-by-depot", "--segments", "1", "--json"])
+        .await
+        .unwrap();
+    assert_eq!(resumed.status.code(), Some(0), "{resumed:?}");
+    let report: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!(report["complete"], true, "{report}");
+    assert_eq!(
+        report["changed"],
+        COUNT as u64 - 3,
+        "no vehicle changed twice: {report}"
+    );
+}

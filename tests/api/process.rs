@@ -109,16 +109,17 @@ pub fn serve(mut command: Command) -> Running {
     running
 }
 
-/// Makes an empty table in the data file `data` (and its directory), as `import` of an empty file
-/// does: for a command that refuses a data file that is not there (`fsck`, `migrate`, `export`).
+/// Makes an empty table in the data file `data` (and its directory), as `load` of an export of
+/// no items does: for a command that refuses a data file that is not there (`fsck`, `migrate`,
+/// `export`).
 pub fn an_empty_table(data: &Path) {
-    let empty = data.with_extension("empty.jsonl");
-    std::fs::create_dir_all(data.parent().unwrap()).unwrap();
-    std::fs::write(&empty, "").unwrap();
+    let empty = data.with_extension("empty-export");
+    std::fs::create_dir_all(empty.join("data")).unwrap();
+    std::fs::write(empty.join("manifest-summary.json"), r#"{"itemCount": 0}"#).unwrap();
     let made = singlet()
         .arg("--data")
         .arg(data)
-        .args(["import", "branches"])
+        .arg("load")
         .arg(&empty)
         .output()
         .unwrap();

@@ -251,9 +251,10 @@ async fn an_export_loads_into_a_fresh_table_item_for_item() {
     assert_eq!(loaded, loaded_from(&original));
     assert!(loaded.outbox_left_out > 0, "the API's changes wrote events");
     let copy = a_copy_of(&api, &original, fresh.clone(), "copy").await;
-    // Every loaded item is a stream record, and none of them is an event to publish again.
+    // Every loaded item is a stream record (and the load's mark, put first and deleted last,
+    // two more), and none of them is an event to publish again.
     let report = mapping.drain().await.unwrap();
-    assert_eq!(report.records_read, loaded.items);
+    assert_eq!(report.records_read, loaded.items + 2);
     assert_eq!(report.records_delivered, 0, "{report:?}");
     assert_eq!(std::fs::read_to_string(&events).unwrap(), "");
 
@@ -568,7 +569,10 @@ fn the_cli_exports_and_loads_with_a_json_summary() {
         .unwrap();
     assert_eq!(seeded.status.code(), Some(0), "{seeded:?}");
     let summary: Value = serde_json::from_slice(&seeded.stdout).unwrap();
-    assert_eq!(summary, json!({"exported": 0, "files": 4}));
+    assert_eq!(
+        summary,
+        json!({"exported": 0, "files": 4, "consistent": true})
+    );
 
     let loaded = singlet()
         .args(["--in-memory", "load", "--json"])
@@ -894,7 +898,7 @@ fn the_cli_copies_a_table_that_holds_items() {
     let first = dir.join("first");
     assert_eq!(
         run(&original, &["export", "--json"], &first),
-        json!({"exported": 4, "files": 4})
+        json!({"exported": 4, "files": 4, "consistent": true})
     );
     // Two branches and the outbox items of their `BranchCreated` events, which stay behind.
     assert_eq!(
@@ -913,7 +917,7 @@ fn the_cli_copies_a_table_that_holds_items() {
     let anonymised = dir.join("anonymised");
     assert_eq!(
         run(&original, &["export", "--anonymise", "--json"], &anonymised),
-        json!({"exported": 4, "files": 4})
+        json!({"exported": 4, "files": 4, "consistent": true})
     );
     let lines = export_lines(&anonymised).join("\n");
     assert!(
@@ -996,4 +1000,385 @@ async fn load_creates_the_table_on_an_external_engine_that_lacks_it() {
         index_names(api.ctx.db.clone(), api.ctx.table.to_string()).await
     );
     a_copy_of(&api, &original, client, "elsewhere").await;
+}
+
+// ---- What a kill, a live writer and a bad file leave (issue 45) ----------------------------
+
+/// `singlet --data <data> <args> <path>`: its output, whatever its exit.
+fn on_data(data: &std::path::Path, args: &[&str], path: &std::path::Path) -> std::process::Output {
+    singlet()
+        .arg("--data")
+        .arg(data)
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap()
+}
+
+fn stderr_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A data file `table.db` in `dir` holding two branches (and their events' outbox items),
+/// imported by the CLI.
+fn two_branches(dir: &std::path::Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let data = dir.join("table.db");
+    let rows = dir.join("branches.jsonl");
+    std::fs::write(
+        &rows,
+        [
+            fixtures::branch_body("central"),
+            fixtures::branch_body("east"),
+        ]
+        .map(|b| b.to_string())
+        .join("\n"),
+    )
+    .unwrap();
+    let imported = on_data(&data, &["import", "branches"], &rows);
+    assert_eq!(imported.status.code(), Some(0), "{imported:?}");
+    data
+}
+
+/// An export directory `dir` of `members`, each a gzip member of its own, one after the other in
+/// one data file, the manifest counting every line.
+fn gzip_export(dir: &std::path::Path, members: &[Vec<String>]) {
+    use std::io::Write;
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let mut bytes = Vec::new();
+    for lines in members {
+        let mut member = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        for line in lines {
+            writeln!(member, "{line}").unwrap();
+        }
+        bytes.extend(member.finish().unwrap());
+    }
+    std::fs::write(dir.join("data/00000000.json.gz"), bytes).unwrap();
+    let count: usize = members.iter().map(Vec::len).sum();
+    std::fs::write(
+        dir.join("manifest-summary.json"),
+        json!({"itemCount": count}).to_string(),
+    )
+    .unwrap();
+}
+
+/// An export line of a branch item.
+fn branch_line(id: &str) -> String {
+    json!({"Item": {"PK": {"S": format!("BRANCH#{id}")}, "SK": {"S": format!("BRANCH#{id}")},
+        "_et": {"S": "branch"}, "_v": {"N": "1"}, "branchId": {"S": id}}})
+    .to_string()
+}
+
+/// A gzip file may hold several members one after the other (RFC 1952, 2.2), as a file written in
+/// parts or joined with `cat` does: `load` reads every one of them, not the first alone.
+#[test]
+fn load_reads_every_member_of_a_gzip_file() {
+    let dir = scratch("two-members");
+    gzip_export(
+        &dir.join("export"),
+        &[
+            vec![branch_line("central"), branch_line("east")],
+            vec![
+                branch_line("west"),
+                branch_line("north"),
+                branch_line("south"),
+            ],
+        ],
+    );
+    let data = dir.join("copy.db");
+    let loaded = on_data(&data, &["load", "--json"], &dir.join("export"));
+    assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
+    let summary: Value = serde_json::from_slice(&loaded.stdout).unwrap();
+    assert_eq!(summary["loaded"], 5, "{summary}");
+    // Exported again, the copy holds the five branches.
+    let again = dir.join("again");
+    let exported = on_data(&data, &["export", "--json"], &again);
+    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
+    let mut ids: Vec<String> = export_lines(&again)
+        .iter()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["branchId"]["S"].to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "\"central\"",
+            "\"east\"",
+            "\"north\"",
+            "\"south\"",
+            "\"west\""
+        ]
+    );
+}
+
+/// A line is read with a bound: one longer than any item DynamoDB takes could hold is refused as
+/// soon as the bound is passed, never held whole (a small gzip member unpacks to a huge line),
+/// and an item over DynamoDB's 400 KB is refused by its size; both before anything is written.
+#[test]
+fn load_refuses_a_line_or_an_item_larger_than_dynamodb_takes() {
+    let dir = scratch("too-large");
+    // About 5 MB of one repeated byte: a few KB of gzip.
+    let huge = json!({"Item": {"PK": {"S": "X#1"}, "SK": {"S": "X#1"},
+        "blob": {"S": "a".repeat(5_000_000)}}})
+    .to_string();
+    gzip_export(&dir.join("huge"), &[vec![huge]]);
+    assert!(
+        std::fs::metadata(dir.join("huge/data/00000000.json.gz"))
+            .unwrap()
+            .len()
+            < 100_000
+    );
+    let data = dir.join("copy.db");
+    let refused = on_data(&data, &["load"], &dir.join("huge"));
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        stderr_of(&refused).contains("00000000.json.gz:1: the line is longer than 4096000 bytes"),
+        "{}",
+        stderr_of(&refused)
+    );
+    assert!(!data.exists(), "nothing made");
+
+    // Within the line's bound, but over DynamoDB's item size as it counts it.
+    let large = json!({"Item": {"PK": {"S": "X#1"}, "SK": {"S": "X#1"},
+        "blob": {"S": "a".repeat(410_000)}}})
+    .to_string();
+    let fits = json!({"Item": {"PK": {"S": "X#2"}, "SK": {"S": "X#2"},
+        "blob": {"S": "a".repeat(400_000)}}})
+    .to_string();
+    gzip_export(&dir.join("large"), &[vec![fits.clone(), large]]);
+    let refused = on_data(&data, &["load"], &dir.join("large"));
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        stderr_of(&refused).contains("item 2: the item is 410014 bytes as DynamoDB counts them"),
+        "{}",
+        stderr_of(&refused)
+    );
+    assert!(!data.exists(), "nothing made");
+    // An item just under the limit loads.
+    gzip_export(&dir.join("fits"), &[vec![fits]]);
+    let loaded = on_data(&data, &["load"], &dir.join("fits"));
+    assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
+}
+
+/// An export killed part way leaves `data/` and no manifest: the next export (and `load`) say it
+/// is a partial export, not "an export", and what to do; done, the export runs.
+#[test]
+fn a_killed_export_is_named_a_partial_export() {
+    let dir = scratch("killed-export");
+    let data = two_branches(&dir);
+    let out = dir.join("export");
+    let killed = on_data(
+        &data,
+        &["export", "--segments", "1", "--stop-after", "1"],
+        &out,
+    );
+    assert_ne!(killed.status.code(), Some(0), "{killed:?}");
+    assert!(out.join("data").is_dir(), "{killed:?}");
+    assert!(!out.join("manifest-summary.json").exists());
+
+    let again = on_data(&data, &["export"], &out);
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    let said = stderr_of(&again);
+    assert!(said.contains("holds a partial export"), "{said}");
+    assert!(!said.contains("already holds an export"), "{said}");
+    assert!(said.contains("Remove"), "{said}");
+    let load = singlet()
+        .args(["--in-memory", "load"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(load.status.code(), Some(2), "{load:?}");
+    assert!(
+        stderr_of(&load).contains("holds a partial export"),
+        "{}",
+        stderr_of(&load)
+    );
+
+    std::fs::remove_dir_all(out.join("data")).unwrap();
+    let done = on_data(&data, &["export", "--json"], &out);
+    assert_eq!(done.status.code(), Some(0), "{done:?}");
+}
+
+/// A load killed part way leaves the mark it wrote first: a load run again and `fsck` say the
+/// table holds part of an export, rather than "already holds items" and a check of a table that
+/// is not one. A load that finishes leaves no mark.
+#[test]
+fn a_killed_load_leaves_a_table_marked_partial() {
+    let dir = scratch("killed-load");
+    let data = two_branches(&dir);
+    let export = dir.join("export");
+    let exported = on_data(&data, &["export"], &export);
+    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
+
+    let copy = dir.join("copy.db");
+    let killed = on_data(&copy, &["load", "--stop-after", "1"], &export);
+    assert_ne!(killed.status.code(), Some(0), "{killed:?}");
+
+    let again = on_data(&copy, &["load"], &export);
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    let said = stderr_of(&again);
+    assert!(said.contains("holds part of an export"), "{said}");
+    assert!(said.contains("stopped before it finished"), "{said}");
+    let checked = singlet()
+        .arg("--data")
+        .arg(&copy)
+        .args(["fsck", "--repair"])
+        .output()
+        .unwrap();
+    assert_eq!(checked.status.code(), Some(2), "{checked:?}");
+    assert!(
+        stderr_of(&checked).contains("holds part of an export"),
+        "{}",
+        stderr_of(&checked)
+    );
+
+    let whole = dir.join("whole.db");
+    let loaded = on_data(&whole, &["load"], &export);
+    assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
+    let checked = singlet()
+        .arg("--data")
+        .arg(&whole)
+        .args(["fsck", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(checked.status.code(), Some(0), "{checked:?}");
+    let report: Value = serde_json::from_slice(&checked.stdout).unwrap();
+    assert_eq!(report["scanned"], 2, "the branches, and no mark: {report}");
+}
+
+/// An export of the runner's table while the API writes to it: each scan segment would be read at
+/// its own moment, and a vehicle registered in between be exported without its locks, or its
+/// locks without it. The export reads a copy of the engine's file taken in one read, so the copy
+/// loaded from it holds nothing `fsck` finds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_export_taken_while_the_api_writes_loads_into_a_table_fsck_finds_clean() {
+    const PREFILLED: usize = 600;
+    const WRITERS: usize = 2;
+    let dir = scratch("live");
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("live.db");
+    let rows = dir.join("vehicles.jsonl");
+    std::fs::write(
+        &rows,
+        (0..PREFILLED)
+            .map(|i| {
+                json!({"plate": format!("PF {i:05}"), "chassis": format!("PFCH{i:06}"), "depot": "north"})
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    let imported = on_data(&data, &["import", "vehicles"], &rows);
+    assert_eq!(imported.status.code(), Some(0), "{imported:?}");
+
+    let mut serving = singlet();
+    serving
+        .arg("--data")
+        .arg(&data)
+        .args(["--mark-overdue-every", "0", "--no-console"]);
+    let runner = crate::process::serve(serving);
+    let token = crate::harness::token("tester", &crate::harness::all_scopes(), &[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (api, token, stop) = (runner.api.clone(), token.clone(), stop.clone());
+            tokio::spawn(async move {
+                let http = reqwest::Client::new();
+                let mut written = 0u64;
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    i += 1;
+                    let created = http
+                        .post(format!("{api}/vehicles"))
+                        .bearer_auth(&token)
+                        .json(&json!({"plate": format!("W{w} {i:05}"),
+                            "chassis": format!("W{w}CH{i:06}"), "depot": "south"}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(created.status(), 201);
+                    let vehicle: Value = created.json().await.unwrap();
+                    let id = vehicle["vehicleId"].as_str().unwrap();
+                    // A plate change: one lock released, another claimed, the vehicle changed.
+                    let moved = http
+                        .put(format!("{api}/vehicles/{id}/plate"))
+                        .bearer_auth(&token)
+                        .json(&json!({"plate": format!("M{w} {i:05}")}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(moved.status(), 200);
+                    written += 2;
+                }
+                written
+            })
+        })
+        .collect();
+    // The writers under way first.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+
+    let export = dir.join("export");
+    let exported = tokio::task::spawn_blocking({
+        let (data, export) = (data.clone(), export.clone());
+        move || on_data(&data, &["export", "--segments", "8", "--json"], &export)
+    })
+    .await
+    .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut written = 0;
+    for writer in writers {
+        written += writer.await.unwrap();
+    }
+    drop(runner);
+    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
+    let summary: Value = serde_json::from_slice(&exported.stdout).unwrap();
+    assert_eq!(summary["consistent"], true, "{summary}");
+    assert!(written > 0, "the API wrote while the export ran");
+
+    let copy = dir.join("copy.db");
+    let loaded = on_data(&copy, &["load"], &export);
+    assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
+    let checked = singlet()
+        .arg("--data")
+        .arg(&copy)
+        .args(["fsck", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&checked.stdout).unwrap();
+    assert_eq!(report["findings"], json!([]), "{report}");
+    assert_eq!(checked.status.code(), Some(0), "{checked:?}");
+    // Every vehicle of the copy with its two locks: the prefilled ones at least.
+    assert!(
+        report["scanned"].as_u64().unwrap() >= 3 * PREFILLED as u64,
+        "{report}"
+    );
+}
+
+/// Through an endpoint, the export cannot be taken from a copy: it says so, on standard error
+/// and in its summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_through_an_endpoint_says_it_may_be_torn() {
+    let (_, endpoint) = engine::start_in_memory("singlet").await;
+    let dir = scratch("through-endpoint");
+    let output = tokio::task::spawn_blocking({
+        let dir = dir.clone();
+        move || {
+            singlet()
+                .args(["--endpoint", &endpoint, "export", "--json"])
+                .arg(&dir)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["consistent"], false, "{summary}");
+    assert!(
+        stderr_of(&output).contains("can leave the export torn"),
+        "{}",
+        stderr_of(&output)
+    );
 }

@@ -11,15 +11,56 @@ pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
-/// Creates (or truncates) the file `path`, readable and writable by its owner alone (`0600`) when
-/// it is new: what the runner writes from a table (an export's data, an import's rejects, the
-/// archive, the engine's file) holds people's data. An existing file keeps its mode.
+/// Creates (or truncates) the file `path`, readable and writable by its owner alone (`0600`),
+/// whether it is new or not: what the runner writes from a table (an export's data, an import's
+/// rejects, the archive, the engine's file) holds people's data, and a file left by an earlier
+/// run, or planted, with a wider mode would keep showing it to others. An existing file is made
+/// `0600` before anything is written into it.
+///
+/// `path` is never followed if it is a symbolic link (`O_NOFOLLOW`): the tools write beside the
+/// files they are given (`<file>.rejects.jsonl`), often in a folder others can write to, where a
+/// link planted under that name would have its target truncated and overwritten. Nor is anything
+/// but a regular file written (a FIFO would hold the tool, a device take the bytes): it is opened
+/// without blocking and without truncating, looked at, and only then truncated.
 pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // `O_NONBLOCK` only so that opening a FIFO fails rather than waits for a reader; a
+        // regular file ignores it.
+        options
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            return std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "it is a symbolic link, which is never written through: remove it (the file is \
+                 made anew)",
+            );
+        }
+        e
+    })?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if metadata.permissions().mode() & 0o7777 != 0o600 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    file.set_len(0)?;
+    Ok(file)
 }
 
 /// [`create_private_file`], holding `bytes`.
@@ -50,7 +91,7 @@ mod tests {
     }
 
     #[test]
-    fn private_files_are_their_owners_alone_and_existing_ones_keep_their_mode() {
+    fn private_files_are_their_owners_alone_even_when_they_exist() {
         let file = std::env::temp_dir().join(format!("singlet-private-{}.txt", std::process::id()));
         let _ = std::fs::remove_file(&file);
         super::write_private_file(&file, "one").unwrap();
@@ -59,12 +100,27 @@ mod tests {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         super::write_private_file(&file, "two").unwrap();
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o644, "an existing file keeps its mode");
+        assert_eq!(mode, 0o600, "an existing file is made its owner's alone");
         assert_eq!(
             std::fs::read_to_string(&file).unwrap(),
             "two",
             "and is rewritten whole"
         );
         std::fs::remove_file(&file).unwrap();
+    }
+
+    #[test]
+    fn a_private_file_is_never_written_through_a_link() {
+        let dir = std::env::temp_dir().join(format!("singlet-private-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target.txt");
+        std::fs::write(&target, "kept").unwrap();
+        let link = dir.join("link.txt");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let refused = super::write_private_file(&link, "written").unwrap_err();
+        assert!(refused.to_string().contains("symbolic link"), "{refused}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

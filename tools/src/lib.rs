@@ -8,6 +8,7 @@ pub mod anonymise;
 pub mod files;
 pub mod fsck;
 pub mod import;
+pub mod load_marker;
 pub mod migrate;
 pub mod progress;
 pub mod throttle;

@@ -6,7 +6,9 @@
 //! - Resumable: after each page's writes, the segment's place (`LastEvaluatedKey`) is saved in the
 //!   table (`MIGRATION#<name>` / `SEGMENT#<i>`), so a run that is killed starts again at the page
 //!   it was in, and reads at most that one page again; the page's items already changed fail
-//!   their conditions and are written no second time.
+//!   their conditions and are written no second time. Every segment's checkpoint is saved once
+//!   before the first write too, so a run killed before its first page's checkpoint is listed
+//!   `in progress`, not `not started`.
 //! - Throttled: with `--max-wcu`, every write first waits until the write units consumed in the
 //!   last second (as `ReturnConsumedCapacity` reported them) leave room for the most one item's
 //!   writes have consumed so far ([`crate::throttle`]).
@@ -229,6 +231,32 @@ pub async fn run(
         loan_history_days: ctx.loan_history_days,
     };
     let throttle = Throttle::new(options.max_wcu);
+    if !options.dry_run {
+        // Every segment is marked started before the first write: a run killed before its first
+        // page's checkpoint has changed items already, and must be listed `in progress` (and
+        // resumed with its `--segments`), never `not started`.
+        futures::future::try_join_all(
+            (0..segments)
+                .filter(|segment| !saved.iter().any(|(s, _)| s == segment))
+                .map(|segment| {
+                    let throttle = &throttle;
+                    async move {
+                        let admission = throttle.admit(CHECKPOINT_UNITS).await;
+                        let place = Place {
+                            segment,
+                            segments,
+                            last_key: None,
+                            done: false,
+                            conflicts: 0,
+                        };
+                        let units = save(ctx, migration, place).await?;
+                        throttle.settle(admission, units);
+                        Ok::<_, String>(())
+                    }
+                }),
+        )
+        .await?;
+    }
     // Learned from the writes themselves, across the segments: the most one item's writes have
     // consumed. The most, not the last: a refused write (a page read again after a stop) costs
     // less than an applied one, and admitting the next on that would let a window pass the limit.

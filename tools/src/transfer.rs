@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use flate2::Compression;
-use flate2::read::GzDecoder;
+use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use serde_json::{Map, Value, json};
 use singlet_functions::accounts::owner_lock_under;
@@ -25,7 +25,7 @@ use singlet_functions::store::bulk;
 use singlet_shared::Key;
 use singlet_shared::schema::{PK, SK};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -40,6 +40,11 @@ pub struct Exported {
 /// Writes every item of `table` under `dir` in the export format, reading it with a parallel
 /// `Scan` of `segments` segments. Each item passes through `transform` first (the anonymiser,
 /// or nothing). `dir` must not hold an export already: an export is never mixed with another.
+///
+/// Each segment is read page by page, each page at its own moment: a table written to meanwhile
+/// is exported torn (a transaction's items read on either side of it). `client` must therefore
+/// reach a table no one writes to: the runner exports a copy of the embedded engine's file
+/// (the runner's `export_snapshot`), and says so of a table reached through an endpoint.
 pub async fn export(
     client: &Client,
     table: &str,
@@ -47,12 +52,28 @@ pub async fn export(
     segments: u32,
     transform: &(dyn Fn(Item) -> Item + Sync),
 ) -> Result<Exported, String> {
+    export_until(client, table, dir, segments, transform, None).await
+}
+
+/// [`export`]; with `stop_after` (a test hook), stopped as if killed once that many items are
+/// written: what it wrote stays, as a kill leaves it (no manifest).
+pub async fn export_until(
+    client: &Client,
+    table: &str,
+    dir: &Path,
+    segments: u32,
+    transform: &(dyn Fn(Item) -> Item + Sync),
+    stop_after: Option<u64>,
+) -> Result<Exported, String> {
     let data = dir.join("data");
-    if dir.join("manifest-summary.json").exists() || data.exists() {
+    if dir.join("manifest-summary.json").exists() {
         return Err(format!(
             "{} already holds an export: choose an empty directory",
             dir.display()
         ));
+    }
+    if data.exists() {
+        return Err(partial_export(dir));
     }
     // Anything else in it is someone's files, which an export would mix itself with.
     if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
@@ -64,11 +85,27 @@ pub async fn export(
     crate::files::create_private_dir(&data)
         .map_err(|e| format!("cannot create {}: {e}", data.display()))?;
     let mut partial = Partial { dir: Some(dir) };
-    let written = write_export(client, table, dir, segments.max(1), transform).await;
-    if written.is_ok() {
-        partial.dir = None;
+    let written = write_export(client, table, dir, segments.max(1), transform, stop_after).await;
+    match &written {
+        Ok(_) => partial.dir = None,
+        // Left as a kill leaves it.
+        Err(stopped) if stopped == STOPPED_AS_IF_KILLED => partial.dir = None,
+        Err(_) => {}
     }
     written
+}
+
+/// Why `dir` cannot be exported into or loaded from: it holds `data/` and no
+/// `manifest-summary.json`, which an export writes last.
+fn partial_export(dir: &Path) -> String {
+    format!(
+        "{} holds a partial export: {} and no manifest-summary.json, which an export writes \
+         last: an export stopped before it finished (killed, or its machine stopped) left it, \
+         and it is not the table. Remove {} and export again, or choose an empty directory",
+        dir.display(),
+        dir.join("data").display(),
+        dir.join("data").display()
+    )
 }
 
 /// An export being written: removed when it is dropped unfinished, whether it failed or was
@@ -95,6 +132,7 @@ async fn write_export(
     dir: &Path,
     segments: u32,
     transform: &(dyn Fn(Item) -> Item + Sync),
+    stop_after: Option<u64>,
 ) -> Result<Exported, String> {
     let data = dir.join("data");
     let exported = std::sync::atomic::AtomicU64::new(0);
@@ -121,6 +159,11 @@ async fn write_export(
                 let total =
                     exported.fetch_add(in_page, std::sync::atomic::Ordering::Relaxed) + in_page;
                 progress.count(|| format!("exported {total} items"));
+                if stop_after.is_some_and(|limit| total >= limit) {
+                    out.flush()
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    return Err(STOPPED_AS_IF_KILLED.to_owned());
+                }
                 match next {
                     Some(key) => start = Some(key),
                     None => break,
@@ -239,6 +282,8 @@ pub enum Outbox {
 pub struct Checked {
     files: Vec<PathBuf>,
     owners: Owners,
+    /// How many items the export holds.
+    items: u64,
 }
 
 impl Checked {
@@ -323,7 +368,11 @@ pub fn check(dir: &Path) -> Result<Checked, String> {
              written"
         ));
     }
-    Ok(Checked { files, owners })
+    Ok(Checked {
+        files,
+        owners,
+        items: read,
+    })
 }
 
 /// Writes a [`check`]ed export into `table`, which must be empty, through `target`; the outbox
@@ -333,6 +382,9 @@ pub fn check(dir: &Path) -> Result<Checked, String> {
 /// table's emptiness is checked first: a bad export is refused with the table untouched, so
 /// that, fixed, it loads. Were it checked as it is written, a bad line near the end would leave a
 /// half-loaded table that `load` then refuses as not empty.
+///
+/// A load marks the table first ([`crate::load_marker`]) and removes the mark after its last
+/// item: a load stopped part way leaves the mark, which a load run again and `fsck` name.
 pub async fn load(
     client: &Client,
     table: &str,
@@ -340,6 +392,23 @@ pub async fn load(
     target: Target<'_>,
     outbox: Outbox,
     owner_locks: OwnerLockKeys<'_>,
+) -> Result<Loaded, String> {
+    load_until(client, table, export, target, outbox, owner_locks, None).await
+}
+
+/// What [`load_until`] answers when it stopped as if killed.
+pub const STOPPED_AS_IF_KILLED: &str = "stopped as if killed";
+
+/// [`load`]; with `stop_after` (a test hook), stopped as if killed once that many items are
+/// written: the items and the mark stay, as a kill leaves them.
+pub async fn load_until(
+    client: &Client,
+    table: &str,
+    export: &Checked,
+    target: Target<'_>,
+    outbox: Outbox,
+    owner_locks: OwnerLockKeys<'_>,
+    stop_after: Option<u64>,
 ) -> Result<Loaded, String> {
     let files = &export.files;
     let mut rekeying = match owner_locks {
@@ -351,11 +420,15 @@ pub async fn load(
             moved: 0,
         }),
     };
+    if let Some(unfinished) = crate::load_marker::read(client, table).await? {
+        return Err(unfinished.describe(table));
+    }
     if bulk::holds_items(client, table).await? {
         return Err(format!(
             "{table} already holds items: load writes only into an empty table"
         ));
     }
+    crate::load_marker::mark(client, table, export.items).await?;
     let chunk = match target {
         Target::Api => 25,
         Target::Bulk(_) => BULK_ITEMS,
@@ -390,9 +463,14 @@ pub async fn load(
                 }
                 .map_err(|e| stopped(e, written))?;
                 progress.count(|| format!("loaded {written} items"));
+                if stop_after.is_some_and(|limit| written >= limit) {
+                    progress.interrupt();
+                    return Err(STOPPED_AS_IF_KILLED.into());
+                }
             }
         }
     }
+    crate::load_marker::unmark(client, table).await?;
     progress.finish(&format!("loaded {written} items"));
     Ok(Loaded {
         items: written,
@@ -426,6 +504,14 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
                     at()
                 ));
             }
+            let size = item_size(&item);
+            if size > MAX_ITEM_BYTES {
+                return Err(format!(
+                    "{}: the item is {size} bytes as DynamoDB counts them, more than its \
+                     {MAX_ITEM_BYTES}-byte (400 KB) item: nothing was written",
+                    at()
+                ));
+            }
             if let Some(why) = unwritable_keys(&item) {
                 return Err(format!(
                     "{}: {why}, which DynamoDB refuses: nothing was written",
@@ -446,6 +532,14 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
                 }
                 Ok(name) if name == OwnerLock::TYPE.name => owners.locks += 1,
                 _ => {}
+            }
+            if crate::load_marker::is_mark(&item) {
+                return Err(format!(
+                    "{}: the mark of a load stopped part way ({}): the table this export was \
+                     taken from held part of another export, not a table: nothing was written",
+                    at(),
+                    crate::load_marker::KEY
+                ));
             }
             if !owners.keys.insert(key) {
                 return Err(format!(
@@ -469,6 +563,9 @@ async fn write_batch(client: &Client, table: &str, items: Vec<Item>) -> Result<u
 /// The item count `manifest-summary.json` declares.
 fn read_manifest(dir: &Path) -> Result<u64, String> {
     let path = dir.join("manifest-summary.json");
+    if !path.exists() && dir.join("data").is_dir() {
+        return Err(partial_export(dir));
+    }
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
             "{} is not an export: cannot read {}: {e}",
@@ -498,29 +595,153 @@ pub fn data_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// The items of one data file (gzipped or plain), each line `{"Item": {…}}`.
+/// DynamoDB's largest item, 400 KB, counted as DynamoDB counts it ([`item_size`]): "The maximum
+/// item size in DynamoDB is 400 KB, which includes both attribute name binary length (UTF-8
+/// length) and attribute value lengths" (Amazon DynamoDB Developer Guide, "Constraints in Amazon
+/// DynamoDB", Items; <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html>).
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
+/// The longest line of a data file `load` reads: ten times [`MAX_ITEM_BYTES`]. A line holds its
+/// item in DynamoDB JSON, which spells each byte DynamoDB counts in more: a string's control
+/// character is six (`\u0001`), and the widest item is a list of booleans, each element two bytes
+/// to DynamoDB (one for the element, one for the value) and fifteen in the line
+/// (`{"BOOL":false},`), 7.5 times. A line longer than this holds no item DynamoDB takes, and is
+/// refused as soon as it is this long: it is never held whole (a gzip member of a few hundred
+/// KB can unpack to a line of hundreds of MB).
+pub const MAX_LINE_BYTES: usize = 10 * MAX_ITEM_BYTES;
+
+/// The items of one data file (gzipped or plain), each line `{"Item": {…}}`. A gzipped file is
+/// read to its end through every member: gzip allows several one after the other (RFC 1952,
+/// 2.2: "A gzip file consists of a series of "members""), and a file written in parts, or
+/// several files joined with `cat`, has them.
 pub fn read_items(
     path: &Path,
 ) -> Result<impl Iterator<Item = Result<Item, String>> + use<>, String> {
     let file =
         std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let reader: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(GzDecoder::new(file))
+        Box::new(MultiGzDecoder::new(file))
     } else {
         Box::new(file)
     };
     let name = path.display().to_string();
-    Ok(BufReader::new(reader)
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| line.as_ref().map_or(true, |l| !l.trim().is_empty()))
-        .map(move |(n, line)| {
-            let line = line.map_err(|e| format!("cannot read {name}: {e}"))?;
-            let value: Value = serde_json::from_str(&line)
-                .map_err(|e| format!("{name}:{}: not JSON: {e}", n + 1))?;
-            item_from_json(&value["Item"])
-                .map_err(|e| format!("{name}:{}: not an export line: {e}", n + 1))
-        }))
+    let mut lines = bounded_lines(BufReader::new(reader), MAX_LINE_BYTES);
+    let mut number = 0usize;
+    Ok(std::iter::from_fn(move || {
+        loop {
+            number += 1;
+            let line = match lines.next()? {
+                Ok(line) => line,
+                Err(LineError::TooLong) => {
+                    return Some(Err(format!(
+                        "{name}:{number}: the line is longer than {MAX_LINE_BYTES} bytes, ten \
+                         times DynamoDB's {MAX_ITEM_BYTES}-byte item: it holds no item DynamoDB \
+                         takes (read no further)"
+                    )));
+                }
+                Err(LineError::Read(e)) => return Some(Err(format!("cannot read {name}: {e}"))),
+            };
+            let Ok(line) = std::str::from_utf8(&line) else {
+                return Some(Err(format!("{name}:{number}: not UTF-8 text")));
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let parsed = serde_json::from_str::<Value>(line)
+                .map_err(|e| format!("{name}:{number}: not JSON: {e}"))
+                .and_then(|value| {
+                    item_from_json(&value["Item"])
+                        .map_err(|e| format!("{name}:{number}: not an export line: {e}"))
+                });
+            return Some(parsed);
+        }
+    }))
+}
+
+/// Why a line of a data file could not be read.
+enum LineError {
+    /// Longer than the bound: the rest of the file is not read.
+    TooLong,
+    Read(std::io::Error),
+}
+
+/// The lines of `reader`, each without its `\n` (or `\r\n`), none held longer than `max` bytes:
+/// a longer line is an error as soon as `max + 1` of its bytes are read, and ends the lines.
+fn bounded_lines(
+    mut reader: impl BufRead,
+    max: usize,
+) -> impl Iterator<Item = Result<Vec<u8>, LineError>> {
+    let mut ended = false;
+    std::iter::from_fn(move || {
+        if ended {
+            return None;
+        }
+        let mut line = Vec::new();
+        // `max + 2`: the longest line allowed, and its `\r\n`.
+        let read = (&mut reader)
+            .take(max as u64 + 2)
+            .read_until(b'\n', &mut line);
+        match read {
+            Err(e) => {
+                ended = true;
+                Some(Err(LineError::Read(e)))
+            }
+            Ok(0) => None,
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                }
+                if line.len() > max {
+                    ended = true;
+                    return Some(Err(LineError::TooLong));
+                }
+                Some(Ok(line))
+            }
+        }
+    })
+}
+
+/// The size DynamoDB counts for `item`, as its guide tells it ("DynamoDB item sizes and
+/// formats", <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html>):
+/// each attribute's name in UTF-8 bytes and its value: a string's UTF-8 bytes, a binary's raw
+/// bytes, a number's one byte per two significant digits and one more, a null or a boolean one
+/// byte, a list or a map three bytes and one more per element besides its elements. The
+/// guide calls a number's size approximate: this is its formula.
+pub fn item_size(item: &Item) -> usize {
+    fn number(n: &str) -> usize {
+        let digits: String = n
+            .split(['e', 'E'])
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect();
+        let significant = digits.trim_start_matches('0').trim_end_matches('0').len();
+        significant.div_ceil(2) + 1
+    }
+    fn value(attribute: &AttributeValue) -> usize {
+        match attribute {
+            AttributeValue::S(s) => s.len(),
+            AttributeValue::N(n) => number(n),
+            AttributeValue::B(b) => b.as_ref().len(),
+            AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+            AttributeValue::Ss(set) => set.iter().map(String::len).sum(),
+            AttributeValue::Ns(set) => set.iter().map(|n| number(n)).sum(),
+            AttributeValue::Bs(set) => set.iter().map(|b| b.as_ref().len()).sum(),
+            AttributeValue::L(list) => 3 + list.iter().map(|v| 1 + value(v)).sum::<usize>(),
+            AttributeValue::M(map) => {
+                3 + map
+                    .iter()
+                    .map(|(name, v)| 1 + name.len() + value(v))
+                    .sum::<usize>()
+            }
+            _ => 0,
+        }
+    }
+    item.iter().map(|(name, v)| name.len() + value(v)).sum()
 }
 
 fn write_json(path: &Path, value: &Value) -> Result<(), String> {

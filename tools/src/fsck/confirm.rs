@@ -313,7 +313,16 @@ async fn reread(
         Rule::LockOrphan => {
             let read = snapshot(ctx, std::slice::from_ref(key)).await?;
             if let Some(Ok(Decoded::OwnerLock(lock))) = read.first().map(|s| &s.entity) {
-                let keys = [key.clone(), keys::account(&lock.account_id)];
+                let account = keys::account(&lock.account_id);
+                let mut keys = vec![key.clone(), account.clone()];
+                // And where this run's key puts the account's lock: whether the account holds
+                // it there too decides whether this one is surplus.
+                if let Some(Ok(Decoded::Account(row))) = table.entity(&account)
+                    && let Some(held) = table.owner_lock_of(row)
+                    && held.key() != *key
+                {
+                    keys.push(held.key());
+                }
                 fill(&mut fresh, snapshot(ctx, &keys).await?);
                 return Ok(Some(fresh));
             }
@@ -455,10 +464,17 @@ fn locks_of(table: &Table, entity: &Decoded) -> Vec<Key> {
         .into_iter()
         .flat_map(|claim| std::iter::once(claim.lock_key).chain(claim.earlier_key))
         .collect();
-    if let Decoded::Account(row) = entity
-        && let Some(owner_lock) = table.owner_lock_of(row)
-    {
-        keys.push(owner_lock.key());
+    if let Decoded::Account(row) = entity {
+        if let Some(owner_lock) = table.owner_lock_of(row) {
+            keys.push(owner_lock.key());
+        }
+        // And the owner locks naming it from elsewhere, as the scan found them: one there
+        // leaves the account's missing lock to a person.
+        for elsewhere in table.owner_locks_naming(row.account.account_id.as_str()) {
+            if !keys.contains(&elsewhere) {
+                keys.push(elsewhere);
+            }
+        }
     }
     keys
 }

@@ -80,6 +80,11 @@ impl Default for Options {
 
 /// Checks the whole table, and repairs with `options.repair`.
 pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
+    // Part of an export is no table: its missing halves are no finding to repair, and a repair
+    // would make a table the export never was.
+    if let Some(unfinished) = crate::load_marker::read(&ctx.db, &ctx.table).await? {
+        return Err(unfinished.describe(&ctx.table));
+    }
     let mut report = scan_and_judge(ctx, options).await?;
     // A repair can leave what another rule checks wrong: a copy a lost loan left `checked_out`,
     // set `available`, makes its branch's count of copies on the shelf one short. So a run that

@@ -138,6 +138,8 @@ pub struct Table {
     /// Copies by book and branch: `(isbn, branchId)`.
     copies_by_book: HashMap<(String, String), BTreeSet<At>>,
     resources: HashMap<String, BTreeSet<String>>,
+    /// The owner locks naming each account, by account id, wherever they are keyed.
+    owner_locks_by_account: HashMap<String, BTreeSet<At>>,
 }
 
 impl Table {
@@ -150,6 +152,7 @@ impl Table {
             open_loans_by_copy: HashMap::new(),
             copies_by_book: HashMap::new(),
             resources: HashMap::new(),
+            owner_locks_by_account: HashMap::new(),
         }
     }
 
@@ -174,6 +177,12 @@ impl Table {
             Ok(Decoded::Copy(copy)) => {
                 self.copies_by_book
                     .entry((copy.isbn.to_string(), copy.branch_id.to_string()))
+                    .or_default()
+                    .insert(at.clone());
+            }
+            Ok(Decoded::OwnerLock(lock)) => {
+                self.owner_locks_by_account
+                    .entry(lock.account_id.to_string())
                     .or_default()
                     .insert(at.clone());
             }
@@ -232,6 +241,26 @@ impl Table {
     pub fn owner_lock_of(&self, row: &AccountRow) -> Option<OwnerLock> {
         (row.owners_one && !row.owner.is_empty())
             .then(|| owner_lock_under(&self.ids, &row.owner, &row.account.account_id))
+    }
+
+    /// The keys of the owner locks that name the account `account_id`, wherever they are.
+    pub fn owner_locks_naming(&self, account_id: &str) -> Vec<Key> {
+        self.owner_locks_by_account
+            .get(account_id)
+            .into_iter()
+            .flatten()
+            .map(key)
+            .collect()
+    }
+
+    /// Whether an owner lock naming `row`'s account is where this run's key puts it.
+    fn owner_lock_in_place(&self, row: &AccountRow) -> bool {
+        self.owner_lock_of(row).is_some_and(|held| {
+            matches!(
+                self.entity(&held.key()),
+                Some(Ok(Decoded::OwnerLock(lock))) if lock.account_id == row.account.account_id
+            )
+        })
     }
 
     fn loans(&self, keys: Option<&BTreeSet<At>>) -> Vec<&Checkout> {
@@ -530,6 +559,29 @@ fn owner_lock_orphan(table: &Table, key: &Key, lock: &OwnerLock, found: &mut Vec
         None => format!("names accountId {}, which does not exist", lock.account_id),
         Some(row) => match table.owner_lock_of(row) {
             Some(held) if held.key() == *key => return,
+            // The account is its subject's one, and this lock names it from another key than
+            // this run's key gives the subject. Either the lock was keyed under another server
+            // secret than this run's (the API's own, when this run has the wrong one), or it is
+            // misplaced; the key is a keyed hash, so which cannot be told. Only where the account
+            // holds its lock at this run's key too is this one surely surplus. Otherwise it is
+            // left as it is, whatever the other locks of the table: released under a wrong key,
+            // it would free its subject to open a second account.
+            Some(_) if !table.owner_lock_in_place(row) => {
+                found.push(Finding {
+                    rule: Rule::LockOrphan,
+                    about: "",
+                    key: key.clone(),
+                    detail: format!(
+                        "names accountId {}, its subject's one account, but is not where this \
+                         run's server secret puts that subject's lock: keyed under another \
+                         secret (run fsck with the API's CURSOR_KEY, and its OWNER_KEY if it \
+                         has one) or misplaced; a person must decide",
+                        lock.account_id
+                    ),
+                    repair: None,
+                });
+                return;
+            }
             Some(_) => format!(
                 "names accountId {}, which another subject owns",
                 lock.account_id
@@ -570,10 +622,28 @@ fn owner_lock_missing(table: &Table, row: &AccountRow, found: &mut Vec<Finding>)
         over,
     };
     match table.entity(&claim.key()) {
-        None => found.push(finding(
-            "its owner has no owner lock".into(),
-            Some(claim_it(None)),
-        )),
+        // An owner lock names the account from elsewhere: keyed under another server secret
+        // than this run's, or misplaced (see `owner_lock_orphan`). A lock claimed here would sit
+        // where only this run's key looks, if it is not the API's.
+        None => match table
+            .owner_locks_naming(row.account.account_id.as_str())
+            .first()
+        {
+            Some(elsewhere) => found.push(finding(
+                format!(
+                    "its owner has no owner lock where this run's server secret puts it, and \
+                     the one at {} names it: keyed under another secret (run fsck with the \
+                     API's CURSOR_KEY, and its OWNER_KEY if it has one) or misplaced; a person \
+                     must decide",
+                    elsewhere.pk
+                ),
+                None,
+            )),
+            None => found.push(finding(
+                "its owner has no owner lock".into(),
+                Some(claim_it(None)),
+            )),
+        },
         Some(Ok(Decoded::OwnerLock(held))) if held.account_id == row.account.account_id => {}
         Some(Ok(Decoded::OwnerLock(held))) => {
             let other = match table.entity(&keys::account(&held.account_id)) {

@@ -644,9 +644,75 @@ fn name_the_holders(
     }
 }
 
+/// The rows of a file, read and found to be at least one ([`read`]), not yet checked.
+pub struct Rows {
+    file: PathBuf,
+    kind: Kind,
+    rows: Vec<Row>,
+}
+
+impl Rows {
+    /// How many rows the file holds.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Never: [`read`] refuses a file without rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// Reads `file` as rows of `kind`, writing nothing: `Err` when it is neither JSON Lines nor CSV
+/// with the columns `kind` needs, or when it holds no row at all (empty, blank lines only, or a
+/// CSV header alone). An import of nothing is not what anyone asks for: most often the file is
+/// the wrong one, or the step that made it failed; `0` ("did what it was asked") would let a
+/// script go on as if the rows were in the table.
+pub fn read(file: &Path, kind: Kind) -> Result<Rows, String> {
+    let rows = read_rows(file, kind)?;
+    if rows.is_empty() {
+        return Err(format!(
+            "{} holds no rows: nothing was read and nothing was written",
+            file.display()
+        ));
+    }
+    Ok(Rows {
+        file: file.to_owned(),
+        kind,
+        rows,
+    })
+}
+
+/// Refuses, before anything is written, a rejects file of `file` ([`rejects_path`]) that would
+/// not be written: one that is a symbolic link (never written through: a link planted beside the
+/// import file would have its target overwritten) or not a regular file. A rejects file that
+/// cannot be written would otherwise stop an import that has created its rows, and exit `2`
+/// would not mean "nothing written".
+pub fn check_rejects_path(file: &Path) -> Result<(), String> {
+    let rejects = rejects_path(file);
+    match std::fs::symlink_metadata(&rejects) {
+        Ok(found) if found.file_type().is_symlink() => Err(format!(
+            "{} is a symbolic link: the rejects file is never written through a link (its \
+             target would be overwritten); remove it: nothing was written",
+            rejects.display()
+        )),
+        Ok(found) if !found.is_file() => Err(format!(
+            "{} is in the way of the rejects file: it is not a file",
+            rejects.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Imports `file` as rows of `kind` into the table of `ctx`.
 pub async fn run(ctx: &Ctx, kind: Kind, file: &Path, options: &Options) -> Result<Summary, String> {
-    let rows = read_rows(file, kind)?;
+    write(ctx, read(file, kind)?, options).await
+}
+
+/// Imports `rows` ([`read`]) into the table of `ctx`.
+pub async fn write(ctx: &Ctx, rows: Rows, options: &Options) -> Result<Summary, String> {
+    let Rows { file, kind, rows } = rows;
+    let file = file.as_path();
     let known = read_known(ctx, kind, &rows).await?;
     let mut summary = Summary {
         read: rows.len() as u64,
