@@ -240,6 +240,22 @@ pub enum Outcome<P> {
     Cancelled(Cancelled<P>),
 }
 
+impl<P> Outcome<P> {
+    /// The answer to the request: the response when the write was done (or replayed), else the
+    /// error `refused` makes of the parts whose conditions failed (a `409` naming the values
+    /// taken, a `404` for a parent that is gone, [`spent_key`] for a derived id that exists).
+    /// With [`commit`], what every creating route ends with.
+    pub fn answer(
+        self,
+        refused: impl FnOnce(Cancelled<P>) -> ApiError,
+    ) -> Result<Response<Body>, ApiError> {
+        match self {
+            Outcome::Done(response) => Ok(response),
+            Outcome::Cancelled(cancelled) => Err(refused(cancelled)),
+        }
+    }
+}
+
 /// Where the id of what a write creates comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdFrom {

@@ -9,7 +9,9 @@ pub const SK: &str = "SK";
 pub const ENTITY_TYPE: &str = "_et";
 pub const VERSION: &str = "_v";
 
-/// Epoch seconds after which DynamoDB's TTL may delete an item (idempotency records only).
+/// Epoch seconds after which DynamoDB's TTL may delete an item: every idempotency record and
+/// outbox item carries it, a returned loan too; whether a type must, may or never does is the
+/// model's `EntityType::expiry`.
 pub const TTL_ATTRIBUTE: &str = "expiresAt";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
