@@ -270,13 +270,14 @@ pub enum IdFrom {
 /// the key in the same transaction, the key's token is the `ClientRequestToken`, and (when the
 /// entity's id was derived from the key, [`IdFrom::Key`]) the id's lock is put with it; a retry
 /// gets the first request's response back instead of a conflict.
-pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
+pub async fn commit<'k, P: Copy + PartialEq + std::fmt::Debug>(
     ctx: &Ctx,
     transaction: Transaction<P>,
-    idempotency: Option<&Idempotency>,
+    idempotency: impl Into<Option<&'k Idempotency>>,
     id_from: IdFrom,
     response: Response<Body>,
 ) -> Result<Outcome<P>, ApiError> {
+    let idempotency = idempotency.into();
     let Some(idempotency) = idempotency else {
         return Ok(match transaction.commit(ctx).await? {
             Commit::Done => Outcome::Done(response),

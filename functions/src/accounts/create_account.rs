@@ -85,14 +85,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Event::new(EventType::AccountCreated, &account_id, &account),
         ),
     );
-    let done = commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Key,
-        response,
-    )
-    .await?;
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Key, response).await?;
     let response = done.answer(|cancelled| {
         // Only an id derived from a spent Idempotency-Key can already exist.
         if cancelled.failed(Part::Account) {

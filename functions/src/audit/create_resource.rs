@@ -75,14 +75,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         );
 
     // The id is the client's, not derived from the key: its own guard is its lock.
-    let done = commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Request,
-        response,
-    )
-    .await?;
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response).await?;
     let response = done.answer(|cancelled| {
         if cancelled.failed(Part::Current) {
             return ApiError::conflict(vec![FieldError::new("resourceId", Code::Taken)]);

@@ -102,14 +102,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             outbox(&req, Event::new(EventType::CopyAdded, &copy_id, &copy)),
         );
 
-    let done = commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Key,
-        response,
-    )
-    .await?;
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Key, response).await?;
     let response = done.answer(|cancelled| {
         if cancelled.failed(Part::Branch) {
             return ApiError::not_found("branch");

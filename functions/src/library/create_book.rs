@@ -68,14 +68,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             outbox(&req, Event::new(EventType::BookAdded, &isbn, &book)),
         );
 
-    let done = commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Request,
-        response,
-    )
-    .await?;
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response).await?;
     let response =
         done.answer(|_| ApiError::conflict(vec![FieldError::new("isbn", Code::Taken)]))?;
     tracing::info!(%isbn, "book created");

@@ -63,14 +63,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
 
-    let done = commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Request,
-        response,
-    )
-    .await?;
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response).await?;
     let response =
         done.answer(|_| ApiError::conflict(vec![FieldError::new("branchId", Code::Taken)]))?;
     tracing::info!(%branch_id, "branch created");

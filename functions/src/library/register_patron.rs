@@ -110,14 +110,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
 
-    let done = commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Key,
-        response,
-    )
-    .await?;
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Key, response).await?;
     let response = done.answer(|cancelled| {
         // The branch first: a request at a branch that does not exist is a 404, whatever else.
         if cancelled.failed(Part::Branch) {

@@ -76,13 +76,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
         let response = ok(&renewed);
-        let done = commit(
-            ctx,
-            transaction,
-            idempotency.as_ref(),
-            IdFrom::Request,
-            response,
-        );
+        let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response);
         match done.await? {
             Outcome::Done(response) => {
                 tracing::info!(%checkout_id, due_date = %renewed.due_date, renewals = renewed.renewal_count, "loan renewed");

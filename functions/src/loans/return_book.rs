@@ -89,13 +89,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             );
 
         let response = ok(&returned.clone().as_read(now));
-        let done = commit(
-            ctx,
-            transaction,
-            idempotency.as_ref(),
-            IdFrom::Request,
-            response,
-        );
+        let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response);
         match done.await? {
             Outcome::Done(response) => {
                 tracing::info!(%checkout_id, %patron_id, "book returned");
