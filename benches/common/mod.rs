@@ -7,10 +7,9 @@ use aws_sdk_dynamodb::types::TransactWriteItem;
 use singlet_functions::Ctx;
 use singlet_functions::clock;
 use singlet_functions::events::{Event, EventType};
-use singlet_functions::fleet::{
-    Vehicle, chassis_free_before_compact, plate_free_before_compact, register_vehicle,
-};
+use singlet_functions::fleet::Vehicle;
 use singlet_functions::idempotency::new_id;
+use singlet_functions::model::Entity;
 use singlet_functions::recording::outbox_by;
 use singlet_functions::store::{Item, Put, bulk, lock};
 use singlet_shared::{Chassis, Plate};
@@ -28,15 +27,10 @@ fn vehicle(n: usize) -> Vehicle {
 
 /// The three puts that store `vehicle` and its locks: the vehicle's items alone.
 fn vehicle_puts(ctx: &Ctx, vehicle: &Vehicle) -> Vec<TransactWriteItem> {
-    let (plate_lock, chassis_lock) = register_vehicle::locks(vehicle);
-    [
-        Put::new_only(vehicle),
-        lock::claim(&plate_lock),
-        lock::claim(&chassis_lock),
-    ]
-    .into_iter()
-    .map(|put| put.transact_item(&ctx.table))
-    .collect()
+    std::iter::once(Put::new_only(vehicle))
+        .chain(vehicle.locks().iter().map(lock::claim_any))
+        .map(|put| put.transact_item(&ctx.table))
+        .collect()
 }
 
 /// The three puts that store a vehicle with plate `D-n` and chassis `DC-n` and its locks: how the
@@ -53,13 +47,11 @@ pub fn registration_as_sent(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
     let vehicle = vehicle(n);
     let mut items = vehicle_puts(ctx, &vehicle);
     items.extend(
-        [
-            plate_free_before_compact(&vehicle.plate),
-            chassis_free_before_compact(&vehicle.chassis),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|check| check.transact_item(&ctx.table)),
+        vehicle
+            .locks()
+            .iter()
+            .filter_map(|held| held.earlier_key().map(lock::free_at))
+            .map(|check| check.transact_item(&ctx.table)),
     );
     let event = Event::new(EventType::VehicleRegistered, &vehicle.vehicle_id, &vehicle);
     items.push(outbox_by("bench", event).transact_item(&ctx.table));

@@ -15,7 +15,7 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use singlet_shared::schema;
-use std::collections::HashMap;
+
 use time::OffsetDateTime;
 
 /// The shortest key taken: template.yaml asks for as much.
@@ -23,7 +23,7 @@ pub const MIN_KEY_LEN: usize = 32;
 const KID_LEN: usize = 4;
 const TAG_LEN: usize = 32;
 
-type Item = HashMap<String, AttributeValue>;
+use crate::model::Item;
 
 /// The server secret the local runner uses when `CURSOR_KEY` is not set: public, so that ids
 /// derived from `Idempotency-Key`s, cursors and the sample events in `events/` agree across runs

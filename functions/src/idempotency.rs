@@ -240,6 +240,22 @@ pub enum Outcome<P> {
     Cancelled(Cancelled<P>),
 }
 
+impl<P> Outcome<P> {
+    /// The answer to the request: the response when the write was done (or replayed), else the
+    /// error `refused` makes of the parts whose conditions failed (a `409` naming the values
+    /// taken, a `404` for a parent that is gone, [`spent_key`] for a derived id that exists).
+    /// With [`commit`], what every creating route ends with.
+    pub fn answer(
+        self,
+        refused: impl FnOnce(Cancelled<P>) -> ApiError,
+    ) -> Result<Response<Body>, ApiError> {
+        match self {
+            Outcome::Done(response) => Ok(response),
+            Outcome::Cancelled(cancelled) => Err(refused(cancelled)),
+        }
+    }
+}
+
 /// Where the id of what a write creates comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdFrom {
@@ -254,13 +270,14 @@ pub enum IdFrom {
 /// the key in the same transaction, the key's token is the `ClientRequestToken`, and (when the
 /// entity's id was derived from the key, [`IdFrom::Key`]) the id's lock is put with it; a retry
 /// gets the first request's response back instead of a conflict.
-pub async fn commit<P: Copy + PartialEq + std::fmt::Debug>(
+pub async fn commit<'k, P: Copy + PartialEq + std::fmt::Debug>(
     ctx: &Ctx,
     transaction: Transaction<P>,
-    idempotency: Option<&Idempotency>,
+    idempotency: impl Into<Option<&'k Idempotency>>,
     id_from: IdFrom,
     response: Response<Body>,
 ) -> Result<Outcome<P>, ApiError> {
+    let idempotency = idempotency.into();
     let Some(idempotency) = idempotency else {
         return Ok(match transaction.commit(ctx).await? {
             Commit::Done => Outcome::Done(response),

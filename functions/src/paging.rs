@@ -7,10 +7,10 @@
 use crate::context::Ctx;
 use crate::error::{ApiError, Code};
 use crate::http::{HandlerResult, ok, served_route};
+use crate::model::Entity;
 use crate::store::{Item, Query, decode};
 use lambda_http::{Request, RequestExt};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use std::future::Future;
 
 pub const DEFAULT_LIMIT: i32 = 25;
@@ -77,7 +77,7 @@ impl Page {
     /// `Query` whenever it has items.
     pub async fn query<T, M>(self, ctx: &Ctx, query: Query, missing: M) -> HandlerResult
     where
-        T: DeserializeOwned + Serialize,
+        T: Entity + Serialize,
         M: Future<Output = Result<(), ApiError>>,
     {
         Ok(ok(&self
@@ -94,7 +94,7 @@ impl Page {
         missing: M,
     ) -> Result<Paged<T>, ApiError>
     where
-        T: DeserializeOwned,
+        T: Entity,
         M: Future<Output = Result<(), ApiError>>,
     {
         let page = self.read::<T>(ctx, query).await?;
@@ -105,11 +105,7 @@ impl Page {
     }
 
     /// One page of `query`, decoded, with its cursor.
-    pub async fn read<T: DeserializeOwned>(
-        &self,
-        ctx: &Ctx,
-        query: Query,
-    ) -> Result<Paged<T>, ApiError> {
+    pub async fn read<T: Entity>(&self, ctx: &Ctx, query: Query) -> Result<Paged<T>, ApiError> {
         let output = ctx
             .query(query.limit(self.limit).start_after(self.start.clone()))
             .await?;

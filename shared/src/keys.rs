@@ -401,24 +401,6 @@ pub fn resource_event(resource_id: &Id, sequence: u64) -> Key {
     }
 }
 
-// ---- Logs -----------------------------------------------------------------------------------
-
-/// The entity type of an item whose partition key holds a value a person gave (a plate, a
-/// chassis number, an email's skeleton, a username, a card number): a log names such an item
-/// by this and a keyed hash, never by its key. `None` for keys made of ids.
-pub fn value_keyed(pk: &str) -> Option<&'static str> {
-    [
-        (PLATE_PREFIX, "plate-lock"),
-        (CHASSIS_PREFIX, "chassis-lock"),
-        (EMAIL_LOCK_PREFIX, "email-lock"),
-        (HANDLE_LOCK_PREFIX, "username-lock"),
-        (CARD_PREFIX, "card-lock"),
-    ]
-    .into_iter()
-    .find(|(prefix, _)| pk.starts_with(prefix))
-    .map(|(_, entity)| entity)
-}
-
 // ---- Idempotency ----------------------------------------------------------------------------
 
 /// The record of one `Idempotency-Key` on `route`, under the id it derives from the route, the

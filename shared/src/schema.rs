@@ -9,9 +9,9 @@ pub const SK: &str = "SK";
 pub const ENTITY_TYPE: &str = "_et";
 pub const VERSION: &str = "_v";
 
-/// Epoch seconds after which DynamoDB's TTL may delete an item. Only the entity types that
-/// declare `may_expire` carry it: returned loans (`LoanHistoryDays` after their return),
-/// idempotency records and outbox items (a day); never a lock or an item a lock names.
+/// Epoch seconds after which DynamoDB's TTL may delete an item: every idempotency record and
+/// outbox item carries it, a returned loan too; whether a type must, may or never does is the
+/// model's `EntityType::expiry`.
 pub const TTL_ATTRIBUTE: &str = "expiresAt";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

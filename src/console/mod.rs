@@ -453,9 +453,9 @@ async fn mark(State(console): State<Console>, request: Request) -> Response {
 /// each with the index entry it left and the one it entered.
 fn moved_loans(before: &table::Snapshot, after: &table::Snapshot) -> Vec<Value> {
     use singlet_functions::loans::LoanStatus;
-    use singlet_functions::model::{Decoded, Entity, decode};
+    use singlet_functions::model::{Entity, TableEntity, decode};
     let loan = |item: &table::Item| match decode(item) {
-        Ok(Decoded::Loan(loan)) => Some(loan),
+        Ok(TableEntity::Loan(loan)) => Some(loan),
         _ => None,
     };
     let entry = |(index, key): (singlet_shared::schema::Index, singlet_shared::IndexKey)| json!({"index": index.name, "pk": key.pk, "sk": key.sk});
@@ -539,7 +539,8 @@ async fn reset(State(console): State<Console>, request: Request) -> Response {
             sk: sk.clone(),
         };
         // Unconditional: whatever entity it is, it goes.
-        let delete = singlet_functions::store::Delete::<singlet_functions::model::Decoded>::at(key);
+        let delete =
+            singlet_functions::store::Delete::<singlet_functions::model::TableEntity>::at(key);
         if let Err(error) = ctx.delete_item(delete).await {
             return failed(format!("cannot empty the table: {error:?}"));
         }

@@ -6,7 +6,7 @@
 use super::table::{Domain, Snapshot};
 use serde::Serialize;
 use singlet_functions::loans::LoanStatus;
-use singlet_functions::model::{Decoded, decode};
+use singlet_functions::model::{TableEntity, decode};
 use singlet_functions::routes::{ROUTES, Route};
 use singlet_shared::keys::CopyStatus;
 use singlet_shared::{CardNumber, Chassis, Email, Id, Isbn13, Key, Plate, Username, keys};
@@ -75,33 +75,35 @@ impl Data {
             data.taken.insert(pk.clone());
             let Ok(decoded) = decode(item) else { continue };
             match decoded {
-                Decoded::Vehicle(v) => data.vehicles.push((
+                TableEntity::Vehicle(v) => data.vehicles.push((
                     text(&v.vehicle_id),
                     text(&v.plate),
                     text(&v.chassis),
                     v.depot,
                 )),
-                Decoded::Account(a) => data.accounts.push(text(&a.account.account_id)),
-                Decoded::Resource(r) => {
+                TableEntity::Account(a) => data.accounts.push(text(&a.account.account_id)),
+                TableEntity::Resource(r) => {
                     data.resources
                         .push((text(&r.resource_id), text(&r.status), r.version as i64))
                 }
-                Decoded::Branch(b) => data.branches.push(text(&b.branch_id)),
-                Decoded::Patron(p) => {
+                TableEntity::Branch(b) => data.branches.push(text(&b.branch_id)),
+                TableEntity::Patron(p) => {
                     data.patrons
                         .push((text(&p.patron_id), text(&p.card_number), p.may_borrow()))
                 }
-                Decoded::Copy(c) => data.copies.push((
+                TableEntity::Copy(c) => data.copies.push((
                     text(&c.copy_id),
                     text(&c.branch_id),
                     c.status == CopyStatus::Available,
                 )),
-                Decoded::Book(b) => data.books.push(text(&b.isbn)),
-                Decoded::Loan(loan) if loan.status != LoanStatus::Returned => data.loans.push((
-                    text(&loan.patron_id),
-                    text(&loan.checkout_id),
-                    loan.renewable(now),
-                )),
+                TableEntity::Book(b) => data.books.push(text(&b.isbn)),
+                TableEntity::Loan(loan) if loan.status != LoanStatus::Returned => {
+                    data.loans.push((
+                        text(&loan.patron_id),
+                        text(&loan.checkout_id),
+                        loan.renewable(now),
+                    ))
+                }
                 _ => {}
             }
         }

@@ -7,12 +7,12 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use singlet_functions::Ctx;
 use singlet_functions::events::EventType;
-use singlet_functions::model::{Decoded, decode};
+use singlet_functions::model::{TableEntity, decode};
 use singlet_functions::routes::{Route, by_function};
 use singlet_shared::schema::{INDEXES, PK, SK};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
-pub type Item = HashMap<String, AttributeValue>;
+pub use singlet_functions::model::Item;
 
 /// The table at one moment, by `(PK, SK)`.
 pub type Snapshot = BTreeMap<(String, String), Item>;
@@ -101,30 +101,26 @@ impl Domain {
         by_function(function).and_then(Domain::of_route)
     }
 
-    /// The domain an entity belongs to; `None` for the runner's own bookkeeping (a migration's
-    /// checkpoint).
-    pub fn of(decoded: &Decoded) -> Option<Domain> {
-        use Domain::*;
-        match decoded {
-            Decoded::Vehicle(_) | Decoded::PlateLock(_) | Decoded::ChassisLock(_) => Some(Fleet),
-            Decoded::Account(_)
-            | Decoded::EmailLock(_)
-            | Decoded::UsernameLock(_)
-            | Decoded::OwnerLock(_) => Some(Accounts),
-            Decoded::Branch(_)
-            | Decoded::Patron(_)
-            | Decoded::CardLock(_)
-            | Decoded::Book(_)
-            | Decoded::BookAvailability(_)
-            | Decoded::Copy(_)
-            | Decoded::Loan(_)
-            | Decoded::MarkerRun(_) => Some(Library),
-            Decoded::Resource(_) | Decoded::ResourceEvent(_) => Some(Audit),
-            Decoded::IdempotencyRecord(record) => record.route().and_then(Domain::of_function),
-            Decoded::IdLock(lock) => Domain::of_function(&lock.route),
-            Decoded::Outbox(event) => Some(Domain::of_source(&event.source)),
-            // Named, not `_`: a new entity fails to compile here until it is given a domain.
-            Decoded::MigrationCheckpoint(_) => None,
+    /// The domain an entity belongs to, as its type declares it (`EntityType::domain`); for an
+    /// item its writer's domain is, the domain of the route or event it names; `None` for the
+    /// runner's own bookkeeping (a migration's checkpoint).
+    pub fn of(entity: &TableEntity) -> Option<Domain> {
+        use singlet_functions::model::Domain as Declared;
+        match entity.entity_type().domain {
+            Declared::Fleet => Some(Domain::Fleet),
+            Declared::Accounts => Some(Domain::Accounts),
+            Declared::Library => Some(Domain::Library),
+            Declared::Audit => Some(Domain::Audit),
+            Declared::Runner => None,
+            Declared::OfWriter => match entity {
+                TableEntity::IdempotencyRecord(record) => {
+                    record.route().and_then(Domain::of_function)
+                }
+                TableEntity::IdLock(lock) => Domain::of_function(&lock.route),
+                TableEntity::Outbox(event) => Some(Domain::of_source(&event.source)),
+                // A type declared so names its writer: it is listed above.
+                _ => None,
+            },
         }
     }
 }
@@ -265,7 +261,7 @@ pub fn emitted(after: &Snapshot, before: &Snapshot) -> Vec<Value> {
         .iter()
         .filter(|(key, _)| !before.contains_key(*key))
         .filter_map(|(key, item)| match decode(item) {
-            Ok(Decoded::Outbox(event)) => Some(json!({
+            Ok(TableEntity::Outbox(event)) => Some(json!({
                 "pk": key.0,
                 "sk": key.1,
                 "source": event.source,

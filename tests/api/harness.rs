@@ -16,7 +16,7 @@ use singlet_functions::request::answer;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-pub type Item = HashMap<String, AttributeValue>;
+pub use singlet_functions::model::Item;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Mode {

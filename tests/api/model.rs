@@ -125,7 +125,7 @@ async fn every_item_the_api_writes_decodes_through_the_registry(api: Api) {
         assert_eq!(decoded.key().pk, pk);
         assert_eq!(decoded.key().sk, sk);
         assert_eq!(decoded.to_item(), item, "{pk} / {sk}");
-        if !entity_type.may_expire {
+        if !entity_type.may_expire() {
             assert!(!item.contains_key("expiresAt"), "{pk} / {sk}");
         }
         // Written before `_et` and `_v` existed (version 1), the same item reads as the same
@@ -142,7 +142,7 @@ async fn every_item_the_api_writes_decodes_through_the_registry(api: Api) {
             assert!(model::decode(&legacy).is_err(), "{pk} / {sk}");
         }
 
-        if let model::Decoded::Loan(loan) = &decoded {
+        if let model::TableEntity::Loan(loan) = &decoded {
             loan_states.insert(format!("{:?}", loan.status));
         }
         seen.insert(entity_type.name);

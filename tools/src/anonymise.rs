@@ -1,14 +1,16 @@
 //! `export --anonymise`: personal data replaced, one value always by the same replacement, so a
 //! copy of production can be debugged on a laptop without anyone's data on it.
 //!
-//! Each item is read as the entity it is (the model's registry), its personal fields replaced
-//! in the typed entity, and the item made again from it: a lock keyed by a value
+//! Each item is read as the entity it is (the model's registry), the personal fields its entity
+//! type declares (`EntityType::personal`) replaced, and the item made again from them: a lock keyed by a value
 //! (`PLATE#<plate>`, `CARD#<card>`, `UNIQ#EMAIL#<email>`, ...) is re-keyed by the same
 //! replacement its owner gets, so every lock still names an owner that holds its value, no two
 //! owners share a value (replacements are 64-bit keyed hashes), and every `fsck` rule holds on the
 //! copy. The JSON texts an item keeps (an outbox item's event, an idempotency record's response)
-//! have the same fields replaced by the same rule, and a digest it keeps (an idempotency record's
-//! fingerprint) is replaced by a keyed hash of itself.
+//! have the same fields replaced by the same rule (a field is known there by its name, as the
+//! entities declare it), and a digest it keeps (an idempotency record's fingerprint) is replaced
+//! by a keyed hash of itself. An entity added to the model declares its personal fields (`&[]`
+//! for none) or does not compile: nothing here names an entity but the owner lock.
 //!
 //! Replacements are HMACs under a key made at random for each export, so no one, the exporter
 //! included, can test a guess ("is `ada@example.com` in there?") against a copy. Replaced:
@@ -20,15 +22,17 @@ use crate::fsck::entity::decode;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::Value;
-use singlet_functions::accounts::{EmailLock, UsernameLock, owner_lock_under};
+use singlet_functions::accounts::owner_lock_under;
 use singlet_functions::ids::IdKey;
 use singlet_functions::loans::mark_overdue::FUNCTION as MARKER;
-use singlet_functions::model::{Decoded, ENTITY_TYPE, VERSION};
+use singlet_functions::model::{
+    self, ENTITY_TYPE, Personal, PersonalField, TableEntity, VERSION, personal_by_name, type_of,
+};
 use singlet_functions::store::Item;
 use singlet_functions::store::bulk::scan_page;
 use singlet_shared::normalise::MAX_PLATE_LEN;
 use singlet_shared::schema::{PK, SK};
-use singlet_shared::{CardNumber, Chassis, Email, Key, Plate, Username, keys};
+use singlet_shared::{Chassis, Plate};
 use std::collections::HashMap;
 
 pub struct Anonymiser {
@@ -39,58 +43,6 @@ pub struct Anonymiser {
     /// The key the copy's owner locks are made under: the one `cargo run` uses without
     /// `CURSOR_KEY` (its published local secret), so that the runner and `fsck` find them.
     copy_owners: IdKey,
-}
-
-/// A field of an entity or of a JSON text that holds personal data, by what it holds.
-#[derive(Debug, Clone, Copy)]
-enum Personal {
-    Plate,
-    Chassis,
-    Email,
-    Username,
-    Name,
-    Card,
-    Phone,
-    Address,
-    /// A token's subject: an account's `owner`, an event's `actor` (opaque with most identity
-    /// providers, an email with some).
-    Subject,
-}
-
-impl Personal {
-    /// The field a JSON text (an event's `data`, a response body) names it by.
-    fn of_field(name: &str) -> Option<Self> {
-        Some(match name {
-            "plate" => Personal::Plate,
-            "chassis" => Personal::Chassis,
-            "email" => Personal::Email,
-            "username" => Personal::Username,
-            "firstName" | "lastName" | "displayName" => Personal::Name,
-            "cardNumber" => Personal::Card,
-            "phone" => Personal::Phone,
-            "address" => Personal::Address,
-            // An account's `owner` is replaced with the account (its lock is re-keyed with it).
-            "actor" => Personal::Subject,
-            _ => return None,
-        })
-    }
-}
-
-/// The key the rule before `plates-compact` made of a plate or chassis lock's spelling, when
-/// the compact rule makes another.
-fn key_before_compact(entity: &Decoded) -> Option<Key> {
-    let (compact, before) = match entity {
-        Decoded::PlateLock(lock) => (
-            keys::plate_lock(&lock.plate),
-            keys::plate_lock_before_compact(&lock.plate),
-        ),
-        Decoded::ChassisLock(lock) => (
-            keys::chassis_lock(&lock.chassis),
-            keys::chassis_lock_before_compact(&lock.chassis),
-        ),
-        _ => return None,
-    };
-    (compact != before).then_some(before)
 }
 
 /// `replacement` (letters and digits only) with the separators (spaces, hyphens) of `spelled`
@@ -118,14 +70,6 @@ fn with_separators_of(spelled: &str, replacement: &str) -> String {
     out
 }
 
-/// Attributes that hold JSON text with personal data in it.
-const JSON_TEXTS: [&str; 2] = ["detail", "body"];
-
-/// Attributes that hold an unkeyed digest of personal data: an idempotency record's
-/// `fingerprint` hashes its caller and body, so anyone holding a copy could hash a guess (a
-/// subject and an email) and compare. Each is replaced by a keyed hash of itself.
-const DIGESTS: [&str; 1] = ["fingerprint"];
-
 impl Anonymiser {
     /// An anonymiser with a key of its own, made at random.
     pub fn random() -> Self {
@@ -151,7 +95,7 @@ impl Anonymiser {
         loop {
             let (items, next) = scan_page(client, table, 0, 1, start).await?;
             for item in &items {
-                if let Ok(Decoded::Account(row)) = decode(item)
+                if let Ok(TableEntity::Account(row)) = decode(item)
                     && row.owners_one
                 {
                     self.owners
@@ -213,32 +157,21 @@ impl Anonymiser {
             // marker is a function, not a person.
             Personal::Subject if value.is_empty() || value == MARKER => value.to_owned(),
             Personal::Subject => format!("sub-{}", self.hash(kind, value)),
+            // Text that is no JSON is kept: only JSON has fields to know personal data by.
+            Personal::JsonText => match serde_json::from_str::<Value>(value) {
+                Ok(mut json) => {
+                    self.json(&mut json);
+                    json.to_string()
+                }
+                Err(_) => value.to_owned(),
+            },
+            Personal::Digest => self.key.pseudonym("digest", &[value]),
         }
     }
 
+    #[cfg(test)]
     fn plate(&self, plate: &Plate) -> Plate {
         Plate::parse(&self.replace(Personal::Plate, plate.as_str())).expect("a valid plate")
-    }
-
-    fn chassis(&self, chassis: &Chassis) -> Chassis {
-        Chassis::parse(&self.replace(Personal::Chassis, chassis.as_str())).expect("a valid chassis")
-    }
-
-    fn email(&self, email: &Email) -> Email {
-        Email::parse(&self.replace(Personal::Email, email.as_str())).expect("a valid email")
-    }
-
-    fn username(&self, username: &Username) -> Username {
-        Username::parse(&self.replace(Personal::Username, username.as_str()))
-            .expect("a valid username")
-    }
-
-    fn card(&self, card: &CardNumber) -> CardNumber {
-        CardNumber::parse(&self.replace(Personal::Card, card.as_str())).expect("a valid card")
-    }
-
-    fn name(&self, name: &str) -> String {
-        self.replace(Personal::Name, name)
     }
 
     /// `item` with its personal data replaced (and its key, when the key holds a value). The
@@ -255,80 +188,70 @@ impl Anonymiser {
         // none. Rebuilt from its fields it would land on another item's key (a misplaced copy of
         // a lock, on the genuine lock's replacement), and `load` would refuse the copy.
         match decode(&item) {
-            Ok(entity) => {
-                // A lock still at the key the rule before `plates-compact` made of its spelling
-                // stays at such a key.
-                let before_compact = key_before_compact(&entity)
-                    .is_some_and(|key| singlet_functions::model::key_of(&item) == Some(key));
-                if let Some(replaced) = self.entity(entity) {
-                    let mut replaced_item = replaced.to_item();
-                    if before_compact && let Some(key) = key_before_compact(&replaced) {
-                        replaced_item.extend(singlet_functions::store::item::key_item(&key));
-                    }
-                    for (name, value) in replaced_item {
-                        if item.contains_key(&name) && name != ENTITY_TYPE && name != VERSION {
-                            item.insert(name, value);
-                        }
-                    }
-                }
-                // Who made a change (an audit event's `actor`), in whatever entity names one.
-                for (name, value) in item.iter_mut() {
-                    if let (Some(Personal::Subject), AttributeValue::S(text)) =
-                        (Personal::of_field(name), &value)
-                    {
-                        *value = AttributeValue::S(self.replace(Personal::Subject, text));
-                    }
-                }
-            }
+            Ok(entity) => self.entity(entity, &mut item),
             Err(_) => self.undecodable(&mut item),
-        }
-        for name in DIGESTS {
-            if let Some(digest) = item.get(name).and_then(|v| v.as_s().ok()) {
-                let replaced = self.key.pseudonym(name, &[digest]);
-                item.insert(name.to_owned(), singlet_functions::store::s(replaced));
-            }
-        }
-        for name in JSON_TEXTS {
-            if let Some(text) = item.get(name).and_then(|v| v.as_s().ok())
-                && let Ok(mut json) = serde_json::from_str::<Value>(text)
-            {
-                self.json(&mut json);
-                item.insert(
-                    name.to_owned(),
-                    singlet_functions::store::s(json.to_string()),
-                );
-            }
         }
         item
     }
 
-    /// The entity with its personal fields replaced; `None` for an entity that holds none.
-    /// An item no entity reads: its personal attributes by name, and its key when the key holds
-    /// a value (`PLATE#…`, `UNIQ#EMAIL#…`).
-    fn undecodable(&self, item: &mut Item) {
-        // An email or username lock names its value `value`, which says nothing by itself: its
-        // key's prefix tells what it holds.
-        let pk = item.get(PK).and_then(|v| v.as_s().ok()).cloned();
-        let lock_value = match pk.as_deref() {
-            Some(pk) if pk.starts_with(keys::EMAIL_LOCK_PREFIX) => {
-                Some((EmailLock::VALUE.name(), Personal::Email))
-            }
-            Some(pk) if pk.starts_with(keys::HANDLE_LOCK_PREFIX) => {
-                Some((UsernameLock::VALUE.name(), Personal::Username))
-            }
-            _ => None,
+    /// The personal fields `entity` declares, replaced in `item` (its stored item): the entity
+    /// is made again from its replaced fields, so that a key made of a value (a lock's) is made
+    /// of the replacement, and the item takes its attributes, no more.
+    fn entity(&self, entity: TableEntity, item: &mut Item) {
+        let personal = entity.entity_type().personal;
+        if personal.is_empty() && !matches!(entity, TableEntity::OwnerLock(_)) {
+            return;
+        }
+        // A lock still at the key the rule before `plates-compact` made of its spelling stays
+        // at such a key.
+        let before_compact = entity
+            .earlier_key()
+            .is_some_and(|key| model::key_of(item) == Some(key));
+        let mut fields = entity.to_item();
+        self.replace_fields(personal, &mut fields);
+        let Ok(replaced) = model::decode(&fields) else {
+            // A replacement the entity does not take: nothing of the item is kept by value.
+            return self.undecodable(item);
         };
+        let replaced = self.owner_lock(replaced);
+        let mut replaced_item = replaced.to_item();
+        if before_compact && let Some(key) = replaced.earlier_key() {
+            replaced_item.extend(singlet_functions::store::item::key_item(&key));
+        }
+        for (name, value) in replaced_item {
+            if item.contains_key(&name) && name != ENTITY_TYPE && name != VERSION {
+                item.insert(name, value);
+            }
+        }
+    }
+
+    /// Each of `personal` that `item` holds as text, replaced.
+    fn replace_fields(&self, personal: &[PersonalField], item: &mut Item) {
+        for field in personal {
+            if let Some(AttributeValue::S(text)) = item.get_mut(field.name) {
+                *text = self.replace(field.holds, text);
+            }
+        }
+    }
+
+    /// An item no entity reads: the personal attributes its type declares (its `_et`, or its
+    /// key's shape), or, of no known type, any attribute an entity declares personal by that
+    /// name; and its key when the key holds a value (`PLATE#…`, `UNIQ#EMAIL#…`).
+    fn undecodable(&self, item: &mut Item) {
+        let declared = type_of(item).map_or(&[][..], |entity_type| entity_type.personal);
         for (name, value) in item.iter_mut() {
-            let kind = Personal::of_field(name).or_else(|| {
-                lock_value.and_then(|(attribute, kind)| (name == attribute).then_some(kind))
-            });
+            let kind = declared
+                .iter()
+                .find(|field| field.name == name)
+                .map(|field| field.holds)
+                .or_else(|| personal_by_name(name));
             if let (Some(kind), AttributeValue::S(text)) = (kind, &value) {
                 *value = AttributeValue::S(self.replace(kind, text));
             }
         }
         for name in [PK, SK] {
             if let Some(AttributeValue::S(key)) = item.get(name)
-                && keys::value_keyed(key).is_some()
+                && model::value_keyed(key).is_some()
                 && let Some((prefix, value)) = key.rsplit_once('#')
             {
                 let replaced = format!("{prefix}#{}", self.key.pseudonym("key", &[value]));
@@ -337,67 +260,22 @@ impl Anonymiser {
         }
     }
 
-    fn entity(&self, entity: Decoded) -> Option<Decoded> {
-        Some(match entity {
-            Decoded::Vehicle(mut vehicle) => {
-                vehicle.plate = self.plate(&vehicle.plate);
-                vehicle.chassis = self.chassis(&vehicle.chassis);
-                Decoded::Vehicle(vehicle)
+    /// An owner lock keyed as the copy's runner keys it, by its owner's replacement (its key is a
+    /// keyed hash of the owner, under the server's key). A lock whose account is not its owner's
+    /// one account (an orphan, which `fsck` reports) gets a key of the export's own: it stays an
+    /// orphan in the copy. Any other entity as it is.
+    fn owner_lock(&self, entity: TableEntity) -> TableEntity {
+        let TableEntity::OwnerLock(mut lock) = entity else {
+            return entity;
+        };
+        lock.pseudonym = match self.owners.get(lock.account_id.as_str()) {
+            Some(owner) => {
+                let owner = self.replace(Personal::Subject, owner);
+                owner_lock_under(&self.copy_owners, &owner, &lock.account_id).pseudonym
             }
-            Decoded::PlateLock(mut lock) => {
-                lock.plate = self.plate(&lock.plate);
-                Decoded::PlateLock(lock)
-            }
-            Decoded::ChassisLock(mut lock) => {
-                lock.chassis = self.chassis(&lock.chassis);
-                Decoded::ChassisLock(lock)
-            }
-            Decoded::Account(mut row) => {
-                row.owner = self.replace(Personal::Subject, &row.owner);
-                row.account.email = self.email(&row.account.email);
-                row.account.username = self.username(&row.account.username);
-                row.account.display_name = row.account.display_name.map(|n| self.name(n.as_str()));
-                Decoded::Account(row)
-            }
-            Decoded::EmailLock(mut lock) => {
-                lock.value = self.email(&lock.value);
-                Decoded::EmailLock(lock)
-            }
-            Decoded::UsernameLock(mut lock) => {
-                lock.value = self.username(&lock.value);
-                Decoded::UsernameLock(lock)
-            }
-            Decoded::Branch(mut branch) => {
-                branch.address = self.replace(Personal::Address, &branch.address);
-                branch.phone = self.replace(Personal::Phone, &branch.phone);
-                Decoded::Branch(branch)
-            }
-            Decoded::Patron(mut patron) => {
-                patron.card_number = self.card(&patron.card_number);
-                patron.first_name = self.name(&patron.first_name);
-                patron.last_name = self.name(&patron.last_name);
-                patron.email = self.email(&patron.email);
-                Decoded::Patron(patron)
-            }
-            Decoded::CardLock(mut lock) => {
-                lock.card_number = self.card(&lock.card_number);
-                Decoded::CardLock(lock)
-            }
-            // Keyed as the copy's runner keys it, by the owner's replacement. A lock whose
-            // account is not its owner's one account (an orphan, which `fsck` reports) gets a
-            // key of the export's own: it stays an orphan in the copy.
-            Decoded::OwnerLock(mut lock) => {
-                lock.pseudonym = match self.owners.get(lock.account_id.as_str()) {
-                    Some(owner) => {
-                        let owner = self.replace(Personal::Subject, owner);
-                        owner_lock_under(&self.copy_owners, &owner, &lock.account_id).pseudonym
-                    }
-                    None => self.key.pseudonym("owner lock", &[&lock.pseudonym]),
-                };
-                Decoded::OwnerLock(lock)
-            }
-            _ => return None,
-        })
+            None => self.key.pseudonym("owner lock", &[&lock.pseudonym]),
+        };
+        TableEntity::OwnerLock(lock)
     }
 
     /// Replaces, anywhere in `json`, the string value of every personal field.
@@ -405,7 +283,7 @@ impl Anonymiser {
         match json {
             Value::Object(object) => {
                 for (name, value) in object.iter_mut() {
-                    match (Personal::of_field(name), value) {
+                    match (personal_by_name(name), value) {
                         (Some(kind), Value::String(text)) => *text = self.replace(kind, text),
                         (_, value) => self.json(value),
                     }
@@ -429,6 +307,7 @@ impl Anonymiser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use singlet_shared::keys;
 
     #[test]
     fn one_value_one_replacement_whatever_its_spelling() {
@@ -583,8 +462,10 @@ mod tests {
     /// rebuilt from its fields onto the genuine lock's new key, which `load` would refuse.
     #[test]
     fn a_misplaced_lock_keeps_a_key_of_its_own() {
+        use singlet_functions::accounts::EmailLock;
         use singlet_functions::model::{Entity, key_of};
         use singlet_functions::store::s;
+        use singlet_shared::Email;
         let anonymiser = Anonymiser::with_key(b"k");
         let genuine = EmailLock {
             account_id: singlet_shared::Id::parse("a1").unwrap(),

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use singlet_functions::accounts::owner_lock_under;
 use singlet_functions::accounts::{AccountRow, OwnerLock};
 use singlet_functions::ids::IdKey;
-use singlet_functions::model::{Decoded, Entity, decode, type_of};
+use singlet_functions::model::{Entity, TableEntity, decode, type_of};
 use singlet_functions::store::bulk;
 use singlet_shared::Key;
 use singlet_shared::schema::{PK, SK};
@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-pub type Item = HashMap<String, AttributeValue>;
+pub use singlet_functions::model::Item;
 
 /// What an export wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -335,7 +335,7 @@ impl Rekeying<'_> {
         if !type_of(&item).is_ok_and(|t| t.name == OwnerLock::TYPE.name) {
             return item;
         }
-        let Ok(Decoded::OwnerLock(lock)) = decode(&item) else {
+        let Ok(TableEntity::OwnerLock(lock)) = decode(&item) else {
             return item;
         };
         let Some(owner) = self.owners.of_account.get(lock.account_id.as_str()) else {
@@ -521,7 +521,7 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
             match type_of(&item).map(|t| t.name) {
                 Ok(name) if name == AccountRow::TYPE.name => {
                     // An account without an owner (made before accounts had owners) has no lock.
-                    if let Ok(Decoded::Account(row)) = decode(&item)
+                    if let Ok(TableEntity::Account(row)) = decode(&item)
                         && row.owners_one
                         && !row.owner.is_empty()
                     {

@@ -1,18 +1,18 @@
 //! `POST /accounts` `{email, username, displayName?}` → `201` account.
 //!
-//! One `TransactWriteItems`: the account and one lock per unique attribute, each put guarded by
-//! `attribute_not_exists`. The `409` names every attribute whose lock was taken (both when both
+//! One `TransactWriteItems`: the account and one lock per unique attribute (the locks the model
+//! declares an account holds, `AccountRow::locks`), each put guarded by `attribute_not_exists`. The `409` names every attribute whose lock was taken (both when both
 //! are), read from the cancellation by part, never by index. Safe to retry with
 //! `Idempotency-Key`.
 
-use super::{Account, AccountRow, MAX_DISPLAY_NAME_LEN, Part, Unique, UniqueValue, owner_lock};
+use super::{Account, AccountRow, MAX_DISPLAY_NAME_LEN, Part, owner_lock};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, commit, new_id};
 use crate::recording::outbox;
 use crate::store::{Put, Transaction, lock};
 use lambda_http::Request;
@@ -53,14 +53,6 @@ impl NewAccount {
     }
 }
 
-/// The unique values of `account`, each to be claimed with it.
-pub fn unique_values(account: &Account) -> [UniqueValue; 2] {
-    [
-        UniqueValue::Email(account.email.clone()),
-        UniqueValue::Username(account.username.clone()),
-    ]
-}
-
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
     let valid = validate(&body)?;
@@ -72,22 +64,19 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let caller = principal(&req);
     // A subject owns one account; `accounts:admin` makes any number, for anyone.
     let owners_one = !caller.has_scope("accounts:admin");
-    let mut transaction = Transaction::new().put(
-        Part::Account,
-        Put::new_only(&AccountRow {
-            account: account.clone(),
-            owner: caller.subject.clone(),
-            owners_one,
-        }),
-    );
+    let row = AccountRow {
+        account: account.clone(),
+        owner: caller.subject.clone(),
+        owners_one,
+    };
+    let mut transaction = Transaction::new()
+        .put(Part::Account, Put::new_only(&row))
+        .claim_locks_of(&row, Part::Claim);
     if owners_one {
         transaction = transaction.put(
             Part::OwnerLock,
             lock::claim(&owner_lock(ctx, &caller.subject, &account_id)),
         );
-    }
-    for value in unique_values(&account) {
-        transaction = transaction.put(Part::Lock(value.kind()), value.claim(&account_id));
     }
     let transaction = transaction.put(
         Part::Event,
@@ -96,34 +85,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Event::new(EventType::AccountCreated, &account_id, &account),
         ),
     );
-    match idempotency::commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Key,
-        response,
-    )
-    .await?
-    {
-        Outcome::Done(response) => {
-            tracing::info!(%account_id, "account created");
-            Ok(response)
-        }
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Key, response).await?;
+    let response = done.answer(|cancelled| {
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Account) => {
-            Err(idempotency::spent_key())
+        if cancelled.failed(Part::Account) {
+            return idempotency::spent_key();
         }
-        Outcome::Cancelled(cancelled) => Err(ApiError::conflict(
-            Unique::ALL
-                .into_iter()
-                .filter(|unique| cancelled.failed(Part::Lock(*unique)))
-                .map(|unique| FieldError::new(unique.field(), Code::Taken))
-                .chain(
-                    cancelled
-                        .failed(Part::OwnerLock)
-                        .then(|| FieldError::new("owner", Code::LimitReached)),
-                )
-                .collect(),
-        )),
-    }
+        let mut taken = lock::taken(&cancelled, &row, Part::Claim);
+        if cancelled.failed(Part::OwnerLock) {
+            taken.push(FieldError::new("owner", Code::LimitReached));
+        }
+        ApiError::conflict(taken)
+    })?;
+    tracing::info!(%account_id, "account created");
+    Ok(response)
 }

@@ -214,6 +214,8 @@ pub enum Part {
     Account,
     /// The lock being claimed.
     Lock(Unique),
+    /// A lock the account declares ([`AccountRow`]'s `locks`), claimed with a new account.
+    Claim(crate::store::lock::LockPart),
     /// The lock being released.
     OldLock(Unique),
     /// What the table keeps of the deleted entity beside it: the record of the

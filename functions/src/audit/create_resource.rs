@@ -14,7 +14,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{self, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
+use crate::idempotency::{IdFrom, Idempotency, commit};
 use crate::recording::outbox;
 use crate::store::{Put, Transaction};
 use lambda_http::Request;
@@ -75,26 +75,15 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         );
 
     // The id is the client's, not derived from the key: its own guard is its lock.
-    match idempotency::commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Request,
-        response,
-    )
-    .await?
-    {
-        Outcome::Done(response) => {
-            tracing::info!(%resource_id, status = %resource.status, "resource created");
-            Ok(response)
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response).await?;
+    let response = done.answer(|cancelled| {
+        if cancelled.failed(Part::Current) {
+            return ApiError::conflict(vec![FieldError::new("resourceId", Code::Taken)]);
         }
-        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Current) => Err(
-            ApiError::conflict(vec![FieldError::new("resourceId", Code::Taken)]),
-        ),
         // An event without its `CURRENT`: nothing we write can leave one behind.
-        Outcome::Cancelled(_) => {
-            tracing::error!(%resource_id, "a resource has events but no current state");
-            Err(ApiError::Internal)
-        }
-    }
+        tracing::error!(%resource_id, "a resource has events but no current state");
+        ApiError::Internal
+    })?;
+    tracing::info!(%resource_id, status = %resource.status, "resource created");
+    Ok(response)
 }

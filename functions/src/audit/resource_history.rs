@@ -22,7 +22,7 @@
 //! the cursor's, then one `GetItem` for `current`: one more read unit than the first page oldest
 //! first, and the same order of reads, so `current` is never older than any event on the page.
 
-use super::{Event, Resource, load};
+use super::{Event, Resource, ResourceEvent, load};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
@@ -128,5 +128,7 @@ fn is_current(item: &Item, resource_id: &singlet_shared::Id) -> bool {
 }
 
 fn decode_events(items: impl Iterator<Item = Item>) -> Result<Vec<Event>, ApiError> {
-    items.map(|item| decode(&item)).collect()
+    items
+        .map(|item| decode::<ResourceEvent>(&item).map(|stored| stored.event))
+        .collect()
 }

@@ -61,7 +61,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             lock::swap_from(
                 ctx,
                 &lock_of(&plate),
-                plate_free_before_compact(&plate),
+                plate_free_before_compact(&lock_of(&plate)),
                 lock::release_at(locks.plate, &vehicle_id),
                 update,
                 event,
@@ -111,7 +111,7 @@ async fn respell(
     };
     let commit = Transaction::new()
         .put(Part::Lock, lock::respell(&lock))
-        .check_if_some(Part::LockBefore, plate_free_before_compact(plate))
+        .check_if_some(Part::LockBefore, plate_free_before_compact(&lock))
         .update(Part::Vehicle, vehicle)
         .put(Part::Event, event)
         .commit(ctx)

@@ -15,9 +15,9 @@ pub mod retire_vehicle;
 
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::model::{Held, stored_version};
+use crate::model::{Entity, Held, stored_version};
 use crate::store::{Check, decode, item::text, lock};
-use singlet_shared::{Chassis, Id, Key, Plate, keys};
+use singlet_shared::{Id, Key, keys};
 
 pub use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
 
@@ -87,7 +87,7 @@ async fn held_at<L: Held>(
 
 /// A lock found by the value's key (`compact`), or, until `plates-compact` has re-keyed it, by
 /// the key the old rule made of this spelling (`before`).
-pub async fn find_lock<L: serde::de::DeserializeOwned>(
+pub async fn find_lock<L: Entity>(
     ctx: &Ctx,
     compact: Key,
     before: Key,
@@ -106,26 +106,12 @@ pub async fn find_lock<L: serde::de::DeserializeOwned>(
 /// key (`PLATE#ka19xtr`) cannot meet: without this check, the very spelling a vehicle was
 /// registered with would register a second one. A transaction that claims `plate` makes this
 /// check too, and reads its failure as the claim's: `409 plate taken`. `None` for a plate without
-/// spaces or hyphens, whose two keys are one.
+/// spaces or hyphens, whose two keys are one. (Registration claims a vehicle's locks as it
+/// declares them, `Transaction::claim_locks_of`, which checks the same.)
 ///
 /// Another spelling of that plate (`KA-19-XTR`) meets neither key: one point read cannot know
 /// every spelling registered before. `plates-compact` then reports the two vehicles as a
 /// conflict, and `fsck` the second's lock (docs/guide/migrations.md, "Before `plates-compact` has run").
-pub fn plate_free_before_compact(plate: &Plate) -> Option<Check<()>> {
-    free_before(
-        keys::plate_lock(plate),
-        keys::plate_lock_before_compact(plate),
-    )
-}
-
-/// [`plate_free_before_compact`], for a chassis number (`CHASSIS#wvw 1`): `409 chassis taken`.
-pub fn chassis_free_before_compact(chassis: &Chassis) -> Option<Check<()>> {
-    free_before(
-        keys::chassis_lock(chassis),
-        keys::chassis_lock_before_compact(chassis),
-    )
-}
-
-fn free_before(compact: Key, before: Key) -> Option<Check<()>> {
-    (before != compact).then(|| lock::free_at(before))
+pub fn plate_free_before_compact(lock: &PlateLock) -> Option<Check<()>> {
+    lock.earlier_key().map(lock::free_at)
 }

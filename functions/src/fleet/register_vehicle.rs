@@ -1,35 +1,33 @@
 //! `POST /vehicles` `{plate, chassis, depot}` → `201` vehicle, `location: /vehicles/{id}`.
 //!
 //! One `TransactWriteItems`: the vehicle and both locks, each put guarded by
-//! `attribute_not_exists`. Until `plates-compact` has run, a plate (or chassis number) spelled
-//! with spaces or hyphens is also checked free at the key the old rule made of it
-//! ([`plate_free_before_compact`]), where a vehicle registered before holds it. When the
+//! `attribute_not_exists` (the locks the model declares a vehicle holds, `Vehicle::locks`). Until
+//! `plates-compact` has run, a plate (or chassis number) spelled with spaces or hyphens is also
+//! checked free at the key the old rule made of it (its lock's `earlier_key`), where a vehicle
+//! registered before holds it. When the
 //! transaction is cancelled, the reason at each part's position says whether the plate, the
 //! chassis or both were taken, and the `409` names each of them. Safe to retry with
 //! `Idempotency-Key`.
 
-use super::{
-    ChassisLock, MAX_DEPOT_LEN, PlateLock, Vehicle, chassis_free_before_compact,
-    plate_free_before_compact,
-};
+use super::{MAX_DEPOT_LEN, Vehicle};
 use crate::clock;
 use crate::context::Ctx;
-use crate::error::{ApiError, Code, FieldError};
+use crate::error::ApiError;
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, commit, new_id};
 use crate::recording::outbox;
-use crate::store::{Put, Transaction, lock};
+use crate::store::lock::{self, LockPart};
+use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::{Chassis, Depot, Id, Plate};
 
 /// The transaction's parts: a value's claim is its lock's put and, for a spelling with
-/// separators, its old-rule key's check.
+/// separators, its old-rule key's check (both `Lock`, of the lock's type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Vehicle,
-    Plate,
-    Chassis,
+    Lock(LockPart),
     Event,
 }
 
@@ -70,35 +68,17 @@ impl NewVehicle {
     }
 }
 
-/// The locks that keep `vehicle`'s plate and chassis number unique, naming it.
-pub fn locks(vehicle: &Vehicle) -> (PlateLock, ChassisLock) {
-    (
-        PlateLock {
-            plate: vehicle.plate.clone(),
-            vehicle_id: vehicle.vehicle_id.clone(),
-        },
-        ChassisLock {
-            chassis: vehicle.chassis.clone(),
-            vehicle_id: vehicle.vehicle_id.clone(),
-        },
-    )
-}
-
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
     let valid = validate(&body)?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
     let vehicle_id = new_id(idempotency.as_ref());
     let vehicle = valid.vehicle(vehicle_id.clone(), clock::now_millis());
-    let (plate_lock, chassis_lock) = locks(&vehicle);
     let response = created(format!("/vehicles/{vehicle_id}"), &vehicle);
 
     let transaction = Transaction::new()
         .put(Part::Vehicle, Put::new_only(&vehicle))
-        .put(Part::Plate, lock::claim(&plate_lock))
-        .check_if_some(Part::Plate, plate_free_before_compact(&vehicle.plate))
-        .put(Part::Chassis, lock::claim(&chassis_lock))
-        .check_if_some(Part::Chassis, chassis_free_before_compact(&vehicle.chassis))
+        .claim_locks_of(&vehicle, Part::Lock)
         .put(
             Part::Event,
             outbox(
@@ -107,29 +87,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
 
-    match idempotency::commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Key,
-        response,
-    )
-    .await?
-    {
-        Outcome::Done(response) => {
-            tracing::info!(%vehicle_id, "vehicle registered");
-            Ok(response)
-        }
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Key, response).await?;
+    let response = done.answer(|cancelled| {
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Vehicle) => {
-            Err(idempotency::spent_key())
+        if cancelled.failed(Part::Vehicle) {
+            return idempotency::spent_key();
         }
-        Outcome::Cancelled(cancelled) => Err(ApiError::conflict(
-            [(Part::Plate, "plate"), (Part::Chassis, "chassis")]
-                .into_iter()
-                .filter(|(part, _)| cancelled.failed(*part))
-                .map(|(_, field)| FieldError::new(field, Code::Taken))
-                .collect(),
-        )),
-    }
+        ApiError::conflict(lock::taken(&cancelled, &vehicle, Part::Lock))
+    })?;
+    tracing::info!(%vehicle_id, "vehicle registered");
+    Ok(response)
 }

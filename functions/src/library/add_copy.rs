@@ -16,7 +16,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, json, path_id};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, commit, new_id};
 use crate::recording::outbox;
 use crate::store::{self, Check, Put, Transaction};
 use lambda_http::Request;
@@ -102,23 +102,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             outbox(&req, Event::new(EventType::CopyAdded, &copy_id, &copy)),
         );
 
-    match idempotency::commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Key,
-        response,
-    )
-    .await?
-    {
-        Outcome::Done(response) => {
-            tracing::info!(%copy_id, %branch_id, %isbn, "copy added");
-            Ok(response)
-        }
-        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
-            Err(ApiError::not_found("branch"))
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Key, response).await?;
+    let response = done.answer(|cancelled| {
+        if cancelled.failed(Part::Branch) {
+            return ApiError::not_found("branch");
         }
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Outcome::Cancelled(_) => Err(idempotency::spent_key()),
-    }
+        idempotency::spent_key()
+    })?;
+    tracing::info!(%copy_id, %branch_id, %isbn, "copy added");
+    Ok(response)
 }

@@ -11,7 +11,7 @@
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
-use crate::model::Decoded;
+use crate::model::TableEntity;
 use crate::store::Query;
 use crate::store::item::decode_any;
 use lambda_http::Request;
@@ -45,8 +45,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .await?;
         for item in &page.items {
             match decode_any(item)? {
-                Decoded::Book(_) => found = true,
-                Decoded::BookAvailability(count) if count.available_copies > 0 => {
+                TableEntity::Book(_) => found = true,
+                TableEntity::BookAvailability(count) if count.available_copies > 0 => {
                     branches.push(BranchAvailability {
                         branch_id: count.branch_id.to_string(),
                         available_copies: count.available_copies.unsigned_abs(),

@@ -15,7 +15,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
+use crate::idempotency::{IdFrom, Idempotency, commit};
 use crate::recording::outbox;
 use crate::store::{Put, Transaction};
 use lambda_http::Request;
@@ -68,22 +68,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             outbox(&req, Event::new(EventType::BookAdded, &isbn, &book)),
         );
 
-    match idempotency::commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Request,
-        response,
-    )
-    .await?
-    {
-        Outcome::Done(response) => {
-            tracing::info!(%isbn, "book created");
-            Ok(response)
-        }
-        Outcome::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
-            "isbn",
-            Code::Taken,
-        )])),
-    }
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response).await?;
+    let response =
+        done.answer(|_| ApiError::conflict(vec![FieldError::new("isbn", Code::Taken)]))?;
+    tracing::info!(%isbn, "book created");
+    Ok(response)
 }

@@ -12,7 +12,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
+use crate::idempotency::{IdFrom, Idempotency, commit};
 use crate::recording::outbox;
 use crate::store::{Put, Transaction};
 use lambda_http::Request;
@@ -63,22 +63,9 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
 
-    match idempotency::commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Request,
-        response,
-    )
-    .await?
-    {
-        Outcome::Done(response) => {
-            tracing::info!(%branch_id, "branch created");
-            Ok(response)
-        }
-        Outcome::Cancelled(_) => Err(ApiError::conflict(vec![FieldError::new(
-            "branchId",
-            Code::Taken,
-        )])),
-    }
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response).await?;
+    let response =
+        done.answer(|_| ApiError::conflict(vec![FieldError::new("branchId", Code::Taken)]))?;
+    tracing::info!(%branch_id, "branch created");
+    Ok(response)
 }

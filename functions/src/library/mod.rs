@@ -47,8 +47,6 @@ use crate::model::Entity;
 use crate::paging::Page;
 use crate::store::{self, Delete, Query, Update, decode};
 use lambda_http::Request;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI1, GSI2};
 use singlet_shared::{CardNumber, Id, Isbn13};
@@ -112,7 +110,7 @@ pub async fn find_patron(ctx: &Ctx, patron_id: &Id) -> Result<Patron, ApiError> 
 /// (nothing is written into a branch's partition without a `ConditionCheck` that the branch
 /// exists, and branches are never deleted), and so does a valid cursor (it was issued for this
 /// branch). Only an empty first page costs a second request, a `GetItem` of the branch.
-pub async fn branch_page<T: DeserializeOwned + Serialize>(
+pub async fn branch_page<T: crate::model::Entity>(
     ctx: &Ctx,
     req: &Request,
     branch_id: &Id,

@@ -12,15 +12,16 @@
 //! The tier's limits are copied onto the row with `activeLoans` at 0, so a checkout guards its
 //! increment with `activeLoans < loanLimit` on this one item.
 
-use super::{Branch, MAX_NAME_LEN, Patron, PatronCard, Tier};
+use super::{Branch, MAX_NAME_LEN, Patron, Tier};
 use crate::clock;
 use crate::context::Ctx;
-use crate::error::{ApiError, Code, FieldError};
+use crate::error::{ApiError, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, created, path_id};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, commit, new_id};
 use crate::recording::outbox;
-use crate::store::{Check, Condition, Put, Transaction, lock};
+use crate::store::lock::{self, LockPart};
+use crate::store::{Check, Condition, Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::{CardNumber, Email, Id, keys};
 
@@ -29,7 +30,7 @@ use singlet_shared::{CardNumber, Email, Id, keys};
 enum Part {
     Branch,
     Patron,
-    Card,
+    Lock(LockPart),
     Event,
 }
 
@@ -85,14 +86,6 @@ impl NewPatron {
     }
 }
 
-/// The lock that keeps `patron`'s card number unique, naming it.
-pub fn card_lock(patron: &Patron) -> PatronCard {
-    PatronCard {
-        card_number: patron.card_number.clone(),
-        patron_id: patron.patron_id.clone(),
-    }
-}
-
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
     let valid = validate(&body, path_id(&req, "branchId"))?;
@@ -100,7 +93,6 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let patron_id = new_id(idempotency.as_ref());
     let patron = valid.patron(patron_id.clone(), clock::now());
     let branch_id = patron.branch_id.clone();
-    let card = card_lock(&patron);
     let response = created(format!("/patrons/{patron_id}"), &patron);
 
     let transaction = Transaction::new()
@@ -109,7 +101,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             Check::<Branch>::at(keys::branch(&branch_id), Condition::exists()),
         )
         .put(Part::Patron, Put::new_only(&patron))
-        .put(Part::Card, lock::claim(&card))
+        .claim_locks_of(&patron, Part::Lock)
         .put(
             Part::Event,
             outbox(
@@ -118,27 +110,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
 
-    match idempotency::commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Key,
-        response,
-    )
-    .await?
-    {
-        Outcome::Done(response) => {
-            tracing::info!(%patron_id, %branch_id, "patron registered");
-            Ok(response)
-        }
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Key, response).await?;
+    let response = done.answer(|cancelled| {
         // The branch first: a request at a branch that does not exist is a 404, whatever else.
-        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Branch) => {
-            Err(ApiError::not_found("branch"))
+        if cancelled.failed(Part::Branch) {
+            return ApiError::not_found("branch");
         }
-        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Card) => Err(ApiError::conflict(
-            vec![FieldError::new("cardNumber", Code::Taken)],
-        )),
-        // Only an id derived from a spent Idempotency-Key can already exist.
-        Outcome::Cancelled(_) => Err(idempotency::spent_key()),
-    }
+        match lock::taken(&cancelled, &patron, Part::Lock) {
+            // Only an id derived from a spent Idempotency-Key can already exist.
+            taken if taken.is_empty() => idempotency::spent_key(),
+            taken => ApiError::conflict(taken),
+        }
+    })?;
+    tracing::info!(%patron_id, %branch_id, "patron registered");
+    Ok(response)
 }

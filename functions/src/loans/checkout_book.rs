@@ -22,7 +22,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, json};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome, new_id};
+use crate::idempotency::{self, IdFrom, Idempotency, commit, new_id};
 use crate::library::{
     count_available, find_patron, load_book, load_copy, move_copy, take_loan_slot,
 };
@@ -102,30 +102,17 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
 
-    match idempotency::commit(
-        ctx,
-        transaction,
-        idempotency.as_ref(),
-        IdFrom::Key,
-        response,
-    )
-    .await?
-    {
-        Outcome::Done(response) => {
-            tracing::info!(%checkout_id, %patron_id, %copy_id, %due_date, "book checked out");
-            Ok(response)
-        }
+    let done = commit(ctx, transaction, &idempotency, IdFrom::Key, response).await?;
+    let response = done.answer(|cancelled| {
         // Only an id derived from a spent Idempotency-Key can already exist.
-        Outcome::Cancelled(cancelled) if cancelled.failed(Part::Loan) => {
-            Err(idempotency::spent_key())
+        if cancelled.failed(Part::Loan) {
+            return idempotency::spent_key();
         }
         // Removed since the index showed it: no loan for a patron that is gone.
-        Outcome::Cancelled(cancelled)
-            if cancelled.failed(Part::Patron) && cancelled.old(Part::Patron).is_none() =>
-        {
-            Err(ApiError::not_found("patron"))
+        if cancelled.failed(Part::Patron) && cancelled.old(Part::Patron).is_none() {
+            return ApiError::not_found("patron");
         }
-        Outcome::Cancelled(cancelled) => Err(ApiError::conflict(
+        ApiError::conflict(
             [
                 (Part::Copy, "copyId", Code::Unavailable),
                 (Part::Patron, "patronId", Code::LimitReached),
@@ -134,6 +121,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             .filter(|(part, _, _)| cancelled.failed(*part))
             .map(|(_, field, code)| FieldError::new(field, code))
             .collect(),
-        )),
-    }
+        )
+    })?;
+    tracing::info!(%checkout_id, %patron_id, %copy_id, %due_date, "book checked out");
+    Ok(response)
 }

@@ -20,7 +20,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome, commit};
 use crate::recording::outbox;
 use crate::store::{RACE_ATTEMPTS, Transaction};
 use lambda_http::Request;
@@ -76,15 +76,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             ),
         );
         let response = ok(&renewed);
-        match idempotency::commit(
-            ctx,
-            transaction,
-            idempotency.as_ref(),
-            IdFrom::Request,
-            response,
-        )
-        .await?
-        {
+        let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response);
+        match done.await? {
             Outcome::Done(response) => {
                 tracing::info!(%checkout_id, due_date = %renewed.due_date, renewals = renewed.renewal_count, "loan renewed");
                 return Ok(response);

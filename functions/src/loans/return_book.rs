@@ -19,7 +19,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
 use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, ok, path_id};
-use crate::idempotency::{self, IdFrom, Idempotency, Outcome};
+use crate::idempotency::{self, IdFrom, Idempotency, Outcome, commit};
 use crate::library::{count_available, free_loan_slot, move_copy};
 use crate::recording::outbox;
 use crate::store::{Put, RACE_ATTEMPTS, Transaction};
@@ -89,15 +89,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             );
 
         let response = ok(&returned.clone().as_read(now));
-        match idempotency::commit(
-            ctx,
-            transaction,
-            idempotency.as_ref(),
-            IdFrom::Request,
-            response,
-        )
-        .await?
-        {
+        let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response);
+        match done.await? {
             Outcome::Done(response) => {
                 tracing::info!(%checkout_id, %patron_id, "book returned");
                 return Ok(response);

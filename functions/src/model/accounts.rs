@@ -1,8 +1,8 @@
 //! The accounts' entities: an account, and the locks that make its email and its username unique.
 
 use super::{
-    Entity, EntityType, Field, Held, Item, KeyShape, Lock, SortShape, fields, from_attributes,
-    from_key_and_attributes,
+    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyShape, Lock, Personal, PersonalField,
+    SortShape, TableEntity, fields, from_attributes, from_key_and_attributes,
 };
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Email, Id, Key, Username, keys};
@@ -44,11 +44,35 @@ impl Entity for AccountRow {
             SortShape::Exactly(keys::PROFILE),
         )],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[
+            PersonalField::new("email", Personal::Email),
+            PersonalField::new("username", Personal::Username),
+            PersonalField::new("displayName", Personal::Name),
+            PersonalField::new("owner", Personal::Subject),
+        ],
+        domain: Domain::Accounts,
+        display: "Account",
     };
 
     fn key(&self) -> Key {
         keys::account(&self.account.account_id)
+    }
+
+    /// Its email's and its username's. The owner lock of a subject's one account is keyed under
+    /// the server's key, so the handlers make it (`accounts::owner_lock`), not the model.
+    fn locks(&self) -> Vec<TableEntity> {
+        let account = &self.account;
+        vec![
+            TableEntity::EmailLock(EmailLock {
+                account_id: account.account_id.clone(),
+                value: account.email.clone(),
+            }),
+            TableEntity::UsernameLock(UsernameLock {
+                account_id: account.account_id.clone(),
+                value: account.username.clone(),
+            }),
+        ]
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -109,7 +133,10 @@ impl Entity for EmailLock {
             holder: Self::HOLDER.name(),
             value: AccountRow::EMAIL.name(),
         }),
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[PersonalField::new("value", Personal::Email)],
+        domain: Domain::Accounts,
+        display: "EmailLock",
     };
 
     fn key(&self) -> Key {
@@ -142,7 +169,10 @@ impl Entity for UsernameLock {
             holder: Self::HOLDER.name(),
             value: AccountRow::USERNAME.name(),
         }),
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[PersonalField::new("value", Personal::Username)],
+        domain: Domain::Accounts,
+        display: "UsernameLock",
     };
 
     fn key(&self) -> Key {
@@ -220,7 +250,12 @@ impl Entity for OwnerLock {
         // so it is no `Lock::Of`: `fsck` recomputes it under the server's key
         // (`accounts::owner_lock_under`) and checks it by rules of its own.
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        // Its key is a keyed hash of its account's `owner`, under the server's key: the
+        // anonymiser re-keys it from the owner's replacement, as the account's `owner` is.
+        personal: &[],
+        domain: Domain::Accounts,
+        display: "OwnerLock",
     };
 
     fn key(&self) -> Key {

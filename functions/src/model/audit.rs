@@ -1,7 +1,8 @@
 //! The change & audit log's entities: a resource's present state and each event of its history.
 
 use super::{
-    Entity, EntityType, Item, KeyShape, SortShape, fields, from_attributes, from_key_and_attributes,
+    Domain, Entity, EntityType, Expiry, Item, KeyShape, Personal, PersonalField, SortShape, fields,
+    from_attributes, from_key_and_attributes,
 };
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Id, Key, Status, keys};
@@ -27,7 +28,10 @@ impl Entity for Resource {
             SortShape::Exactly(keys::CURRENT),
         )],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[],
+        domain: Domain::Audit,
+        display: "CurrentState",
     };
 
     fn key(&self) -> Key {
@@ -79,7 +83,10 @@ impl Entity for ResourceEvent {
             SortShape::Prefix(keys::EVENT_PREFIX),
         )],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[PersonalField::new("actor", Personal::Subject)],
+        domain: Domain::Audit,
+        display: "ChangeEvent",
     };
 
     fn key(&self) -> Key {

@@ -1,7 +1,10 @@
 //! The fleet's entities: a vehicle, and the locks that make its plate and its chassis number
 //! unique across the fleet.
 
-use super::{Entity, EntityType, Field, Held, Item, KeyShape, Lock, fields, from_attributes};
+use super::{
+    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyShape, Lock, Personal, PersonalField,
+    TableEntity, fields, from_attributes,
+};
 use serde::{Deserialize, Serialize};
 use singlet_shared::schema::{GSI5, Index};
 use singlet_shared::{Chassis, Depot, Id, IndexKey, Key, Plate, keys};
@@ -22,6 +25,22 @@ pub struct Vehicle {
 /// (`PLATE#ka19 xtr`); both carry the depot index keys (GSI5), which version 1, written before
 /// `GET /depots/{depot}/vehicles`, lacks until `vehicles-by-depot`.
 impl Vehicle {
+    /// The lock that keeps its plate unique, naming it.
+    pub fn plate_lock(&self) -> PlateLock {
+        PlateLock {
+            plate: self.plate.clone(),
+            vehicle_id: self.vehicle_id.clone(),
+        }
+    }
+
+    /// The lock that keeps its chassis number unique, naming it.
+    pub fn chassis_lock(&self) -> ChassisLock {
+        ChassisLock {
+            chassis: self.chassis.clone(),
+            vehicle_id: self.vehicle_id.clone(),
+        }
+    }
+
     /// The first version whose plate and chassis locks are keyed without separators: what
     /// `plates-compact` writes, and from which the fleet's handlers look a lock up only there.
     pub const COMPACT_LOCKS_SINCE: u32 = 3;
@@ -33,11 +52,24 @@ impl Entity for Vehicle {
         version: Vehicle::COMPACT_LOCKS_SINCE,
         keys: &[KeyShape::alone(keys::VEHICLE_PREFIX)],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[
+            PersonalField::new("plate", Personal::Plate),
+            PersonalField::new("chassis", Personal::Chassis),
+        ],
+        domain: Domain::Fleet,
+        display: "Vehicle",
     };
 
     fn key(&self) -> Key {
         keys::vehicle(&self.vehicle_id)
+    }
+
+    fn locks(&self) -> Vec<TableEntity> {
+        vec![
+            TableEntity::PlateLock(self.plate_lock()),
+            TableEntity::ChassisLock(self.chassis_lock()),
+        ]
     }
 
     /// The depot index: the route refuses a depot that makes no key, so every vehicle it
@@ -81,11 +113,20 @@ impl Entity for PlateLock {
             holder: Self::HOLDER.name(),
             value: Vehicle::PLATE.name(),
         }),
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[PersonalField::new("plate", Personal::Plate)],
+        domain: Domain::Fleet,
+        display: "PlateLock",
     };
 
     fn key(&self) -> Key {
         keys::plate_lock(&self.plate)
+    }
+
+    /// The plate as normalised, separators and all (`PLATE#ka19 xtr`): the rule before
+    /// `plates-compact`.
+    fn earlier_key(&self) -> Option<Key> {
+        Some(keys::plate_lock_before_compact(&self.plate)).filter(|key| *key != self.key())
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -116,11 +157,19 @@ impl Entity for ChassisLock {
             holder: Self::HOLDER.name(),
             value: Vehicle::CHASSIS.name(),
         }),
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[PersonalField::new("chassis", Personal::Chassis)],
+        domain: Domain::Fleet,
+        display: "ChassisLock",
     };
 
     fn key(&self) -> Key {
         keys::chassis_lock(&self.chassis)
+    }
+
+    /// As a plate lock's ([`PlateLock`]'s `earlier_key`).
+    fn earlier_key(&self) -> Option<Key> {
+        Some(keys::chassis_lock_before_compact(&self.chassis)).filter(|key| *key != self.key())
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {

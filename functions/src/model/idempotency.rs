@@ -1,7 +1,10 @@
 //! The entities of `Idempotency-Key` (see `crate::idempotency`): the record of a key's first
 //! response, and the lock of an id derived from a key.
 
-use super::{Entity, EntityType, Item, KeyShape, Lock, from_key_and_attributes};
+use super::{
+    Domain, Entity, EntityType, Expiry, Item, KeyShape, Lock, Personal, PersonalField,
+    from_key_and_attributes,
+};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Id, Key, keys};
 
@@ -58,7 +61,13 @@ impl Entity for IdempotencyRecord {
         version: 1,
         keys: &[KeyShape::alone(keys::IDEMPOTENCY_PREFIX)],
         lock: None,
-        may_expire: true,
+        expiry: Expiry::Must,
+        personal: &[
+            PersonalField::new("body", Personal::JsonText),
+            PersonalField::new("fingerprint", Personal::Digest),
+        ],
+        domain: Domain::OfWriter,
+        display: "IdempotencyRecord",
     };
 
     fn key(&self) -> Key {
@@ -93,7 +102,10 @@ impl Entity for IdLock {
         version: 1,
         keys: &[KeyShape::alone(keys::ID_PREFIX)],
         lock: Some(Lock::DerivedId),
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[],
+        domain: Domain::OfWriter,
+        display: "IdLock",
     };
 
     fn key(&self) -> Key {

@@ -1,8 +1,8 @@
 //! The library's entities: branches, patrons and the locks of their cards, books, and copies.
 
 use super::{
-    Entity, EntityType, Field, Held, Item, KeyShape, Lock, SortShape, fields, from_attributes,
-    from_key_and_attributes,
+    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyShape, Lock, Personal, PersonalField,
+    SortShape, TableEntity, fields, from_attributes, from_key_and_attributes,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use singlet_shared::keys::{self, CopyStatus};
@@ -27,7 +27,13 @@ impl Entity for Branch {
         version: 1,
         keys: &[KeyShape::alone(keys::BRANCH_PREFIX)],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[
+            PersonalField::new("address", Personal::Address),
+            PersonalField::new("phone", Personal::Phone),
+        ],
+        domain: Domain::Library,
+        display: "Branch",
     };
 
     fn key(&self) -> Key {
@@ -99,6 +105,14 @@ pub struct Patron {
 }
 
 impl Patron {
+    /// The lock that keeps its card number unique, naming it.
+    pub fn card_lock(&self) -> PatronCard {
+        PatronCard {
+            card_number: self.card_number.clone(),
+            patron_id: self.patron_id.clone(),
+        }
+    }
+
     /// Whether the patron may borrow one more book: fewer open loans than the tier's limit (the
     /// condition a checkout's patron part guards its count with).
     pub fn may_borrow(&self) -> bool {
@@ -115,11 +129,23 @@ impl Entity for Patron {
             SortShape::Prefix(keys::PATRON_PREFIX),
         )],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[
+            PersonalField::new("cardNumber", Personal::Card),
+            PersonalField::new("firstName", Personal::Name),
+            PersonalField::new("lastName", Personal::Name),
+            PersonalField::new("email", Personal::Email),
+        ],
+        domain: Domain::Library,
+        display: "Patron",
     };
 
     fn key(&self) -> Key {
         keys::patron(&self.branch_id, &self.patron_id)
+    }
+
+    fn locks(&self) -> Vec<TableEntity> {
+        vec![TableEntity::CardLock(self.card_lock())]
     }
 
     fn index_keys(&self) -> Vec<(Index, IndexKey)> {
@@ -158,7 +184,10 @@ impl Entity for PatronCard {
             holder: Self::HOLDER.name(),
             value: Patron::CARD_NUMBER.name(),
         }),
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[PersonalField::new("cardNumber", Personal::Card)],
+        domain: Domain::Library,
+        display: "CardLock",
     };
 
     fn key(&self) -> Key {
@@ -191,7 +220,10 @@ impl Entity for Book {
         version: 1,
         keys: &[KeyShape::alone(keys::BOOK_PREFIX)],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[],
+        domain: Domain::Library,
+        display: "Book",
     };
 
     fn key(&self) -> Key {
@@ -263,7 +295,10 @@ impl Entity for Copy {
             SortShape::Prefix(keys::COPY_PREFIX),
         )],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[],
+        domain: Domain::Library,
+        display: "Copy",
     };
 
     fn key(&self) -> Key {
@@ -347,7 +382,10 @@ impl Entity for BookAvailability {
             SortShape::Prefix(keys::AVAILABLE_PREFIX),
         )],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[],
+        domain: Domain::Library,
+        display: "BookAvailability",
     };
 
     fn key(&self) -> Key {

@@ -1,7 +1,9 @@
 //! The loans' entities: a loan, whose key and index keys follow its status, and the record of
 //! the overdue marker's last complete run.
 
-use super::{Entity, EntityType, Item, KeyShape, SortShape, fields, from_attributes};
+use super::{
+    Domain, Entity, EntityType, Expiry, Item, KeyShape, SortShape, fields, from_attributes,
+};
 use serde::{Deserialize, Serialize};
 use singlet_shared::keys;
 use singlet_shared::schema::{GSI1, GSI3, GSI4, Index};
@@ -84,7 +86,10 @@ impl Entity for Checkout {
         lock: None,
         // A returned loan expires `LoanHistoryDays` after its return (`expiresAt`, put by the
         // return); an active one never does: its copy and its patron's count depend on it.
-        may_expire: true,
+        expiry: Expiry::May,
+        personal: &[],
+        domain: Domain::Library,
+        display: "Loan",
     };
 
     fn key(&self) -> Key {
@@ -142,7 +147,10 @@ impl Entity for MarkerRun {
         version: 1,
         keys: &[KeyShape::alone(keys::MARKER_PREFIX)],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[],
+        domain: Domain::Library,
+        display: "MarkerRun",
     };
 
     fn key(&self) -> Key {

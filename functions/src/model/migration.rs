@@ -2,7 +2,7 @@
 //! (`MIGRATION#<name>` / `SEGMENT#<segment>`), so a killed run resumes there. Written only by the
 //! `migrate` runner, read back by it and by the registry like every other item.
 
-use super::{Entity, EntityType, Item, KeyShape, SortShape, from_attributes};
+use super::{Domain, Entity, EntityType, Expiry, Item, KeyShape, SortShape, from_attributes};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Key, keys};
 
@@ -52,7 +52,10 @@ impl Entity for MigrationCheckpoint {
             SortShape::Prefix(keys::SEGMENT_PREFIX),
         )],
         lock: None,
-        may_expire: false,
+        expiry: Expiry::Never,
+        personal: &[],
+        domain: Domain::Runner,
+        display: "MigrationCheckpoint",
     };
 
     fn key(&self) -> Key {

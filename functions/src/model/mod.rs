@@ -26,7 +26,8 @@ pub mod outbox;
 mod registry;
 
 pub use registry::{
-    Decoded, ENTITY_TYPES, Undecodable, decode, entity_type, entity_type_of, type_of,
+    ENTITY_TYPES, TableEntity, Undecodable, decode, decode_as_a, entity_type, entity_type_of,
+    type_of,
 };
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -151,7 +152,10 @@ pub fn stored_version(item: &Item) -> Option<u32> {
     }
 }
 
-/// What every item of one kind has in common.
+/// What every item of one kind has in common: every per-entity fact the handlers, the runner's
+/// tools (`fsck`, `import`, `export --anonymise`, `load`) and the console read, declared once,
+/// beside the entity. A new entity fills in every field (the compiler names any left out), so
+/// none of them is decided by silence.
 #[derive(Debug, PartialEq, Eq)]
 pub struct EntityType {
     /// Written as `_et`: `vehicle`, `plate-lock`, `loan`, ...
@@ -162,17 +166,167 @@ pub struct EntityType {
     /// `_et` is recognised by these.
     pub keys: &'static [KeyShape],
     /// `Some` for a lock: an item that exists only to make a value unique, and what holds it.
+    /// The locks an owner holds are its [`Entity::locks`].
     pub lock: Option<Lock>,
-    /// Whether the item may carry the table's TTL attribute (`expiresAt`). Locks never do: a lock
-    /// that expired would free a value its holder still has.
-    pub may_expire: bool,
+    /// Whether items of the type carry the table's TTL attribute (`expiresAt`).
+    pub expiry: Expiry,
+    /// The attributes that hold personal data, and what each holds: `export --anonymise`
+    /// replaces these and nothing else. `&[]` says the entity holds none.
+    pub personal: &'static [PersonalField],
+    /// The part of the API the entity belongs to (the console groups items by it).
+    pub domain: Domain,
+    /// The entity, for a person: `Vehicle`, `PlateLock`, `ChangeEvent`, ...
+    pub display: &'static str,
+}
+
+impl EntityType {
+    /// Whether an item of this type may carry `expiresAt`.
+    pub fn may_expire(&self) -> bool {
+        self.expiry != Expiry::Never
+    }
+
+    /// The lock's attribute naming its holder's id and the owner's attribute holding the locked
+    /// value (`vehicleId`, `plate`), for a lock of a unique value.
+    pub fn lock_of(&'static self) -> Option<LockOf> {
+        match self.lock {
+            Some(Lock::Of {
+                owner,
+                holder,
+                value,
+            }) => Some(LockOf {
+                lock: self,
+                owner: registry::entity_type(owner).expect("a lock names a registered owner"),
+                holder,
+                value,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The key of the item of this type that `id` names, where the id alone makes it (a vehicle,
+    /// an account); `None` where the key needs more (a patron is keyed by its branch too).
+    pub fn key_from_id(&self, id: &singlet_shared::Id) -> Option<Key> {
+        let shape = self.keys.first()?;
+        let pk = format!("{}{id}", shape.partition);
+        match shape.sort {
+            SortShape::SameAsPartition => Some(Key { sk: pk.clone(), pk }),
+            SortShape::Exactly(sk) => Some(Key {
+                pk,
+                sk: sk.to_owned(),
+            }),
+            SortShape::Prefix(_) => None,
+        }
+    }
+}
+
+/// A lock of a unique value, with its owner's type: [`EntityType::lock_of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockOf {
+    /// The lock's type.
+    pub lock: &'static EntityType,
+    /// The owner's type.
+    pub owner: &'static EntityType,
+    /// The lock's attribute naming the owner's id (`vehicleId`, `accountId`, `patronId`).
+    pub holder: &'static str,
+    /// The owner's attribute holding the locked value (`plate`, `email`, `cardNumber`): also the
+    /// field a `409` names when the value is taken.
+    pub value: &'static str,
+}
+
+/// Whether an entity's items carry the table's TTL attribute, `expiresAt`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// Every item does: `fsck` reports one without it (rule `expiry`). An idempotency record, an
+    /// outbox item.
+    Must,
+    /// Some items do: a returned loan, `LoanHistoryDays` after its return.
+    May,
+    /// None may. Locks and every entity a lock names as its owner must be this
+    /// ([`must_never_expire`]).
+    Never,
+}
+
+/// An attribute that holds personal data, and what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PersonalField {
+    pub name: &'static str,
+    pub holds: Personal,
+}
+
+impl PersonalField {
+    pub const fn new(name: &'static str, holds: Personal) -> Self {
+        Self { name, holds }
+    }
+}
+
+/// What a personal attribute holds: how `export --anonymise` makes a replacement that is valid
+/// where the original was (a plate for a plate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Personal {
+    Plate,
+    Chassis,
+    Email,
+    Username,
+    /// A person's name (first, last, display).
+    Name,
+    Card,
+    Phone,
+    Address,
+    /// A token's subject: an account's `owner`, an event's `actor` (opaque with most identity
+    /// providers, an email with some).
+    Subject,
+    /// JSON text that holds personal fields by their names (an outbox item's event, an
+    /// idempotency record's response body).
+    JsonText,
+    /// An unkeyed digest of personal data (an idempotency record's fingerprint hashes its caller
+    /// and body): anyone holding a copy could hash a guess and compare.
+    Digest,
+}
+
+/// What a person would call the part of the API an entity belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    Fleet,
+    Accounts,
+    Library,
+    Audit,
+    /// The domain of the route or event that wrote the item (an idempotency record, an id lock,
+    /// an outbox item), which the item names.
+    OfWriter,
+    /// The runner's own bookkeeping (a migration's checkpoint): no domain of the API.
+    Runner,
+}
+
+/// The personal field named `name` in any entity, as every entity that has one declares it; `None`
+/// where two entities declare one name to hold different things (a lock's `value`) or none does.
+/// For JSON text, whose fields are known by their names only.
+pub fn personal_by_name(name: &str) -> Option<Personal> {
+    let mut holds = ENTITY_TYPES
+        .iter()
+        .flat_map(|t| t.personal)
+        .filter(|field| field.name == name)
+        .map(|field| field.holds);
+    let first = holds.next()?;
+    holds.all(|other| other == first).then_some(first)
+}
+
+/// The entity type of an item whose partition key holds a value a person gave (a plate, a
+/// chassis number, an email's skeleton, a username, a card number): a lock of a value its type
+/// declares personal. A log names such an item by this and a keyed hash, never by its key, and
+/// the anonymiser replaces such a key it cannot rebuild. `None` for keys made of ids.
+pub fn value_keyed(pk: &str) -> Option<&'static str> {
+    ENTITY_TYPES
+        .iter()
+        .filter(|t| matches!(t.lock, Some(Lock::Of { .. })) && !t.personal.is_empty())
+        .find(|t| t.keys.iter().any(|shape| pk.starts_with(shape.partition)))
+        .map(|t| t.name)
 }
 
 /// Whether items of `entity_type` must never carry `expiresAt`: it is a lock, or an entity a
 /// lock names as its owner. DynamoDB's TTL deletes one item at a time, days after it expired, so
 /// an expiring lock frees a value its owner still has, and an expiring owner leaves its lock
-/// holding a value for no one. The registry's test keeps every such type from declaring
-/// [`EntityType::may_expire`], and `fsck` reports an item of one that has it.
+/// holding a value for no one. The registry's test keeps every such type at
+/// [`Expiry::Never`], and `fsck` reports an item of one that has it.
 pub fn must_never_expire(entity_type: &EntityType) -> bool {
     entity_type.lock.is_some()
         || ENTITY_TYPES
@@ -264,6 +418,20 @@ pub trait Entity: Serialize + Sized {
     /// status). Most entities have none.
     fn index_keys(&self) -> Vec<(Index, IndexKey)> {
         Vec::new()
+    }
+
+    /// The locks the entity holds, one per unique value, each naming it: what creating it
+    /// claims (the routes, `import`), and what `fsck` and `load` look for. Only an owner holds
+    /// any; each lock's type says what it is ([`EntityType::lock_of`]).
+    fn locks(&self) -> Vec<TableEntity> {
+        Vec::new()
+    }
+
+    /// The key an earlier rule made of the entity's fields, where it differs from [`Entity::key`]:
+    /// a plate lock keyed before `plates-compact` (`PLATE#ka19 xtr`), read until the migration
+    /// has re-keyed it.
+    fn earlier_key(&self) -> Option<Key> {
+        None
     }
 
     /// The entity from a stored item. Most entities read their attributes only

@@ -3,7 +3,10 @@
 //! event as `PutEvents` takes it (`source`, `detailType`, `detail` as JSON text) and expires a
 //! day after it was written (`expiresAt`), the stream's own retention.
 
-use super::{Entity, EntityType, Item, KeyShape, SortShape, from_key_and_attributes};
+use super::{
+    Domain, Entity, EntityType, Expiry, Item, KeyShape, Personal, PersonalField, SortShape,
+    from_key_and_attributes,
+};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Key, keys};
 
@@ -31,7 +34,10 @@ impl Entity for OutboxItem {
             SortShape::Prefix(keys::EVENT_PREFIX),
         )],
         lock: None,
-        may_expire: true,
+        expiry: Expiry::Must,
+        personal: &[PersonalField::new("detail", Personal::JsonText)],
+        domain: Domain::OfWriter,
+        display: "DomainEvent",
     };
 
     fn key(&self) -> Key {

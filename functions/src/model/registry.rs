@@ -13,47 +13,61 @@ use super::{ENTITY_TYPE, Entity, EntityType, Item, VERSION, key_of, stored_versi
 use singlet_shared::Key;
 use std::fmt;
 
-/// Lists every entity once: the [`Decoded`] enum, [`ENTITY_TYPES`] and the decoder by type all
+/// Lists every entity once: the [`TableEntity`] enum, [`ENTITY_TYPES`] and the decoder by type all
 /// come from this one list.
 macro_rules! registry {
     ($($variant:ident($entity:ty)),+ $(,)?) => {
         /// An item of the table, as the entity it is.
         #[derive(Debug, Clone)]
-        pub enum Decoded {
+        pub enum TableEntity {
             $($variant($entity)),+
         }
 
         /// Every entity type, in the registry's order.
         pub const ENTITY_TYPES: &[&EntityType] = &[$(<$entity as Entity>::TYPE),+];
 
-        impl Decoded {
+        impl TableEntity {
             /// The entity's type.
             pub fn entity_type(&self) -> &'static EntityType {
                 match self {
-                    $(Decoded::$variant(_) => <$entity as Entity>::TYPE),+
+                    $(TableEntity::$variant(_) => <$entity as Entity>::TYPE),+
                 }
             }
 
             /// The key the entity is stored under (made from its fields).
             pub fn key(&self) -> Key {
                 match self {
-                    $(Decoded::$variant(entity) => entity.key()),+
+                    $(TableEntity::$variant(entity) => entity.key()),+
+                }
+            }
+
+            /// The locks the entity holds ([`Entity::locks`]).
+            pub fn locks(&self) -> Vec<TableEntity> {
+                match self {
+                    $(TableEntity::$variant(entity) => entity.locks()),+
+                }
+            }
+
+            /// The key an earlier rule made of the entity's fields ([`Entity::earlier_key`]).
+            pub fn earlier_key(&self) -> Option<Key> {
+                match self {
+                    $(TableEntity::$variant(entity) => entity.earlier_key()),+
                 }
             }
 
             /// The entity as an item of the current version: what a writer writes.
             pub fn to_item(&self) -> Item {
                 match self {
-                    $(Decoded::$variant(entity) => entity.to_item()),+
+                    $(TableEntity::$variant(entity) => entity.to_item()),+
                 }
             }
         }
 
         /// `item` read as an entity of type `entity_type`.
-        fn decode_as(entity_type: &EntityType, item: &Item) -> Result<Decoded, String> {
+        fn decode_as(entity_type: &EntityType, item: &Item) -> Result<TableEntity, String> {
             $(
                 if entity_type.name == <$entity as Entity>::TYPE.name {
-                    return <$entity as Entity>::from_item(item).map(Decoded::$variant);
+                    return <$entity as Entity>::from_item(item).map(TableEntity::$variant);
                 }
             )+
             Err(format!("no entity type {:?}", entity_type.name))
@@ -120,7 +134,7 @@ pub fn entity_type_of(key: &Key) -> Option<&'static EntityType> {
 /// Any item of the table as the entity it is. Its type is its `_et`; an item without one (written
 /// before `_et` existed) is recognised by the shape of its key and read as version 1. A reader
 /// reads its type's current version and the one before (`_v`; missing is 1).
-pub fn decode(item: &Item) -> Result<Decoded, Undecodable> {
+pub fn decode(item: &Item) -> Result<TableEntity, Undecodable> {
     let entity_type = type_of(item)?;
     let key = key_of(item).unwrap_or_default();
     let undecodable = |reason: String| Undecodable {
@@ -128,15 +142,55 @@ pub fn decode(item: &Item) -> Result<Decoded, Undecodable> {
         sk: key.sk.clone(),
         reason,
     };
-    let version = stored_version(item)
-        .ok_or_else(|| undecodable(format!("{VERSION} is not a version number")))?;
-    if version != entity_type.version && version + 1 != entity_type.version {
+    readable_version(entity_type, item).map_err(undecodable)?;
+    decode_as(entity_type, item).map_err(undecodable)
+}
+
+/// `item` read as the entity `T` by a route: its `_et` (or, without one, its key's shape) must be
+/// `T`'s, and its `_v` a version number no later than `T`'s. An earlier version, however old, is
+/// read by its attributes: a route reads the item its key names, so a table the migrations have
+/// not caught up with keeps being served (the tools, through [`decode`], read the current version
+/// and the one before only). What every typed read of the API goes through (`Ctx::get`).
+pub fn decode_as_a<T: Entity>(item: &Item) -> Result<T, Undecodable> {
+    let entity_type = type_of(item)?;
+    let key = key_of(item).unwrap_or_default();
+    let undecodable = |reason: String| Undecodable {
+        pk: key.pk.clone(),
+        sk: key.sk.clone(),
+        reason,
+    };
+    if entity_type != T::TYPE {
         return Err(undecodable(format!(
-            "{} version {version} is neither the current ({}) nor the one before",
-            entity_type.name, entity_type.version
+            "a {} where a {} was expected",
+            entity_type.name,
+            T::TYPE.name
         )));
     }
-    decode_as(entity_type, item).map_err(undecodable)
+    match stored_version(item) {
+        None => return Err(undecodable(format!("{VERSION} is not a version number"))),
+        Some(version) if version > entity_type.version => {
+            return Err(undecodable(format!(
+                "{} version {version} is later than this reader's ({})",
+                entity_type.name, entity_type.version
+            )));
+        }
+        Some(_) => {}
+    }
+    T::from_item(item).map_err(undecodable)
+}
+
+/// Whether a reader of `entity_type` reads `item`'s `_v`: the current version or the one before
+/// (a missing `_v` is 1).
+fn readable_version(entity_type: &EntityType, item: &Item) -> Result<(), String> {
+    let version =
+        stored_version(item).ok_or_else(|| format!("{VERSION} is not a version number"))?;
+    if version != entity_type.version && version + 1 != entity_type.version {
+        return Err(format!(
+            "{} version {version} is neither the current ({}) nor the one before",
+            entity_type.name, entity_type.version
+        ));
+    }
+    Ok(())
 }
 
 /// The entity type of any item: its `_et`, or for an item without one, the type whose key shape
@@ -216,7 +270,7 @@ mod tests {
     fn no_lock_and_no_lock_owner_may_expire() {
         for entity_type in ENTITY_TYPES {
             assert!(
-                !(entity_type.may_expire && crate::model::must_never_expire(entity_type)),
+                !(entity_type.may_expire() && crate::model::must_never_expire(entity_type)),
                 "{} is a lock or owns one, and declares that it expires",
                 entity_type.name
             );
@@ -230,10 +284,16 @@ mod tests {
         }
         let expiring: Vec<&str> = ENTITY_TYPES
             .iter()
-            .filter(|t| t.may_expire)
+            .filter(|t| t.may_expire())
             .map(|t| t.name)
             .collect();
         assert_eq!(expiring, ["loan", "idempotency-record", "outbox"]);
+        let must: Vec<&str> = ENTITY_TYPES
+            .iter()
+            .filter(|t| t.expiry == crate::model::Expiry::Must)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(must, ["idempotency-record", "outbox"]);
     }
 
     /// The rule above catches a lock owner that declares `expiresAt`, and a lock.
@@ -254,6 +314,171 @@ mod tests {
             let entity_type = entity_type(name).unwrap_or_else(|| panic!("no type {name}"));
             assert!(!crate::model::must_never_expire(entity_type), "{name}");
         }
+    }
+
+    /// Every type that holds personal data, listed: a new entity's `personal` is a decision
+    /// (`&[]` included), and this list says it was made.
+    #[test]
+    fn the_entities_with_personal_data_are_these() {
+        let personal: Vec<&str> = ENTITY_TYPES
+            .iter()
+            .filter(|t| !t.personal.is_empty())
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(
+            personal,
+            [
+                "vehicle",
+                "plate-lock",
+                "chassis-lock",
+                "account",
+                "email-lock",
+                "username-lock",
+                "branch",
+                "patron",
+                "card-lock",
+                "resource-event",
+                "idempotency-record",
+                "outbox",
+            ]
+        );
+    }
+
+    /// A lock holds its owner's value: when the owner declares that value personal, the lock
+    /// declares a field of its own holding the same, so the anonymiser replaces both alike.
+    #[test]
+    fn a_lock_of_a_personal_value_is_personal_too() {
+        for entity_type in ENTITY_TYPES {
+            let Some(lock) = entity_type.lock_of() else {
+                continue;
+            };
+            assert_eq!(lock.lock, *entity_type);
+            let owner_holds = lock
+                .owner
+                .personal
+                .iter()
+                .find(|field| field.name == lock.value)
+                .map(|field| field.holds);
+            if let Some(holds) = owner_holds {
+                assert!(
+                    entity_type
+                        .personal
+                        .iter()
+                        .any(|field| field.holds == holds),
+                    "{} locks {}'s {} ({holds:?}) and declares no such field",
+                    entity_type.name,
+                    lock.owner.name,
+                    lock.value
+                );
+            }
+        }
+    }
+
+    /// The owners of locks hold them: each one's `locks` makes one lock of each type naming
+    /// it, keyed by its value.
+    #[test]
+    fn every_lock_type_is_held_by_its_owner() {
+        use crate::model::Entity;
+        use crate::model::accounts::Account;
+        use crate::model::library::Tier;
+        use singlet_shared::{CardNumber, Chassis, Email, Id, Plate, Username};
+        let id = |s: &str| Id::parse(s).unwrap();
+        let owners = [
+            TableEntity::Vehicle(Vehicle {
+                vehicle_id: id("v1"),
+                plate: Plate::parse("KA19 XTR").unwrap(),
+                chassis: Chassis::parse("WDB 1").unwrap(),
+                depot: "north".into(),
+                added_at: 1,
+            }),
+            TableEntity::Account(AccountRow {
+                account: Account {
+                    account_id: id("a1"),
+                    email: Email::parse("ada@example.com").unwrap(),
+                    username: Username::parse("ada").unwrap(),
+                    display_name: None,
+                    created_at: 1,
+                },
+                owner: "s".into(),
+                owners_one: false,
+            }),
+            TableEntity::Patron(Patron {
+                patron_id: id("p1"),
+                branch_id: id("b1"),
+                card_number: CardNumber::parse("C-1").unwrap(),
+                first_name: "Ada".into(),
+                last_name: "L".into(),
+                email: Email::parse("ada@example.com").unwrap(),
+                membership_tier: Tier::Standard,
+                loan_limit: 5,
+                loan_period_days: 21,
+                active_loans: 0,
+                created_at: "2026-01-01T00:00:00Z".into(),
+            }),
+        ];
+        let mut held = Vec::new();
+        for owner in &owners {
+            for lock in owner.locks() {
+                let of = lock.entity_type().lock_of().expect("a lock of a value");
+                assert_eq!(of.owner, owner.entity_type());
+                let item = lock.to_item();
+                let holder = item[of.holder].as_s().unwrap();
+                let owner_item = owner.to_item();
+                assert_eq!(
+                    of.owner
+                        .key_from_id(&id(holder))
+                        .unwrap_or_else(|| owner.key()),
+                    owner.key()
+                );
+                assert!(
+                    item.values().any(|v| *v == owner_item[of.value]),
+                    "{} holds {}'s {}",
+                    lock.entity_type().name,
+                    of.owner.name,
+                    of.value
+                );
+                held.push(lock.entity_type().name);
+            }
+        }
+        held.sort_unstable();
+        let mut lock_types: Vec<&str> = ENTITY_TYPES
+            .iter()
+            .filter(|t| t.lock_of().is_some())
+            .map(|t| t.name)
+            .collect();
+        lock_types.sort_unstable();
+        assert_eq!(held, lock_types, "every lock of a value is some owner's");
+        // A plate with separators was keyed otherwise before `plates-compact`.
+        let TableEntity::Vehicle(vehicle) = &owners[0] else {
+            unreachable!()
+        };
+        assert_eq!(
+            vehicle.plate_lock().earlier_key(),
+            Some(singlet_shared::keys::plate_lock_before_compact(
+                &vehicle.plate
+            ))
+        );
+        assert_eq!(owners[1].locks()[0].earlier_key(), None);
+    }
+
+    /// The items whose keys hold a value a person gave: the locks of personal values.
+    #[test]
+    fn value_keyed_items_are_the_locks_of_personal_values() {
+        let keyed: Vec<&str> = ENTITY_TYPES
+            .iter()
+            .filter_map(|t| crate::model::value_keyed(t.keys[0].partition))
+            .collect();
+        assert_eq!(
+            keyed,
+            [
+                "plate-lock",
+                "chassis-lock",
+                "email-lock",
+                "username-lock",
+                "card-lock"
+            ]
+        );
+        assert_eq!(crate::model::value_keyed("VEHICLE#v1"), None);
     }
 
     fn entity_type_named(name: &str) -> bool {

@@ -5,9 +5,8 @@
 
 use crate::error::ApiError;
 pub use crate::model::Item;
-use crate::model::{Decoded, without_values};
+use crate::model::{Entity, TableEntity, without_values};
 use aws_sdk_dynamodb::types::AttributeValue;
-use serde::de::DeserializeOwned;
 use singlet_shared::Key;
 use singlet_shared::schema::{PK, SK};
 use std::collections::HashMap;
@@ -20,12 +19,12 @@ pub fn key_item(key: &Key) -> Item {
     ])
 }
 
-/// An item as the entity a read asks for, by its attributes alone: the handlers' decoder. It
-/// does not judge `_et` or `_v` (a route reads the item its key names, of whatever version is
-/// stored, so a table the migrations have not caught up with keeps being served); the registry
-/// ([`decode_any`], `model::decode`) does, for the tools that read items of every kind.
-pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
-    crate::model::from_attributes(item).map_err(|error| {
+/// An item as the entity a read asks for, through the registry ([`crate::model::decode_as_a`]):
+/// an item of another type, or of a later version than this code writes, is no `T`. The
+/// handlers' decoder.
+pub fn decode<T: Entity>(item: &Item) -> Result<T, ApiError> {
+    crate::model::decode_as_a(item).map_err(|undecodable| {
+        let error = without_values(&undecodable.reason);
         tracing::error!(item = %log_name(item), error, "a stored item does not decode");
         ApiError::Internal
     })
@@ -33,7 +32,7 @@ pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, ApiError> {
 
 /// An item as whichever entity the registry says it is (its `_et`, else its key's shape), for a
 /// read whose items are of more than one type.
-pub fn decode_any(item: &Item) -> Result<Decoded, ApiError> {
+pub fn decode_any(item: &Item) -> Result<TableEntity, ApiError> {
     crate::model::decode(item).map_err(|undecodable| {
         let error = without_values(&undecodable.reason);
         tracing::error!(item = %log_name(item), error, "a stored item does not decode");
@@ -47,7 +46,7 @@ pub fn decode_any(item: &Item) -> Result<Decoded, ApiError> {
 /// value, and no one else can.
 pub fn log_name(item: &Item) -> String {
     let (pk, sk) = (text(item, PK), text(item, SK));
-    match singlet_shared::keys::value_keyed(pk) {
+    match crate::model::value_keyed(pk) {
         None => format!("{pk}/{sk}"),
         Some(entity) => {
             let hash = crate::ids::log_key()

@@ -16,16 +16,67 @@
 //! these.
 
 use super::item::{Item, text};
-use super::transaction::{Commit, Transaction};
-use super::write::{Check, Condition, Delete, Put, Update};
+use super::transaction::{Cancelled, Commit, Transaction};
+use super::write::{AnyEntity, Check, Condition, Delete, Put, Update};
 use crate::context::Ctx;
-use crate::error::ApiError;
-use crate::model::{Entity, Held};
+use crate::error::{ApiError, Code, FieldError};
+use crate::model::{Entity, EntityType, Field, Held, TableEntity};
 use singlet_shared::{Id, Key};
 
 /// Puts `lock` unless its key is taken.
 pub fn claim<L: Held>(lock: &L) -> Put {
     Put::new_only(lock).old_on_failure()
+}
+
+/// The part of a transaction that claims a lock of type `lock` (an [`EntityType`] whose
+/// [`lock_of`](EntityType::lock_of) says which value it keeps unique).
+pub type LockPart = &'static EntityType;
+
+impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
+    /// Claims every lock `owner` declares ([`Entity::locks`]), each as the part `part(its type)`:
+    /// its put unless its key is taken ([`claim`]), and, where an earlier rule keyed it
+    /// elsewhere ([`Entity::earlier_key`]), the check that no lock is there ([`free_at`]), whose
+    /// failure is the claim's. What the creating routes and `import` write with an owner.
+    pub fn claim_locks_of<E: Entity>(self, owner: &E, part: impl Fn(LockPart) -> P) -> Self {
+        owner.locks().iter().fold(self, |transaction, lock| {
+            let part = part(lock.entity_type());
+            transaction
+                .put(part, claim_any(lock))
+                .check_if_some(part, lock.earlier_key().map(free_at))
+        })
+    }
+}
+
+/// [`claim`], of a lock an owner declares.
+pub fn claim_any(lock: &TableEntity) -> Put {
+    Put::new_only_any(lock).old_on_failure()
+}
+
+/// The fields of `owner`'s values whose claims ([`Transaction::claim_locks_of`]) `cancelled`
+/// found taken, each `taken`, named as the owner's attribute holding it (`plate`, `email`,
+/// `cardNumber`): what a `409` lists.
+pub fn taken<P: PartialEq, E: Entity>(
+    cancelled: &Cancelled<P>,
+    owner: &E,
+    part: impl Fn(LockPart) -> P,
+) -> Vec<FieldError> {
+    owner
+        .locks()
+        .iter()
+        .map(TableEntity::entity_type)
+        .filter(|lock| cancelled.failed(part(lock)))
+        .filter_map(|lock| Some(FieldError::new(lock.lock_of()?.value, Code::Taken)))
+        .collect()
+}
+
+/// [`release`], of a lock of a unique value of whichever type: deleted only if it still names
+/// the holder it names now, in the attribute its type declares ([`EntityType::lock_of`]).
+/// `None` for an entity that is no such lock.
+pub fn release_declared(lock: &TableEntity) -> Option<Delete<AnyEntity>> {
+    let of = lock.entity_type().lock_of()?;
+    let item = lock.to_item();
+    let holder = text(&item, of.holder).to_owned();
+    Some(Delete::at(lock.key()).when(Condition::equals(Field::new(of.holder), holder)))
 }
 
 /// Puts `lock`, a new spelling of the value its holder holds already (a look-alike of its own

@@ -32,13 +32,13 @@ pub use write::{Check, Condition, Delete, Put, Update};
 
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::model::Entity;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Get, ReturnConsumedCapacity, ReturnValue, TransactGetItem,
 };
 use capacity::Billing;
-use serde::de::DeserializeOwned;
 use singlet_shared::Key;
 use singlet_shared::schema::{Index, PK, SK, TTL_ATTRIBUTE};
 
@@ -212,8 +212,9 @@ impl Scan {
 }
 
 impl Ctx {
-    /// One strongly consistent `GetItem`, decoded.
-    pub async fn get<T: DeserializeOwned>(&self, key: &Key) -> Result<Option<T>, ApiError> {
+    /// One strongly consistent `GetItem`, decoded through the registry: an item of another type
+    /// at `key`, or of a later version, is a `500`, never a `T` read from look-alike attributes.
+    pub async fn get<T: Entity>(&self, key: &Key) -> Result<Option<T>, ApiError> {
         self.get_item(key)
             .await?
             .map(|item| decode(&item))
@@ -224,11 +225,7 @@ impl Ctx {
     /// seconds): an expired item is not there, to every reader, though TTL has not deleted it yet
     /// (that takes up to a few days). `GetItem` takes no filter, so the check is made here, on
     /// the item read: it costs what the read costs.
-    pub async fn get_live<T: DeserializeOwned>(
-        &self,
-        key: &Key,
-        now: i64,
-    ) -> Result<Option<T>, ApiError> {
+    pub async fn get_live<T: Entity>(&self, key: &Key, now: i64) -> Result<Option<T>, ApiError> {
         self.get_live_item(key, now)
             .await?
             .map(|item| decode(&item))

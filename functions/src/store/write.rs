@@ -8,7 +8,7 @@
 //! writes `_et` when the item lacks it; `_v` comes only with a whole item (a put, a migration).
 
 use super::item::{Item, key_item};
-use crate::model::{ENTITY_TYPE, Entity, EntityType, Field, VERSION};
+use crate::model::{ENTITY_TYPE, Entity, EntityType, Field, TableEntity, VERSION};
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete as SdkDelete, Put as SdkPut,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update as SdkUpdate,
@@ -156,11 +156,30 @@ impl Put {
     /// or an entity that owns one, that TTL deleted would leave the other half of its pair
     /// behind for ever (the registry's test keeps every such type from declaring it).
     pub fn new<E: Entity>(entity: &E) -> Self {
-        let item = entity.to_item();
+        Self::of(E::TYPE, entity.to_item())
+    }
+
+    /// An entity of whichever type ([`TableEntity`]), put as [`Put::new_only`] puts one: a lock
+    /// an owner declares ([`Entity::locks`]).
+    pub fn new_only_any(entity: &TableEntity) -> Self {
+        Self {
+            clauses: vec![Clause::Absent],
+            ..Self::of(entity.entity_type(), entity.to_item())
+        }
+    }
+
+    fn of(entity_type: &'static EntityType, item: Item) -> Self {
+        // An entity left out of the registry would be written and never read back: every test
+        // that writes one fails here.
+        debug_assert!(
+            crate::model::ENTITY_TYPES.contains(&entity_type),
+            "{} is not in the model's registry",
+            entity_type.name
+        );
         assert!(
-            E::TYPE.may_expire || !item.contains_key(TTL_ATTRIBUTE),
+            entity_type.may_expire() || !item.contains_key(TTL_ATTRIBUTE),
             "a {} may never expire",
-            E::TYPE.name
+            entity_type.name
         );
         Self {
             item,
@@ -226,7 +245,15 @@ impl<E: Entity> Update<E> {
     /// not moved on: an update changes some attributes, not the item's shape, so only a whole
     /// put (or a migration, which writes what the new version adds) may say the item is of a
     /// later version. An item without `_v` is version 1 and stays so until migrated.
+    ///
+    /// `key` must be a key of `E` (one of its declared shapes): an update of another entity's
+    /// item under `E`'s fields is a bug the tests catch here.
     pub fn at(key: Key) -> Self {
+        debug_assert!(
+            E::TYPE.keys.iter().any(|shape| shape.fits(&key)),
+            "{key:?} is no key of a {}",
+            E::TYPE.name
+        );
         let mut set = vec![(ENTITY_TYPE, AttributeValue::S(E::TYPE.name.to_owned()))];
         // While an entity type has only its first version, every item of it is that version, so
         // saying so is true (and an update that creates its item, an upsert, writes it whole).
@@ -821,7 +848,7 @@ mod tests {
 
     #[test]
     fn a_missing_or_earlier_time_is_one_clause() {
-        let update = Update::<MarkerRun>::at(key())
+        let update = Update::<MarkerRun>::at(singlet_shared::keys::mark_overdue_run())
             .set(MarkerRun::TIME, "t")
             .when(Condition::missing_or_below(MarkerRun::TIME, "t"))
             .raw();

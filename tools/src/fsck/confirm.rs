@@ -14,13 +14,13 @@
 //! No index is read: a global index cannot be read consistently, so what it does not show yet
 //! proves nothing.
 
-use super::entity::{LockKind, claims, decode, key_of, lock};
+use super::entity::{LockKind, claims, decode, key_of, lock, owner_key_by_id};
 use super::repair::Repair;
 use super::rules::{At, Finding, Rule, Stored, Table, at, availability, check, owner_key};
 use super::scan::{self, Counter, Read};
 use futures::future::BoxFuture;
 use singlet_functions::Ctx;
-use singlet_functions::model::{Decoded, Entity};
+use singlet_functions::model::{Entity, TableEntity};
 use singlet_functions::store::{Item, Query};
 use singlet_shared::keys::{
     self, BRANCH_PREFIX, CHECKOUT_PREFIX, COPY_PREFIX, CopyStatus, PATRON_PREFIX, RETURNED_PREFIX,
@@ -134,7 +134,7 @@ impl Wanted {
             };
             match finding.rule {
                 Rule::CopyStatus => {
-                    if let Decoded::Copy(copy) = entity
+                    if let TableEntity::Copy(copy) = entity
                         && copy.status == CopyStatus::CheckedOut
                     {
                         let id = (copy.branch_id.to_string(), copy.copy_id.to_string());
@@ -152,7 +152,8 @@ impl Wanted {
                     wanted.patrons.extend(
                         locks
                             .into_iter()
-                            .filter(|l| l.kind == LockKind::Card)
+                            // An owner its id alone locates is read where its id says.
+                            .filter(|l| owner_key_by_id(l.kind, &l.holder).is_none())
                             .filter(|l| !table.patrons.contains_key(&l.holder))
                             .map(|l| l.holder),
                     );
@@ -168,7 +169,7 @@ impl Wanted {
         if finding.rule != Rule::CopyStatus || counted(finding).is_some() {
             return None;
         }
-        let Some(Ok(Decoded::Copy(copy))) = table.entity(&finding.key) else {
+        let Some(Ok(TableEntity::Copy(copy))) = table.entity(&finding.key) else {
             return None;
         };
         self.copies
@@ -241,7 +242,7 @@ fn hit(wanted: &Wanted, item: Item) -> Option<Hit> {
     let loan = key.sk.starts_with(CHECKOUT_PREFIX) || key.sk.starts_with(RETURNED_PREFIX);
     let patron = key.pk.starts_with(BRANCH_PREFIX) && key.sk.starts_with(PATRON_PREFIX);
     if !wanted.copies.is_empty() && loan {
-        if let Ok(Decoded::Loan(loan)) = decode(&item) {
+        if let Ok(TableEntity::Loan(loan)) = decode(&item) {
             let copy = (loan.branch_id.to_string(), loan.copy_id.to_string());
             return wanted
                 .copies
@@ -250,7 +251,7 @@ fn hit(wanted: &Wanted, item: Item) -> Option<Hit> {
         }
     } else if !wanted.patrons.is_empty()
         && patron
-        && let Ok(Decoded::Patron(row)) = decode(&item)
+        && let Ok(TableEntity::Patron(row)) = decode(&item)
         && wanted.patrons.contains(row.patron_id.as_str())
     {
         return Some(Hit::Patron(row.patron_id.to_string(), key));
@@ -281,7 +282,10 @@ fn locate(
     if let Some(owner) = owner_key(kind, holder, &table.patrons) {
         return Located::At(owner);
     }
-    if kind != LockKind::Card || Id::parse(holder).is_err() {
+    // An owner keyed by its id alone is where its id says, or nowhere; one keyed by more (a
+    // patron, by its branch too) may be one the discovery scan found.
+    let by_more_than_id = Id::parse(holder).is_ok_and(|id| kind.owner.key_from_id(&id).is_none());
+    if !by_more_than_id {
         return Located::Nowhere;
     }
     match found.patrons.get(holder) {
@@ -312,12 +316,12 @@ async fn reread(
     match finding.rule {
         Rule::LockOrphan => {
             let read = snapshot(ctx, std::slice::from_ref(key)).await?;
-            if let Some(Ok(Decoded::OwnerLock(lock))) = read.first().map(|s| &s.entity) {
+            if let Some(Ok(TableEntity::OwnerLock(lock))) = read.first().map(|s| &s.entity) {
                 let account = keys::account(&lock.account_id);
                 let mut keys = vec![key.clone(), account.clone()];
                 // And where this run's key puts the account's lock: whether the account holds
                 // it there too decides whether this one is surplus.
-                if let Some(Ok(Decoded::Account(row))) = table.entity(&account)
+                if let Some(Ok(TableEntity::Account(row))) = table.entity(&account)
                     && let Some(held) = table.owner_lock_of(row)
                     && held.key() != *key
                 {
@@ -365,7 +369,7 @@ async fn reread(
             keys.extend(locks_of(table, &entity));
             let mut holders = Vec::new();
             for stored in snapshot(ctx, &keys).await? {
-                if let Ok(Decoded::OwnerLock(held)) = &stored.entity {
+                if let Ok(TableEntity::OwnerLock(held)) = &stored.entity {
                     let other = keys::account(&held.account_id);
                     if other != *key {
                         holders.push(other);
@@ -403,7 +407,7 @@ async fn reread(
             // patron's partition before it and again after it. A checkout adds a `CHECKOUT#`
             // key there, a return moves it to `RETURNED#`: a loan opened or closed in between
             // changes the keys the second query finds, and the finding waits for another run.
-            let Some(Ok(Decoded::Patron(patron))) = table.entity(key) else {
+            let Some(Ok(TableEntity::Patron(patron))) = table.entity(key) else {
                 return Ok(Some(fresh));
             };
             let partition = keys::patron_loans_partition(&patron.patron_id);
@@ -423,7 +427,7 @@ async fn reread(
         }
         Rule::CopyStatus => {
             let mut keys = vec![key.clone()];
-            if let Some(Ok(Decoded::Copy(copy))) = table.entity(key) {
+            if let Some(Ok(TableEntity::Copy(copy))) = table.entity(key) {
                 let id = (copy.branch_id.to_string(), copy.copy_id.to_string());
                 keys.extend(
                     table
@@ -459,12 +463,12 @@ async fn reread(
 
 /// The keys of every lock `entity` must hold: each value's, under the current key and the
 /// previous version's, and an account's owner lock.
-fn locks_of(table: &Table, entity: &Decoded) -> Vec<Key> {
+fn locks_of(table: &Table, entity: &TableEntity) -> Vec<Key> {
     let mut keys: Vec<Key> = claims(entity)
         .into_iter()
         .flat_map(|claim| std::iter::once(claim.lock_key).chain(claim.earlier_key))
         .collect();
-    if let Decoded::Account(row) = entity {
+    if let TableEntity::Account(row) = entity {
         if let Some(owner_lock) = table.owner_lock_of(row) {
             keys.push(owner_lock.key());
         }
@@ -496,7 +500,7 @@ async fn count_and_copies(
         Ok::<_, String>(
             copies
                 .into_iter()
-                .filter(|s| matches!(&s.entity, Ok(Decoded::Copy(copy)) if copy.isbn == *isbn))
+                .filter(|s| matches!(&s.entity, Ok(TableEntity::Copy(copy)) if copy.isbn == *isbn))
                 .map(|s| at(&s.key))
                 .collect::<BTreeSet<At>>(),
         )

@@ -16,7 +16,8 @@ use singlet_functions::idempotency;
 use singlet_functions::library::{BookAvailability, Copy, Patron, PatronCard};
 use singlet_functions::loans::Checkout;
 use singlet_functions::model::idempotency::{IdLock, IdempotencyRecord};
-use singlet_functions::model::{Decoded, Entity, Field, Held};
+use singlet_functions::model::{Entity, Field, Held, TableEntity};
+use singlet_functions::store::write::AnyEntity;
 use singlet_functions::store::{Check, Commit, Condition, Transaction, Update, lock};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{INDEXES, Index, TTL_ATTRIBUTE};
@@ -45,7 +46,7 @@ pub enum Repair {
     /// `lock-orphan`: delete the lock, if it still names its holder and that holder's owner is
     /// still as it was (absent, or holding another value).
     ReleaseLock {
-        lock: Decoded,
+        lock: TableEntity,
         kind: LockKind,
         holder_owner: Holder,
     },
@@ -152,22 +153,22 @@ impl Repair {
             Repair::ReleaseLock { lock, kind, .. } => format!(
                 "delete {} if it still names the same {}",
                 at(&lock.key()),
-                kind.holder_field()
+                kind.holder
             ),
             Repair::ClaimLock { claim, over } => {
                 let over = match over {
                     None => "if the key is free".to_owned(),
                     Some(holder) => format!(
                         "once the orphan naming {} {holder} is deleted",
-                        claim.kind.holder_field()
+                        claim.kind.holder
                     ),
                 };
                 format!(
                     "put {} naming {} {}, {over}, while the owner still holds its {}",
                     at(&claim.lock_key),
-                    claim.kind.holder_field(),
+                    claim.kind.holder,
                     claim.holder,
-                    claim.kind.owner_field()
+                    claim.kind.value
                 )
             }
             Repair::ReleaseOwnerLock { lock, .. } => format!(
@@ -245,14 +246,10 @@ impl Repair {
                 kind,
                 holder_owner,
             } => {
-                let release = match lock {
-                    Decoded::PlateLock(lock) => release(lock),
-                    Decoded::ChassisLock(lock) => release(lock),
-                    Decoded::EmailLock(lock) => release(lock),
-                    Decoded::UsernameLock(lock) => release(lock),
-                    Decoded::CardLock(lock) => release(lock),
-                    other => return Err(format!("{} is not a lock", other.entity_type().name)),
+                let Some(release) = lock::release_declared(lock) else {
+                    return Err(format!("{} is not a lock", lock.entity_type().name));
                 };
+                let release = Transaction::new().delete(Part::Lock, release);
                 let transaction = match holder_owner {
                     Holder::Unknown => release,
                     Holder::Absent(owner) => check_owner(release, *kind, owner, None),
@@ -263,14 +260,7 @@ impl Repair {
                 transaction.commit(ctx).await.map(done)
             }
             Repair::ClaimLock { claim, .. } => {
-                let put = match &claim.lock {
-                    Decoded::PlateLock(lock) => lock::claim(lock),
-                    Decoded::ChassisLock(lock) => lock::claim(lock),
-                    Decoded::EmailLock(lock) => lock::claim(lock),
-                    Decoded::UsernameLock(lock) => lock::claim(lock),
-                    Decoded::CardLock(lock) => lock::claim(lock),
-                    other => return Err(format!("{} is not a lock", other.entity_type().name)),
-                };
+                let put = lock::claim_any(&claim.lock);
                 let transaction = Transaction::new().put(Part::Lock, put);
                 check_owner(transaction, claim.kind, &claim.owner, Some(&claim.value))
                     .commit(ctx)
@@ -423,30 +413,22 @@ fn release<L: Held>(lock: &L) -> Transaction<Part> {
 }
 
 /// Adds a check that the owner of a `kind` lock at `owner` is as the confirmation saw it:
-/// holding `value` in the locked field, or (`None`) absent. The field is the model's own
-/// (`Vehicle::PLATE`, `AccountRow::EMAIL`, `Patron::CARD_NUMBER`, ...).
+/// holding `value` in the locked field, or (`None`) absent. The field is the one the model
+/// declares the lock is of (`plate`, `email`, `cardNumber`, ...).
 fn check_owner(
     transaction: Transaction<Part>,
     kind: LockKind,
     owner: &Key,
     value: Option<&String>,
 ) -> Transaction<Part> {
-    fn is<E>(owner: &Key, field: Field<E>, value: Option<&String>) -> Check<E> {
-        let condition = match value {
-            Some(value) => Condition::equals(field, value),
-            None => Condition::absent(),
-        };
-        Check::at(owner.clone(), condition)
-    }
-    match kind {
-        LockKind::Plate => transaction.check(Part::Owner, is(owner, Vehicle::PLATE, value)),
-        LockKind::Chassis => transaction.check(Part::Owner, is(owner, Vehicle::CHASSIS, value)),
-        LockKind::Email => transaction.check(Part::Owner, is(owner, AccountRow::EMAIL, value)),
-        LockKind::Username => {
-            transaction.check(Part::Owner, is(owner, AccountRow::USERNAME, value))
-        }
-        LockKind::Card => transaction.check(Part::Owner, is(owner, Patron::CARD_NUMBER, value)),
-    }
+    let condition = match value {
+        Some(value) => Condition::equals(Field::new(kind.value), value),
+        None => Condition::absent(),
+    };
+    transaction.check(
+        Part::Owner,
+        Check::<AnyEntity>::at(owner.clone(), condition),
+    )
 }
 
 /// The table's TTL attribute as a field of `E`: the store's conditions and updates take fields.

@@ -4,7 +4,8 @@
 //! items re-read for it: a finding is only reported when the fresh items break the rule too.
 
 use super::entity::{
-    LockItem, LockKind, claims, decode, key_of, lock, must_expire, why_never_expires,
+    LockItem, LockKind, claims, decode, key_of, lock, must_expire, owner_key_by_id,
+    why_never_expires,
 };
 use super::repair::{Holder, Repair, expiry_repairable, other_indexes};
 use serde::Serialize;
@@ -12,7 +13,7 @@ use singlet_functions::accounts::{AccountRow, OwnerLock, owner_lock_under};
 use singlet_functions::ids::IdKey;
 use singlet_functions::library::{BookAvailability, Copy};
 use singlet_functions::loans::{Checkout, LoanStatus};
-use singlet_functions::model::{Decoded, Entity, Item};
+use singlet_functions::model::{Entity, Item, TableEntity};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI2, INDEXES, TTL_ATTRIBUTE};
 use singlet_shared::{Id, Isbn13, Key};
@@ -26,9 +27,10 @@ pub const OWNER: &str = "owner";
 /// A finding's `about` when it is about a branch's count of a book's available copies.
 pub const AVAILABLE_COPIES: &str = "availableCopies";
 
-/// The contract's rules (`docs/API.md`, "Consistency check: `fsck`").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// The contract's rules (`docs/API.md`, "Consistency check: `fsck`"), each named once, by
+/// [`Rule::name`]: the report, `--json` (its serialisation) and the guide's table (a test) all
+/// read that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Rule {
     LockOrphan,
     LockMissing,
@@ -41,6 +43,7 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule, in the contract's order.
     pub const ALL: [Rule; 8] = [
         Rule::LockOrphan,
         Rule::LockMissing,
@@ -52,6 +55,7 @@ impl Rule {
         Rule::Undecodable,
     ];
 
+    /// The rule's name, as the report and `--json` write it.
     pub fn name(self) -> &'static str {
         match self {
             Rule::LockOrphan => "lock-orphan",
@@ -63,6 +67,13 @@ impl Rule {
             Rule::Expiry => "expiry",
             Rule::Undecodable => "undecodable",
         }
+    }
+}
+
+/// As its [`Rule::name`].
+impl Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        to.serialize_str(self.name())
     }
 }
 
@@ -98,7 +109,7 @@ pub fn key(at: &At) -> Key {
 #[derive(Debug, Clone)]
 pub struct Stored {
     pub key: Key,
-    pub entity: Result<Decoded, String>,
+    pub entity: Result<TableEntity, String>,
     pub expires_at: Option<String>,
     pub index_keys: BTreeMap<&'static str, String>,
 }
@@ -160,7 +171,7 @@ impl Table {
         let key = stored.key.clone();
         let at = at(&key);
         match &stored.entity {
-            Ok(Decoded::Loan(loan)) if loan.status != LoanStatus::Returned => {
+            Ok(TableEntity::Loan(loan)) if loan.status != LoanStatus::Returned => {
                 self.open_loans_by_patron
                     .entry(loan.patron_id.to_string())
                     .or_default()
@@ -170,17 +181,17 @@ impl Table {
                     .or_default()
                     .insert(at.clone());
             }
-            Ok(Decoded::Patron(patron)) => {
+            Ok(TableEntity::Patron(patron)) => {
                 self.patrons
                     .insert(patron.patron_id.to_string(), patron.key());
             }
-            Ok(Decoded::Copy(copy)) => {
+            Ok(TableEntity::Copy(copy)) => {
                 self.copies_by_book
                     .entry((copy.isbn.to_string(), copy.branch_id.to_string()))
                     .or_default()
                     .insert(at.clone());
             }
-            Ok(Decoded::OwnerLock(lock)) => {
+            Ok(TableEntity::OwnerLock(lock)) => {
                 self.owner_locks_by_account
                     .entry(lock.account_id.to_string())
                     .or_default()
@@ -201,7 +212,7 @@ impl Table {
         self.items.get(&at(key))
     }
 
-    pub fn entity(&self, key: &Key) -> Option<&Result<Decoded, String>> {
+    pub fn entity(&self, key: &Key) -> Option<&Result<TableEntity, String>> {
         self.get(key).map(|stored| &stored.entity)
     }
 
@@ -223,7 +234,7 @@ impl Table {
             .into_iter()
             .flatten()
             .filter_map(|at| match self.items.get(at).map(|s| &s.entity) {
-                Some(Ok(Decoded::Copy(copy))) => Some(copy),
+                Some(Ok(TableEntity::Copy(copy))) => Some(copy),
                 _ => None,
             })
             .collect()
@@ -258,7 +269,7 @@ impl Table {
         self.owner_lock_of(row).is_some_and(|held| {
             matches!(
                 self.entity(&held.key()),
-                Some(Ok(Decoded::OwnerLock(lock))) if lock.account_id == row.account.account_id
+                Some(Ok(TableEntity::OwnerLock(lock))) if lock.account_id == row.account.account_id
             )
         })
     }
@@ -267,22 +278,18 @@ impl Table {
         keys.into_iter()
             .flatten()
             .filter_map(|at| match self.items.get(at).map(|s| &s.entity) {
-                Some(Ok(Decoded::Loan(loan))) => Some(loan),
+                Some(Ok(TableEntity::Loan(loan))) => Some(loan),
                 _ => None,
             })
             .collect()
     }
 }
 
-/// Where the owner a lock names lives. Patrons are keyed by their branch, so a card lock's holder
-/// is found in `patrons` (the table's; the confirmation looks a newer one up by id).
+/// Where the owner a lock names lives: where its id says, for an owner keyed by its id alone (the
+/// model's `EntityType::key_from_id`); a patron, keyed by its branch too, is found in `patrons`
+/// (the table's; the confirmation looks a newer one up by id).
 pub fn owner_key(kind: LockKind, holder: &str, patrons: &HashMap<String, Key>) -> Option<Key> {
-    let id = Id::parse(holder).ok()?;
-    match kind {
-        LockKind::Plate | LockKind::Chassis => Some(keys::vehicle(&id)),
-        LockKind::Email | LockKind::Username => Some(keys::account(&id)),
-        LockKind::Card => patrons.get(holder).cloned(),
-    }
+    owner_key_by_id(kind, holder).or_else(|| patrons.get(holder).cloned())
 }
 
 /// Every finding whose subject is the item at `at`.
@@ -310,7 +317,7 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
     }
     lock_missing(table, entity, &mut found);
     match entity {
-        Decoded::Patron(patron) => {
+        TableEntity::Patron(patron) => {
             let open = table.open_loans_of_patron(patron.patron_id.as_str()).len() as u32;
             if open != patron.active_loans {
                 found.push(Finding {
@@ -329,7 +336,7 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
                 });
             }
         }
-        Decoded::Copy(copy) => {
+        TableEntity::Copy(copy) => {
             copy_status(table, &key, stored, copy, &mut found);
             // A count no transaction wrote is reported once, from its book's first copy.
             let count = keys::book_availability(&copy.isbn, &copy.branch_id);
@@ -337,16 +344,16 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
                 availability_settled(table, &copy.isbn, &copy.branch_id, &mut found);
             }
         }
-        Decoded::BookAvailability(count) => {
+        TableEntity::BookAvailability(count) => {
             if let Some(isbn) = &count.isbn {
                 availability_settled(table, isbn, &count.branch_id, &mut found);
             }
         }
-        Decoded::OwnerLock(lock) => owner_lock_orphan(table, &key, lock, &mut found),
-        Decoded::Account(row) => owner_lock_missing(table, row, &mut found),
-        Decoded::Loan(loan) => loan_index(&key, stored, loan, &mut found),
-        Decoded::Resource(_) => audit_history(table, &key, &mut found),
-        Decoded::ResourceEvent(_) => {
+        TableEntity::OwnerLock(lock) => owner_lock_orphan(table, &key, lock, &mut found),
+        TableEntity::Account(row) => owner_lock_missing(table, row, &mut found),
+        TableEntity::Loan(loan) => loan_index(&key, stored, loan, &mut found),
+        TableEntity::Resource(_) => audit_history(table, &key, &mut found),
+        TableEntity::ResourceEvent(_) => {
             // A history without its `CURRENT` is reported once, on its first event.
             let partition = table.resources.get(&key.pk);
             let first = partition.and_then(|sks| sks.first());
@@ -360,7 +367,7 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
     found
 }
 
-fn expiry(key: &Key, stored: &Stored, entity: &Decoded, found: &mut Vec<Finding>) {
+fn expiry(key: &Key, stored: &Stored, entity: &TableEntity, found: &mut Vec<Finding>) {
     match &stored.expires_at {
         Some(seen) if why_never_expires(entity).is_some() => found.push(Finding {
             rule: Rule::Expiry,
@@ -408,7 +415,7 @@ fn holder_state(table: &Table, owner: Option<Key>, kind: LockKind) -> Option<(Ho
             Some((
                 Holder::Holds {
                     owner,
-                    field: kind.owner_field(),
+                    field: kind.value,
                     value,
                 },
                 true,
@@ -428,7 +435,7 @@ fn holds(table: &Table, owner: Option<&Key>, lock: &Key, holder: &str) -> bool {
 fn lock_orphan(
     table: &Table,
     key: &Key,
-    entity: &Decoded,
+    entity: &TableEntity,
     lock: &LockItem,
     found: &mut Vec<Finding>,
 ) {
@@ -439,12 +446,11 @@ fn lock_orphan(
     let Some((holder, exists)) = holder_state(table, owner, lock.kind) else {
         return;
     };
-    let field = lock.kind.holder_field();
+    let field = lock.kind.holder;
     let detail = if exists {
         format!(
             "names {field} {}, which holds another {}",
-            lock.holder,
-            lock.kind.owner_field()
+            lock.holder, lock.kind.value
         )
     } else {
         format!("names {field} {}, which does not exist", lock.holder)
@@ -462,9 +468,9 @@ fn lock_orphan(
     });
 }
 
-fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
+fn lock_missing(table: &Table, owner: &TableEntity, found: &mut Vec<Finding>) {
     for claim in claims(owner) {
-        let field = claim.kind.owner_field();
+        let field = claim.kind.value;
         let finding = |detail: String, repair: Option<Repair>| Finding {
             rule: Rule::LockMissing,
             key: claim.owner.clone(),
@@ -501,7 +507,7 @@ fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
             Some(lock) if lock.holder == claim.holder => {}
             Some(lock) => {
                 let other = owner_key(lock.kind, &lock.holder, &table.patrons);
-                let holder_field = lock.kind.holder_field();
+                let holder_field = lock.kind.holder;
                 if holds(table, other.as_ref(), &claim.lock_key, &lock.holder) {
                     found.push(finding(
                         format!(
@@ -534,8 +540,9 @@ fn lock_missing(table: &Table, owner: &Decoded, found: &mut Vec<Finding>) {
 pub fn owner_locks_under_another_key(table: &Table) -> bool {
     let (mut named, mut placed) = (0, 0);
     for stored in table.items.values() {
-        if let Ok(Decoded::OwnerLock(lock)) = &stored.entity
-            && let Some(Ok(Decoded::Account(row))) = table.entity(&keys::account(&lock.account_id))
+        if let Ok(TableEntity::OwnerLock(lock)) = &stored.entity
+            && let Some(Ok(TableEntity::Account(row))) =
+                table.entity(&keys::account(&lock.account_id))
             && let Some(held) = table.owner_lock_of(row)
         {
             named += 1;
@@ -551,7 +558,7 @@ fn owner_lock_orphan(table: &Table, key: &Key, lock: &OwnerLock, found: &mut Vec
     let account = keys::account(&lock.account_id);
     let row = match table.entity(&account) {
         None => None,
-        Some(Ok(Decoded::Account(row))) => Some(row),
+        Some(Ok(TableEntity::Account(row))) => Some(row),
         // Something else at the account's key: reported as undecodable.
         Some(_) => return,
     };
@@ -644,10 +651,10 @@ fn owner_lock_missing(table: &Table, row: &AccountRow, found: &mut Vec<Finding>)
                 Some(claim_it(None)),
             )),
         },
-        Some(Ok(Decoded::OwnerLock(held))) if held.account_id == row.account.account_id => {}
-        Some(Ok(Decoded::OwnerLock(held))) => {
+        Some(Ok(TableEntity::OwnerLock(held))) if held.account_id == row.account.account_id => {}
+        Some(Ok(TableEntity::OwnerLock(held))) => {
             let other = match table.entity(&keys::account(&held.account_id)) {
-                Some(Ok(Decoded::Account(other))) => table.owner_lock_of(other),
+                Some(Ok(TableEntity::Account(other))) => table.owner_lock_of(other),
                 _ => None,
             };
             if other.is_some_and(|other| other.key() == claim.key()) {
@@ -709,7 +716,7 @@ pub fn availability(table: &Table, isbn: &Isbn13, branch_id: &Id) -> Option<Find
         .count() as i64;
     let seen = match table.entity(&key) {
         None => None,
-        Some(Ok(Decoded::BookAvailability(count))) => Some(count.available_copies),
+        Some(Ok(TableEntity::BookAvailability(count))) => Some(count.available_copies),
         // Something else at the count's key: reported as undecodable.
         Some(_) => return None,
     };
@@ -879,8 +886,8 @@ fn audit_history(table: &Table, anchor: &Key, found: &mut Vec<Finding>) {
             sk: sk.clone(),
         };
         match table.entity(&key) {
-            Some(Ok(Decoded::Resource(resource))) => current = Some(resource),
-            Some(Ok(Decoded::ResourceEvent(stored))) => {
+            Some(Ok(TableEntity::Resource(resource))) => current = Some(resource),
+            Some(Ok(TableEntity::ResourceEvent(stored))) => {
                 events.insert(stored.event.sequence, &stored.event);
             }
             _ => {}
@@ -927,5 +934,85 @@ fn audit_history(table: &Table, anchor: &Key, found: &mut Vec<Finding>) {
             detail: problems.join("; "),
             repair: None,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rule;
+    use std::path::{Path, PathBuf};
+
+    /// The repository's root: the nearest folder above this crate's with `docs/API.md`.
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .find(|dir| dir.join("docs/API.md").is_file())
+            .expect("docs/API.md above the crate")
+            .to_owned()
+    }
+
+    /// The rule names of each Markdown table headed `| rule | what is wrong | repair |` in
+    /// `text`, in their order.
+    fn rule_tables(text: &str) -> Vec<Vec<String>> {
+        let mut tables = Vec::new();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if !line.starts_with("| rule | what is wrong | repair |") {
+                continue;
+            }
+            let names = lines
+                .by_ref()
+                .skip(1)
+                .take_while(|row| row.starts_with('|'))
+                .filter_map(|row| row.split('|').nth(1))
+                .map(|name| name.trim().trim_matches('`').to_owned())
+                .collect();
+            tables.push(names);
+        }
+        tables
+    }
+
+    fn names() -> Vec<String> {
+        Rule::ALL.map(|rule| rule.name().to_owned()).to_vec()
+    }
+
+    /// The rules the README (or the guide beside it) lists for `fsck` are the checker's, all of
+    /// them, in its order: a rule added, renamed or dropped fails here until the table says so.
+    #[test]
+    fn the_guide_lists_every_rule() {
+        let root = root();
+        let mut pages = vec![root.join("README.md")];
+        if let Ok(guide) = std::fs::read_dir(root.join("docs/guide")) {
+            pages.extend(guide.filter_map(|entry| Some(entry.ok()?.path())));
+        }
+        let tables: Vec<Vec<String>> = pages
+            .iter()
+            .filter_map(|page| std::fs::read_to_string(page).ok())
+            .flat_map(|text| rule_tables(&text))
+            .collect();
+        assert!(!tables.is_empty(), "no table of fsck's rules in {pages:?}");
+        for table in tables {
+            assert_eq!(table, names());
+        }
+    }
+
+    /// The contract's table (docs/API.md, which is a copy of the shared contract and edited there
+    /// only) names the same rules.
+    #[test]
+    fn the_contract_lists_every_rule() {
+        let contract = std::fs::read_to_string(root().join("docs/API.md")).unwrap();
+        assert_eq!(rule_tables(&contract), [names()]);
+    }
+
+    /// Every rule in `ALL` once, each under a name of its own, which is what `--json` writes.
+    #[test]
+    fn every_rule_has_a_name_of_its_own() {
+        let mut names = names();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Rule::ALL.len());
+        for rule in Rule::ALL {
+            assert_eq!(serde_json::to_value(rule).unwrap(), rule.name());
+        }
     }
 }

@@ -30,11 +30,11 @@ use futures::StreamExt;
 use rows::{Row, read_rows};
 use serde::Serialize;
 use singlet_functions::Ctx;
-use singlet_functions::accounts::{self, AccountRow, UniqueValue, create_account};
+use singlet_functions::accounts::{self, AccountRow, create_account};
 use singlet_functions::error::{ApiError, FieldError};
 use singlet_functions::events::outbox::OutboxItem;
 use singlet_functions::events::{Event, EventType};
-use singlet_functions::fleet::{self, register_vehicle};
+use singlet_functions::fleet::register_vehicle;
 use singlet_functions::http::JsonBody;
 use singlet_functions::library::{
     self, Book, Branch, add_copy, create_book, create_branch, register_patron,
@@ -337,14 +337,30 @@ impl Claim {
             holder: field,
         }
     }
+}
 
-    /// And, under the rule before `plates-compact`, the value's other key checked free.
-    fn and_free_before(self, check: Option<Check<()>>) -> Self {
-        Self {
-            free_before: check,
-            ..self
-        }
-    }
+/// The locks `owner` declares ([`Entity::locks`]), each claimed as the route claims it: a value
+/// taken is `taken`, named by the owner's field that holds it; one an earlier rule keyed
+/// elsewhere (a plate before `plates-compact`) is checked free there too.
+fn declared_locks<E: Entity>(owner: &E) -> Vec<Claim> {
+    owner
+        .locks()
+        .iter()
+        .map(|held| {
+            let of = held
+                .entity_type()
+                .lock_of()
+                .expect("an owner's lock is of a value");
+            Claim {
+                field: of.value,
+                code: "taken",
+                key: held.key(),
+                put: Some(lock::claim_any(held)),
+                free_before: held.earlier_key().map(lock::free_at),
+                holder: of.holder,
+            }
+        })
+        .collect()
 }
 
 fn lock_claim<L: Held>(field: &'static str, code: &'static str, lock: &L) -> Claim {
@@ -437,14 +453,8 @@ fn plan(
             let vehicle = register_vehicle::validate(&body)
                 .map_err(invalid)?
                 .vehicle(entity_id, millis);
-            let (plate, chassis) = register_vehicle::locks(&vehicle);
             // As the route: a value registered under the old rule is taken in this spelling too.
-            let claims = vec![
-                lock_claim("plate", "taken", &plate)
-                    .and_free_before(fleet::plate_free_before_compact(&vehicle.plate)),
-                lock_claim("chassis", "taken", &chassis)
-                    .and_free_before(fleet::chassis_free_before_compact(&vehicle.chassis)),
-            ];
+            let claims = declared_locks(&vehicle);
             let event = event(Event::new(EventType::VehicleRegistered, &id, &vehicle));
             Planned::new(row, id, &vehicle, claims, event)
         }
@@ -464,32 +474,24 @@ fn plan(
                 }
             };
             let account = valid.account(entity_id.clone(), millis);
-            let mut claims: Vec<Claim> = create_account::unique_values(&account)
-                .iter()
-                .map(|value| match value {
-                    UniqueValue::Email(email) => {
-                        lock_claim("email", "taken", &accounts::email_lock(&entity_id, email))
-                    }
-                    UniqueValue::Username(username) => lock_claim(
-                        "username",
-                        "taken",
-                        &accounts::username_lock(&entity_id, username),
-                    ),
-                })
-                .collect();
-            // The owner's one account, as the route makes it for a subject without
-            // `accounts:admin`: a second row of one owner is `owner` `limit_reached`.
-            claims.push(lock_claim(
-                "owner",
-                "limit_reached",
-                &accounts::owner_lock(ctx, &owner, &entity_id),
-            ));
-            let event = event(Event::new(EventType::AccountCreated, &id, &account));
             let row_item = AccountRow {
                 account,
                 owner,
                 owners_one: true,
             };
+            let mut claims = declared_locks(&row_item);
+            // The owner's one account, as the route makes it for a subject without
+            // `accounts:admin`: a second row of one owner is `owner` `limit_reached`.
+            claims.push(lock_claim(
+                "owner",
+                "limit_reached",
+                &accounts::owner_lock(ctx, &row_item.owner, &entity_id),
+            ));
+            let event = event(Event::new(
+                EventType::AccountCreated,
+                &id,
+                &row_item.account,
+            ));
             Planned::new(row, id, &row_item, claims, event)
         }
         Kind::Branches => {
@@ -515,11 +517,7 @@ fn plan(
             if let Some(reject) = missing_branch(&patron.branch_id) {
                 return Err(reject);
             }
-            let claims = vec![lock_claim(
-                "cardNumber",
-                "taken",
-                &register_patron::card_lock(&patron),
-            )];
+            let claims = declared_locks(&patron);
             let event = event(Event::new(EventType::PatronRegistered, &id, &patron));
             Planned {
                 branch: Some(patron.branch_id.clone()),
