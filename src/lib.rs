@@ -22,6 +22,7 @@ pub mod render;
 pub mod retention;
 pub mod throttle;
 pub mod transfer;
+pub mod unstreamed_outbox;
 
 /// The server secret the runner uses when `CURSOR_KEY` is not set: public, so that ids derived
 /// from `Idempotency-Key`s, cursors and the sample events in `events/` agree across runs and

@@ -758,9 +758,10 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
         )
         .await
     {
-        Ok(source) => {
+        Ok(Some(source)) => {
             tokio::spawn(source.run());
         }
+        Ok(None) => {}
         Err(error) => tracing::warn!(error, "no domain events: the stream cannot be read"),
     }
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));

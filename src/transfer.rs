@@ -383,7 +383,7 @@ pub async fn load(
                 let items = std::mem::take(&mut batch);
                 written += match target {
                     Target::Api => write_batch(client, table, items).await,
-                    Target::Embedded(db) => write_bulk(db, table, items).await,
+                    Target::Embedded(db) => write_bulk(db, table, items, outbox).await,
                 }
                 .map_err(|e| stopped(e, written))?;
                 progress.count(|| format!("loaded {written} items"));
@@ -457,7 +457,15 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
 }
 
 /// One bulk write into the embedded engine, off the async threads (the engine's call blocks).
-async fn write_bulk(db: &dynoxide::Database, table: &str, items: Vec<Item>) -> Result<u64, String> {
+/// With the outbox kept, the write records its items on the table's stream as a `PutItem` would:
+/// the kept outbox items reach the publisher that way only (dynoxide's bulk path records none
+/// unless told, and the runner publishes what the stream carries).
+async fn write_bulk(
+    db: &dynoxide::Database,
+    table: &str,
+    items: Vec<Item>,
+    outbox: Outbox,
+) -> Result<u64, String> {
     let items = items
         .iter()
         .map(|item| serde_json::from_value(item_to_json(item)))
@@ -465,7 +473,11 @@ async fn write_bulk(db: &dynoxide::Database, table: &str, items: Vec<Item>) -> R
         .map_err(|e| format!("an item the engine cannot read: {e}"))?;
     let (db, table) = (db.clone(), table.to_owned());
     let imported = tokio::task::spawn_blocking(move || {
-        db.import_items(&table, items, dynoxide::ImportOptions::default())
+        let options = dynoxide::ImportOptions {
+            record_streams: outbox == Outbox::Keep,
+            ..Default::default()
+        };
+        db.import_items(&table, items, options)
     })
     .await
     .map_err(|e| format!("the bulk write stopped: {e}"))?

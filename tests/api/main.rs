@@ -15,6 +15,7 @@ mod conventions;
 mod costs;
 mod domain_events;
 mod events;
+mod events_hardening;
 mod faults;
 mod fleet;
 mod fsck;
