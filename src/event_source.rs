@@ -231,9 +231,8 @@ impl EventSource {
     }
 
     /// The same mapping, waiting `every` after a read that found nothing new (instead of
-    /// [`POLL_EVERY`]): for an engine whose `GetRecords` costs more the longer its stream is
-    /// (moto reads its whole stream on each), where reads four times a second slow every other
-    /// call.
+    /// [`POLL_EVERY`]): for an engine whose `GetRecords` takes longer the longer its stream is
+    /// (moto's), where reads four times a second slow every other call.
     pub fn polling_every(mut self, every: Duration) -> Self {
         self.poll_every = every;
         self
