@@ -1,12 +1,12 @@
-//! Creates the table from `singlet_shared::schema`, for the local runner and the tests, and adds
-//! the indexes a local table made by an older singlet lacks; on AWS, `template.yaml` declares the
-//! same table (a test keeps the two equal).
+//! Creates the table from `singlet_shared::schema`, for the local runner, its tools and the tests,
+//! and adds the indexes a local table made by an older singlet lacks; on AWS, `template.yaml`
+//! declares the same table (a test keeps the two equal), its stream included.
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
     GlobalSecondaryIndexUpdate, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, TimeToLiveSpecification,
+    ScalarAttributeType, StreamSpecification, StreamViewType, TimeToLiveSpecification,
 };
 use singlet_shared::schema::{self, INDEXES, Index, PK, SK, TTL_ATTRIBUTE};
 
@@ -34,7 +34,25 @@ pub async fn table_exists(client: &Client, table: &str) -> Result<bool, aws_sdk_
     }
 }
 
-/// Creates `table` unless it exists. Returns whether it created it.
+/// The table's stream as the template declares it, with the view the event-source mapping reads
+/// (`events::mapping::STREAM_VIEW_TYPE`).
+pub fn stream_specification() -> StreamSpecification {
+    StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(StreamViewType::from(
+            crate::events::mapping::STREAM_VIEW_TYPE,
+        ))
+        .build()
+        .expect("complete")
+}
+
+/// Creates `table` unless it exists, its stream on from its first write. Returns whether it
+/// created it.
+///
+/// Whoever creates it (the runner, `seed`, `import`, `load`, `invoke`), every outbox item is
+/// then on the stream, which the runner reads from its oldest record when it serves: a table
+/// made without one, its stream switched on later, started with an empty stream, and the events
+/// of every change written before were never published.
 pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, aws_sdk_dynamodb::Error> {
     if client
         .describe_table()
@@ -61,6 +79,7 @@ pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, aws_sdk_
         .set_attribute_definitions(Some(attributes.collect()))
         .set_key_schema(Some(key_schema(PK, SK)))
         .set_global_secondary_indexes(Some(indexes.collect()))
+        .stream_specification(stream_specification())
         .send()
         .await?;
     client

@@ -105,9 +105,10 @@ pub async fn run(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(
         )
         .await
     {
-        Ok(source) => {
+        Ok(Some(source)) => {
             tokio::spawn(source.run());
         }
+        Ok(None) => {}
         Err(error) => tracing::warn!(error, "no domain events: the stream cannot be read"),
     }
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));

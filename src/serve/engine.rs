@@ -402,6 +402,7 @@ impl singlet_tools::transfer::BulkWriter for Bulk {
         &'a self,
         table: &'a str,
         items: Vec<singlet_tools::transfer::Item>,
+        on_the_stream: bool,
     ) -> futures::future::BoxFuture<'a, Result<u64, String>> {
         Box::pin(async move {
             let items = items
@@ -411,7 +412,11 @@ impl singlet_tools::transfer::BulkWriter for Bulk {
                 .map_err(|e| format!("an item the engine cannot read: {e}"))?;
             let (db, table) = (self.0.clone(), table.to_owned());
             let imported = tokio::task::spawn_blocking(move || {
-                db.import_items(&table, items, dynoxide::ImportOptions::default())
+                let options = dynoxide::ImportOptions {
+                    record_streams: on_the_stream,
+                    ..Default::default()
+                };
+                db.import_items(&table, items, options)
             })
             .await
             .map_err(|e| format!("the bulk write stopped: {e}"))?

@@ -23,8 +23,8 @@
 //! [`Faults`] breaks it on purpose: a publisher error every n-th invocation, every n-th batch
 //! delivered twice (the bus's failing entries are `LocalBus::failing`).
 
+use crate::serve::unstreamed_outbox::Unstreamed;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
-use aws_sdk_dynamodb::types::{StreamSpecification, StreamViewType};
 use aws_sdk_dynamodbstreams::error::SdkError;
 use aws_sdk_dynamodbstreams::operation::get_records::{GetRecordsError, GetRecordsOutput};
 use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, Shard, ShardIteratorType};
@@ -69,6 +69,9 @@ pub struct Report {
     pub duplicated_batches: u64,
     /// Records sent to the on-failure destination.
     pub records_failed: u64,
+    /// Outbox items the table held before its stream was on, delivered as the records they
+    /// would have been.
+    pub records_unstreamed: u64,
 }
 
 pub struct EventSource {
@@ -95,6 +98,11 @@ pub struct EventSource {
     batches: u64,
     /// Where the checkpoint is kept between runs, if anywhere.
     position_file: Option<PathBuf>,
+    /// The outbox items the table held before its stream was on, delivered before the stream's
+    /// records.
+    unstreamed: Option<Unstreamed>,
+    /// How long [`Self::run`] waits after a read that found nothing new.
+    poll_every: Duration,
     pub report: Report,
 }
 
@@ -108,7 +116,9 @@ struct Position {
     sequence_number: String,
 }
 
-/// Enables the table's stream (`NEW_AND_OLD_IMAGES`, as the template does) unless it is on.
+/// Enables the table's stream (`NEW_AND_OLD_IMAGES`, as the template does) unless it is on. A
+/// stream switched on starts empty: the outbox items written before are the runner's to publish
+/// ([`crate::serve::unstreamed_outbox`], listed before this is called).
 pub async fn enable_stream(db: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), String> {
     let described = db
         .describe_table()
@@ -123,14 +133,9 @@ pub async fn enable_stream(db: &aws_sdk_dynamodb::Client, table: &str) -> Result
     if enabled {
         return Ok(());
     }
-    let specification = StreamSpecification::builder()
-        .stream_enabled(true)
-        .stream_view_type(StreamViewType::NewAndOldImages)
-        .build()
-        .map_err(|e| e.to_string())?;
     db.update_table()
         .table_name(table)
-        .stream_specification(specification)
+        .stream_specification(singlet_functions::table::stream_specification())
         .send()
         .await
         .map_err(|e| format!("cannot enable the table's stream: {e}"))?;
@@ -189,6 +194,8 @@ impl EventSource {
             faults,
             batches: 0,
             position_file: None,
+            unstreamed: None,
+            poll_every: POLL_EVERY,
             report: Report::default(),
         })
     }
@@ -223,6 +230,45 @@ impl EventSource {
         self
     }
 
+    /// The same mapping, waiting `every` after a read that found nothing new (instead of
+    /// [`POLL_EVERY`]): for an engine whose `GetRecords` takes longer the longer its stream is
+    /// (moto's), where reads four times a second slow every other call.
+    pub fn polling_every(mut self, every: Duration) -> Self {
+        self.poll_every = every;
+        self
+    }
+
+    /// The same mapping, delivering `unstreamed` (the outbox items the table held before its
+    /// stream was on) before it reads the stream.
+    pub fn first_delivering(mut self, unstreamed: Option<Unstreamed>) -> Self {
+        self.unstreamed = unstreamed;
+        self
+    }
+
+    /// Delivers the outbox items listed before the stream was on, a batch at a time, each
+    /// counted once delivered; gone once all were.
+    async fn deliver_unstreamed(&mut self) -> Result<(), String> {
+        while let Some(unstreamed) = &self.unstreamed {
+            let mut batch = unstreamed.next_batch(BATCH_SIZE);
+            if batch.is_empty() {
+                break;
+            }
+            for record in &mut batch {
+                record["eventSourceARN"] = json!(self.stream_arn);
+            }
+            let count = batch.len();
+            self.report.records_unstreamed += count as u64;
+            self.deliver(batch).await?;
+            if let Some(unstreamed) = &mut self.unstreamed {
+                unstreamed.delivered(count)?;
+            }
+        }
+        if self.unstreamed.take().is_some() {
+            tracing::info!("published the outbox items the table held before its stream was on");
+        }
+        Ok(())
+    }
+
     /// Keeps the checkpoint in the position file, replaced whole (written aside, then renamed),
     /// so a runner killed mid-write finds the previous one.
     fn keep_position(&self) -> Result<(), String> {
@@ -243,23 +289,34 @@ impl EventSource {
             .map_err(|e| format!("cannot keep the stream position in {}: {e}", file.display()))
     }
 
-    /// Plays the mapping for ever: reads, delivers, and waits [`POLL_EVERY`] when there was
-    /// nothing new. An engine that does not answer is logged and read again.
+    /// Plays the mapping for ever: delivers the outbox items the table held before its stream
+    /// was on, then reads the stream, delivers, and waits [`POLL_EVERY`] (or what
+    /// [`Self::polling_every`] says) when there was nothing new. An engine that does not answer
+    /// is logged and read again.
     pub async fn run(mut self) {
+        while let Err(error) = self.deliver_unstreamed().await {
+            tracing::warn!(
+                error,
+                "cannot publish the outbox items written before the stream; trying again"
+            );
+            tokio::time::sleep(self.poll_every * 4).await;
+        }
         loop {
             match self.poll().await {
-                Ok(0) => tokio::time::sleep(POLL_EVERY).await,
+                Ok(0) => tokio::time::sleep(self.poll_every).await,
                 Ok(_) => {}
                 Err(error) => {
                     tracing::warn!(error, "cannot read the table's stream; trying again");
-                    tokio::time::sleep(POLL_EVERY * 4).await;
+                    tokio::time::sleep(self.poll_every * 4).await;
                 }
             }
         }
     }
 
-    /// Reads and delivers until the stream has nothing new.
+    /// Delivers the outbox items the table held before its stream was on, then reads and
+    /// delivers until the stream has nothing new.
     pub async fn drain(&mut self) -> Result<Report, String> {
+        self.deliver_unstreamed().await?;
         while self.poll().await? > 0 {}
         Ok(self.report)
     }

@@ -1,13 +1,16 @@
 //! The runner's options for domain events, when it serves: where records that fail for good go,
-//! and the faults it can inject on demand. Where the local bus writes (`--events-out`) is a runner
-//! option, since `invoke publish-events` publishes too.
+//! how often the stream is read (or whether it is at all), and the faults it can inject on
+//! demand. Where the local bus writes (`--events-out`) is a runner option, since
+//! `invoke publish-events` publishes too.
 
 use crate::serve::engine::streams_client;
 use crate::serve::event_source::{EventSource, Faults};
 use crate::serve::local_bus::LocalBus;
+use crate::serve::unstreamed_outbox::{Kept, before_the_stream};
 use singlet_functions::Ctx;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct EventsArgs {
@@ -27,6 +30,16 @@ pub struct EventsArgs {
     /// Fault: write one outbox item whose event does not decode, at start.
     #[arg(long)]
     pub fault_undecodable_outbox: bool,
+    /// Publish no events: the table's stream is not read. Its records wait for the next runner
+    /// that publishes (the stream keeps them a day, as DynamoDB's does). For an engine whose
+    /// streams are slow (moto), when the events do not matter to the run.
+    #[arg(long)]
+    pub no_events: bool,
+    /// How often the table's stream is read when it had nothing new, in milliseconds (Lambda
+    /// reads a shard every 250). A longer wait for an engine whose `GetRecords` slows as its
+    /// stream grows (moto), so that the reads do not slow the API's own calls.
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub stream_poll_ms: u64,
 }
 
 impl EventsArgs {
@@ -55,23 +68,38 @@ impl EventsArgs {
 
     /// The event-source mapping for `ctx`'s table on the engine at `endpoint` (the embedded
     /// one, or an external one), publishing to the local bus that writes `events_out`, its
-    /// checkpoint kept in `position_file` when given.
+    /// checkpoint kept in `position_file` when given; `None` with `--no-events`.
+    ///
+    /// A table whose stream is off has its outbox items listed before the mapping switches the
+    /// stream on, and delivered first ([`crate::serve::unstreamed_outbox`]); the list is kept beside
+    /// the checkpoint.
     pub async fn start(
         &self,
         ctx: Ctx,
         events_out: &Path,
         endpoint: &str,
         position_file: Option<PathBuf>,
-    ) -> Result<EventSource, String> {
+    ) -> Result<Option<EventSource>, String> {
+        if self.no_events {
+            tracing::warn!(
+                "--no-events: no event is published; the stream keeps the changes' records for \
+                 the next runner that publishes"
+            );
+            return Ok(None);
+        }
         let ctx = ctx.with_bus(Arc::new(self.bus(events_out)?));
         let streams = streams_client(&ctx.db, endpoint).await;
+        let unstreamed =
+            before_the_stream(&ctx, position_file.as_deref().map(Kept::beside)).await?;
         let source = EventSource::start(
             ctx.clone(),
             streams,
             self.events_failed.clone(),
             self.faults(),
         )
-        .await?;
+        .await?
+        .first_delivering(unstreamed)
+        .polling_every(Duration::from_millis(self.stream_poll_ms));
         let source = match position_file {
             Some(file) => source.remember_in(file),
             None => source,
@@ -84,6 +112,6 @@ impl EventsArgs {
             failed = %self.events_failed.display(),
             "publishing every change's event to the events file"
         );
-        Ok(source)
+        Ok(Some(source))
     }
 }

@@ -16,3 +16,4 @@ pub mod local_bus;
 pub mod logging;
 pub mod refusal;
 pub mod retention;
+pub mod unstreamed_outbox;

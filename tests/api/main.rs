@@ -16,6 +16,7 @@ mod costs;
 mod docs;
 mod domain_events;
 mod events;
+mod events_hardening;
 mod faults;
 mod fleet;
 mod fsck;

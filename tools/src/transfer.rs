@@ -226,12 +226,15 @@ pub enum Target<'a> {
 }
 
 /// An engine's bulk path for [`Target::Bulk`]: writes `items` into `table` at once and says
-/// how many it wrote.
+/// how many it wrote. With `on_the_stream`, the write records its items on the table's stream
+/// as a `PutItem` would: kept outbox items reach the publisher that way only (a bulk path records
+/// none unless told, and the runner publishes what the stream carries).
 pub trait BulkWriter: Sync {
     fn write<'a>(
         &'a self,
         table: &'a str,
         items: Vec<Item>,
+        on_the_stream: bool,
     ) -> futures::future::BoxFuture<'a, Result<u64, String>>;
 }
 
@@ -459,7 +462,7 @@ pub async fn load_until(
                 let items = std::mem::take(&mut batch);
                 written += match target {
                     Target::Api => write_batch(client, table, items).await,
-                    Target::Bulk(engine) => engine.write(table, items).await,
+                    Target::Bulk(engine) => engine.write(table, items, outbox == Outbox::Keep).await,
                 }
                 .map_err(|e| stopped(e, written))?;
                 progress.count(|| format!("loaded {written} items"));

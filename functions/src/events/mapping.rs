@@ -24,9 +24,15 @@ pub const STREAM_VIEW_TYPE: &str = "NEW_AND_OLD_IMAGES";
 /// (which only its deletion has: nothing changes a returned loan, and only TTL deletes one; the
 /// publisher checks `userIdentity` itself, which no filter can see). Everything else is never
 /// delivered to the function, and costs no invocation.
+///
+/// Each pattern names the entity type (`_et`) it is about: other entities have a `status` too
+/// (a resource's is whatever its writers say, `open` and `overdue` included), and a resource
+/// flipped from `open` to `overdue` let through as a loan was a poison record, failed and sent to
+/// the on-failure destination (issue 45). The marker's update stamps `_et` on the loan it moves
+/// (`if_not_exists`), so the new image names it even for a loan written before `_et` existed.
 pub const FILTERS: &[&str] = &[
     r#"{"dynamodb":{"NewImage":{"_et":{"S":["outbox"]}}}}"#,
-    r#"{"dynamodb":{"OldImage":{"status":{"S":["open"]}},"NewImage":{"status":{"S":["overdue"]}}}}"#,
+    r#"{"dynamodb":{"OldImage":{"status":{"S":["open"]}},"NewImage":{"_et":{"S":["loan"]},"status":{"S":["overdue"]}}}}"#,
     r#"{"dynamodb":{"OldImage":{"_et":{"S":["loan"]},"status":{"S":["returned"]}}}}"#,
 ];
 
@@ -58,14 +64,19 @@ mod tests {
     #[test]
     fn outbox_items_and_marked_loans_pass_the_filters() {
         let outbox = json!({"eventName": "INSERT", "dynamodb": {"NewImage": {"_et": {"S": "outbox"}, "detail": {"S": "{}"}}}});
-        let marked = json!({"dynamodb": {"OldImage": {"status": {"S": "open"}}, "NewImage": {"status": {"S": "overdue"}}}});
-        let renewed = json!({"dynamodb": {"OldImage": {"status": {"S": "open"}}, "NewImage": {"status": {"S": "open"}}}});
+        let marked = json!({"dynamodb": {"OldImage": {"status": {"S": "open"}}, "NewImage": {"_et": {"S": "loan"}, "status": {"S": "overdue"}}}});
+        let renewed = json!({"dynamodb": {"OldImage": {"status": {"S": "open"}}, "NewImage": {"_et": {"S": "loan"}, "status": {"S": "open"}}}});
+        // A resource's status is its writers' word: `open` to `overdue` is no loan's mark.
+        let resource = json!({"dynamodb": {"OldImage": {"_et": {"S": "resource"}, "status": {"S": "open"}}, "NewImage": {"_et": {"S": "resource"}, "status": {"S": "overdue"}}}});
+        let untyped = json!({"dynamodb": {"OldImage": {"status": {"S": "open"}}, "NewImage": {"status": {"S": "overdue"}}}});
         let vehicle = json!({"dynamodb": {"NewImage": {"plate": {"S": "ka19 xtr"}}}});
         let expired =
             json!({"eventName": "REMOVE", "dynamodb": {"OldImage": {"_et": {"S": "outbox"}}}});
         assert!(passes_filters(&outbox));
         assert!(passes_filters(&marked));
         assert!(!passes_filters(&renewed));
+        assert!(!passes_filters(&resource));
+        assert!(!passes_filters(&untyped));
         assert!(!passes_filters(&vehicle));
         assert!(!passes_filters(&expired));
         let returned_deleted = json!({"eventName": "REMOVE", "dynamodb": {"OldImage": {"_et": {"S": "loan"}, "status": {"S": "returned"}}}});

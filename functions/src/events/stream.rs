@@ -1,8 +1,8 @@
 //! Stream records into events. Two kinds of record carry one:
 //! - an outbox item's `INSERT` (every route's change): the event is in the item, whole;
-//! - a loan's `MODIFY` from `open` to `overdue`: the marker moving it, which is one item's single
-//!   write, so the loan's own record is the event (`LoanOverdue`, actor `mark-overdue`) and
-//!   marking a loan costs no second write.
+//! - a loan's (`_et` `loan`) `MODIFY` from `open` to `overdue`: the marker moving it, which is
+//!   one item's single write, so the loan's own record is the event (`LoanOverdue`, actor
+//!   `mark-overdue`) and marking a loan costs no second write.
 //!
 //! Every other record (locks, entities, an outbox item's TTL deletion, ...) is skipped. The
 //! event-source mapping's filter (`mapping::FILTERS`) lets only these two kinds through on AWS;
@@ -10,6 +10,8 @@
 
 use super::outbox::{ENTITY_TYPE, OutboxItem, VERSION};
 use super::{Detail, Entry, EventType, Subject, timestamp};
+use crate::model::ENTITY_TYPE as ENTITY_TYPE_ATTRIBUTE;
+use crate::model::Entity;
 use crate::model::loans::{Checkout, LoanStatus};
 use aws_lambda_events::event::dynamodb::EventRecord;
 use serde_dynamo::AttributeValue;
@@ -31,7 +33,7 @@ pub enum Decoded {
 
 pub fn decode(record: &EventRecord) -> Decoded {
     let new = &record.change.new_image;
-    if text(new, "_et") == Some(ENTITY_TYPE) {
+    if text(new, ENTITY_TYPE_ATTRIBUTE) == Some(ENTITY_TYPE) {
         if record.event_name != "INSERT" {
             return Decoded::Skip;
         }
@@ -58,13 +60,17 @@ pub fn decode(record: &EventRecord) -> Decoded {
 }
 
 /// A loan's `MODIFY` from `open` to `overdue`: only the marker makes it (a renewal keeps a loan
-/// open, a return deletes it).
+/// open, a return deletes it). A loan by its entity type (`_et`, which the marker's update
+/// stamps), not by its status alone: a resource's status is whatever its writers say, and a
+/// resource flipped from `open` to `overdue` is its own change, published from its outbox item,
+/// never a loan that fails to decode.
 fn is_marked_overdue(record: &EventRecord) -> bool {
     let status = |item| {
         let status = text(item, Checkout::STATUS.name())?;
         serde_json::from_value::<LoanStatus>(status.into()).ok()
     };
     record.event_name == "MODIFY"
+        && text(&record.change.new_image, ENTITY_TYPE_ATTRIBUTE) == Some(Checkout::TYPE.name)
         && status(&record.change.old_image) == Some(LoanStatus::Open)
         && status(&record.change.new_image) == Some(LoanStatus::Overdue)
 }
@@ -102,5 +108,34 @@ fn text<'i>(item: &'i serde_dynamo::Item, name: &str) -> Option<&'i str> {
     match item.get(name) {
         Some(AttributeValue::S(value)) => Some(value),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn modified(et: &str) -> EventRecord {
+        serde_json::from_value(json!({
+            "eventID": "e-1",
+            "eventName": "MODIFY",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "us-east-1",
+            "dynamodb": {
+                "Keys": {"PK": {"S": "RESOURCE#r"}, "SK": {"S": "CURRENT"}},
+                "OldImage": {"_et": {"S": et}, "status": {"S": "open"}},
+                "NewImage": {"_et": {"S": et}, "status": {"S": "overdue"}},
+                "SequenceNumber": "1", "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_a_loan_is_read_as_a_marked_loan() {
+        assert_eq!(decode(&modified("resource")), Decoded::Skip);
+        // A loan's record that does not decode is still reported, never skipped.
+        assert!(matches!(decode(&modified("loan")), Decoded::Undecodable(_)));
     }
 }
