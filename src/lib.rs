@@ -4,6 +4,7 @@
 pub mod anonymise;
 pub mod auth;
 pub mod console;
+pub mod door_limits;
 pub mod engine;
 pub mod engine_door;
 pub mod event_source;

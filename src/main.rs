@@ -728,6 +728,7 @@ fn read_event(path: &std::path::Path) -> Result<String, String> {
 /// Serves the API; `human` logs on a terminal get the start-up banner too.
 async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
     refuse_handlers_elsewhere(runner)?;
+    let read_timeouts = singlet::door_limits::ReadTimeouts::from_env()?;
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
     if !args.engine_host.is_loopback() {
         tracing::warn!(
@@ -808,7 +809,7 @@ async fn serve(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(),
         singlet::console::mount(gateway, &args.cors_origins, Some(&runner.events_out))
     };
     tokio::select! {
-        served = axum::serve(listener, app) => served.map_err(|e| e.to_string()),
+        served = singlet::door_limits::serve(listener, app, read_timeouts) => served.map_err(|e| e.to_string()),
         _ = tokio::signal::ctrl_c() => Ok(()),
     }
 }

@@ -14,6 +14,7 @@ mod auth;
 mod conventions;
 mod costs;
 mod domain_events;
+mod doors;
 mod events;
 mod faults;
 mod fleet;
