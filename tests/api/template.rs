@@ -746,7 +746,7 @@ fn events_go_to_the_stacks_own_bus_which_only_the_publisher_puts_to() {
     assert_eq!(deny["Effect"], "Deny");
     assert_eq!(deny["Principal"], "*");
     assert_eq!(list(&deny["Action"]), [Value::from("events:PutEvents")]);
-    assert_eq!(list(&deny["Resource"]), [bus_arn.clone()]);
+    assert_eq!(list(&deny["Resource"]), std::slice::from_ref(&bus_arn));
     assert_eq!(
         deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"],
         get_att(&role, "Arn"),
@@ -763,7 +763,7 @@ fn events_go_to_the_stacks_own_bus_which_only_the_publisher_puts_to() {
     let properties = &function["Properties"];
     assert_eq!(
         puts(&properties["Policies"][0]["Statement"]),
-        [bus_arn.clone()]
+        std::slice::from_ref(&bus_arn)
     );
     let boundary = target(&properties["PermissionsBoundary"]).unwrap();
     assert_eq!(
@@ -866,7 +866,10 @@ fn the_archive_bucket_is_private_encrypted_expiring_and_the_publishers_alone() {
     let objects = sub("${ArchiveBucket.Arn}/*");
     let overwrite = deny_of("s3:PutObject");
     assert_eq!(overwrite.len(), 1, "{overwrite:?}");
-    assert_eq!(list(&overwrite[0]["Resource"]), [objects.clone()]);
+    assert_eq!(
+        list(&overwrite[0]["Resource"]),
+        std::slice::from_ref(&objects)
+    );
     assert_eq!(
         overwrite[0]["Condition"]["Null"]["s3:if-none-match"],
         "true"
