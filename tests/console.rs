@@ -683,6 +683,76 @@ async fn the_console_answers_only_its_own_page() {
     assert_eq!(anonymous.status(), 401);
 }
 
+/// Every answer of the console, its page, its assets, its API and its refusals, carries its
+/// security headers: a content security policy that lets the page run only its own script and
+/// stylesheet and no site frame it, `nosniff`, and a referrer policy that keeps its secret URL on
+/// its own origin. And the page is one that policy lets run: no inline script, style or handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_console_answer_carries_its_security_headers() {
+    let (_ctx, base) = start().await;
+    let http = reqwest::Client::new();
+    let secret = singlet::console::secret();
+    let answers = [
+        http.get(format!("{base}/_console/")),
+        http.get(format!("{base}/_console/console.js")),
+        http.get(format!("{base}/_console/console.css")),
+        http.get(format!("{base}/_console/api/state"))
+            .header("x-singlet-console", secret),
+        // Refused: no secret.
+        http.get(format!("{base}/_console/api/state")),
+    ];
+    for request in answers {
+        let response = request.send().await.unwrap();
+        let url = response.url().clone();
+        let headers = response.headers();
+        let csp = headers["content-security-policy"].to_str().unwrap();
+        for directive in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "connect-src 'self'",
+            "frame-ancestors 'none'",
+            "base-uri 'none'",
+        ] {
+            assert!(csp.contains(directive), "{url}: {csp}");
+        }
+        assert!(!csp.contains("unsafe"), "{url}: {csp}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{url}");
+        assert_eq!(headers["x-frame-options"], "DENY", "{url}");
+        assert_eq!(headers["referrer-policy"], "same-origin", "{url}");
+    }
+    let page = include_str!("../src/console/assets/index.html");
+    assert_eq!(
+        page.matches("<script").count(),
+        page.matches("<script src=\"/_console/").count(),
+        "every script is the console's own file"
+    );
+    assert!(
+        !page.contains("<style") && !page.contains(" style="),
+        "inline style"
+    );
+    let handler = inline_handler(page);
+    assert!(handler.is_none(), "an inline handler: {handler:?}");
+    let script = include_str!("../src/console/assets/console.js");
+    for forbidden in ["eval(", "new Function", "innerHTML", "setAttribute('style'"] {
+        assert!(!script.contains(forbidden), "console.js uses {forbidden}");
+    }
+    // The API beside the console answers as API Gateway does, with none of them.
+    let anonymous = reqwest::get(format!("{base}/vehicles/none")).await.unwrap();
+    assert!(anonymous.headers().get("content-security-policy").is_none());
+}
+
+/// The first inline event handler attribute (` onclick=`, ` onload=`, ...) in `html`, if any.
+fn inline_handler(html: &str) -> Option<&str> {
+    html.split(" on").skip(1).find_map(|rest| {
+        let name = rest.len()
+            - rest
+                .trim_start_matches(|c: char| c.is_ascii_lowercase())
+                .len();
+        (name > 0 && rest[name..].starts_with('=')).then(|| &rest[..name])
+    })
+}
+
 // ---- The page in a real browser ---------------------------------------------------------
 
 /// Kills chromedriver (and with it the browser) when the test ends, however it ends.

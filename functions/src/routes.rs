@@ -298,15 +298,15 @@ pub static STREAMED: &[Streamed] = &[Streamed {
     summary: "Publish every change's domain event to EventBridge",
     timeout_seconds: 60,
     environment: &[
-        (crate::context::EVENT_BUS_VAR, "!Ref EventBusName"),
+        (crate::context::EVENT_BUS_VAR, "!Ref EventBus"),
         (crate::context::ARCHIVE_BUCKET_VAR, "!Ref ArchiveBucket"),
     ],
     access: Access {
         grants: &[
             Grant {
-                why: "The one bus the template names, nothing else.",
+                why: "The stack's own bus, nothing else (by its name: its policy names this role, so the role cannot name it back).",
                 actions: &["events:PutEvents"],
-                resource: "!Sub \"arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${EventBusName}\"",
+                resource: "!Sub \"arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${AWS::StackName}-events\"",
             },
             Grant {
                 why: "Retention's archive of what TTL deleted: new objects in that bucket, nothing else.",

@@ -75,6 +75,7 @@ fn schedule_seconds(function: &str) -> u64 {
 /// Serves the API; `human` logs on a terminal get the start-up banner too.
 pub async fn run(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(), String> {
     refuse_handlers_elsewhere(runner)?;
+    let read_timeouts = singlet::serve::door_limits::ReadTimeouts::from_env()?;
     let engine_addr = SocketAddr::from((args.engine_host, args.engine_port));
     if !args.engine_host.is_loopback() {
         tracing::warn!(
@@ -156,7 +157,7 @@ pub async fn run(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(
         console::mount(gateway, &args.cors_origins, Some(&runner.events_out))
     };
     tokio::select! {
-        served = axum::serve(listener, app) => served.map_err(|e| e.to_string()),
+        served = singlet::serve::door_limits::serve(listener, app, read_timeouts) => served.map_err(|e| e.to_string()),
         _ = tokio::signal::ctrl_c() => Ok(()),
     }
 }

@@ -18,6 +18,7 @@ mod gate;
 pub mod ops;
 pub mod patterns;
 pub mod races;
+pub mod security_headers;
 pub mod seed;
 pub mod table;
 pub mod token;
@@ -112,6 +113,8 @@ pub fn mount(
         .route("/_console/api/explore", post(explore_table))
         .route("/_console/api/published", get(published))
         .layer(middleware::from_fn(guard))
+        // Outermost, so that the guard's refusals carry them too.
+        .layer(middleware::map_response(security_headers::add))
         .with_state(console);
     api.merge(routes)
 }

@@ -1,6 +1,10 @@
-//! The local runner's stand-in for API Gateway's JWT authorizer: it checks a bearer token exactly
-//! as the authorizer does (signature, `alg`, `iss`, `aud`, `exp`, `nbf`, then the route's scopes)
-//! and answers what API Gateway answers (`401 {"message":"Unauthorized"}`,
+//! The local runner's stand-in for API Gateway's JWT authorizer: it checks a token exactly as the
+//! authorizer does ("Control access to HTTP APIs with JWT authorizers in API Gateway",
+//! <https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-jwt-authorizer.html>):
+//! the token alone or after `Bearer ` in `authorization`; its signature and `alg` (RSA); a `kid`
+//! that names a key of the issuer's keys (a token without one is refused); `iss`, `aud`, `exp`,
+//! `nbf` and `iat`; then the route's scopes. It answers what API Gateway answers
+//! (`401 {"message":"Unauthorized"}`,
 //! `403 {"message":"Forbidden"}`); a valid token's claims go to the function in
 //! `requestContext.authorizer.jwt`, as on AWS.
 //!
@@ -157,10 +161,8 @@ impl Authorizer {
         let token = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, token) = v.trim().split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-            })
+            .map(bearer_token)
+            .filter(|token| !token.is_empty())
             .ok_or_else(unauthorized)?;
         let claims = self.verify(token).ok_or_else(unauthorized)?;
         let scopes = scopes(&claims);
@@ -200,8 +202,10 @@ impl Authorizer {
             return None;
         }
         let key = match &self.keys {
+            // API Gateway requires a `kid` that names one of the issuer's keys: a token without
+            // one never verifies, whoever signed it.
             Keys::Local { kid, key } => {
-                if header.kid.as_deref().is_some_and(|k| k != kid) {
+                if header.kid.as_deref() != Some(kid.as_str()) {
                     return None;
                 }
                 key.clone()
@@ -230,21 +234,33 @@ impl Authorizer {
     }
 }
 
+/// The token in an `authorization` value, as API Gateway's JWT authorizer reads its identity
+/// source: the token alone, or after `Bearer ` (any case).
+fn bearer_token(value: &str) -> &str {
+    let value = value.trim();
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
+        _ => value,
+    }
+}
+
 /// A claim's value as a NumericDate: a finite, non-negative number of seconds.
 fn numeric_date(value: &Value) -> Option<f64> {
     value.as_f64().filter(|s| s.is_finite() && *s >= 0.0)
 }
 
 /// Whether a verified token's time window holds `now` (seconds since the epoch), as the first
-/// check read it (no leeway): its `exp` not passed, and its `nbf`, if any, reached.
+/// check read it (no leeway): its `exp` not passed, and its `nbf` and `iat`, if any, reached
+/// (API Gateway: `iat` "must be before the current time").
 fn in_window(claims: &Claims, now: u64) -> bool {
     let now = now as f64;
     let date = |name: &str| claims.get(name).map(numeric_date);
-    match (date("exp"), date("nbf")) {
-        (Some(Some(exp)), None) => exp >= now,
-        (Some(Some(exp)), Some(Some(nbf))) => exp >= now && nbf <= now,
-        _ => false,
-    }
+    let reached = |name: &str| match date(name) {
+        None => true,
+        Some(Some(at)) => at <= now,
+        Some(None) => false,
+    };
+    matches!(date("exp"), Some(Some(exp)) if exp >= now) && reached("nbf") && reached("iat")
 }
 
 /// The token's scopes, from `scope` (OAuth 2.0) and `scp` (Entra ID, Okta), each a
@@ -395,6 +411,20 @@ mod tests {
         let mut malformed = claims(100, None);
         malformed.insert("nbf".into(), "soon".into());
         assert!(!in_window(&malformed, 50), "a malformed nbf never passes");
+        let mut issued_later = claims(100, None);
+        issued_later.insert("iat".into(), 60.into());
+        assert!(!in_window(&issued_later, 59), "issued in the future");
+        assert!(in_window(&issued_later, 60));
+    }
+
+    #[test]
+    fn the_token_is_read_alone_or_after_bearer() {
+        assert_eq!(bearer_token("Bearer a.b.c"), "a.b.c");
+        assert_eq!(bearer_token("bearer  a.b.c "), "a.b.c");
+        assert_eq!(bearer_token("a.b.c"), "a.b.c");
+        assert_eq!(bearer_token(" a.b.c"), "a.b.c");
+        // Another scheme is no token API Gateway could decode: refused when it is checked.
+        assert_eq!(bearer_token("Basic YWRhOg=="), "Basic YWRhOg==");
     }
 
     #[test]

@@ -214,8 +214,9 @@ pub fn served_openapi(host: Option<&str>) -> Value {
 /// The OpenAPI document, compiled in.
 pub const OPENAPI_YAML: &str = include_str!("../../docs/openapi.yaml");
 
+/// Serves the API on `listener`, with the doors' read timeouts ([`crate::serve::door_limits`]).
 pub async fn serve(listener: TcpListener, gateway: Gateway) -> std::io::Result<()> {
-    axum::serve(listener, app(gateway)).await
+    crate::serve::door_limits::serve(listener, app(gateway), Default::default()).await
 }
 
 /// Serves `gateway` in the background on a free loopback port and answers its base URL
@@ -229,19 +230,47 @@ pub async fn serve_on_loopback(gateway: Gateway) -> std::io::Result<String> {
 
 async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let Ok(body) = to_bytes(body, GATEWAY_MAX_BODY).await else {
-        return gateway_message(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large");
-    };
-    let (route, lambda_request) = match lambda_request(
+    // Everything API Gateway decides from the head is decided before the body is read: a body
+    // declared too large, a route that is not there and a token that does not pass are answered
+    // without reading (or holding) a byte of it.
+    if crate::serve::door_limits::declared_length(&parts.headers)
+        .is_some_and(|length| length > GATEWAY_MAX_BODY as u64)
+    {
+        return closing(gateway_message(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Request Entity Too Large",
+        ));
+    }
+    let admitted = match admit(
         &gateway.authorizer,
         &parts.method,
         &parts.uri,
         &parts.headers,
-        &body,
     ) {
-        Ok(found) => found,
+        Ok(admitted) => admitted,
+        Err(refused) if has_body(&parts.headers) => return closing(refused.into_response()),
         Err(refused) => return refused.into_response(),
     };
+    let body = match to_bytes(body, GATEWAY_MAX_BODY).await {
+        Ok(body) => body,
+        Err(error) if crate::serve::door_limits::timed_out(&error) => {
+            return closing(gateway_message(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request Timeout",
+            ));
+        }
+        Err(_) => {
+            return closing(gateway_message(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Request Entity Too Large",
+            ));
+        }
+    };
+    let (route, lambda_request) =
+        match handed_over(admitted, &parts.method, &parts.uri, &parts.headers, &body) {
+            Ok(found) => found,
+            Err(refused) => return refused.into_response(),
+        };
     let answer =
         crate::serve::iam::serving(route.function, answer(&gateway.ctx, route, lambda_request))
             .await;
@@ -256,6 +285,71 @@ async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
     response
 }
 
+/// Whether a request declares a body (a length above zero, or chunks).
+fn has_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || crate::serve::door_limits::declared_length(headers).is_some_and(|length| length > 0)
+}
+
+/// `response` with `Connection: close`: an answer given before the body was read, whose unread
+/// rest the connection is not kept open for (hyper closes it after the answer; the header tells
+/// the client so).
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
+}
+
+/// What API Gateway decided from a request's head: its route, path parameters and verified claims.
+struct Admitted {
+    route: &'static Route,
+    params: HashMap<String, String>,
+    claims: crate::serve::auth::Claims,
+}
+
+/// The route serving an HTTP request and its token's claims, from the request's head alone; or
+/// API Gateway's own answer when no route declares the method and path (`404`) or the token does
+/// not pass its authorizer (`401`, `403`).
+fn admit(
+    authorizer: &Authorizer,
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> Result<Admitted, GatewayRefusal> {
+    let Some((route, params)) = routes::find(method.as_str(), &segments(uri.path())) else {
+        return Err(GatewayRefusal(StatusCode::NOT_FOUND, "Not Found"));
+    };
+    let claims = authorizer.authorize(headers, route)?;
+    Ok(Admitted {
+        route,
+        params,
+        claims,
+    })
+}
+
+/// The request API Gateway would hand the admitted request's function, with its `body`.
+fn handed_over(
+    admitted: Admitted,
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(&'static Route, lambda_http::Request), GatewayRefusal> {
+    let Admitted {
+        route,
+        params,
+        claims,
+    } = admitted;
+    let mut event = gateway_event(route, params, method, uri, headers, body);
+    event["requestContext"]["authorizer"] = authorizer_context(&claims);
+    match lambda_http::request::from_str(&event.to_string()) {
+        Ok(request) => Ok((route, request)),
+        Err(_) => Err(GatewayRefusal(StatusCode::BAD_REQUEST, "Bad Request")),
+    }
+}
+
 /// The route serving an HTTP request, and the request API Gateway would hand its function; or
 /// API Gateway's own answer when no route declares the method and path (`404`) or the token does
 /// not pass its authorizer (`401`, `403`). The one route matcher of the runner, the tests and
@@ -267,16 +361,8 @@ pub fn lambda_request(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(&'static Route, lambda_http::Request), GatewayRefusal> {
-    let Some((route, params)) = routes::find(method.as_str(), &segments(uri.path())) else {
-        return Err(GatewayRefusal(StatusCode::NOT_FOUND, "Not Found"));
-    };
-    let claims = authorizer.authorize(headers, route)?;
-    let mut event = gateway_event(route, params, method, uri, headers, body);
-    event["requestContext"]["authorizer"] = authorizer_context(&claims);
-    match lambda_http::request::from_str(&event.to_string()) {
-        Ok(request) => Ok((route, request)),
-        Err(_) => Err(GatewayRefusal(StatusCode::BAD_REQUEST, "Bad Request")),
-    }
+    let admitted = admit(authorizer, method, uri, headers)?;
+    handed_over(admitted, method, uri, headers, body)
 }
 
 /// The header in which the local runner reports the capacity units a request consumed.

@@ -6,6 +6,7 @@
 //! TTL deleted ([`retention`]); and the runner's logs ([`logging`]).
 
 pub mod auth;
+pub mod door_limits;
 pub mod engine;
 pub mod engine_door;
 pub mod event_source;

@@ -17,6 +17,7 @@ both!(
     a_patron_token_reaches_its_own_patron_only,
     the_audit_actor_is_the_tokens_subject,
     scopes_come_from_scope_or_scp_as_a_string_or_a_list,
+    the_token_is_taken_alone_or_after_bearer,
 );
 
 /// `scp` (Entra ID, Okta) grants scopes as `scope` does, as a space-separated string or a list.
@@ -134,6 +135,72 @@ fn signed(overrides: &[(&str, Value)]) -> String {
     tokens().1.sign(&claims(overrides))
 }
 
+/// A token signed with the runner's own key, with `kid` in its header (or none): tokens the
+/// runner's issuer never makes, to see that the authorizer refuses them as API Gateway does.
+fn signed_with_kid(kid: Option<&str>) -> String {
+    tokens();
+    let pem = std::fs::read(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys/token-signing-key.pem"),
+    )
+    .unwrap();
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(&pem).unwrap();
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = kid.map(str::to_owned);
+    jsonwebtoken::encode(&header, &claims(&[]), &key).unwrap()
+}
+
+/// API Gateway's JWT authorizer takes the token alone in `authorization`, or after `Bearer `
+/// ("Control access to HTTP APIs with JWT authorizers in API Gateway"): both reach the route
+/// (`404`: no such vehicle); another scheme is no token it can decode (`401`). A token the
+/// runner's own `token` command prints carries the `kid` of its key, and passes either way.
+async fn the_token_is_taken_alone_or_after_bearer(api: Api) {
+    let good = signed(&[]);
+    for value in [
+        good.clone(),
+        format!("Bearer {good}"),
+        format!("bearer {good}"),
+    ] {
+        let reply = api
+            .call("GET", "/vehicles/x1")
+            .anonymous()
+            .header("authorization", &value)
+            .send()
+            .await;
+        assert_eq!(reply.status, 404, "{value}: {reply:?}");
+    }
+    for value in [format!("Basic {good}"), "Bearer".to_owned(), String::new()] {
+        let reply = api
+            .call("GET", "/vehicles/x1")
+            .anonymous()
+            .header("authorization", &value)
+            .send()
+            .await;
+        assert_eq!(reply.status, 401, "{value}: {reply:?}");
+    }
+
+    let printed = crate::process::singlet()
+        .args(["token", "--scope", "fleet:read"])
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    let printed = String::from_utf8(printed.stdout).unwrap().trim().to_owned();
+    let header = jsonwebtoken::decode_header(&printed).unwrap();
+    assert_eq!(
+        header.kid.as_deref(),
+        tokens().1.jwks()["keys"][0]["kid"].as_str(),
+        "the printed token names its key"
+    );
+    for value in [printed.clone(), format!("Bearer {printed}")] {
+        let reply = api
+            .call("GET", "/vehicles/x1")
+            .anonymous()
+            .header("authorization", &value)
+            .send()
+            .await;
+        assert_eq!(reply.status, 404, "{reply:?}");
+    }
+}
+
 async fn every_route_refuses_every_bad_token(api: Api) {
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let good = signed(&[]);
@@ -161,6 +228,11 @@ async fn every_route_refuses_every_bad_token(api: Api) {
         ),
         ("malformed nbf", Some(signed(&[("nbf", "soon".into())]))),
         ("malformed iat", Some(signed(&[("iat", "today".into())]))),
+        // API Gateway: `iat` "must be before the current time".
+        ("issued later", Some(signed(&[("iat", (now + 600).into())]))),
+        // API Gateway requires a `kid` that names a key of the issuer's JWKS.
+        ("no kid", Some(signed_with_kid(None))),
+        ("another kid", Some(signed_with_kid(Some("not-a-key")))),
         ("malformed exp", Some(signed(&[("exp", "tomorrow".into())]))),
         ("negative nbf", Some(signed(&[("nbf", (-1).into())]))),
         // Past the JWT library's integer type, which then skips the check.

@@ -15,6 +15,7 @@ mod conventions;
 mod costs;
 mod docs;
 mod domain_events;
+mod doors;
 mod events;
 mod events_hardening;
 mod faults;

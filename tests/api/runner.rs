@@ -75,8 +75,8 @@ async fn the_runner_serves_the_api_and_the_engines_own_endpoint() {
 
 /// The engine's endpoint answers tools, not web pages (`singlet::serve::engine_door`): a browser's
 /// request (it carries `Origin`), its CORS preflight, and a request naming a host that DNS
-/// rebinding would (`Host: evil.example`) are refused with `403` and nothing of the table; the
-/// same `Scan` without them is answered.
+/// rebinding would (`Host: evil.example`), or an address the door was not reached at, are
+/// refused with `403` and nothing of the table; the same `Scan` without them is answered.
 #[tokio::test]
 async fn the_engines_endpoint_refuses_web_pages() {
     let runner = start(&["--in-memory"]);
@@ -120,9 +120,15 @@ async fn the_engines_endpoint_refuses_web_pages() {
     assert_eq!(answered.status(), 200);
     assert!(answered.text().await.unwrap().contains("web 1"));
 
+    // A loopback address, IPv6 included, is this machine's.
+    let answered = scan(&[("host", "[::1]:8000")]).await.unwrap();
+    assert_eq!(answered.status(), 200);
     for refused in [
         vec![("origin", "https://evil.example")],
         vec![("host", "evil.example:8000")],
+        // Not an IPv6 address for its bracket alone, nor an address the door was not reached at.
+        vec![("host", "[evil.example]:8000")],
+        vec![("host", "203.0.113.9:8000")],
     ] {
         let answer = scan(&refused).await.unwrap();
         assert_eq!(answer.status(), 403, "{refused:?}");

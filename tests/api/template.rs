@@ -667,7 +667,7 @@ fn the_dynamodb_endpoint_parameter_takes_only_https() {
 
 /// The stream that feeds the publisher (its mapping is rendered from `events::mapping`, which
 /// the runner plays): the table's stream has the view the mapping reads, the publisher is given
-/// the bus from `EventBusName`, and a batch it could not publish lands in a queue that alarms.
+/// the stack's own bus (`EventBus`), and a batch it could not publish lands in a queue that alarms.
 #[test]
 fn the_stream_feeds_the_publisher_and_its_failures_alarm() {
     let template = template();
@@ -684,7 +684,7 @@ fn the_stream_feeds_the_publisher_and_its_failures_alarm() {
         let properties = &function["Properties"];
         assert_eq!(
             properties["Environment"]["Variables"][EVENT_BUS_VAR],
-            reference("EventBusName")
+            reference("EventBus")
         );
         let stream = properties["Events"]
             .as_mapping()
@@ -721,7 +721,71 @@ fn the_stream_feeds_the_publisher_and_its_failures_alarm() {
             "a message in {queue} alarms"
         );
     }
-    assert_eq!(template["Parameters"]["EventBusName"]["Type"], "String");
+}
+
+/// Events go to a bus of the stack's own, not the account's `default` (where any rule could read
+/// their personal data and any principal allowed `events:PutEvents` could forge `singlet.*`
+/// events beside them): its resource policy denies `PutEvents` to every principal but the
+/// publisher's role, and the publisher may put events on that bus and no other.
+#[test]
+fn events_go_to_the_stacks_own_bus_which_only_the_publisher_puts_to() {
+    let template = template();
+    let bus = &template["Resources"]["EventBus"];
+    assert_eq!(bus["Type"], "AWS::Events::EventBus");
+    assert_eq!(bus["Properties"]["Name"], sub("${AWS::StackName}-events"));
+    let bus_arn = sub(
+        "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${AWS::StackName}-events",
+    );
+    let (publisher, _, function) = functions(&template)
+        .into_iter()
+        .find(|(_, served, _)| served == "publish-events")
+        .unwrap();
+    // SAM names the role it makes for a function `<function's logical id>Role`.
+    let role = format!("{publisher}Role");
+    let policy = &bus["Properties"]["Policy"];
+    assert_eq!(policy["Version"], "2012-10-17");
+    let statements = list(&policy["Statement"]);
+    assert_eq!(statements.len(), 1, "{statements:?}");
+    let deny = &statements[0];
+    assert_eq!(deny["Effect"], "Deny");
+    assert_eq!(deny["Principal"], "*");
+    assert_eq!(list(&deny["Action"]), [Value::from("events:PutEvents")]);
+    assert_eq!(list(&deny["Resource"]), std::slice::from_ref(&bus_arn));
+    assert_eq!(
+        deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"],
+        get_att(&role, "Arn"),
+        "every principal but the publisher's role"
+    );
+
+    let puts = |statements: &Value| -> Vec<Value> {
+        list(statements)
+            .iter()
+            .filter(|s| list(&s["Action"]).contains(&Value::from("events:PutEvents")))
+            .flat_map(|s| list(&s["Resource"]))
+            .collect()
+    };
+    let properties = &function["Properties"];
+    assert_eq!(
+        puts(&properties["Policies"][0]["Statement"]),
+        std::slice::from_ref(&bus_arn)
+    );
+    let boundary = target(&properties["PermissionsBoundary"]).unwrap();
+    assert_eq!(
+        puts(&template["Resources"][boundary]["Properties"]["PolicyDocument"]["Statement"]),
+        [bus_arn]
+    );
+    // No other function may put events, and nothing names the default bus any more.
+    for (name, served, function) in functions(&template) {
+        if served != "publish-events" {
+            assert!(
+                puts(&function["Properties"]["Policies"][0]["Statement"]).is_empty(),
+                "{name} may put events"
+            );
+        }
+    }
+    let text = std::fs::read_to_string(format!("{ROOT}/template.yaml")).unwrap();
+    assert!(!text.contains("event-bus/default"));
+    assert!(!text.contains("EventBusName"));
 }
 
 /// The Lambda binary stays lean: the streams SDK is the runner's alone (it plays the
@@ -788,6 +852,41 @@ fn the_archive_bucket_is_private_encrypted_expiring_and_the_publishers_alone() {
     let rule = &properties["LifecycleConfiguration"]["Rules"][0];
     assert_eq!(rule["Status"], "Enabled");
     assert_eq!(rule["ExpirationInDays"], reference("ArchiveRetentionDays"));
+    // Append-only: every put must be `If-None-Match: *` (a key already there is refused), and
+    // no principal deletes an object or a version; only the lifecycle rule expires them.
+    let (_, bucket_policy) = resources(&template, "AWS::S3::BucketPolicy")
+        .into_iter()
+        .find(|(_, p)| p["Properties"]["Bucket"] == reference("ArchiveBucket"))
+        .expect("the archive's bucket policy");
+    let denied = list(&bucket_policy["Properties"]["PolicyDocument"]["Statement"]);
+    let deny_of = |action: &str| -> Vec<Value> {
+        denied
+            .iter()
+            .filter(|s| s["Effect"] == "Deny" && s["Principal"] == "*")
+            .filter(|s| list(&s["Action"]).contains(&Value::from(action)))
+            .cloned()
+            .collect()
+    };
+    let objects = sub("${ArchiveBucket.Arn}/*");
+    let overwrite = deny_of("s3:PutObject");
+    assert_eq!(overwrite.len(), 1, "{overwrite:?}");
+    assert_eq!(
+        list(&overwrite[0]["Resource"]),
+        std::slice::from_ref(&objects)
+    );
+    assert_eq!(
+        overwrite[0]["Condition"]["Null"]["s3:if-none-match"],
+        "true"
+    );
+    for action in ["s3:DeleteObject", "s3:DeleteObjectVersion"] {
+        let deletes = deny_of(action);
+        assert_eq!(deletes.len(), 1, "{action}");
+        assert!(
+            deletes[0]["Condition"].is_null(),
+            "{action} denied outright"
+        );
+        assert!(list(&deletes[0]["Resource"]).contains(&objects), "{action}");
+    }
 
     let (_, _, publisher) = functions(&template)
         .into_iter()

@@ -11,7 +11,8 @@
 //! worth keeping, and an idempotency record may hold a response with personal data.
 //!
 //! The object's key is the record's `eventID`, which a redelivered record keeps: the same batch
-//! delivered twice writes the same objects again, never a second copy. Its body is one line in
+//! delivered twice finds its objects already there, never makes a second copy, and never
+//! replaces one (the bucket is append-only on AWS). Its body is one line in
 //! the format `export` writes (`{"Item": {…}}`, each attribute in DynamoDB's wire form), so
 //! `cat .singlet/archive/*.json` is an export's data file.
 
@@ -26,16 +27,18 @@ pub const TTL_PRINCIPAL: &str = "dynamodb.amazonaws.com";
 /// The entity types whose expiry is the retention policy, and whose TTL deletions are archived.
 pub const RETAINED: &[&EntityType] = &[crate::model::loans::Checkout::TYPE];
 
-/// Where TTL deletions are kept: each object put under its key whole, replacing one already
-/// there (so a put is idempotent).
+/// Where TTL deletions are kept: each object put under its key whole; a put under a key already
+/// there succeeds (so a put is idempotent: a key's object is always the same record's).
 pub trait Archive: Send + Sync {
     fn put<'a>(&'a self, key: &'a str, body: &'a str) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// The archive on AWS: the bucket `ARCHIVE_BUCKET` names (the template's `ArchiveBucket`, which
-/// the publisher may only `s3:PutObject` into). S3 replaces an object put again under its key,
-/// and the bucket's versioning keeps the one before: a record delivered twice is still one
-/// current object.
+/// the publisher may only `s3:PutObject` into). Each object is put only if its key is new
+/// (`If-None-Match: *`), as the bucket's policy requires of every put: what is archived is
+/// never replaced, by the publisher or anyone. A key already there (S3's `412
+/// PreconditionFailed`) is a record delivered again, whose object is the one already written
+/// (the same record's same old image): done.
 pub struct S3Archive {
     client: aws_sdk_s3::Client,
     bucket: String,
@@ -53,23 +56,26 @@ impl S3Archive {
 impl Archive for S3Archive {
     fn put<'a>(&'a self, key: &'a str, body: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            self.client
+            let put = self
+                .client
                 .put_object()
                 .bucket(&self.bucket)
                 .key(key)
                 .content_type("application/json")
+                .if_none_match("*")
                 .body(aws_sdk_s3::primitives::ByteStream::from(
                     body.as_bytes().to_vec(),
                 ))
                 .send()
-                .await
-                .map(drop)
-                .map_err(|e| {
-                    format!(
-                        "PutObject failed: {}",
-                        aws_sdk_s3::error::DisplayErrorContext(e)
-                    )
-                })
+                .await;
+            match put {
+                Ok(_) => Ok(()),
+                Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(()),
+                Err(e) => Err(format!(
+                    "PutObject failed: {}",
+                    aws_sdk_s3::error::DisplayErrorContext(e)
+                )),
+            }
         })
     }
 }
@@ -180,6 +186,111 @@ mod tests {
             archived(&record("MODIFY", Some(("Service", TTL_PRINCIPAL)), "loan")),
             None
         );
+    }
+
+    /// S3 as the SDK's HTTP client sees it: objects by key, a conditional put (`If-None-Match:
+    /// *`) refused with `412` when its key is there, and every put's `If-None-Match` kept.
+    #[derive(Debug, Clone, Default)]
+    struct Bucket {
+        objects: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>>,
+        conditions: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
+        /// Every put refused as the bucket's policy refuses it (`403`).
+        denied: bool,
+    }
+
+    mod seam {
+        use super::Bucket;
+        use aws_smithy_runtime_api::client::http::{
+            HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings,
+            SharedHttpConnector,
+        };
+        use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+        use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+        use aws_smithy_runtime_api::shared::IntoShared;
+        use aws_smithy_types::body::SdkBody;
+
+        impl HttpClient for Bucket {
+            fn http_connector(
+                &self,
+                _: &HttpConnectorSettings,
+                _: &RuntimeComponents,
+            ) -> SharedHttpConnector {
+                self.clone().into_shared()
+            }
+        }
+
+        impl HttpConnector for Bucket {
+            fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+                let key = request
+                    .uri()
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                let condition = request.headers().get("if-none-match").map(str::to_owned);
+                let body = request.body().bytes().unwrap_or_default().to_vec();
+                self.conditions.lock().unwrap().push(condition.clone());
+                let mut objects = self.objects.lock().unwrap();
+                let (status, answer) = if self.denied {
+                    (403, "<Error><Code>AccessDenied</Code></Error>")
+                } else if condition.as_deref() == Some("*") && objects.contains_key(&key) {
+                    (412, "<Error><Code>PreconditionFailed</Code></Error>")
+                } else {
+                    objects.insert(key, body);
+                    (200, "")
+                };
+                HttpConnectorFuture::ready(Ok(HttpResponse::new(
+                    status.try_into().unwrap(),
+                    SdkBody::from(answer),
+                )))
+            }
+        }
+    }
+
+    fn archive_on(bucket: &Bucket) -> S3Archive {
+        let config = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                "t", "t", None, None, "t",
+            ))
+            .endpoint_url("http://127.0.0.1:1")
+            .force_path_style(true)
+            .http_client(bucket.clone())
+            .build();
+        S3Archive::new(aws_sdk_s3::Client::from_conf(config), "archive")
+    }
+
+    /// The bucket is append-only (its policy refuses a put without `If-None-Match: *`): the
+    /// archive puts only new keys, and a record delivered again finds its object there and is
+    /// done, the object unchanged.
+    #[tokio::test]
+    async fn the_archive_puts_only_new_keys_and_a_redelivered_record_is_done() {
+        let bucket = Bucket::default();
+        let archive = archive_on(&bucket);
+        archive.put("e-1.json", "first\n").await.unwrap();
+        let written = bucket.objects.lock().unwrap()["e-1.json"].clone();
+        assert!(String::from_utf8_lossy(&written).contains("first"));
+        archive.put("e-1.json", "again\n").await.unwrap();
+        assert_eq!(
+            bucket.objects.lock().unwrap()["e-1.json"],
+            written,
+            "never replaced"
+        );
+        assert_eq!(
+            *bucket.conditions.lock().unwrap(),
+            [Some("*".to_owned()), Some("*".to_owned())],
+            "every put is conditional"
+        );
+        let denied = Bucket {
+            denied: true,
+            ..Bucket::default()
+        };
+        let refused = archive_on(&denied)
+            .put("e-2.json", "x\n")
+            .await
+            .unwrap_err();
+        assert!(refused.contains("PutObject failed"), "{refused}");
     }
 
     #[test]
