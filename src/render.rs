@@ -160,7 +160,29 @@ struct Block<'a> {
     heading: Option<&'a str>,
     /// Alarms beyond errors and throttles.
     iterator_age_alarm: bool,
+    /// Whether it runs on the capacity provider when the stack says so (`ManagedInstances`):
+    /// the API's functions do; the marker and the publisher, which serve one event at a time,
+    /// stay on Lambda's default model.
+    managed_instances: bool,
 }
+
+/// An API function's place on the capacity provider when the stack puts it there: requests per
+/// execution environment, environments kept and allowed, and its `$LATEST.PUBLISHED` version
+/// republished with each deployment (what API Gateway's unqualified ARN invokes). The
+/// `AWS::LanguageExtensions` transform resolves each `!If` before SAM reads the properties.
+const MANAGED_INSTANCES: &[&str] = &[
+    "CapacityProviderConfig: !If",
+    "  - OnManagedInstances",
+    "  - Arn: !GetAtt ApiCapacityProvider.Arn",
+    "    PerExecutionEnvironmentMaxConcurrency: !Ref ManagedInstancesMaxConcurrency",
+    "  - !Ref AWS::NoValue",
+    "FunctionScalingConfig: !If",
+    "  - OnManagedInstances",
+    "  - MinExecutionEnvironments: !Ref ManagedInstancesMinEnvironments",
+    "    MaxExecutionEnvironments: !Ref ManagedInstancesMaxEnvironments",
+    "  - !Ref AWS::NoValue",
+    "PublishToLatestPublished: !If [OnManagedInstances, true, !Ref AWS::NoValue]",
+];
 
 const SKIP_VPC_DYNAMODB: &str = "talks to DynamoDB only, over its public IAM-signed endpoint: a VPC would add NAT or endpoints and cold start";
 const SKIP_VARIABLES: &str = "variables are encrypted at rest with the AWS managed key and hold no secret: the server's keys are read from Secrets Manager at cold start";
@@ -223,6 +245,7 @@ fn route_block(route: &Route) -> Block<'_> {
         events,
         heading: None,
         iterator_age_alarm: false,
+        managed_instances: true,
     }
 }
 
@@ -303,6 +326,7 @@ fn scheduled_block(scheduled: &Scheduled) -> Block<'_> {
         events,
         heading: None,
         iterator_age_alarm: false,
+        managed_instances: false,
     }
 }
 
@@ -381,6 +405,7 @@ fn streamed_block(streamed: &Streamed) -> Block<'_> {
              responses, bisection, retries, a record age, and the filters of what it reads.",
         ),
         iterator_age_alarm: true,
+        managed_instances: false,
     }
 }
 
@@ -477,6 +502,11 @@ fn block_yaml(block: &Block) -> String {
             6,
             "ReservedConcurrentExecutions: !If [ReserveCriticalConcurrency, !Ref CriticalReservedConcurrency, !Ref AWS::NoValue]",
         );
+    }
+    if block.managed_instances {
+        for line in MANAGED_INSTANCES {
+            yaml.line(6, line);
+        }
     }
     yaml.line(6, "Environment:");
     yaml.line(8, "Variables:");

@@ -281,13 +281,21 @@ fn non_empty_var(variable: &str) -> Option<String> {
 pub fn lambda_client() -> Client {
     let mut config = aws_sdk_dynamodb::config::Builder::from(&lambda_sdk_config());
     config.set_endpoint_url(non_empty_var("AWS_ENDPOINT_URL_DYNAMODB"));
+    config.push_interceptor(trace_header());
     Client::from_conf(config.build())
+}
+
+/// Every Lambda client's calls carry the trace id of the invocation that made them
+/// ([`crate::invocation::TraceHeader`]), however many invocations one process serves.
+fn trace_header() -> aws_sdk_dynamodb::config::SharedInterceptor {
+    aws_sdk_dynamodb::config::SharedInterceptor::new(crate::invocation::TraceHeader)
 }
 
 /// The publisher's EventBridge client, built as [`lambda_client`] is.
 pub fn eventbridge_client() -> aws_sdk_eventbridge::Client {
     let mut config = aws_sdk_eventbridge::config::Builder::from(&lambda_sdk_config());
     config.set_endpoint_url(non_empty_var("AWS_ENDPOINT_URL_EVENTBRIDGE"));
+    config.push_interceptor(trace_header());
     aws_sdk_eventbridge::Client::from_conf(config.build())
 }
 
@@ -299,6 +307,7 @@ pub fn s3_client() -> aws_sdk_s3::Client {
         config.set_endpoint_url(Some(endpoint));
         config.set_force_path_style(Some(true));
     }
+    config.push_interceptor(trace_header());
     aws_sdk_s3::Client::from_conf(config.build())
 }
 

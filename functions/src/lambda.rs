@@ -1,13 +1,22 @@
 //! What the Lambda binary runs: logging, the context once per cold start, then the runtime
 //! serving the function `SINGLET_FUNCTION` names (an HTTP route, a scheduled or a stream-fed
 //! function).
+//!
+//! An HTTP function serves as many invocations at once as Lambda hands its process: one on
+//! Lambda's default model, up to `AWS_LAMBDA_MAX_CONCURRENCY` on managed instances
+//! (`lambda_http::run_concurrent`). Nothing an invocation logs or reports is process-wide: its
+//! log lines carry its ids from its own spans, its metric document is its own
+//! ([`crate::invocation`]). A scheduled or stream-fed function serves one event at a time in a
+//! process whatever that variable says (docs/guide/managed-instances.md says why).
 
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::invocation::{Invocation, max_concurrency};
 use crate::metrics::Metrics;
 use crate::request::answer;
 use crate::routes::{self, Route, Scheduled, Streamed, by_function, scheduled, streamed};
-use lambda_http::{Request, service_fn};
+use lambda_http::{Request, RequestExt, service_fn};
+use std::sync::Arc;
 use std::time::Instant;
 use tracing::Instrument;
 use tracing_subscriber::filter::Targets;
@@ -153,13 +162,6 @@ impl tracing::field::Visit for JsonVisitor<'_> {
     }
 }
 
-/// Whether this is the instance's first invocation, answered once per invocation: `true` the
-/// first time only.
-fn cold_start() -> bool {
-    static COLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-    COLD.swap(false, std::sync::atomic::Ordering::Relaxed)
-}
-
 /// The variable naming the function an instance serves: a route's function (`get-vehicle`), a
 /// scheduled one (`mark-overdue`) or a stream-fed one (`publish-events`). `template.yaml` sets it
 /// on every function, rendered from the route table (`cargo run -- render`).
@@ -220,71 +222,122 @@ async fn serve_http(
     ctx: &'static Ctx,
     own: Option<&'static Route>,
 ) -> Result<(), lambda_runtime::Error> {
-    lambda_http::run(service_fn(move |req: Request| {
-        let cold_start = cold_start();
-        async move {
-            let Some(route) = route_of(own, &req) else {
-                return Ok(ApiError::not_found("route").into_response());
-            };
-            let started = Instant::now();
-            let answer = answer(ctx, route, req).await;
-            let mut metrics = Metrics::for_route(route.function, &route.key());
-            if cold_start {
-                metrics.cold_start();
-            }
-            let status = answer.response.status().as_u16();
-            metrics
-                .request(status)
-                .consumed(answer.consumed.read_units, answer.consumed.write_units)
-                .latency(started.elapsed());
-            match status {
-                409 => {
-                    for code in &answer.codes {
-                        metrics.conflict(code.as_str());
+    let service = service_fn(move |req: Request| {
+        let invocation = Arc::new(match req.lambda_context_ref() {
+            Some(context) => Invocation::of(context),
+            // `lambda_http` hands every request its context; without one, nothing to name.
+            None => Invocation {
+                request_id: String::new(),
+                trace_id: None,
+                deadline: std::time::SystemTime::now() + ctx.deadline,
+                cold_start: crate::invocation::first_invocation(),
+            },
+        });
+        let cold_start = invocation.cold_start;
+        let served = invocation.clone();
+        invocation
+            .scope(async move {
+                let Some(route) = route_of(own, &req) else {
+                    return Ok(ApiError::not_found("route").into_response());
+                };
+                let started = Instant::now();
+                let answer = answer(ctx, route, req).await;
+                let mut metrics = Metrics::for_route(route.function, &route.key());
+                stamp(&mut metrics, &served);
+                let status = answer.response.status().as_u16();
+                metrics
+                    .request(status)
+                    .consumed(answer.consumed.read_units, answer.consumed.write_units)
+                    .latency(started.elapsed());
+                match status {
+                    409 => {
+                        for code in &answer.codes {
+                            metrics.conflict(code.as_str());
+                        }
                     }
+                    412 => {
+                        metrics.precondition_failed("precondition-failed");
+                    }
+                    428 => {
+                        metrics.precondition_failed("precondition-required");
+                    }
+                    _ => {}
                 }
-                412 => {
-                    metrics.precondition_failed("precondition-failed");
-                }
-                428 => {
-                    metrics.precondition_failed("precondition-required");
-                }
-                _ => {}
-            }
-            metrics.flush();
-            Ok::<_, std::convert::Infallible>(answer.response)
-        }
-        // Every line the invocation logs says whether it paid the cold start.
-        .instrument(tracing::info_span!("invocation", cold_start))
-    }))
-    .await
+                metrics.flush();
+                Ok::<_, std::convert::Infallible>(answer.response)
+            })
+            // Every line the invocation logs says whether it paid the cold start.
+            .instrument(tracing::info_span!("invocation", cold_start))
+    });
+    let concurrency = max_concurrency();
+    if concurrency > 1 {
+        tracing::info!(
+            max_concurrency = concurrency,
+            "serving up to {concurrency} invocations at once"
+        );
+        lambda_http::run_concurrent(service).await
+    } else {
+        lambda_http::run(service).await
+    }
+}
+
+/// Marks `metrics` as `invocation`'s: its cold start, and its request and trace ids under the
+/// names its log lines carry them (`function_request_id`, `xray_trace_id`), so that a metric
+/// document is found with the lines of its own invocation.
+fn stamp(metrics: &mut Metrics, invocation: &Invocation) {
+    if invocation.cold_start {
+        metrics.cold_start();
+    }
+    if !invocation.request_id.is_empty() {
+        metrics.property("function_request_id", invocation.request_id.as_str());
+    }
+    if let Some(trace_id) = &invocation.trace_id {
+        metrics.property("xray_trace_id", trace_id.as_str());
+    }
+}
+
+/// A scheduled or stream-fed function serves one event at a time in a process, even where
+/// Lambda would hand it more: the marker's runs and the publisher's batches are each one
+/// sequence of table or bus writes, which a second one in the same process would only contend
+/// with (docs/guide/managed-instances.md). Says so once when the variable asked for more.
+fn one_at_a_time(function: &str) {
+    let concurrency = max_concurrency();
+    if concurrency > 1 {
+        tracing::warn!(
+            function,
+            max_concurrency = concurrency,
+            "serving one event at a time: {function} never runs twice at once in a process"
+        );
+    }
 }
 
 async fn serve_scheduled(
     ctx: &'static Ctx,
     scheduled: &'static Scheduled,
 ) -> Result<(), lambda_runtime::Error> {
+    one_at_a_time(scheduled.function);
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: lambda_runtime::LambdaEvent<serde_json::Value>| {
-            let cold_start = cold_start();
-            async move {
-                let deadline = event.context.deadline();
-                let started = Instant::now();
-                let report = (scheduled.handler)(ctx, event.payload, Some(deadline))
-                    .await
-                    .map_err(lambda_runtime::Error::from)?;
-                // A run's report says what it counted, each figure under its metric's name.
-                let mut metrics = Metrics::new(scheduled.function);
-                if cold_start {
-                    metrics.cold_start();
-                }
-                for (name, n) in report.counts() {
-                    metrics.count(name, n);
-                }
-                metrics.duration(started.elapsed()).flush();
-                Ok::<_, lambda_runtime::Error>(report.to_json())
-            }
-            .instrument(tracing::info_span!("invocation", cold_start))
+            let invocation = Arc::new(Invocation::of(&event.context));
+            let cold_start = invocation.cold_start;
+            let served = invocation.clone();
+            invocation
+                .scope(async move {
+                    let deadline = served.deadline;
+                    let started = Instant::now();
+                    let report = (scheduled.handler)(ctx, event.payload, Some(deadline))
+                        .await
+                        .map_err(lambda_runtime::Error::from)?;
+                    // A run's report says what it counted, each figure under its metric's name.
+                    let mut metrics = Metrics::new(scheduled.function);
+                    stamp(&mut metrics, &served);
+                    for (name, n) in report.counts() {
+                        metrics.count(name, n);
+                    }
+                    metrics.duration(started.elapsed()).flush();
+                    Ok::<_, lambda_runtime::Error>(report.to_json())
+                })
+                .instrument(tracing::info_span!("invocation", cold_start))
         },
     ))
     .await
@@ -297,12 +350,19 @@ async fn serve_streamed(
     ctx: &'static Ctx,
     streamed: &'static Streamed,
 ) -> Result<(), lambda_runtime::Error> {
+    one_at_a_time(streamed.function);
     lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: lambda_runtime::LambdaEvent<serde_json::Value>| async move {
-            let deadline = event.context.deadline();
-            (streamed.handler)(ctx, event.payload, Some(deadline))
-                .await
-                .map_err(lambda_runtime::Error::from)
+        move |event: lambda_runtime::LambdaEvent<serde_json::Value>| {
+            let invocation = Arc::new(Invocation::of(&event.context));
+            let cold_start = invocation.cold_start;
+            invocation
+                .clone()
+                .scope(async move {
+                    (streamed.handler)(ctx, event.payload, Some(invocation.deadline))
+                        .await
+                        .map_err(lambda_runtime::Error::from)
+                })
+                .instrument(tracing::info_span!("invocation", cold_start))
         },
     ))
     .await
@@ -383,9 +443,10 @@ mod tests {
     #[test]
     fn only_the_first_invocation_is_a_cold_start() {
         // The flag is per process: this test is the only one in this binary that reads it.
-        assert!(cold_start());
-        assert!(!cold_start());
-        assert!(!cold_start());
+        let first = crate::invocation::first_invocation;
+        assert!(first());
+        assert!(!first());
+        assert!(!first());
     }
 
     fn request(method: &str, path: &str) -> Request {

@@ -17,7 +17,8 @@
 //! - [`events`]: every change's domain event and its outbox item; [`recording`]: the outbox
 //!   item's put a route adds to its transaction; [`publish_events`]: the publisher;
 //! - [`lambda`]: what the one Lambda binary runs for whichever function `SINGLET_FUNCTION`
-//!   names, and [`metrics`]: its CloudWatch EMF lines.
+//!   names, [`invocation`]: what is each invocation's own when one process serves many at once,
+//!   and [`metrics`]: its CloudWatch EMF lines.
 
 pub mod access;
 pub mod claims;
@@ -30,6 +31,7 @@ pub mod headers;
 pub mod http;
 pub mod idempotency;
 pub mod ids;
+pub mod invocation;
 pub mod lambda;
 pub mod metrics;
 pub mod migrations;

@@ -61,11 +61,14 @@ pub async fn answer(ctx: &Ctx, route: &'static Route, mut req: Request) -> Answe
             // flight may still commit, as after the SDK's own timeout, which is why a `503`
             // says "retry" (with the same `Idempotency-Key`), never "nothing was written".
             let handled = ctx.clock.run((route.handler)(ctx, req));
-            match tokio::time::timeout(ctx.deadline, handled).await {
+            // The context's deadline, or less when the Lambda invocation serving the request
+            // must be answered sooner: each invocation's own, however many run at once.
+            let deadline = crate::invocation::request_deadline(ctx.deadline);
+            match tokio::time::timeout(deadline, handled).await {
                 Ok(answered) => answered,
                 Err(_) => {
                     tracing::warn!(
-                        deadline_ms = ctx.deadline.as_millis() as u64,
+                        deadline_ms = deadline.as_millis() as u64,
                         "request deadline passed"
                     );
                     Err(ApiError::Unavailable)

@@ -7,10 +7,12 @@ mod contract;
 mod fixtures;
 mod harness;
 mod process;
+mod runtime_api;
 
 mod accounts;
 mod audit;
 mod auth;
+mod concurrency;
 mod conventions;
 mod costs;
 mod docs;
