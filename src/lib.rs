@@ -16,6 +16,7 @@ pub mod invoke;
 pub mod local_bus;
 pub mod logging;
 pub mod migrate;
+pub mod partition_limits;
 pub mod progress;
 pub mod refusal;
 pub mod render;

@@ -81,6 +81,10 @@ struct RunnerArgs {
     /// `eventID`, each one line of the export format (serving, and `invoke publish-events`).
     #[arg(long, default_value = ".singlet/archive", global = true)]
     archive_dir: PathBuf,
+    /// DynamoDB's per-key limits on the embedded engine (1,000 write and 3,000 read units a
+    /// second per partition key value, of the table and each index), for every client.
+    #[arg(long, value_enum, default_value = "on", global = true)]
+    partition_limits: singlet::partition_limits::Switch,
 }
 
 /// Serving the API (no command).
@@ -360,6 +364,7 @@ const COULD_NOT_RUN: u8 = 2;
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let human = logging::init(cli.runner.log_format);
+    singlet::partition_limits::set(cli.runner.partition_limits);
     match run(cli, human).await {
         Ok(code) => code,
         Err(e) => {

@@ -15,6 +15,7 @@ pub mod api_client;
 pub mod capture;
 pub mod explore;
 mod gate;
+pub mod heat;
 pub mod ops;
 pub mod patterns;
 pub mod races;
@@ -111,6 +112,7 @@ pub fn mount(
         .route("/_console/api/fsck", post(check_table))
         .route("/_console/api/explore", post(explore_table))
         .route("/_console/api/published", get(published))
+        .route("/_console/api/heat", get(heat_now))
         .layer(middleware::from_fn(guard))
         .with_state(console);
     api.merge(routes)
@@ -251,6 +253,11 @@ fn person(raw: &Option<String>) -> String {
         .to_owned()
 }
 
+/// The heat of every key over the last minutes ([`heat`]).
+async fn heat_now() -> Response {
+    answer(StatusCode::OK, &heat::report())
+}
+
 /// The page's data: domains, patterns with examples, races, and the table.
 async fn state(State(console): State<Console>) -> Response {
     let ctx = &console.api.ctx;
@@ -319,6 +326,7 @@ async fn run(State(console): State<Console>, request: Request) -> Response {
             "changes": table::summary(&partitions),
             "partitions": partitions,
             "patterns": patterns::catalogue(&after),
+            "heat": heat::report(),
         }),
     )
 }
@@ -379,7 +387,8 @@ async fn race(State(console): State<Console>, request: Request) -> Response {
             let after = table::scan(&console.api.ctx).await.unwrap_or_default();
             answer(
                 StatusCode::OK,
-                &json!({"race": outcome, "patterns": patterns::catalogue(&after)}),
+                &json!({"race": outcome, "patterns": patterns::catalogue(&after),
+                        "heat": heat::report()}),
             )
         }
         Err(error) => failed(error),
