@@ -52,11 +52,17 @@ const MAX_CONSOLE_BODY: usize = 1024 * 1024;
 /// client (endpoint, credentials, retries) with the console's interceptor and the version race's
 /// gate (`gate`) added. Outside a console request neither does anything.
 pub fn instrument(ctx: Ctx) -> Ctx {
+    instrument_seeing(ctx, &heat::EngineSeen::default())
+}
+
+/// [`instrument`], noting in `seen` the engine its requests go to (for the heat view).
+fn instrument_seeing(ctx: Ctx, seen: &heat::EngineSeen) -> Ctx {
     let mut config = ctx
         .db
         .config()
         .to_builder()
-        .interceptor(capture::Recorder::new());
+        .interceptor(capture::Recorder::new())
+        .interceptor(seen.clone());
     if let Some(http) = ctx.db.config().http_client() {
         config = config.http_client(gate::gated(http));
     }
@@ -74,6 +80,8 @@ struct Console {
     events_file: Option<Arc<std::path::Path>>,
     /// One console action at a time, so that "before" and "after" belong to one action.
     busy: Arc<tokio::sync::Mutex<()>>,
+    /// The engine the console's requests go to, whose heat it shows.
+    engine: heat::EngineSeen,
 }
 
 /// The runner's whole app: the front door's API (answering CORS for `origins`) with the console
@@ -88,8 +96,9 @@ pub fn mount(
     origins: &[String],
     events_file: Option<&std::path::Path>,
 ) -> axum::Router {
+    let engine = heat::EngineSeen::default();
     let gateway = Gateway {
-        ctx: instrument(gateway.ctx),
+        ctx: instrument_seeing(gateway.ctx, &engine),
         ..gateway
     };
     let api = crate::front_door::app_with_cors(gateway.clone(), origins);
@@ -97,6 +106,7 @@ pub fn mount(
         api: ApiClient::new(gateway),
         events_file: events_file.map(Arc::from),
         busy: Arc::default(),
+        engine,
     };
     let routes = axum::Router::new()
         .route("/_console", get(page))
@@ -254,8 +264,8 @@ fn person(raw: &Option<String>) -> String {
 }
 
 /// The heat of every key over the last minutes ([`heat`]).
-async fn heat_now() -> Response {
-    answer(StatusCode::OK, &heat::report())
+async fn heat_now(State(console): State<Console>) -> Response {
+    answer(StatusCode::OK, &console.engine.report())
 }
 
 /// The page's data: domains, patterns with examples, races, and the table.
@@ -326,7 +336,7 @@ async fn run(State(console): State<Console>, request: Request) -> Response {
             "changes": table::summary(&partitions),
             "partitions": partitions,
             "patterns": patterns::catalogue(&after),
-            "heat": heat::report(),
+            "heat": console.engine.report(),
         }),
     )
 }
@@ -388,7 +398,7 @@ async fn race(State(console): State<Console>, request: Request) -> Response {
             answer(
                 StatusCode::OK,
                 &json!({"race": outcome, "patterns": patterns::catalogue(&after),
-                        "heat": heat::report()}),
+                        "heat": console.engine.report()}),
             )
         }
         Err(error) => failed(error),

@@ -64,17 +64,6 @@ pub fn at(endpoint: &str) -> Option<Arc<Limiter>> {
         .and_then(|(_, l)| l.upgrade())
 }
 
-/// The limiter of the engine this process started last and still serves: the runner's one
-/// engine, for the console (whose SDK client does not say which endpoint it talks to).
-pub fn serving() -> Option<Arc<Limiter>> {
-    LIMITERS
-        .lock()
-        .expect("not poisoned")
-        .iter()
-        .rev()
-        .find_map(|(_, l)| l.upgrade())
-}
-
 /// Serves `db` on `listener` (whose URL is `endpoint`) behind a limiter on `clock`; the limiter
 /// lives as long as the front does.
 pub fn serve(

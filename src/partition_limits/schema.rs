@@ -113,11 +113,34 @@ pub fn key_text(value: &Value) -> Option<String> {
     inner.as_str().map(str::to_owned)
 }
 
-/// The family of a partition key value: up to and including its first `#` (`PLATE#`), else the
-/// whole value (`OVERDUE`).
+/// The family of a partition key value: its leading upper-case segments, each with its `#`
+/// (`PLATE#`, `UNIQ#EMAIL#`), or the whole value when it has none (`OVERDUE`).
 pub fn family(pk: &str) -> &str {
-    match pk.find('#') {
-        Some(at) => &pk[..=at],
-        None => pk,
+    let mut end = 0;
+    let mut rest = pk;
+    while let Some(at) = rest.find('#') {
+        let segment = &rest[..at];
+        if segment.is_empty() || !segment.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
+            break;
+        }
+        end += at + 1;
+        rest = &rest[at + 1..];
+    }
+    if end == 0 { pk } else { &pk[..end] }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_family_is_the_keys_leading_upper_case_segments() {
+        for (pk, family) in [
+            ("PLATE#ka19xtr", "PLATE#"),
+            ("UNIQ#EMAIL#ada@example.com", "UNIQ#EMAIL#"),
+            ("OVERDUE", "OVERDUE"),
+            ("OPEN#03", "OPEN#"),
+            ("BRANCH#b1", "BRANCH#"),
+        ] {
+            assert_eq!(super::family(pk), family, "{pk}");
+        }
     }
 }
