@@ -390,7 +390,7 @@ async fn a_race_lights_its_one_key_in_the_heat_view() {
     let keys = family["keys"].as_array().unwrap();
     assert_eq!(keys.len(), 1, "{family}");
     let peak = keys[0]["peakWcuPerSecond"].as_f64().unwrap();
-    assert!(peak >= 2.0 && peak <= 1000.0, "{family}");
+    assert!((2.0..=1000.0).contains(&peak), "{family}");
     assert_eq!(keys[0]["throttledRequests"], 0, "{family}");
     let read = reqwest::Client::new()
         .get(format!("{base}/_console/api/heat"))

@@ -242,7 +242,15 @@ impl Limiter {
             _ => return None,
         };
         key_text(key.get(&schema.keys.hash)?)?;
-        let old = self.read_item(&table, &key);
+        // The item as it stands, for the entries it holds and its size; not read for a put that
+        // only creates (it writes nothing when the item is there, and replaces nothing when it
+        // is not) nor for a condition check (charged the least a write takes): a read each
+        // would slow every registration, whose parts are all of these.
+        let old = match &new {
+            New::Checked => None,
+            New::Known(Some(_)) if only_creates(request) => None,
+            _ => self.read_item(&table, &key),
+        };
         Some(Write {
             table,
             schema,
@@ -803,6 +811,18 @@ fn difference(used: &[Charge], taken: &[Charge]) -> (Vec<Charge>, Vec<Charge>) {
         }
     }
     (more, less)
+}
+
+/// Whether a put's condition lets it write only an item that is not there:
+/// `attribute_not_exists(…)`, not widened by an `OR`.
+fn only_creates(request: &Item) -> bool {
+    request
+        .get("ConditionExpression")
+        .and_then(Value::as_str)
+        .is_some_and(|condition| {
+            condition.contains("attribute_not_exists")
+                && !condition.to_ascii_uppercase().contains(" OR ")
+        })
 }
 
 /// The key of `item`: its table key attributes.
