@@ -62,6 +62,7 @@ enum Command {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let human = logging::init(cli.runner.log_format);
+    singlet::serve::partition_limits::set(cli.runner.partition_limits);
     match run(cli, human).await {
         Ok(code) => code,
         Err(e) => {

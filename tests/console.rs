@@ -374,6 +374,37 @@ async fn a_free_query_or_scan_answers_its_items_and_what_it_consumed() {
     assert_eq!(status, 400);
 }
 
+/// The heat view: the sign-up race's clients all write one email lock, which is then the one
+/// hot key of its family, under the per-key limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_race_lights_its_one_key_in_the_heat_view() {
+    let (_, base) = start().await;
+    let answer = console(&base, "race", json!({"race": "email"})).await;
+    let heat = &answer["heat"];
+    assert_eq!(heat["limited"], true, "{heat}");
+    assert_eq!(heat["writeUnitsPerKey"], 1000);
+    let family = heat["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["family"] == "UNIQ#EMAIL#" && f["index"].is_null())
+        .unwrap_or_else(|| panic!("no email locks in {heat}"));
+    let keys = family["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 1, "{family}");
+    let peak = keys[0]["peakWcuPerSecond"].as_f64().unwrap();
+    assert!((2.0..=1000.0).contains(&peak), "{family}");
+    assert_eq!(keys[0]["throttledRequests"], 0, "{family}");
+    let read = reqwest::Client::new()
+        .get(format!("{base}/_console/api/heat"))
+        .header("x-singlet-console", singlet::console::secret())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    let again: Value = read.json().await.unwrap();
+    assert_eq!(again["limited"], true, "{again}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_race_has_exactly_one_winner() {
     let (ctx, base) = start().await;

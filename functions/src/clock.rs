@@ -17,8 +17,10 @@ use time::{Duration, OffsetDateTime};
 /// engine holding a clone (the embedded engine reads its TTL sweep's "now" from the same clock).
 #[derive(Debug, Clone, Default)]
 pub struct Clock {
-    /// Nanoseconds ahead of the system's clock; `None` is the system's clock itself.
+    /// Nanoseconds ahead of the system's clock; `None` is the system's clock itself. On a
+    /// [`Clock::frozen`] one, the time it reads, in nanoseconds since the epoch.
     offset: Option<Arc<AtomicI64>>,
+    frozen: bool,
 }
 
 tokio::task_local! {
@@ -36,6 +38,19 @@ impl Clock {
     pub fn reading(at: OffsetDateTime) -> Self {
         let clock = Self {
             offset: Some(Arc::new(AtomicI64::new(0))),
+            frozen: false,
+        };
+        clock.set(at);
+        clock
+    }
+
+    /// A clock that reads `at` until it is set or advanced: for what is judged per second (the
+    /// engine's partition limits), so that a test is never timed. A request run on it
+    /// ([`Clock::run`]) sees time pass from `at` while it runs.
+    pub fn frozen(at: OffsetDateTime) -> Self {
+        let clock = Self {
+            offset: Some(Arc::new(AtomicI64::new(0))),
+            frozen: true,
         };
         clock.set(at);
         clock
@@ -45,6 +60,14 @@ impl Clock {
     /// nothing: only a clock made by [`Clock::reading`] can be moved.
     pub fn set(&self, at: OffsetDateTime) {
         if let Some(offset) = &self.offset {
+            if self.frozen {
+                let nanos = at.unix_timestamp_nanos();
+                offset.store(
+                    i64::try_from(nanos).unwrap_or(if nanos < 0 { i64::MIN } else { i64::MAX }),
+                    Ordering::SeqCst,
+                );
+                return;
+            }
             let ahead = (at - OffsetDateTime::now_utc()).whole_nanoseconds();
             // Saturating, never wrapping: a time out of reach ([`settable`]) reads as the
             // nearest one in reach, not as one centuries the other way.
@@ -59,12 +82,20 @@ impl Clock {
     }
 
     fn offset(&self) -> Option<Duration> {
+        if self.frozen {
+            return Some(self.now() - OffsetDateTime::now_utc());
+        }
         self.offset
             .as_ref()
             .map(|offset| Duration::nanoseconds(offset.load(Ordering::SeqCst)))
     }
 
     pub fn now(&self) -> OffsetDateTime {
+        if let (true, Some(at)) = (self.frozen, &self.offset) {
+            let at = i128::from(at.load(Ordering::SeqCst));
+            return OffsetDateTime::from_unix_timestamp_nanos(at)
+                .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        }
         OffsetDateTime::now_utc() + self.offset().unwrap_or_default()
     }
 

@@ -327,6 +327,13 @@ pub fn timeouts() -> TimeoutConfig {
 
 /// The SDK's standard retries (throttling, transient errors, timed-out attempts), three
 /// attempts in all within [`timeouts`].
+///
+/// Standard, not adaptive, on purpose: a throttle here is most often one hot partition key
+/// (DynamoDB's per-key limits, docs/guide/partition-limits.md), and adaptive mode's client-side
+/// rate limiter slows every request of the client after a throttle, to every key, where
+/// standard mode backs off the throttled request alone (exponential, with jitter). A request
+/// still throttled after its attempts is the API's `503` `/problems/throttled`
+/// (`ApiError::Throttled`), which the caller retries after `Retry-After`.
 pub fn retries() -> RetryConfig {
     RetryConfig::standard().with_max_attempts(3)
 }

@@ -108,8 +108,12 @@ pub enum ApiError {
     PreconditionRequired,
     /// 410: what an `Idempotency-Key` created has been deleted since, and its answer with it.
     Gone,
-    /// 503: the engine could not be reached, or throttled past the SDK's retries.
+    /// 503: the engine could not be reached, or failed for a moment.
     Unavailable,
+    /// 503: the table refused the request's units past the SDK's retries (a hot key: DynamoDB's
+    /// per-key limits, or the table's): nothing was written. Its own problem type, so a client
+    /// can tell load from an outage; it names no key, index or table.
+    Throttled,
     /// 500: a bug. The cause is logged where it happened, never sent.
     Internal,
     /// 401: no verified caller. Rendered as API Gateway's own `{"message":"Unauthorized"}`.
@@ -182,7 +186,7 @@ impl ApiError {
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
             ApiError::Gone => StatusCode::GONE,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::Throttled => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
@@ -201,6 +205,7 @@ impl ApiError {
             ApiError::PreconditionRequired => "precondition-required",
             ApiError::Gone => "gone",
             ApiError::Unavailable => "unavailable",
+            ApiError::Throttled => "throttled",
             ApiError::Internal => "internal",
             ApiError::Unauthorized => "unauthorized",
             ApiError::Forbidden => "forbidden",
@@ -226,6 +231,10 @@ impl ApiError {
                 "what this Idempotency-Key created has been deleted; use a new key".into()
             }
             ApiError::Unavailable => "the database is unavailable; retry shortly".into(),
+            ApiError::Throttled => {
+                "too many requests for the same data at once; nothing was changed, retry shortly"
+                    .into()
+            }
             ApiError::Internal => "an unexpected error occurred".into(),
             ApiError::Unauthorized => "Unauthorized".into(),
             ApiError::Forbidden => "Forbidden".into(),
@@ -272,7 +281,7 @@ impl ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if let ApiError::Unavailable = self {
+        if let ApiError::Unavailable | ApiError::Throttled = self {
             headers.insert(
                 header::RETRY_AFTER,
                 HeaderValue::from_static(RETRY_AFTER_SECONDS),

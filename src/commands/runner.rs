@@ -47,6 +47,10 @@ pub struct RunnerArgs {
     /// `eventID`, each one line of the export format (serving, and `invoke publish-events`).
     #[arg(long, default_value = ".singlet/archive", global = true)]
     pub archive_dir: PathBuf,
+    /// DynamoDB's per-key limits on the embedded engine (1,000 write and 3,000 read units a
+    /// second per partition key value, of the table and each index), for every client.
+    #[arg(long, value_enum, default_value = "on", global = true)]
+    pub partition_limits: singlet::serve::partition_limits::Switch,
 }
 
 pub fn parse_clock(raw: &str) -> Result<time::OffsetDateTime, String> {

@@ -15,6 +15,7 @@ pub mod api_client;
 pub mod capture;
 pub mod explore;
 mod gate;
+pub mod heat;
 pub mod ops;
 pub mod patterns;
 pub mod races;
@@ -52,11 +53,17 @@ const MAX_CONSOLE_BODY: usize = 1024 * 1024;
 /// client (endpoint, credentials, retries) with the console's interceptor and the version race's
 /// gate (`gate`) added. Outside a console request neither does anything.
 pub fn instrument(ctx: Ctx) -> Ctx {
+    instrument_seeing(ctx, &heat::EngineSeen::default())
+}
+
+/// [`instrument`], noting in `seen` the engine its requests go to (for the heat view).
+fn instrument_seeing(ctx: Ctx, seen: &heat::EngineSeen) -> Ctx {
     let mut config = ctx
         .db
         .config()
         .to_builder()
-        .interceptor(capture::Recorder::new());
+        .interceptor(capture::Recorder::new())
+        .interceptor(seen.clone());
     if let Some(http) = ctx.db.config().http_client() {
         config = config.http_client(gate::gated(http));
     }
@@ -74,6 +81,8 @@ struct Console {
     events_file: Option<Arc<std::path::Path>>,
     /// One console action at a time, so that "before" and "after" belong to one action.
     busy: Arc<tokio::sync::Mutex<()>>,
+    /// The engine the console's requests go to, whose heat it shows.
+    engine: heat::EngineSeen,
 }
 
 /// The runner's whole app: the front door's API (answering CORS for `origins`) with the console
@@ -88,8 +97,9 @@ pub fn mount(
     origins: &[String],
     events_file: Option<&std::path::Path>,
 ) -> axum::Router {
+    let engine = heat::EngineSeen::default();
     let gateway = Gateway {
-        ctx: instrument(gateway.ctx),
+        ctx: instrument_seeing(gateway.ctx, &engine),
         ..gateway
     };
     let api = crate::serve::front_door::app_with_cors(gateway.clone(), origins);
@@ -97,6 +107,7 @@ pub fn mount(
         api: ApiClient::new(gateway),
         events_file: events_file.map(Arc::from),
         busy: Arc::default(),
+        engine,
     };
     let routes = axum::Router::new()
         .route("/_console", get(page))
@@ -112,6 +123,7 @@ pub fn mount(
         .route("/_console/api/fsck", post(check_table))
         .route("/_console/api/explore", post(explore_table))
         .route("/_console/api/published", get(published))
+        .route("/_console/api/heat", get(heat_now))
         .layer(middleware::from_fn(guard))
         // Outermost, so that the guard's refusals carry them too.
         .layer(middleware::map_response(security_headers::add))
@@ -254,6 +266,11 @@ fn person(raw: &Option<String>) -> String {
         .to_owned()
 }
 
+/// The heat of every key over the last minutes ([`heat`]).
+async fn heat_now(State(console): State<Console>) -> Response {
+    answer(StatusCode::OK, &console.engine.report())
+}
+
 /// The page's data: domains, patterns with examples, races, and the table.
 async fn state(State(console): State<Console>) -> Response {
     let ctx = &console.api.ctx;
@@ -322,6 +339,7 @@ async fn run(State(console): State<Console>, request: Request) -> Response {
             "changes": table::summary(&partitions),
             "partitions": partitions,
             "patterns": patterns::catalogue(&after),
+            "heat": console.engine.report(),
         }),
     )
 }
@@ -382,7 +400,8 @@ async fn race(State(console): State<Console>, request: Request) -> Response {
             let after = table::scan(&console.api.ctx).await.unwrap_or_default();
             answer(
                 StatusCode::OK,
-                &json!({"race": outcome, "patterns": patterns::catalogue(&after)}),
+                &json!({"race": outcome, "patterns": patterns::catalogue(&after),
+                        "heat": console.engine.report()}),
             )
         }
         Err(error) => failed(error),

@@ -92,13 +92,20 @@ pub async fn serve(db: Database, addr: SocketAddr) -> Result<String, String> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| listen_error(addr, &e, "--engine-port"))?;
-    serve_on(db, listener)
+    serve_on(db, listener, &Clock::system())
 }
 
-fn serve_on(db: Database, listener: TcpListener) -> Result<String, String> {
+/// Serves `db` on `listener`: behind the per-key limits (`partition_limits`), judged on `clock`,
+/// unless `--partition-limits off` turned them off.
+fn serve_on(db: Database, listener: TcpListener, clock: &Clock) -> Result<String, String> {
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tokio::spawn(dynoxide::server::serve_on(listener, db));
-    Ok(format!("http://{addr}"))
+    let endpoint = format!("http://{addr}");
+    if crate::serve::partition_limits::enabled() {
+        crate::serve::partition_limits::serve(db, listener, &endpoint, clock)?;
+    } else {
+        tokio::spawn(dynoxide::server::serve_on(listener, db));
+    }
+    Ok(endpoint)
 }
 
 /// The ports at or above 1024 that every browser refuses to fetch from, whatever a page asks
@@ -171,7 +178,7 @@ fn start_on(
     clock: &Clock,
 ) -> Result<(Client, String, Database), String> {
     let db = open_with_clock(data, clock)?;
-    let endpoint = serve_on(db.clone(), listener)?;
+    let endpoint = serve_on(db.clone(), listener, clock)?;
     Ok((local_client(&endpoint), endpoint, db))
 }
 

@@ -334,7 +334,7 @@ fn each_call_carries_its_invocations_trace_id(calls: &[Call], count: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_process_serves_many_invocations_at_once_each_as_its_own() {
-    let (client, engine) = singlet::engine::start_in_memory(TABLE).await;
+    let (client, engine) = singlet::serve::engine::start_in_memory(TABLE).await;
     // No call goes on to the engine before WORKERS invocations have each made one: the answers
     // below come only if the process ran that many at once.
     let front = DynamoFront::start(&engine, WORKERS).await;
@@ -355,7 +355,7 @@ async fn one_process_serves_many_invocations_at_once_each_as_its_own() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_variable_one_process_serves_one_invocation_at_a_time() {
-    let (client, engine) = singlet::engine::start_in_memory(TABLE).await;
+    let (client, engine) = singlet::serve::engine::start_in_memory(TABLE).await;
     let front = DynamoFront::start(&engine, 1).await;
     let mut api = RuntimeApi::start(1).await;
     let lambda = Lambda::start(lambda_env(
@@ -379,7 +379,7 @@ async fn without_the_variable_one_process_serves_one_invocation_at_a_time() {
 /// a run only when it asks for one, and it asks once its run is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_marker_runs_one_at_a_time_whatever_the_variable_says() {
-    let (_, engine) = singlet::engine::start_in_memory(TABLE).await;
+    let (_, engine) = singlet::serve::engine::start_in_memory(TABLE).await;
     let mut api = RuntimeApi::start(1).await;
     let mut env = lambda_env("mark-overdue", api.addr, &engine, TABLE, CURSOR_KEY);
     env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), "4".into()));

@@ -32,6 +32,7 @@ mod migrate;
 mod migrate_at_scale;
 mod model;
 mod openapi;
+mod partition_limits;
 mod plates;
 mod policy;
 mod readme;

@@ -121,6 +121,18 @@ impl RunReport for Report {
     }
 }
 
+/// A run the table throttled past the SDK's retries (a hot index key: every loan marked lands
+/// on its branch's and the library's overdue keys): back-pressure, not a failure. It stops as a
+/// run stopped for its deadline does, incomplete; the loans it did not mark are still in the
+/// open index, and the next run marks them.
+fn throttled(report: Report) -> Report {
+    warn!(
+        ?report,
+        "mark-overdue was throttled; it stops here and the next run goes on"
+    );
+    report
+}
+
 /// Marks every open loan due before `now`. `may_start_page` is asked before each page: the
 /// Lambda stops for its deadline, a test stops after a few pages.
 pub async fn mark_overdue(
@@ -149,7 +161,10 @@ pub async fn mark_overdue(
                 .limit(page_size)
                 .start_after(start);
             let (page, consumed) = crate::store::capacity::metered(ctx.query(query)).await;
-            let page = page?;
+            let page = match page {
+                Err(ApiError::Throttled) => return Ok(throttled(report)),
+                page => page?,
+            };
             report.pages_read += 1;
             report.capacity_units += consumed.read_units;
             let mut loans = Vec::new();
@@ -168,13 +183,19 @@ pub async fn mark_overdue(
             let marks = loans.iter().map(|loan| {
                 crate::store::capacity::metered(ctx.update_item(super::mark_overdue(loan)))
             });
+            let mut was_throttled = false;
             for (outcome, consumed) in futures::future::join_all(marks).await {
                 report.capacity_units += consumed.write_units;
-                match outcome? {
-                    Some(_) => report.marked += 1,
+                match outcome {
+                    Ok(Some(_)) => report.marked += 1,
                     // Returned, renewed or marked since the index showed it.
-                    None => report.skipped += 1,
+                    Ok(None) => report.skipped += 1,
+                    Err(ApiError::Throttled) => was_throttled = true,
+                    Err(error) => return Err(error),
                 }
+            }
+            if was_throttled {
+                return Ok(throttled(report));
             }
             start = page.last_key;
             if start.is_none() {

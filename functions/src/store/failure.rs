@@ -33,6 +33,32 @@ pub fn is_transient(code: &str) -> bool {
     TRANSIENT.contains(&code)
 }
 
+/// Codes that mean the table refused the request's units (a hot key, the table's throughput):
+/// answered as [`ApiError::Throttled`], the rest of [`TRANSIENT`] as [`ApiError::Unavailable`].
+const THROTTLED: &[&str] = &[
+    "ThrottlingException",
+    "Throttling",
+    "ThrottlingError",
+    "ProvisionedThroughputExceededException",
+    "ProvisionedThroughputExceeded",
+    "RequestLimitExceeded",
+    "RequestLimitExceededException",
+    "ThrottlingReason",
+];
+
+pub fn is_throttling(code: &str) -> bool {
+    THROTTLED.contains(&code)
+}
+
+/// The `503` a transient `code` is answered with.
+pub fn unavailable_for(code: &str) -> ApiError {
+    if is_throttling(code) {
+        ApiError::Throttled
+    } else {
+        ApiError::Unavailable
+    }
+}
+
 /// What the local runner's IAM check (`src/serve/iam.rs`) fails a call with before it is sent: the
 /// function's policy in `template.yaml` refuses it, as AWS would answer `AccessDeniedException`.
 /// The SDK hands it back as a dispatch failure, but it is no outage: it is answered as AWS's
@@ -85,13 +111,17 @@ where
         let transient = match &err {
             SdkError::DispatchFailure(_)
             | SdkError::TimeoutError(_)
-            | SdkError::ResponseError(_) => true,
-            SdkError::ServiceError(service) => service.err().code().is_some_and(is_transient),
-            _ => false,
+            | SdkError::ResponseError(_) => Some(ApiError::Unavailable),
+            SdkError::ServiceError(service) => service
+                .err()
+                .code()
+                .filter(|code| is_transient(code))
+                .map(unavailable_for),
+            _ => None,
         };
-        if transient {
+        if let Some(unavailable) = transient {
             warn!(error = %DisplayErrorContext(&err), "the engine is unavailable");
-            ApiError::Unavailable
+            unavailable
         } else {
             error!(error = %DisplayErrorContext(&err), "an engine request failed");
             ApiError::Internal

@@ -7,7 +7,7 @@
 //! anew each time, so a retry can never apply what the first attempt would have refused.
 
 use super::capacity::{self, Billing};
-use super::failure::is_transient;
+use super::failure::{is_transient, unavailable_for};
 use super::item::Item;
 use super::write::{Check, Delete, Put, Update, Write};
 use crate::context::Ctx;
@@ -236,7 +236,7 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
                 other => {
                     warn!(part = ?part, reason = other, "transaction cancelled for a reason other than a condition");
                     return Err(if is_transient(other) {
-                        ApiError::Unavailable
+                        unavailable_for(other)
                     } else {
                         ApiError::Internal
                     });

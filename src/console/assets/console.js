@@ -310,6 +310,7 @@ function runRace(race) {
     ui.data.changes = answer.race.changes;
     ui.data.patterns = answer.patterns;
     showRace(answer.race);
+    $('result').append(heatBox(answer.heat, false));
     render();
   });
 }
@@ -322,6 +323,56 @@ function runMarkOverdue(when) {
     showMarkOverdue(answer);
     render();
   });
+}
+
+// ---- Heat: each partition key value's units a second against DynamoDB's per-key limits -----
+
+// A bar of `value` against `limit`, the limit drawn as a line two thirds along.
+function heatBar(value, limit) {
+  const share = Math.min(value / limit, 1.5);
+  return h('span', { class: 'heat-bar' + (value > limit ? ' over' : value > limit * 0.5 ? ' warm' : ''), title: `${value} of ${limit} a second` },
+    h('span', { class: 'fill', style: `width:${(share / 1.5) * 100}%` }),
+    h('span', { class: 'limit' }));
+}
+
+// The heat report as a box: every family's hottest keys (or, `onlyNow`, the keys used this second).
+function heatBox(report, onlyNow) {
+  if (!report || !report.limited) {
+    return h('div', { class: 'box heat' }, h('header', {}, 'Heat'),
+      h('div', { class: 'inner' }, 'The engine is not limited (--partition-limits off, or an external --endpoint): no heat is kept.'));
+  }
+  const families = report.families
+    .map((f) => ({ ...f, keys: onlyNow ? f.keys.filter((k) => k.wcuThisSecond || k.rcuThisSecond) : f.keys }))
+    .filter((f) => f.keys.length);
+  const row = (k) => h('tr', { 'data-pk': k.pk },
+    h('td', {}, h('code', {}, short(k.pk, 40))),
+    h('td', { class: 'num' }, onlyNow ? k.wcuThisSecond : k.peakWcuPerSecond),
+    h('td', {}, heatBar(onlyNow ? k.wcuThisSecond : k.peakWcuPerSecond, report.writeUnitsPerKey)),
+    h('td', { class: 'num' }, onlyNow ? k.rcuThisSecond : k.peakRcuPerSecond),
+    h('td', {}, heatBar(onlyNow ? k.rcuThisSecond : k.peakRcuPerSecond, report.readUnitsPerKey)),
+    h('td', { class: 'num' }, k.throttledRequests || ''));
+  return h('div', { class: 'box heat', 'data-throttled': report.throttledRequests },
+    h('header', {}, onlyNow ? 'The keys it used, this second' : `Hottest keys, last ${report.windowSeconds / 60} minutes`,
+      h('span', { class: 'sub' }, ` limits per key: ${report.writeUnitsPerKey} WCU and ${report.readUnitsPerKey} RCU a second · ${plural(report.throttledRequests, 'request')} throttled`)),
+    h('div', { class: 'inner' }, families.length ? families.map((f) => h('div', { class: 'heat-family', 'data-family': f.family, 'data-index': f.index || '' },
+      h('h4', {}, h('code', {}, f.family), ' ', f.index ? h('span', { class: ixClass(f.index) }, f.index) : 'table'),
+      h('table', { class: 'heat-keys' },
+        h('tr', {}, h('th', {}, 'partition key'), h('th', {}, onlyNow ? 'WCU' : 'peak WCU/s'), h('th', {}, ''), h('th', {}, onlyNow ? 'RCU' : 'peak RCU/s'), h('th', {}, ''), h('th', {}, 'throttled')),
+        f.keys.map(row))))
+      : h('p', { class: 'empty' }, 'No key has been read or written in the last minutes.')));
+}
+
+let heatTimer = null;
+// The heat view, live: read again every second while it is on show.
+function showHeat() {
+  const draw = async () => {
+    if ($('result-title').textContent !== 'heat') { clearInterval(heatTimer); heatTimer = null; return; }
+    try { $('result').replaceChildren(heatBox(await api('heat'))); } catch (error) { toast(error.message); }
+  };
+  setResult('heat', h('div', { class: 'box' }, h('header', {}, 'Reading the heat…')));
+  clearInterval(heatTimer);
+  heatTimer = setInterval(draw, 1000);
+  draw();
 }
 
 // ---- The result panel -------------------------------------------------------------------
@@ -496,7 +547,8 @@ function showRun(answer, pattern) {
     requestBox(answer.request),
     answer.answer ? answerBox(answer.answer) : h('div', { class: 'box' }, h('header', {}, 'Not sent'), h('div', { class: 'inner' }, answer.error)),
     operationsBox(answer.operations),
-    eventsBox(answer.events));
+    eventsBox(answer.events),
+    heatBox(answer.heat, true));
 }
 
 function racerColour(status) {
@@ -675,6 +727,7 @@ $('seed').addEventListener('click', () => busy(async () => {
         s.failures.length ? h('pre', { class: 'reason' }, s.failures.join('\n')) : null)));
   render();
 }));
+$('heat').addEventListener('click', showHeat);
 $('check').addEventListener('click', () => busy(async () => {
   setResult('check the table', h('div', { class: 'box' }, h('header', {}, 'Checking every rule that spans items…')));
   const report = (await api('fsck', {})).fsck;

@@ -926,7 +926,8 @@ async fn write_batch(ctx: &Ctx, run: &str, batch: &[Planned]) -> Result<(Vec<End
                 break;
             }
             Ok(Ok(Commit::Cancelled(cancelled))) => cancelled,
-            Err(ApiError::Unavailable) if unavailable < 5 => {
+            // A throttle (a hot key, the embedded engine's per-key limits too) is back-pressure.
+            Err(ApiError::Unavailable | ApiError::Throttled) if unavailable < 5 => {
                 unavailable += 1;
                 tokio::time::sleep(Duration::from_millis(200 << unavailable)).await;
                 continue;
