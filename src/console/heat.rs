@@ -45,7 +45,10 @@ impl EngineSeen {
     /// process stands in front of it.
     pub fn report(&self) -> Value {
         let endpoint = self.0.lock().expect("not poisoned").clone();
-        match endpoint.as_deref().and_then(crate::serve::partition_limits::at) {
+        match endpoint
+            .as_deref()
+            .and_then(crate::serve::partition_limits::at)
+        {
             Some(limiter) => {
                 let mut report =
                     serde_json::to_value(limiter.meter.report(limiter.second())).expect("JSON");

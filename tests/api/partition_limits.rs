@@ -21,7 +21,8 @@ const TABLE: &str = "singlet";
 /// An engine on a frozen clock, and a client of it that does not retry.
 async fn engine() -> (Client, String, Clock) {
     let clock = Clock::frozen(datetime!(2026-12-03 12:00:00 UTC));
-    let (client, endpoint, _) = singlet::serve::engine::start_in_memory_with_clock(TABLE, &clock).await;
+    let (client, endpoint, _) =
+        singlet::serve::engine::start_in_memory_with_clock(TABLE, &clock).await;
     (no_retries(&client), endpoint, clock)
 }
 
@@ -362,7 +363,8 @@ async fn a_batch_is_judged_item_by_item_and_answers_the_rest_unprocessed() {
 #[tokio::test]
 async fn a_throttled_api_request_is_a_503_that_wrote_nothing() {
     let clock = Clock::frozen(datetime!(2026-12-03 12:00:00 UTC));
-    let (engine_client, _, _) = singlet::serve::engine::start_in_memory_with_clock(TABLE, &clock).await;
+    let (engine_client, _, _) =
+        singlet::serve::engine::start_in_memory_with_clock(TABLE, &clock).await;
     let mut ctx = Ctx::new(engine_client.clone(), TABLE, CursorKeys::random());
     ctx.clock = clock.clone();
     let api = Api::start_on(Mode::Http, ctx).await;
