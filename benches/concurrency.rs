@@ -25,7 +25,8 @@
 mod runtime_api;
 
 use runtime_api::{Invocation, RuntimeApi, lambda_binary, lambda_env, peak_rss, trace_id};
-use singlet::{engine, invoke::invoke};
+use singlet::invoke::invoke;
+use singlet::serve::engine;
 use singlet_functions::{Ctx, cursor::CursorKeys};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use singlet::serve::auth::Authorizer;
 use singlet::serve::partition_limits::heat::{Charge, HEAT_SECONDS, KEPT_PER_FAMILY, Kind, Meter};
 use singlet::serve::partition_limits::{self, Switch};
-use singlet::{engine, front_door};
+use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::request::respond;
