@@ -462,7 +462,9 @@ pub async fn load_until(
                 let items = std::mem::take(&mut batch);
                 written += match target {
                     Target::Api => write_batch(client, table, items).await,
-                    Target::Bulk(engine) => engine.write(table, items, outbox == Outbox::Keep).await,
+                    Target::Bulk(engine) => {
+                        engine.write(table, items, outbox == Outbox::Keep).await
+                    }
                 }
                 .map_err(|e| stopped(e, written))?;
                 progress.count(|| format!("loaded {written} items"));
