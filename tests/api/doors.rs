@@ -7,7 +7,7 @@
 use crate::harness::{all_scopes, token, tokens};
 use crate::process;
 use singlet::serve::door_limits::{self, ReadTimeouts};
-use singlet::{engine, front_door};
+use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use std::net::SocketAddr;

@@ -8,9 +8,9 @@ use crate::harness::{Api, Mode};
 use crate::process::{self, Running};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
-use singlet::engine::streams_client;
-use singlet::event_source::{EventSource, Faults};
-use singlet::local_bus::LocalBus;
+use singlet::serve::engine::streams_client;
+use singlet::serve::event_source::{EventSource, Faults};
+use singlet::serve::local_bus::LocalBus;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -162,7 +162,7 @@ async fn published(events: &Path, done: impl Fn(&[Value]) -> bool) -> Vec<Value>
 
 /// Every outbox item's `eventId` in the table a runner serves (through its engine's endpoint).
 async fn outbox_event_ids(runner: &Running) -> BTreeSet<String> {
-    let db = singlet::engine::local_client(runner.engine.as_deref().unwrap());
+    let db = singlet::serve::engine::local_client(runner.engine.as_deref().unwrap());
     let mut ids = BTreeSet::new();
     let mut start = None;
     loop {
@@ -301,7 +301,7 @@ async fn outbox_items_written_before_the_stream_was_on_are_published_once() {
     let data = dir.join("table.db");
     // The table with its stream off, as an older singlet's tools made it.
     {
-        let (db, _, _engine) = singlet::engine::start_with_clock(
+        let (db, _, _engine) = singlet::serve::engine::start_with_clock(
             Some(&data),
             std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             &singlet_functions::clock::Clock::system(),

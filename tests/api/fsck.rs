@@ -1027,7 +1027,7 @@ async fn owner_locks_keyed_under_another_secret_stop_the_check() {
 async fn a_repair_under_another_key_moves_no_owner_lock() {
     const API_KEY: &str = "the-api-s-own-server-secret-aaaaaaaaaaaaaaaa";
     const OTHER_KEY: &str = "another-stack-s-server-secret-bbbbbbbbbbbbbb";
-    let (client, endpoint) = singlet::engine::start_in_memory("singlet").await;
+    let (client, endpoint) = singlet::serve::engine::start_in_memory("singlet").await;
     let under = |key: &str| Ctx::new(client.clone(), "singlet", CursorKeys::new(key));
     let api = Api::start_on(Mode::Direct, under(API_KEY)).await;
     let mut accounts = Vec::new();
