@@ -221,8 +221,12 @@ mod tests {
 
         impl HttpConnector for Bucket {
             fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+                // The object's key is the path's last segment, without the SDK's `?x-id=PutObject`.
                 let key = request
                     .uri()
+                    .split('?')
+                    .next()
+                    .unwrap_or_default()
                     .rsplit('/')
                     .next()
                     .unwrap_or_default()
