@@ -872,17 +872,7 @@ fn the_cli_copies_a_table_that_holds_items() {
     let dir = scratch("cli-copy");
     std::fs::create_dir_all(&dir).unwrap();
     let (original, copy) = (dir.join("original.db"), dir.join("copy.db"));
-    let rows = dir.join("branches.jsonl");
-    std::fs::write(
-        &rows,
-        [
-            fixtures::branch_body("central"),
-            fixtures::branch_body("east"),
-        ]
-        .map(|b| b.to_string())
-        .join("\n"),
-    )
-    .unwrap();
+    let rows = branch_rows(&dir);
     let run = |data: &std::path::Path, args: &[&str], path: &std::path::Path| {
         let output = singlet()
             .arg("--data")
@@ -1019,11 +1009,8 @@ fn stderr_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// A data file `table.db` in `dir` holding two branches (and their events' outbox items),
-/// imported by the CLI.
-fn two_branches(dir: &std::path::Path) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let data = dir.join("table.db");
+/// `branches.jsonl` in `dir`: two branches' rows, as `import branches` takes them.
+fn branch_rows(dir: &std::path::Path) -> PathBuf {
     let rows = dir.join("branches.jsonl");
     std::fs::write(
         &rows,
@@ -1035,6 +1022,15 @@ fn two_branches(dir: &std::path::Path) -> PathBuf {
         .join("\n"),
     )
     .unwrap();
+    rows
+}
+
+/// A data file `table.db` in `dir` holding two branches (and their events' outbox items),
+/// imported by the CLI.
+fn two_branches(dir: &std::path::Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let data = dir.join("table.db");
+    let rows = branch_rows(dir);
     let imported = on_data(&data, &["import", "branches"], &rows);
     assert_eq!(imported.status.code(), Some(0), "{imported:?}");
     data

@@ -49,7 +49,7 @@ fn key() -> [(String, AttributeValue); 2] {
 }
 
 /// Whether `item` is a load's mark.
-pub fn is_mark(item: &crate::transfer::Item) -> bool {
+pub fn is_mark(item: &singlet_functions::model::Item) -> bool {
     item.get(PK)
         .and_then(|pk| pk.as_s().ok())
         .map(String::as_str)
