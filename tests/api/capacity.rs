@@ -1,0 +1,264 @@
+//! The table at scale (docs/API.md, "The table at scale"): the overdue marker paced per key over
+//! many loans falling due at once, on a settable clock (not timed), and `plan` run as the
+//! binary: its exit codes and its `--json` shape.
+
+use crate::harness::{Api, Mode, put_raw_all, s};
+use crate::process::singlet;
+use serde_json::Value;
+use singlet_functions::clock::Clock;
+use singlet_functions::loans::mark_overdue::{FUNCTION, mark_overdue_paced};
+use singlet_functions::model::Entity;
+use singlet_functions::model::loans::{Checkout, LoanStatus};
+use singlet_functions::store::pace::{PaceClock, Pacer};
+use singlet_shared::{Id, Isbn13};
+
+/// Loans due long ago, raw in the table as checkouts write them (open, in the open-loans index),
+/// spread over `branches` branches and a patron each.
+fn due_loans(count: usize, branches: usize) -> Vec<singlet_functions::store::Item> {
+    let id = |raw: String| Id::parse(&raw).unwrap();
+    (0..count)
+        .map(|i| {
+            Checkout {
+                checkout_id: id(format!("k{i:05}")),
+                patron_id: id(format!("p{i:05}")),
+                patron_branch_id: id(format!("b{}", i % branches)),
+                branch_id: id(format!("b{}", i % branches)),
+                copy_id: id(format!("c{i:05}")),
+                isbn: Isbn13::parse(crate::fixtures::ISBN).unwrap(),
+                title: "A title".into(),
+                status: LoanStatus::Open,
+                checked_out_at: "2026-01-01T00:00:00Z".into(),
+                due_date: format!("2026-01-22T00:{:02}:00Z", i % 60),
+                renewal_count: 0,
+                loan_period_days: 21,
+                returned_date: None,
+                expires_at: None,
+            }
+            .to_item()
+        })
+        .collect()
+}
+
+/// 2,000 loans fall due at once: the marker marks every one, never more than its budget into
+/// `OVERDUE` (or any key) in one second, and says so (`hottestKey`). The budget's clock is a
+/// settable one that each wait moves on, so the run's two and a half seconds of pacing take
+/// none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_marker_keeps_overdue_under_its_key_budget_however_many_fall_due() {
+    const LOANS: usize = 2_000;
+    const BUDGET: f64 = 800.0;
+    let api = Api::start(Mode::Direct).await;
+    put_raw_all(&api.ctx, due_loans(LOANS, 7)).await;
+    let clock = Clock::reading(time::macros::datetime!(2026-12-01 09:00 UTC));
+    let pacer = Pacer::new(BUDGET, PaceClock::Settable(clock.clone()));
+    let started = clock.now();
+    let now = time::macros::datetime!(2026-12-01 09:00 UTC);
+    let report = singlet::iam::serving(
+        FUNCTION,
+        mark_overdue_paced(&api.ctx, now, 100, || true, &pacer),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.marked, LOANS as u64, "{report:?}");
+    assert!(report.complete);
+    let hottest = report.hottest_key.clone().expect("a hottest key");
+    assert_eq!(hottest.index.as_deref(), Some("GSI4"), "{hottest:?}");
+    assert_eq!(hottest.pk, "OVERDUE");
+    assert!(
+        hottest.peak_wcu_per_second <= BUDGET,
+        "{hottest:?} over the budget"
+    );
+    // 2,000 entries into one key at 800 a second: the clock was moved past two seconds.
+    let paced = (clock.now() - started).as_seconds_f64();
+    assert!(paced >= 2.0, "paced {paced} s");
+    // Its response says it as the contract writes it.
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["hottestKey"]["index"], "GSI4");
+    assert_eq!(json["hottestKey"]["pk"], "OVERDUE");
+    assert!(json["hottestKey"]["peakWcuPerSecond"].as_f64().unwrap() <= BUDGET);
+    // Every loan is in the library's overdue list, none left in the open-loans index.
+    let items = api.all_items().await;
+    let overdue = items
+        .iter()
+        .filter(|item| item.get("GSI4PK").is_some_and(|pk| pk.as_s().is_ok_and(|pk| pk == "OVERDUE")))
+        .count();
+    assert_eq!(overdue, LOANS);
+    assert!(
+        !items
+            .iter()
+            .any(|item| item.contains_key("GSI1PK") && s(item, "GSI1PK").starts_with("OPEN#")),
+        "a loan left open"
+    );
+}
+
+/// A small run is not held back: its hottest key took what it wrote, far under the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_marker_run_reports_its_hottest_key_unpaced() {
+    let api = Api::start(Mode::Direct).await;
+    put_raw_all(&api.ctx, due_loans(30, 3)).await;
+    let clock = Clock::reading(time::macros::datetime!(2026-12-01 09:00 UTC));
+    let pacer = Pacer::new(800.0, PaceClock::Settable(clock.clone()));
+    let started = clock.now();
+    let report = singlet::iam::serving(
+        FUNCTION,
+        mark_overdue_paced(&api.ctx, started, 100, || true, &pacer),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.marked, 30);
+    let hottest = report.hottest_key.unwrap();
+    assert_eq!((hottest.index.as_deref(), hottest.pk.as_str()), (Some("GSI4"), "OVERDUE"));
+    assert_eq!(hottest.peak_wcu_per_second, 30.0);
+    assert!((clock.now() - started).as_seconds_f64() < 1.0, "no wait");
+}
+
+fn plan(args: &[&str]) -> (i32, String, String) {
+    let output = singlet().arg("plan").args(args).output().unwrap();
+    (
+        output.status.code().unwrap(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// `plan` on the default workload: exit 0, every key family `ok`, the JSON the contract
+/// shows, the marker's 50,000-loan run among the bulk work.
+#[test]
+fn plan_on_the_default_workload_finds_no_hot_family() {
+    let (code, stdout, stderr) = plan(&["--json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let plan: Value = serde_json::from_str(&stdout).unwrap();
+    let object = plan.as_object().unwrap();
+    let mut fields: Vec<&str> = object.keys().map(String::as_str).collect();
+    fields.sort();
+    assert_eq!(fields, ["bulk", "keys", "monthlyCostUsd", "table"]);
+    let keys = plan["keys"].as_array().unwrap();
+    for key in keys {
+        let mut fields: Vec<&str> = key.as_object().unwrap().keys().map(String::as_str).collect();
+        fields.sort();
+        assert_eq!(
+            fields,
+            ["family", "index", "peakRcuPerSecond", "peakWcuPerSecond", "verdict"]
+        );
+        assert_eq!(key["verdict"], "ok", "{key}");
+    }
+    let family = |name: &str, index: Value| {
+        keys.iter()
+            .find(|key| key["family"] == name && key["index"] == index)
+            .unwrap_or_else(|| panic!("no {name} on {index}"))
+    };
+    assert_eq!(family("OVERDUE", "GSI4".into())["peakWcuPerSecond"], 800.0);
+    family("PLATE#", Value::Null);
+    family("OPEN#", "GSI1".into());
+    assert!(plan["table"]["peakWcuPerSecond"].as_f64().unwrap() < 4_000.0);
+    assert!(plan["table"]["peakRcuPerSecond"].as_f64().is_some());
+    let bulk = plan["bulk"].as_array().unwrap();
+    assert!(bulk.iter().any(|job| {
+        job["work"].as_str().unwrap().contains("mark-overdue") && job["seconds"] == 62.5
+    }));
+    assert!(bulk.iter().any(|job| job["work"].as_str().unwrap().contains("migrate plates-compact")));
+    assert!(plan["monthlyCostUsd"].as_f64().unwrap() > 0.0);
+
+    let (code, text, _) = plan(&[]);
+    assert_eq!(code, 0);
+    assert!(text.contains("OVERDUE") && text.contains("Monthly cost"), "{text}");
+}
+
+/// A workload with a hot family exits 1 and names it; a bad or missing workload exits 2 with
+/// the reason.
+#[test]
+fn plan_exits_one_on_a_hot_family_and_two_on_a_bad_workload() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("plan-workloads");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hot = dir.join("hot.json");
+    // One plate looked up 4,000 times a second: past 3,000 read units on one key.
+    std::fs::write(
+        &hot,
+        r#"{"callsPerSecond": {"find-by-plate": 4000}, "skew": 100000}"#,
+    )
+    .unwrap();
+    let (code, stdout, _) = plan(&["--json", "--workload", hot.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}");
+    let plan_json: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(plan_json["keys"].as_array().unwrap().iter().any(|key| {
+        key["family"] == "PLATE#" && key["verdict"] == "hot"
+    }));
+
+    let (code, _, stderr) = plan(&["--workload", dir.join("absent.json").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("absent.json"), "{stderr}");
+
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"patrons": -5}"#).unwrap();
+    let (code, stdout, stderr) = plan(&["--json", "--workload", bad.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("patrons"), "{stderr}");
+}
+
+/// The stack for that size: the table and every index carry `WarmThroughput` and Contributor
+/// Insights from parameters (on by default), the table stays on demand, and key-range throttling
+/// of the table or any index alarms.
+#[test]
+fn the_template_carries_warm_throughput_contributor_insights_and_key_range_alarms() {
+    use serde_norway::Value as Yaml;
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml"))
+        .unwrap();
+    let template: Yaml = serde_norway::from_str(&text).unwrap();
+    // A tagged value (`!Ref TableWarmWriteUnits`) as the tag and what it names.
+    let tagged = |value: &Yaml| match value {
+        Yaml::Tagged(tagged) => format!("{}={:?}", tagged.tag, tagged.value),
+        other => format!("{other:?}"),
+    };
+    let table = &template["Resources"]["Table"]["Properties"];
+    assert_eq!(table["BillingMode"], "PAY_PER_REQUEST");
+    let parameters = &template["Parameters"];
+    assert_eq!(parameters["ContributorInsightsMode"]["Default"], "THROTTLED_KEYS");
+    assert_eq!(parameters["TableWarmWriteUnits"]["Default"], 4000);
+    assert_eq!(parameters["TableWarmReadUnits"]["Default"], 12000);
+    assert_eq!(
+        tagged(&table["WarmThroughput"]["WriteUnitsPerSecond"]),
+        r#"!Ref=String("TableWarmWriteUnits")"#
+    );
+    assert!(tagged(&table["ContributorInsightsSpecification"]["Enabled"]).contains("ContributorInsightsOn"));
+    let indexes = table["GlobalSecondaryIndexes"].as_sequence().unwrap();
+    assert_eq!(indexes.len(), singlet_shared::schema::INDEXES.len());
+    for index in indexes {
+        assert_eq!(
+            tagged(&index["WarmThroughput"]["WriteUnitsPerSecond"]),
+            r#"!Ref=String("IndexWarmWriteUnits")"#,
+            "{index:?}"
+        );
+        assert_eq!(
+            tagged(&index["WarmThroughput"]["ReadUnitsPerSecond"]),
+            r#"!Ref=String("IndexWarmReadUnits")"#
+        );
+        assert!(tagged(&index["ContributorInsightsSpecification"]["Enabled"]).contains("ContributorInsightsOn"));
+    }
+    for kind in ["Write", "Read"] {
+        let alarm = &template["Resources"][format!("KeyRange{kind}ThrottleAlarm").as_str()]
+            ["Properties"];
+        let metrics = alarm["Metrics"].as_sequence().unwrap();
+        let watched: Vec<Option<&str>> = metrics
+            .iter()
+            .filter(|m| m["MetricStat"].is_mapping())
+            .map(|m| {
+                let metric = &m["MetricStat"]["Metric"];
+                assert_eq!(
+                    metric["MetricName"],
+                    format!("{kind}KeyRangeThroughputThrottleEvents").as_str()
+                );
+                metric["Dimensions"]
+                    .as_sequence()
+                    .unwrap()
+                    .iter()
+                    .find(|d| d["Name"] == "GlobalSecondaryIndexName")
+                    .map(|d| d["Value"].as_str().unwrap())
+            })
+            .collect();
+        let mut expected = vec![None];
+        expected.extend(singlet_shared::schema::INDEXES.iter().map(|i| Some(i.name)));
+        assert_eq!(watched, expected, "{kind}: the table and every index");
+        assert_eq!(alarm["Threshold"], 0);
+    }
+}
