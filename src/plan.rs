@@ -14,7 +14,7 @@
 //! with AWS's published values as defaults (docs/guide/capacity.md cites each).
 
 use serde::{Deserialize, Serialize};
-use singlet_functions::model::{ENTITY_TYPES, EntityType};
+use singlet_functions::model::ENTITY_TYPES;
 use singlet_functions::routes::ROUTES;
 use singlet_shared::keys;
 use std::collections::BTreeMap;
@@ -176,8 +176,14 @@ impl Workload {
             ("copies", self.copies),
             ("depots", self.depots.unwrap_or(1.0)),
             ("averageItemBytes", self.average_item_bytes),
-            ("prices.perMillionWriteUnits", self.prices.per_million_write_units),
-            ("prices.perMillionReadUnits", self.prices.per_million_read_units),
+            (
+                "prices.perMillionWriteUnits",
+                self.prices.per_million_write_units,
+            ),
+            (
+                "prices.perMillionReadUnits",
+                self.prices.per_million_read_units,
+            ),
             ("prices.perGbMonth", self.prices.per_gb_month),
         ];
         for (name, value) in counts {
@@ -344,13 +350,8 @@ impl Family {
 fn table_keys(prefix: &str) -> Keys {
     match prefix {
         p if p == keys::BRANCH_PREFIX => Keys::Per(Population::Branches),
-        p if p == keys::PATRON_PREFIX || p == keys::CARD_PREFIX => {
-            Keys::Per(Population::Patrons)
-        }
-        p if p == keys::VEHICLE_PREFIX
-            || p == keys::PLATE_PREFIX
-            || p == keys::CHASSIS_PREFIX =>
-        {
+        p if p == keys::PATRON_PREFIX || p == keys::CARD_PREFIX => Keys::Per(Population::Patrons),
+        p if p == keys::VEHICLE_PREFIX || p == keys::PLATE_PREFIX || p == keys::CHASSIS_PREFIX => {
             Keys::Per(Population::Vehicles)
         }
         p if p == keys::ACCOUNT_PREFIX
@@ -362,10 +363,7 @@ fn table_keys(prefix: &str) -> Keys {
         }
         p if p == keys::BOOK_PREFIX => Keys::Per(Population::Books),
         p if p == keys::MARKER_PREFIX || p == keys::MIGRATION_PREFIX => Keys::One,
-        p if p == keys::ID_PREFIX
-            || p == keys::IDEMPOTENCY_PREFIX
-            || p == keys::OUTBOX_PREFIX =>
-        {
+        p if p == keys::ID_PREFIX || p == keys::IDEMPOTENCY_PREFIX || p == keys::OUTBOX_PREFIX => {
             Keys::Unique
         }
         // A resource's events share its partition: how many resources there are is not said.
@@ -503,7 +501,10 @@ pub fn declared_costs() -> Result<BTreeMap<String, PlaceUnits>, String> {
         let cells: Vec<&str> = row.split(" | ").collect();
         // pattern`, operation, why, read, write, places, price |
         if cells.len() < 7 {
-            return Err(format!("COSTS.md has a row of {} cells: {line}", cells.len()));
+            return Err(format!(
+                "COSTS.md has a row of {} cells: {line}",
+                cells.len()
+            ));
         }
         let function = cells[0].trim_end_matches('`');
         let places = parse_places(cells[cells.len() - 2])
@@ -617,15 +618,14 @@ fn route_work(function: &str, per_place: &PlaceUnits, all: &[Family]) -> Work {
         )
     });
     let mut families: Vec<(Family, Units)> = Vec::new();
-    let mut count = |family: &Family, units: Units| {
-        match families.iter_mut().find(|(f, _)| f == family) {
+    let mut count =
+        |family: &Family, units: Units| match families.iter_mut().find(|(f, _)| f == family) {
             Some((_, counted)) => {
                 counted.read += units.read;
                 counted.write += units.write;
             }
             None => families.push((*family, units)),
-        }
-    };
+        };
     for (place, units) in per_place {
         let on_place: Vec<&Family> = all.iter().filter(|f| f.place() == place).collect();
         let holding = |names: &[&'static str]| -> Vec<&Family> {
@@ -642,13 +642,29 @@ fn route_work(function: &str, per_place: &PlaceUnits, all: &[Family]) -> Work {
         };
         if units.read > 0.0 {
             for family in holding(&reads) {
-                count(family, Units { read: units.read, write: 0.0 });
+                count(
+                    family,
+                    Units {
+                        read: units.read,
+                        write: 0.0,
+                    },
+                );
             }
         }
         if units.write > 0.0 {
-            let writers = if place == TABLE { &writes_table } else { &writes_index };
+            let writers = if place == TABLE {
+                &writes_table
+            } else {
+                &writes_index
+            };
             for family in holding(writers) {
-                count(family, Units { read: 0.0, write: units.write });
+                count(
+                    family,
+                    Units {
+                        read: 0.0,
+                        write: units.write,
+                    },
+                );
             }
         }
     }
@@ -800,16 +816,25 @@ fn rewrite_all(entries: &[(Family, f64)]) -> (f64, Work) {
     let mut per_place = PlaceUnits::new();
     let mut families = Vec::new();
     for (family, n) in entries {
-        per_place.entry(family.place().to_owned()).or_default().write += n / items;
-        families.push((*family, Units {
-            read: 0.0,
-            write: n / items,
-        }));
+        per_place
+            .entry(family.place().to_owned())
+            .or_default()
+            .write += n / items;
+        families.push((
+            *family,
+            Units {
+                read: 0.0,
+                write: n / items,
+            },
+        ));
     }
-    (items, Work {
-        per_place,
-        families,
-    })
+    (
+        items,
+        Work {
+            per_place,
+            families,
+        },
+    )
 }
 
 /// A migration's items and its units per item. Each migration's writes are its own
@@ -965,8 +990,7 @@ pub fn plan(workload: &Workload) -> Result<Report, String> {
     for (place, units) in marker_run {
         monthly_read_units += units.read * MARKER_RUNS_PER_DAY * SECONDS_PER_MONTH / 86_400.0;
         let per_run_write = if place == TABLE { 1.0 } else { 0.0 };
-        monthly_write_units +=
-            per_run_write * MARKER_RUNS_PER_DAY * SECONDS_PER_MONTH / 86_400.0;
+        monthly_write_units += per_run_write * MARKER_RUNS_PER_DAY * SECONDS_PER_MONTH / 86_400.0;
     }
     let marker_units: f64 = marker.per_place.values().map(|u| u.write).sum();
     monthly_write_units += marker_units * marked * SECONDS_PER_MONTH / 86_400.0;
@@ -1004,8 +1028,8 @@ pub fn plan(workload: &Workload) -> Result<Report, String> {
     }
 
     let stored: f64 = entries.iter().map(|(_, n)| n).sum();
-    let storage_gb = stored * (workload.average_item_bytes + ITEM_OVERHEAD_BYTES)
-        / (1024.0 * 1024.0 * 1024.0);
+    let storage_gb =
+        stored * (workload.average_item_bytes + ITEM_OVERHEAD_BYTES) / (1024.0 * 1024.0 * 1024.0);
     let monthly_storage_usd = storage_gb * workload.prices.per_gb_month;
     let monthly = monthly_read_units / 1e6 * workload.prices.per_million_read_units
         + monthly_write_units / 1e6 * workload.prices.per_million_write_units
@@ -1032,10 +1056,13 @@ pub fn plan(workload: &Workload) -> Result<Report, String> {
     let indexes = places
         .into_iter()
         .map(|(place, peak)| {
-            (place, PlacePeak {
-                peak_wcu_per_second: round(peak.peak_wcu_per_second),
-                peak_rcu_per_second: round(peak.peak_rcu_per_second),
-            })
+            (
+                place,
+                PlacePeak {
+                    peak_wcu_per_second: round(peak.peak_wcu_per_second),
+                    peak_rcu_per_second: round(peak.peak_rcu_per_second),
+                },
+            )
         })
         .collect();
     Ok(Report {
@@ -1224,10 +1251,7 @@ mod tests {
             ..Workload::default()
         };
         let report = plan(&unpaced).unwrap();
-        assert_eq!(
-            key(&report, "OVERDUE", Some("GSI4")).verdict,
-            Verdict::Hot
-        );
+        assert_eq!(key(&report, "OVERDUE", Some("GSI4")).verdict, Verdict::Hot);
         assert!(report.any_hot());
         // 400 lookups a second of one plate are 400 RCU on one `PLATE#` key: fine; 4,000 are hot.
         let busy = |calls: f64| {
@@ -1289,7 +1313,11 @@ mod tests {
     #[test]
     fn storage_and_cost_follow_the_counts() {
         let report = plan(&Workload::default()).unwrap();
-        assert!(report.storage_gb > 5.0 && report.storage_gb < 20.0, "{}", report.storage_gb);
+        assert!(
+            report.storage_gb > 5.0 && report.storage_gb < 20.0,
+            "{}",
+            report.storage_gb
+        );
         assert!(report.plan.monthly_cost_usd > 0.0);
         let bigger = plan(&Workload {
             checkouts_per_day: 200_000.0,

@@ -80,7 +80,10 @@ async fn the_marker_keeps_overdue_under_its_key_budget_however_many_fall_due() {
     let items = api.all_items().await;
     let overdue = items
         .iter()
-        .filter(|item| item.get("GSI4PK").is_some_and(|pk| pk.as_s().is_ok_and(|pk| pk == "OVERDUE")))
+        .filter(|item| {
+            item.get("GSI4PK")
+                .is_some_and(|pk| pk.as_s().is_ok_and(|pk| pk == "OVERDUE"))
+        })
         .count();
     assert_eq!(overdue, LOANS);
     assert!(
@@ -107,7 +110,10 @@ async fn a_small_marker_run_reports_its_hottest_key_unpaced() {
     .unwrap();
     assert_eq!(report.marked, 30);
     let hottest = report.hottest_key.unwrap();
-    assert_eq!((hottest.index.as_deref(), hottest.pk.as_str()), (Some("GSI4"), "OVERDUE"));
+    assert_eq!(
+        (hottest.index.as_deref(), hottest.pk.as_str()),
+        (Some("GSI4"), "OVERDUE")
+    );
     assert_eq!(hottest.peak_wcu_per_second, 30.0);
     assert!((clock.now() - started).as_seconds_f64() < 1.0, "no wait");
 }
@@ -127,18 +133,29 @@ fn plan(args: &[&str]) -> (i32, String, String) {
 fn plan_on_the_default_workload_finds_no_hot_family() {
     let (code, stdout, stderr) = plan(&["--json"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
-    let plan: Value = serde_json::from_str(&stdout).unwrap();
-    let object = plan.as_object().unwrap();
+    let planned: Value = serde_json::from_str(&stdout).unwrap();
+    let object = planned.as_object().unwrap();
     let mut fields: Vec<&str> = object.keys().map(String::as_str).collect();
     fields.sort();
     assert_eq!(fields, ["bulk", "keys", "monthlyCostUsd", "table"]);
-    let keys = plan["keys"].as_array().unwrap();
+    let keys = planned["keys"].as_array().unwrap();
     for key in keys {
-        let mut fields: Vec<&str> = key.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut fields: Vec<&str> = key
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         fields.sort();
         assert_eq!(
             fields,
-            ["family", "index", "peakRcuPerSecond", "peakWcuPerSecond", "verdict"]
+            [
+                "family",
+                "index",
+                "peakRcuPerSecond",
+                "peakWcuPerSecond",
+                "verdict"
+            ]
         );
         assert_eq!(key["verdict"], "ok", "{key}");
     }
@@ -150,18 +167,26 @@ fn plan_on_the_default_workload_finds_no_hot_family() {
     assert_eq!(family("OVERDUE", "GSI4".into())["peakWcuPerSecond"], 800.0);
     family("PLATE#", Value::Null);
     family("OPEN#", "GSI1".into());
-    assert!(plan["table"]["peakWcuPerSecond"].as_f64().unwrap() < 4_000.0);
-    assert!(plan["table"]["peakRcuPerSecond"].as_f64().is_some());
-    let bulk = plan["bulk"].as_array().unwrap();
+    assert!(planned["table"]["peakWcuPerSecond"].as_f64().unwrap() < 4_000.0);
+    assert!(planned["table"]["peakRcuPerSecond"].as_f64().is_some());
+    let bulk = planned["bulk"].as_array().unwrap();
     assert!(bulk.iter().any(|job| {
         job["work"].as_str().unwrap().contains("mark-overdue") && job["seconds"] == 62.5
     }));
-    assert!(bulk.iter().any(|job| job["work"].as_str().unwrap().contains("migrate plates-compact")));
-    assert!(plan["monthlyCostUsd"].as_f64().unwrap() > 0.0);
+    assert!(bulk.iter().any(|job| {
+        job["work"]
+            .as_str()
+            .unwrap()
+            .contains("migrate plates-compact")
+    }));
+    assert!(planned["monthlyCostUsd"].as_f64().unwrap() > 0.0);
 
     let (code, text, _) = plan(&[]);
     assert_eq!(code, 0);
-    assert!(text.contains("OVERDUE") && text.contains("Monthly cost"), "{text}");
+    assert!(
+        text.contains("OVERDUE") && text.contains("Monthly cost"),
+        "{text}"
+    );
 }
 
 /// A workload with a hot family exits 1 and names it; a bad or missing workload exits 2 with
@@ -180,9 +205,13 @@ fn plan_exits_one_on_a_hot_family_and_two_on_a_bad_workload() {
     let (code, stdout, _) = plan(&["--json", "--workload", hot.to_str().unwrap()]);
     assert_eq!(code, 1, "{stdout}");
     let plan_json: Value = serde_json::from_str(&stdout).unwrap();
-    assert!(plan_json["keys"].as_array().unwrap().iter().any(|key| {
-        key["family"] == "PLATE#" && key["verdict"] == "hot"
-    }));
+    assert!(
+        plan_json["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|key| { key["family"] == "PLATE#" && key["verdict"] == "hot" })
+    );
 
     let (code, _, stderr) = plan(&["--workload", dir.join("absent.json").to_str().unwrap()]);
     assert_eq!(code, 2);
@@ -202,8 +231,8 @@ fn plan_exits_one_on_a_hot_family_and_two_on_a_bad_workload() {
 #[test]
 fn the_template_carries_warm_throughput_contributor_insights_and_key_range_alarms() {
     use serde_norway::Value as Yaml;
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml"))
-        .unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml")).unwrap();
     let template: Yaml = serde_norway::from_str(&text).unwrap();
     // A tagged value (`!Ref TableWarmWriteUnits`) as the tag and what it names.
     let tagged = |value: &Yaml| match value {
@@ -213,14 +242,20 @@ fn the_template_carries_warm_throughput_contributor_insights_and_key_range_alarm
     let table = &template["Resources"]["Table"]["Properties"];
     assert_eq!(table["BillingMode"], "PAY_PER_REQUEST");
     let parameters = &template["Parameters"];
-    assert_eq!(parameters["ContributorInsightsMode"]["Default"], "THROTTLED_KEYS");
+    assert_eq!(
+        parameters["ContributorInsightsMode"]["Default"],
+        "THROTTLED_KEYS"
+    );
     assert_eq!(parameters["TableWarmWriteUnits"]["Default"], 4000);
     assert_eq!(parameters["TableWarmReadUnits"]["Default"], 12000);
     assert_eq!(
         tagged(&table["WarmThroughput"]["WriteUnitsPerSecond"]),
         r#"!Ref=String("TableWarmWriteUnits")"#
     );
-    assert!(tagged(&table["ContributorInsightsSpecification"]["Enabled"]).contains("ContributorInsightsOn"));
+    assert!(
+        tagged(&table["ContributorInsightsSpecification"]["Enabled"])
+            .contains("ContributorInsightsOn")
+    );
     let indexes = table["GlobalSecondaryIndexes"].as_sequence().unwrap();
     assert_eq!(indexes.len(), singlet_shared::schema::INDEXES.len());
     for index in indexes {
@@ -233,11 +268,14 @@ fn the_template_carries_warm_throughput_contributor_insights_and_key_range_alarm
             tagged(&index["WarmThroughput"]["ReadUnitsPerSecond"]),
             r#"!Ref=String("IndexWarmReadUnits")"#
         );
-        assert!(tagged(&index["ContributorInsightsSpecification"]["Enabled"]).contains("ContributorInsightsOn"));
+        assert!(
+            tagged(&index["ContributorInsightsSpecification"]["Enabled"])
+                .contains("ContributorInsightsOn")
+        );
     }
     for kind in ["Write", "Read"] {
-        let alarm = &template["Resources"][format!("KeyRange{kind}ThrottleAlarm").as_str()]
-            ["Properties"];
+        let alarm =
+            &template["Resources"][format!("KeyRange{kind}ThrottleAlarm").as_str()]["Properties"];
         let metrics = alarm["Metrics"].as_sequence().unwrap();
         let watched: Vec<Option<&str>> = metrics
             .iter()

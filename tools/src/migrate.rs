@@ -331,9 +331,8 @@ pub async fn run(
                             }
                             Plan::Change(change) => {
                                 let expected = *estimate.lock().unwrap();
-                                let admission = throttle
-                                    .admit_keys(expected, &change.keys_written())
-                                    .await;
+                                let admission =
+                                    throttle.admit_keys(expected, &change.keys_written()).await;
                                 let applied = ctx
                                     .apply_change(&change)
                                     .await

@@ -171,7 +171,10 @@ pub fn keys_written(loan: &Checkout) -> Vec<(KeyRef, f64)> {
     let mut written = vec![
         (KeyRef::table(loan.active_key().pk), 1.0),
         (
-            KeyRef::index(GSI1.name, keys::open_loan(&loan.checkout_id, &loan.due_date).pk),
+            KeyRef::index(
+                GSI1.name,
+                keys::open_loan(&loan.checkout_id, &loan.due_date).pk,
+            ),
             1.0,
         ),
     ];

@@ -240,7 +240,9 @@ impl Pacer {
             match &self.clock {
                 PaceClock::System => tokio::time::sleep(wait).await,
                 PaceClock::Settable(clock) => {
-                    clock.advance(time::Duration::try_from(wait).unwrap_or(time::Duration::MILLISECOND));
+                    clock.advance(
+                        time::Duration::try_from(wait).unwrap_or(time::Duration::MILLISECOND),
+                    );
                     tokio::task::yield_now().await;
                 }
             }
@@ -270,7 +272,10 @@ mod tests {
         let mut now = 0.0;
         let mut admitted = Vec::new();
         for i in 0..5_000u32 {
-            let key = [(overdue(), 1.0), (KeyRef::table(format!("PATRON#p{i}")), 1.0)];
+            let key = [
+                (overdue(), 1.0),
+                (KeyRef::table(format!("PATRON#p{i}")), 1.0),
+            ];
             while let Some(wait) = budget.try_admit(now, &key) {
                 now += wait.as_secs_f64();
             }
@@ -278,8 +283,14 @@ mod tests {
         }
         // In every second-long window, at most 800 writes.
         for (i, start) in admitted.iter().enumerate() {
-            let within = admitted[i..].iter().take_while(|at| **at - start < 1.0).count();
-            assert!(within <= 800, "{within} writes within a second from {start}");
+            let within = admitted[i..]
+                .iter()
+                .take_while(|at| **at - start < 1.0)
+                .count();
+            assert!(
+                within <= 800,
+                "{within} writes within a second from {start}"
+            );
         }
         // 5,000 writes at 800 a second: six full seconds and more.
         assert!(now >= 6.0, "{now}");
@@ -294,9 +305,17 @@ mod tests {
         let mut budget = KeyBudget::new(2.0);
         assert!(budget.try_admit(0.0, &[(overdue(), 2.0)]).is_none());
         assert!(budget.try_admit(0.1, &[(overdue(), 1.0)]).is_some());
-        assert!(budget.try_admit(0.1, &[(KeyRef::table("BRANCH#b1"), 2.0)]).is_none());
+        assert!(
+            budget
+                .try_admit(0.1, &[(KeyRef::table("BRANCH#b1"), 2.0)])
+                .is_none()
+        );
         // A write larger than the budget goes alone.
-        assert!(budget.try_admit(0.2, &[(KeyRef::table("BRANCH#b2"), 5.0)]).is_none());
+        assert!(
+            budget
+                .try_admit(0.2, &[(KeyRef::table("BRANCH#b2"), 5.0)])
+                .is_none()
+        );
         assert!(budget.try_admit(1.0, &[(overdue(), 1.0)]).is_none());
     }
 
