@@ -53,7 +53,7 @@ async fn the_marker_keeps_overdue_under_its_key_budget_however_many_fall_due() {
     let pacer = Pacer::new(BUDGET, PaceClock::Settable(clock.clone()));
     let started = clock.now();
     let now = time::macros::datetime!(2026-12-01 09:00 UTC);
-    let report = singlet::iam::serving(
+    let report = singlet::serve::iam::serving(
         FUNCTION,
         mark_overdue_paced(&api.ctx, now, 100, || true, &pacer),
     )
@@ -102,7 +102,7 @@ async fn a_small_marker_run_reports_its_hottest_key_unpaced() {
     let clock = Clock::reading(time::macros::datetime!(2026-12-01 09:00 UTC));
     let pacer = Pacer::new(800.0, PaceClock::Settable(clock.clone()));
     let started = clock.now();
-    let report = singlet::iam::serving(
+    let report = singlet::serve::iam::serving(
         FUNCTION,
         mark_overdue_paced(&api.ctx, started, 100, || true, &pacer),
     )

@@ -11,7 +11,6 @@
 
 use crate::clock::Clock;
 use serde::Serialize;
-use singlet_shared::keys;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -59,7 +58,7 @@ pub struct HottestKey {
 /// A partition key value as a report may show it: a plate, a chassis number, an email's
 /// skeleton, a username or a card number is personal, so only its prefix is shown.
 pub fn reportable(pk: &str) -> String {
-    match keys::value_keyed(pk) {
+    match crate::model::value_keyed(pk) {
         Some(_) => {
             let prefix_end = pk.rfind('#').map_or(0, |at| at + 1);
             format!("{}…", &pk[..prefix_end])
