@@ -103,7 +103,7 @@ pub const NEW_ON_DEMAND_TABLE: Throughput = Throughput {
     read_units_per_second: 12_000.0,
 };
 
-/// On-demand list prices, USD (https://aws.amazon.com/dynamodb/pricing/on-demand/, us-east-1).
+/// On-demand list prices, USD (<https://aws.amazon.com/dynamodb/pricing/on-demand/>, us-east-1).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Prices {

@@ -53,4 +53,3 @@ pub fn run(args: PlanArgs) -> ExitCode {
         ExitCode::SUCCESS
     }
 }
-
