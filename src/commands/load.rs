@@ -3,9 +3,10 @@
 //! bulk path.
 
 use super::connect::{OWNER_KEYS, connect, connect_to, refuse_the_published_secret_elsewhere};
-use super::runner::RunnerArgs;
+use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet::serve::engine;
+use singlet_tools::throttle::Throttle;
 use singlet_tools::transfer;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +30,14 @@ pub struct LoadArgs {
     /// stack). Default: rekeyed into an engine on this machine, as exported into any other.
     #[arg(long, value_enum)]
     owner_locks: Option<OwnerLocks>,
+    /// Into an `--endpoint`: write units per second, at most (the embedded engine is written
+    /// in bulk, below its door, and not paced).
+    #[arg(long)]
+    max_wcu: Option<f64>,
+    /// Into an `--endpoint`: write units per second into any one partition key value of the
+    /// table or an index, at most (DynamoDB serves one key 1,000).
+    #[arg(long, default_value_t = singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU)]
+    max_key_wcu: f64,
     /// Stop as if killed once this many items were written (for testing what a kill leaves).
     #[arg(long, hide = true)]
     stop_after: Option<u64>,
@@ -43,7 +52,10 @@ pub enum OwnerLocks {
 
 /// `load`: an export into an empty table; into the embedded engine by its bulk path.
 pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
-    // The whole export read first: a bad one is told before any engine or data file is made.
+    // The limits and the whole export first: a bad one is told before any engine or data file
+    // is made.
+    check_max_wcu(args.max_wcu)?;
+    check_max_key_wcu(args.max_key_wcu)?;
     let export = transfer::check(&args.dir)?;
     let rekeyed = args.owner_locks.map_or_else(
         || rekeys_by_default(runner.endpoint.as_deref()),
@@ -66,9 +78,10 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
         Some(bulk) => connect_to(runner, bulk.0.clone()).await?,
         None => connect(runner, None).await?,
     };
+    let throttle = Throttle::new(args.max_wcu).with_max_key_wcu(args.max_key_wcu);
     let target = match &embedded {
         Some(db) => transfer::Target::Bulk(db),
-        None => transfer::Target::Api,
+        None => transfer::Target::Api(&throttle),
     };
     let owner_locks = if rekeyed {
         transfer::OwnerLockKeys::Under(&ctx.owners)
@@ -97,6 +110,7 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
                 "loaded": loaded.items,
                 "outboxLeftOut": loaded.outbox_left_out,
                 "ownerLocksMoved": loaded.owner_locks_moved,
+                "hottestKey": loaded.hottest_key,
             })
         );
     } else {

@@ -15,6 +15,11 @@ use singlet_shared::{Id, Isbn13};
 /// Loans due long ago, raw in the table as checkouts write them (open, in the open-loans index),
 /// spread over `branches` branches and a patron each.
 fn due_loans(count: usize, branches: usize) -> Vec<singlet_functions::store::Item> {
+    loans(LoanStatus::Open, count, branches)
+}
+
+/// `count` loans in `status`, each item with the index keys that status gives it.
+fn loans(status: LoanStatus, count: usize, branches: usize) -> Vec<singlet_functions::store::Item> {
     let id = |raw: String| Id::parse(&raw).unwrap();
     (0..count)
         .map(|i| {
@@ -26,7 +31,7 @@ fn due_loans(count: usize, branches: usize) -> Vec<singlet_functions::store::Ite
                 copy_id: id(format!("c{i:05}")),
                 isbn: Isbn13::parse(crate::fixtures::ISBN).unwrap(),
                 title: "A title".into(),
-                status: LoanStatus::Open,
+                status,
                 checked_out_at: "2026-01-01T00:00:00Z".into(),
                 due_date: format!("2026-01-22T00:{:02}:00Z", i % 60),
                 renewal_count: 0,
@@ -299,4 +304,113 @@ fn the_template_carries_warm_throughput_contributor_insights_and_key_range_alarm
         assert_eq!(watched, expected, "{kind}: the table and every index");
         assert_eq!(alarm["Threshold"], 0);
     }
+}
+
+/// `fsck --repair` paces its writes per key as the other bulk paths do: twenty overdue loans
+/// whose overdue-index entries are missing are each repaired by a write into GSI4's one
+/// `OVERDUE` key, and at `--max-key-wcu 10` the repairs never put more than ten a second there;
+/// the report names that key (`hottestKey`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fsck_repairs_keep_each_key_under_its_budget_and_name_the_hottest() {
+    use singlet_shared::schema::INDEXES;
+    use singlet_tools::fsck;
+    const LOANS: usize = 20;
+    const BUDGET: f64 = 10.0;
+    let api = Api::start(Mode::Direct).await;
+    let unindexed = due_loans(LOANS, 7)
+        .into_iter()
+        .map(|mut item| {
+            item.insert("status".into(), crate::harness::str_attr("overdue"));
+            for index in INDEXES {
+                item.remove(index.pk);
+                item.remove(index.sk);
+            }
+            item
+        })
+        .collect();
+    put_raw_all(&api.ctx, unindexed).await;
+    let options = fsck::Options {
+        repair: true,
+        max_key_wcu: BUDGET,
+        ..fsck::Options::default()
+    };
+    let report = fsck::fsck(&api.ctx, options).await.unwrap();
+    let repaired: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule.name() == "loan-index" && f.repaired == Some(true))
+        .collect();
+    assert_eq!(repaired.len(), LOANS, "{:#?}", report.findings);
+    let hottest = report.hottest_key.clone().expect("a hottest key");
+    assert_eq!(
+        (hottest.index.as_deref(), hottest.pk.as_str()),
+        (Some("GSI4"), "OVERDUE")
+    );
+    assert!(hottest.peak_wcu_per_second <= BUDGET, "{hottest:?}");
+    // Every loan is in the overdue index now: the library's list finds them all.
+    let listed = api.get(format!("/overdue?limit={LOANS}")).await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    assert_eq!(
+        listed.body["items"].as_array().map(Vec::len),
+        Some(LOANS),
+        "{}",
+        listed.body
+    );
+    // And the JSON says it as the contract writes it.
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["hottestKey"]["pk"], "OVERDUE");
+}
+
+/// `load` into an engine through its API paces per key too: thirty overdue loans share GSI4's
+/// one `OVERDUE` key, and at `--max-key-wcu 10` no second puts more than ten there; the report
+/// names the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_through_an_endpoint_keeps_each_key_under_its_budget() {
+    use singlet_tools::throttle::Throttle;
+    use singlet_tools::transfer;
+    const LOANS: usize = 30;
+    const BUDGET: f64 = 10.0;
+    let api = Api::start(Mode::Direct).await;
+    put_raw_all(&api.ctx, loans(LoanStatus::Overdue, LOANS, 3)).await;
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("capacity-load-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    transfer::export(&api.ctx.db, &api.ctx.table, &dir, 1, &|item| item)
+        .await
+        .unwrap();
+    let (copy, _) = singlet::serve::engine::start_in_memory("copy").await;
+    let throttle = Throttle::new(None).with_max_key_wcu(BUDGET);
+    let loaded = transfer::load(
+        &copy,
+        "copy",
+        &transfer::check(&dir).unwrap(),
+        transfer::Target::Api(&throttle),
+        transfer::Outbox::LeaveOut,
+        transfer::OwnerLockKeys::AsExported,
+    )
+    .await
+    .unwrap();
+    assert!(loaded.items >= LOANS as u64, "{loaded:?}");
+    let hottest = loaded.hottest_key.expect("a hottest key");
+    assert_eq!(
+        (hottest.index.as_deref(), hottest.pk.as_str()),
+        (Some("GSI4"), "OVERDUE")
+    );
+    assert!(hottest.peak_wcu_per_second <= BUDGET, "{hottest:?}");
+    let overdue = copy
+        .query()
+        .table_name("copy")
+        .index_name("GSI4")
+        .key_condition_expression("#pk = :pk")
+        .expression_attribute_names("#pk", singlet_shared::schema::GSI4.pk)
+        .expression_attribute_values(":pk", crate::harness::str_attr("OVERDUE"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        overdue.count(),
+        LOANS as i32,
+        "every loan is in the copy's overdue index"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

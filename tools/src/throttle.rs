@@ -88,6 +88,11 @@ impl Throttle {
         self.admit(estimate).await
     }
 
+    /// The most write units a second it lets into any one key.
+    pub fn max_key_wcu(&self) -> f64 {
+        self.keys.max()
+    }
+
     /// The key written most in any one second so far (`hottestKey` in the reports).
     pub fn hottest_key(&self) -> Option<HottestKey> {
         self.keys.hottest()
