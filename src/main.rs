@@ -102,6 +102,6 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
         Some(Command::Migrate(args)) => migrate::run(runner, args).await,
         Some(Command::Fsck(args)) => Ok(fsck::run(runner, args).await),
         Some(Command::Render(args)) => render::run(args),
-        Some(Command::Plan(args)) => Ok(plan::run(args)),
+        Some(Command::Plan(args)) => Ok(plan::run(runner, args).await),
     }
 }

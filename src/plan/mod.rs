@@ -13,6 +13,8 @@
 //! one key that every call meets. The limits and prices it uses are parameters of the workload,
 //! with AWS's published values as defaults (docs/guide/capacity.md cites each).
 
+pub mod simulate;
+
 use serde::{Deserialize, Serialize};
 use singlet_functions::model::ENTITY_TYPES;
 use singlet_functions::routes::ROUTES;
@@ -20,7 +22,7 @@ use singlet_shared::keys;
 use std::collections::BTreeMap;
 
 /// `docs/COSTS.md`, as `cargo test costs` last wrote it.
-const COSTS_MD: &str = include_str!("../docs/COSTS.md");
+const COSTS_MD: &str = include_str!("../../docs/COSTS.md");
 
 /// The place the table's own units are written under, next to the indexes' names.
 pub const TABLE: &str = "table";
