@@ -652,6 +652,13 @@ fn the_cli_refuses_bad_input_with_exit_2_and_reports_rejects_with_exit_1() {
     let output = import(&["branches", "--json", "--max-wcu", "50"], &lines);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(!import::rejects_path(&lines).exists());
+    // Before it starts, it says how long the file takes on AWS and what holds it back.
+    assert!(
+        stderr(&output).contains("import branches (1 row): about")
+            && stderr(&output).contains("s, held by --max-wcu 50"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 /// `singlet --data <data> import <kind> <file>`.

@@ -13,3 +13,4 @@ pub mod migrate;
 pub mod progress;
 pub mod throttle;
 pub mod transfer;
+pub mod warm;

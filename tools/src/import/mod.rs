@@ -760,11 +760,30 @@ pub async fn write(ctx: &Ctx, rows: Rows, options: &Options) -> Result<Summary, 
         planned.push(row_plan);
     }
 
-    let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(
-        options
-            .max_key_wcu
-            .unwrap_or(singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU),
-    );
+    let max_key_wcu = options
+        .max_key_wcu
+        .unwrap_or(singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU);
+    if options.progress && !planned.is_empty() {
+        // Said before the first write: how long this takes on AWS, and what would be faster.
+        let mut work = crate::warm::Work::default();
+        for row in &planned {
+            work.add(batch_keys(std::slice::from_ref(row)));
+        }
+        eprintln!(
+            "{}",
+            work.said(
+                &format!(
+                    "import {} ({} row{})",
+                    kind.name(),
+                    planned.len(),
+                    if planned.len() == 1 { "" } else { "s" }
+                ),
+                options.max_wcu,
+                max_key_wcu
+            )
+        );
+    }
+    let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(max_key_wcu);
     let run = format!("{:032x}", rand::random::<u128>());
     let run = &run;
     // Learned from the writes themselves: the most one action has consumed (the most, not the
