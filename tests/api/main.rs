@@ -39,6 +39,7 @@ mod readme;
 mod reliability;
 mod retention;
 mod runner;
+mod s3_layout;
 mod template;
 mod transfer;
 mod watch;
