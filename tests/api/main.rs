@@ -31,6 +31,7 @@ mod logs;
 mod migrate;
 mod migrate_at_scale;
 mod model;
+mod on_aws;
 mod openapi;
 mod partition_limits;
 mod plates;
