@@ -31,7 +31,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = super::runner::parse_poll)]
     poll: f64,
     /// Parallel `Scan` segments, one data file each (1 to 1024).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024), conflicts_with = "s3")]
     segments: u32,
     /// Replace personal data (emails, names, phone numbers, addresses, card numbers, plates,
     /// chassis numbers), one value always by one replacement, locks re-keyed to match.
@@ -41,7 +41,7 @@ pub struct ExportArgs {
     #[arg(long)]
     json: bool,
     /// Stop as if killed once this many items were written (for testing what a kill leaves).
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, conflicts_with = "s3")]
     stop_after: Option<u64>,
 }
 
@@ -195,6 +195,13 @@ async fn run_on_aws(runner: &RunnerArgs, args: &ExportArgs, url: &str) -> Result
                 .unwrap_or("no FailureMessage"),
             exported.export_arn,
         );
+        if exported.started_earlier {
+            eprintln!(
+                "this is the export an earlier run of this command started (DynamoDB answers \
+                 the same ClientToken with it for eight hours): to export again, give another \
+                 prefix"
+            );
+        }
         Ok(ExitCode::from(1))
     }
 }

@@ -52,7 +52,7 @@ pub struct LoadArgs {
     #[arg(long, value_enum)]
     owner_locks: Option<OwnerLocks>,
     /// Stop as if killed once this many items were written (for testing what a kill leaves).
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, conflicts_with = "s3")]
     stop_after: Option<u64>,
 }
 
@@ -265,6 +265,13 @@ async fn run_on_aws(runner: &RunnerArgs, args: &LoadArgs, url: &str) -> Result<E
                     .unwrap_or("no FailureMessage"),
                 imported.import_arn,
             );
+            if imported.started_earlier {
+                eprintln!(
+                    "this is the import an earlier run of this command started (DynamoDB \
+                     answers the same ClientToken with it for eight hours): to import again, \
+                     name another --table"
+                );
+            }
             Ok(ExitCode::from(1))
         }
     }

@@ -695,6 +695,7 @@ async fn a_start_sent_again_is_applied_once() {
     assert!(tokens.iter().all(|t| *t == tokens[0]), "{tokens:?}");
     assert_eq!(aws.jobs(Kind::Export).await, 1, "applied once");
     assert_eq!(first.export_arn, again.export_arn);
+    assert!(!first.started_earlier && again.started_earlier);
     // Another prefix is another question: another token, another export.
     on_aws::export_to_s3(&aws.client(), "singlet", &to("y"), &fast())
         .await
@@ -1229,5 +1230,25 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
     assert!(
         said.contains("FAILED") && said.contains("S3AccessDenied: Access Denied"),
         "{said}"
+    );
+    assert!(!said.contains("earlier run"), "{said}");
+    // The same command again: DynamoDB answers its token with the failed export, and the
+    // command says how to start another.
+    let again = run(on(&[
+        "singlet",
+        "export",
+        "--s3",
+        "s3://singlet-exports/failing",
+        "--poll",
+        "0.01",
+    ]))
+    .await;
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("give another prefix"), "{said}");
+    assert_eq!(
+        aws.jobs(Kind::Export).await,
+        2,
+        "the failed one was not started again"
     );
 }

@@ -284,6 +284,12 @@ where
     }
 }
 
+/// Whether a job DynamoDB answered a start with began before this run asked: more than a
+/// minute ago (DynamoDB's clock and this machine's may differ by seconds).
+fn before_this_run(start: &DateTime) -> bool {
+    start.secs() + 60 < DateTime::from(std::time::SystemTime::now()).secs()
+}
+
 /// `time` as RFC 3339, for the reports.
 fn rfc3339(time: Option<&DateTime>) -> Option<String> {
     time.and_then(|t| t.fmt(DateTimeFormat::DateTime).ok())
@@ -324,8 +330,9 @@ pub struct ExportReport {
     pub failure_code: Option<String>,
     pub failure_message: Option<String>,
     /// Whether this run followed an export an earlier run of the same command started (the
-    /// same `ClientToken` within eight hours), rather than starting one: judged by its start
-    /// time, more than a minute before this run's.
+    /// same `ClientToken` within eight hours), rather than starting one: DynamoDB answered the
+    /// start with an export that had ended, or that began more than a minute before. One that
+    /// failed is answered again for those eight hours: another prefix starts another.
     pub started_earlier: bool,
 }
 
@@ -379,10 +386,10 @@ pub async fn export_to_s3(
         .export_arn()
         .ok_or("ExportTableToPointInTime answered no ExportArn")?
         .to_owned();
-    // An export started before this run: DynamoDB gave back the one this token started.
-    let started_earlier = description
-        .start_time()
-        .is_some_and(|t| t.secs() + 60 < DateTime::from(std::time::SystemTime::now()).secs());
+    // An export started before this run: DynamoDB gave back the one this token started, ended
+    // already, or started more than a minute ago.
+    let started_earlier = description.export_status() != Some(&ExportStatus::InProgress)
+        || description.start_time().is_some_and(before_this_run);
     let progress = Progress::new(follow.shown);
     if follow.shown {
         progress.finish(&format!(
@@ -670,7 +677,10 @@ pub struct ImportReport {
     pub log_group: Option<String>,
     pub failure_code: Option<String>,
     pub failure_message: Option<String>,
-    /// Whether this run followed an import an earlier run of the same command started.
+    /// Whether this run followed an import an earlier run of the same command started (found by
+    /// its `ClientToken` on the existing table, or answered by DynamoDB to the start). One that
+    /// failed or was cancelled is answered again for eight hours: another table name starts
+    /// another.
     pub started_earlier: bool,
     /// What was done after the import (`None` unless it completed).
     pub finished: Option<Finished>,
@@ -820,9 +830,8 @@ pub async fn import_from_s3(
             let description = started
                 .import_table_description
                 .ok_or("ImportTable answered no ImportTableDescription")?;
-            let earlier = description.start_time().is_some_and(|t| {
-                t.secs() + 60 < DateTime::from(std::time::SystemTime::now()).secs()
-            });
+            let earlier = description.import_status() != Some(&ImportStatus::InProgress)
+                || description.start_time().is_some_and(before_this_run);
             (description, earlier)
         }
         Some(existing) => {
