@@ -100,6 +100,20 @@ fn args() -> Args {
 fn build(functions: &[String], profile: &str) -> Vec<(String, PathBuf)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
+    // Without the variables cargo gives a bench (CARGO_MANIFEST_DIR, OUT_DIR, ...): ring's build
+    // script reruns when one changes, and the next `cargo build` would rebuild ring and above.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name == "OUT_DIR"
+            || (name.starts_with("CARGO_")
+                && !matches!(
+                    &*name,
+                    "CARGO_HOME" | "CARGO_TARGET_DIR" | "CARGO_BUILD_JOBS"
+                ))
+        {
+            command.env_remove(&*name);
+        }
+    }
     command
         .current_dir(ROOT)
         .args(["build", "--profile", profile])

@@ -11,5 +11,6 @@
 pub mod console;
 pub mod export_snapshot;
 pub mod invoke;
+pub mod plan;
 pub mod render;
 pub mod serve;

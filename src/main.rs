@@ -58,6 +58,10 @@ enum Command {
     /// Render template.yaml's functions and Cargo.toml's watch router from the route table
     /// (exit 0 written or already current; with --check, 1 when a file differs).
     Render(render::RenderArgs),
+    /// Plan the table at a size: each key family's busiest key against DynamoDB's per-key
+    /// limits, the bulk work paced, storage and cost (exit 1 when a family is hot, 2 on a bad
+    /// workload).
+    Plan(plan::PlanArgs),
 }
 
 #[tokio::main]
@@ -103,5 +107,6 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
         Some(Command::Migrate(args)) => migrate::run(runner, args).await,
         Some(Command::Fsck(args)) => Ok(fsck::run(runner, args).await),
         Some(Command::Render(args)) => render::run(args),
+        Some(Command::Plan(args)) => Ok(plan::run(runner, args).await),
     }
 }

@@ -2,7 +2,7 @@
 //! 0 clean, 1 findings, 2 could not run).
 
 use super::connect::connect_existing;
-use super::runner::RunnerArgs;
+use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet_functions::Ctx;
 use singlet_tools::fsck;
@@ -10,6 +10,12 @@ use std::process::ExitCode;
 
 /// Checks (and repairs) the table; the report on standard output.
 pub async fn run(runner: &RunnerArgs, args: FsckArgs) -> ExitCode {
+    // The limits first: a typo is told before any engine is opened.
+    if let Err(reason) =
+        check_max_wcu(args.max_wcu).and_then(|()| check_max_key_wcu(args.max_key_wcu))
+    {
+        return could_not_run(&reason);
+    }
     match connect_existing(runner, "check").await {
         Ok(ctx) => report(&ctx, &args).await,
         Err(reason) => could_not_run(&reason),
@@ -31,6 +37,13 @@ pub struct FsckArgs {
     /// Parallel scan workers.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub segments: u32,
+    /// With `--repair`: the repairs' write units per second, at most.
+    #[arg(long)]
+    pub max_wcu: Option<f64>,
+    /// With `--repair`: write units per second into any one partition key value of the table or
+    /// an index, at most (DynamoDB serves one key 1,000).
+    #[arg(long, default_value_t = singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU)]
+    pub max_key_wcu: f64,
 }
 
 /// `singlet fsck`: the report on standard output (one JSON object with `--json`), progress on
@@ -42,6 +55,8 @@ async fn report(ctx: &Ctx, args: &FsckArgs) -> ExitCode {
         dry_run: args.dry_run,
         segments: args.segments,
         progress: true,
+        max_wcu: args.max_wcu,
+        max_key_wcu: args.max_key_wcu,
     };
     let report = match fsck::fsck(ctx, options).await {
         Ok(report) => report,

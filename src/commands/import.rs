@@ -2,7 +2,7 @@
 //! routes would write them; refused rows go to `<file>.rejects.jsonl` (exit 1 when there are some).
 
 use super::connect::{OWNER_KEYS, connect, refuse_the_published_secret_elsewhere};
-use super::runner::{RunnerArgs, check_max_wcu, parse_clock};
+use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu, parse_clock};
 use clap::Args;
 use singlet_tools::import;
 use std::path::PathBuf;
@@ -18,6 +18,10 @@ pub struct ImportArgs {
     /// Write units per second, at most.
     #[arg(long)]
     max_wcu: Option<f64>,
+    /// Write units per second into any one partition key value of the table or an index, at
+    /// most (DynamoDB serves one key 1,000).
+    #[arg(long, default_value_t = singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU)]
+    max_key_wcu: f64,
     /// Print one JSON summary on standard output.
     #[arg(long)]
     json: bool,
@@ -38,6 +42,7 @@ pub async fn run(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Stri
     // The kind and the limit first: a typo is told before any engine is opened.
     let kind = import::Kind::parse(&args.kind)?;
     check_max_wcu(args.max_wcu)?;
+    check_max_key_wcu(args.max_key_wcu)?;
     if !args.file.exists() {
         return Err(format!("{} does not exist", args.file.display()));
     }
@@ -57,6 +62,7 @@ pub async fn run(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Stri
     let (ctx, _) = connect(runner, None).await?;
     let options = import::Options {
         max_wcu: args.max_wcu,
+        max_key_wcu: Some(args.max_key_wcu),
         at: args.clock.unwrap_or_else(singlet_functions::clock::now),
         rows_per_transaction: args.rows_per_transaction,
         in_flight: import::IN_FLIGHT,

@@ -4,9 +4,10 @@
 //! followed to its end and finished (`singlet_tools::on_aws`).
 
 use super::connect::{OWNER_KEYS, connect, connect_to, refuse_the_published_secret_elsewhere};
-use super::runner::RunnerArgs;
+use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet::serve::engine;
+use singlet_tools::throttle::Throttle;
 use singlet_tools::{on_aws, transfer};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,9 +35,6 @@ pub struct LoadArgs {
     /// With --s3: seconds between two DescribeImport calls while it runs.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = super::runner::parse_poll)]
     poll: f64,
-    /// With --s3: the write units a second the outbox items' deletes may take.
-    #[arg(long, default_value_t = 1000.0)]
-    max_wcu: f64,
     /// Print one JSON summary on standard output.
     #[arg(long)]
     json: bool,
@@ -51,6 +49,16 @@ pub struct LoadArgs {
     /// stack). Default: rekeyed into an engine on this machine, as exported into any other.
     #[arg(long, value_enum)]
     owner_locks: Option<OwnerLocks>,
+    /// Into an `--endpoint`: write units per second, at most (the embedded engine is written
+    /// in bulk, below its door, and not paced). With --s3: the outbox items' deletes, default
+    /// 1000.
+    #[arg(long)]
+    max_wcu: Option<f64>,
+    /// Into an `--endpoint`, and the outbox items' deletes with --s3: write units per second
+    /// into any one partition key value of the table or an index, at most (DynamoDB serves one
+    /// key 1,000).
+    #[arg(long, default_value_t = singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU)]
+    max_key_wcu: f64,
     /// Stop as if killed once this many items were written (for testing what a kill leaves).
     #[arg(long, hide = true, conflicts_with = "s3")]
     stop_after: Option<u64>,
@@ -65,6 +73,10 @@ pub enum OwnerLocks {
 
 /// `load`: an export into an empty table; into the embedded engine by its bulk path.
 pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String> {
+    // The limits and the whole export first: a bad one is told before any engine or data file
+    // is made.
+    check_max_wcu(args.max_wcu)?;
+    check_max_key_wcu(args.max_key_wcu)?;
     if let Some(url) = &args.s3 {
         return run_on_aws(runner, &args, url).await;
     }
@@ -72,7 +84,6 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
         .dir
         .clone()
         .expect("clap asks for a directory without --s3");
-    // The whole export read first: a bad one is told before any engine or data file is made.
     let export = transfer::check(&dir)?;
     let rekeyed = args.owner_locks.map_or_else(
         || rekeys_by_default(runner.endpoint.as_deref()),
@@ -95,9 +106,10 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
         Some(bulk) => connect_to(runner, bulk.0.clone()).await?,
         None => connect(runner, None).await?,
     };
+    let throttle = Throttle::new(args.max_wcu).with_max_key_wcu(args.max_key_wcu);
     let target = match &embedded {
         Some(db) => transfer::Target::Bulk(db),
-        None => transfer::Target::Api,
+        None => transfer::Target::Api(&throttle),
     };
     let owner_locks = if rekeyed {
         transfer::OwnerLockKeys::Under(&ctx.owners)
@@ -126,6 +138,7 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
                 "loaded": loaded.items,
                 "outboxLeftOut": loaded.outbox_left_out,
                 "ownerLocksMoved": loaded.owner_locks_moved,
+                "hottestKey": loaded.hottest_key,
             })
         );
     } else {
@@ -160,7 +173,6 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
 async fn run_on_aws(runner: &RunnerArgs, args: &LoadArgs, url: &str) -> Result<ExitCode, String> {
     // Refused before anything is called.
     let source = on_aws::ExportSource::parse(url)?;
-    super::runner::check_max_wcu(Some(args.max_wcu))?;
     if runner.table.starts_with("arn:") {
         return Err(format!(
             "--table {} is an ARN: load --s3 names the new table ImportTable creates, by its name",
@@ -192,7 +204,10 @@ async fn run_on_aws(runner: &RunnerArgs, args: &LoadArgs, url: &str) -> Result<E
             poll: std::time::Duration::from_secs_f64(args.poll),
             ..on_aws::Follow::default()
         },
-        max_wcu: args.max_wcu,
+        max_wcu: args
+            .max_wcu
+            .unwrap_or(on_aws::ImportSettings::default().max_wcu),
+        max_key_wcu: args.max_key_wcu,
         ..on_aws::ImportSettings::default()
     };
     let imported = tokio::select! {

@@ -2,7 +2,7 @@
 //! (`1` when conflicts were left as they were).
 
 use super::connect::connect_existing;
-use super::runner::{RunnerArgs, check_max_wcu};
+use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet_tools::migrate;
 use std::process::ExitCode;
@@ -21,6 +21,10 @@ pub struct MigrateArgs {
     /// Write units per second, at most.
     #[arg(long)]
     max_wcu: Option<f64>,
+    /// Write units per second into any one partition key value of the table or an index, at
+    /// most (DynamoDB serves one key 1,000).
+    #[arg(long, default_value_t = singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU)]
+    max_key_wcu: f64,
     /// Items per `Scan` page, at most: a checkpoint after each page.
     #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
     page_size: Option<i32>,
@@ -47,6 +51,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
         })?),
     };
     check_max_wcu(args.max_wcu)?;
+    check_max_key_wcu(args.max_key_wcu)?;
     let ctx = connect_existing(runner, "migrate").await?;
     let Some(migration) = migration else {
         let states = migrate::states(&ctx).await?;
@@ -74,6 +79,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
     let options = migrate::Options {
         segments: args.segments,
         max_wcu: args.max_wcu,
+        max_key_wcu: Some(args.max_key_wcu),
         dry_run: args.dry_run,
         page_size: args.page_size,
         stop_after: args.stop_after,

@@ -108,3 +108,11 @@ pub fn check_max_wcu(max_wcu: Option<f64>) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// `--max-key-wcu` is a number of units a second above 0.
+pub fn check_max_key_wcu(max: f64) -> Result<(), String> {
+    if max.is_nan() || max <= 0.0 {
+        return Err("--max-key-wcu must be more than 0".into());
+    }
+    Ok(())
+}

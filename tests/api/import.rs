@@ -640,7 +640,7 @@ fn the_cli_refuses_bad_input_with_exit_2_and_reports_rejects_with_exit_1() {
     let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         summary,
-        json!({"read": 1, "created": 0, "rejected": 1, "alreadyImported": 0})
+        json!({"read": 1, "created": 0, "rejected": 1, "alreadyImported": 0, "hottestKey": null})
     );
     assert_eq!(
         rejects(&lines),

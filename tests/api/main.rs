@@ -12,6 +12,7 @@ mod runtime_api;
 mod accounts;
 mod audit;
 mod auth;
+mod capacity;
 mod concurrency;
 mod conventions;
 mod costs;

@@ -362,7 +362,7 @@ fn holds_any_string(body: &serde_json::Value, key: &str) -> bool {
 
 /// Every `cargo run -- <command>` line of the shell blocks of the README and the guide, run as
 /// written (its comment aside) by the runner binary, in reading order, in one fresh directory
-/// that has the repository's `events/`: so its data and token key are under that directory's
+/// that has the repository's `events/` and `docs/`: so its data and token key are under that directory's
 /// `.singlet/`, as for a reader in a fresh clone who follows the pages in turn. Each must succeed; `invoke`'s output must be the JSON
 /// response, and `get-vehicle` after `register-vehicle` must find the vehicle the first made.
 #[test]
@@ -372,6 +372,8 @@ fn every_cargo_run_command_in_the_docs_runs() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::os::unix::fs::symlink(format!("{ROOT}/events"), dir.join("events")).unwrap();
+    // The docs' own example files (a workload for `plan`), at the paths the pages give.
+    std::os::unix::fs::symlink(format!("{ROOT}/docs"), dir.join("docs")).unwrap();
     let mut ran = Vec::new();
     let blocks: Vec<(String, String)> = in_reading_order()
         .into_iter()

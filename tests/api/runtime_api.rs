@@ -219,7 +219,24 @@ pub fn lambda_binary(profile: &str) -> PathBuf {
         return exe.clone();
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    // Without the variables `cargo test` gives a test (CARGO_MANIFEST_DIR, CARGO_PKG_NAME,
+    // OUT_DIR, ...): ring's and cc's build scripts rerun when one of them changes, so a nested
+    // build that saw them would leave the next `cargo build` from a shell rebuilding ring and
+    // everything above it (.ci/run's one-build check caught it).
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name == "OUT_DIR"
+            || (name.starts_with("CARGO_")
+                && !matches!(
+                    &*name,
+                    "CARGO_HOME" | "CARGO_TARGET_DIR" | "CARGO_BUILD_JOBS"
+                ))
+        {
+            command.env_remove(&*name);
+        }
+    }
+    let output = command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["build", "--profile", profile, "--bin", "singlet-lambda"])
         .args(["--message-format", "json-render-diagnostics"])

@@ -146,7 +146,7 @@ async fn an_export_copied_down_from_s3_loads_with_load_dir() {
             &fresh,
             "copy",
             &checked,
-            transfer::Target::Api,
+            transfer::Target::Api(&singlet_tools::throttle::Throttle::new(None)),
             transfer::Outbox::LeaveOut,
             transfer::OwnerLockKeys::AsExported,
         )

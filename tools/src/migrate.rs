@@ -40,6 +40,8 @@ pub struct Options {
     pub segments: u32,
     /// Write units per second, at most.
     pub max_wcu: Option<f64>,
+    /// Write units per second into any one partition key value, at most (`None`: 800).
+    pub max_key_wcu: Option<f64>,
     pub dry_run: bool,
     /// Items per `Scan` page, at most (DynamoDB's own limit is 1 MB a page): a smaller page is a
     /// checkpoint more often.
@@ -75,6 +77,8 @@ pub struct Report {
     pub sample: Vec<String>,
     /// The most write units consumed in any one-second window of this run.
     pub peak_wcu_per_second: f64,
+    /// The partition key value written most in any one second: kept under `--max-key-wcu`.
+    pub hottest_key: Option<singlet_functions::store::pace::HottestKey>,
 }
 
 /// A migration's state in the table, for `migrate` without a name.
@@ -230,7 +234,12 @@ pub async fn run(
     let settings = Settings {
         loan_history_days: ctx.loan_history_days,
     };
-    let throttle = Throttle::new(options.max_wcu);
+    let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(
+        options
+            .max_key_wcu
+            .unwrap_or(singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU),
+    );
+
     if !options.dry_run {
         // Every segment is marked started before the first write: a run killed before its first
         // page's checkpoint has changed items already, and must be listed `in progress` (and
@@ -322,7 +331,8 @@ pub async fn run(
                             }
                             Plan::Change(change) => {
                                 let expected = *estimate.lock().unwrap();
-                                let admission = throttle.admit(expected).await;
+                                let admission =
+                                    throttle.admit_keys(expected, &change.keys_written()).await;
                                 let applied = ctx
                                     .apply_change(&change)
                                     .await
@@ -389,6 +399,7 @@ pub async fn run(
         dry_run: options.dry_run,
         sample: sample.into_inner().unwrap(),
         peak_wcu_per_second: throttle.peak(),
+        hottest_key: throttle.hottest_key(),
     })
 }
 

@@ -32,6 +32,7 @@ use aws_sdk_dynamodb::types::{
 };
 use futures::StreamExt;
 use serde::Serialize;
+use singlet_functions::store::pace::{HottestKey, KeyRef};
 use singlet_shared::keys::{EVENT_PREFIX, OUTBOX_PREFIX};
 use singlet_shared::schema::{ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE};
 use std::collections::HashMap;
@@ -641,6 +642,8 @@ pub struct ImportSettings {
     pub follow: Follow,
     /// The write units a second the outbox items' deletes may take ([`delete_outbox`]).
     pub max_wcu: f64,
+    /// The write units a second they may take of any one partition key value.
+    pub max_key_wcu: f64,
     /// Parallel scan segments for finding the outbox items.
     pub segments: u32,
 }
@@ -650,6 +653,7 @@ impl Default for ImportSettings {
         Self {
             follow: Follow::default(),
             max_wcu: 1_000.0,
+            max_key_wcu: singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU,
             segments: 8,
         }
     }
@@ -704,6 +708,9 @@ impl ImportReport {
 pub struct Finished {
     /// Outbox items deleted before the stream was on.
     pub outbox_deleted: u64,
+    /// The key those deletes wrote most in any one second (`hottestKey`, as every bulk tool
+    /// reports it).
+    pub hottest_key: Option<HottestKey>,
     /// Whether this run switched the stream on (`false`: it was on already, a run resumed).
     pub stream_switched_on: bool,
     pub ttl_switched_on: bool,
@@ -951,7 +958,8 @@ pub async fn finish_import(
     let stream_on = described
         .stream_specification()
         .is_some_and(|s| s.stream_enabled());
-    let outbox_deleted = delete_outbox(client, table, settings).await?;
+    let deleted = delete_outbox(client, table, settings).await?;
+    let outbox_deleted = deleted.items;
     progress.finish(&format!(
         "deleted {outbox_deleted} outbox items (events the exported table published)"
     ));
@@ -999,6 +1007,7 @@ pub async fn finish_import(
     };
     Ok(Finished {
         outbox_deleted,
+        hottest_key: deleted.hottest_key,
         stream_switched_on,
         ttl_switched_on,
     })
@@ -1071,8 +1080,8 @@ pub async fn delete_outbox(
     client: &Client,
     table: &str,
     settings: &ImportSettings,
-) -> Result<u64, String> {
-    let throttle = Throttle::new(Some(settings.max_wcu));
+) -> Result<Deleted, String> {
+    let throttle = Throttle::new(Some(settings.max_wcu)).with_max_key_wcu(settings.max_key_wcu);
     let deleted = std::sync::atomic::AtomicU64::new(0);
     let progress = Progress::new(settings.follow.shown);
     let segments = settings.segments.max(1);
@@ -1097,7 +1106,13 @@ pub async fn delete_outbox(
                 let keys = page.items.unwrap_or_default();
                 futures::stream::iter(keys)
                     .map(|key| async move {
-                        let admission = throttle.admit(1.0).await;
+                        // An outbox item is in no index: its own partition key is all it writes.
+                        let pk = key
+                            .get(PK)
+                            .and_then(|pk| pk.as_s().ok())
+                            .cloned()
+                            .unwrap_or_default();
+                        let admission = throttle.admit_keys(1.0, &[(KeyRef::table(pk), 1.0)]).await;
                         let answer = client
                             .delete_item()
                             .table_name(table)
@@ -1145,7 +1160,18 @@ pub async fn delete_outbox(
         }
     }))
     .await?;
-    Ok(deleted.load(std::sync::atomic::Ordering::Relaxed))
+    Ok(Deleted {
+        items: deleted.load(std::sync::atomic::Ordering::Relaxed),
+        hottest_key: throttle.hottest_key(),
+    })
+}
+
+/// What [`delete_outbox`] deleted, and the key it wrote most in any one second.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Deleted {
+    pub items: u64,
+    pub hottest_key: Option<HottestKey>,
 }
 
 #[cfg(test)]

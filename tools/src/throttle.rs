@@ -6,7 +6,15 @@
 //! anything to learn from). A write of more units than the limit allows in a second (an
 //! import's transaction of many rows) holds its place for as long as its units take at the
 //! limit, not one second: over any stretch of time the rate stays under the limit.
+//!
+//! Beside the table-wide limit, every write that names its keys ([`Throttle::admit_keys`]) is
+//! paced per partition key value, of the table and of each index (`--max-key-wcu`, default
+//! 800): DynamoDB serves one key at most 1,000 write units a second, however much the table
+//! takes, so a bulk run that writes many items under one key (a depot's vehicles, the overdue
+//! list) is held to that key's budget while its other writes go on. The per-key budget is
+//! `singlet_functions::store::pace`'s, which the overdue marker uses too.
 
+use singlet_functions::store::pace::{HottestKey, KeyRef, PaceClock, Pacer};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -16,6 +24,8 @@ pub struct Throttle {
     max: Option<f64>,
     window: Mutex<Window>,
     peak: Mutex<f64>,
+    /// The per-key budget: every key's units in the last second.
+    keys: Pacer,
 }
 
 /// Writes admitted in the last second: when, and the units each consumed (its estimate until
@@ -61,7 +71,31 @@ impl Throttle {
             max,
             window: Mutex::new(Window::default()),
             peak: Mutex::new(0.0),
+            keys: Pacer::system(),
         }
+    }
+
+    /// At most `max_key_wcu` write units a second into any one partition key value.
+    pub fn with_max_key_wcu(mut self, max_key_wcu: f64) -> Self {
+        self.keys = Pacer::new(max_key_wcu, PaceClock::System);
+        self
+    }
+
+    /// Waits until every key of `keys` has room for its units in the last second, then until
+    /// `estimate` fits the table-wide limit ([`Throttle::admit`]).
+    pub async fn admit_keys(&self, estimate: f64, keys: &[(KeyRef, f64)]) -> Admission {
+        self.keys.admit(keys).await;
+        self.admit(estimate).await
+    }
+
+    /// The most write units a second it lets into any one key.
+    pub fn max_key_wcu(&self) -> f64 {
+        self.keys.max()
+    }
+
+    /// The key written most in any one second so far (`hottestKey` in the reports).
+    pub fn hottest_key(&self) -> Option<HottestKey> {
+        self.keys.hottest()
     }
 
     /// Waits until `estimate` more units fit in the last second, and holds them there.

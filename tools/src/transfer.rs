@@ -8,6 +8,7 @@
 //! writes them side by side.
 
 use crate::progress::Progress;
+use crate::throttle::Throttle;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -22,8 +23,9 @@ use singlet_functions::accounts::{AccountRow, OwnerLock};
 use singlet_functions::ids::IdKey;
 use singlet_functions::model::{Entity, TableEntity, decode, type_of};
 use singlet_functions::store::bulk;
+use singlet_functions::store::pace::{HottestKey, KeyRef, keys_of_item};
 use singlet_shared::Key;
-use singlet_shared::schema::{PK, SK};
+use singlet_shared::schema::{INDEXES, PK, Projection, SK};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -216,8 +218,10 @@ async fn write_export(
 
 /// Where `load` writes: any engine through its API, or the embedded engine's own bulk path.
 pub enum Target<'a> {
-    /// `BatchWriteItem`s of 25, what DynamoDB leaves unprocessed sent again with backoff.
-    Api,
+    /// `BatchWriteItem`s of 25, what DynamoDB leaves unprocessed sent again with backoff, each
+    /// admitted by the throttle first: every partition key value its items are written under
+    /// (the table's and each index's) kept under `--max-key-wcu`, the table under `--max-wcu`.
+    Api(&'a Throttle),
     /// An engine's own bulk path (the runner's embedded dynoxide: `import_items`, thousands of
     /// items in one SQLite transaction each, indexes written with them, no stream records, so a
     /// loaded copy publishes no event a second time). The tools know no engine: the runner
@@ -242,9 +246,12 @@ pub trait BulkWriter: Sync {
 const BULK_ITEMS: usize = 5_000;
 
 /// What `load` did: the items it wrote, and the outbox items it left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Loaded {
     pub items: u64,
+    /// The key written most into in any one second (through an engine's API only: the bulk
+    /// path is not paced).
+    pub hottest_key: Option<HottestKey>,
     /// Outbox items (`_et` `outbox`) are never loaded: each is an event of the table the export
     /// was taken from, published from there already (or about to be). Put into a table with a
     /// stream, each would reach its publisher as a new item and be published a second time.
@@ -593,7 +600,7 @@ pub async fn load_until(
     }
     crate::load_marker::mark(client, table, export.items).await?;
     let chunk = match target {
-        Target::Api => 25,
+        Target::Api(_) => 25,
         Target::Bulk(_) => BULK_ITEMS,
     };
     let (mut written, mut outbox_left_out) = (0u64, 0u64);
@@ -610,18 +617,40 @@ pub async fn load_until(
         let mut items = read_items(path)?.peekable();
         while let Some(item) = items.next() {
             let item = item.map_err(|e| stopped(e, written))?;
+            let mut full = false;
             if outbox == Outbox::LeaveOut && is_outbox(&item) {
                 outbox_left_out += 1;
             } else {
-                batch.push(match &mut rekeying {
+                let item = match &mut rekeying {
                     Some(rekeying) => rekeying.place(item),
                     None => item,
-                });
+                };
+                // Through an API, a batch never holds more than one key's budget for a second:
+                // it is admitted whole, and then written at once.
+                if let Target::Api(throttle) = target
+                    && !batch.is_empty()
+                    && over_a_keys_budget(&batch, &item, throttle.max_key_wcu())
+                {
+                    let written_now =
+                        write_paced(client, table, throttle, std::mem::take(&mut batch))
+                            .await
+                            .map_err(|e| stopped(e, written))?;
+                    written += written_now;
+                    full = true;
+                }
+                batch.push(item);
+            }
+            if full {
+                progress.count(|| format!("loaded {written} items"));
+                if stop_after.is_some_and(|limit| written >= limit) {
+                    progress.interrupt();
+                    return Err(STOPPED_AS_IF_KILLED.into());
+                }
             }
             if batch.len() == chunk || (items.peek().is_none() && !batch.is_empty()) {
                 let items = std::mem::take(&mut batch);
                 written += match target {
-                    Target::Api => write_batch(client, table, items).await,
+                    Target::Api(throttle) => write_paced(client, table, throttle, items).await,
                     Target::Bulk(engine) => {
                         engine.write(table, items, outbox == Outbox::Keep).await
                     }
@@ -639,6 +668,10 @@ pub async fn load_until(
     progress.finish(&format!("loaded {written} items"));
     Ok(Loaded {
         items: written,
+        hottest_key: match target {
+            Target::Api(throttle) => throttle.hottest_key(),
+            Target::Bulk(_) => None,
+        },
         outbox_left_out,
         owner_locks_moved: rekeying.map_or(0, |r| r.moved),
     })
@@ -720,6 +753,56 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners, Vec<u64>), String> {
         per_file.push(in_file);
     }
     Ok((owners.keys.len() as u64, owners, per_file))
+}
+
+/// Whether `item` would take some key of `batch` past `budget` units.
+fn over_a_keys_budget(batch: &[Item], item: &Item, budget: f64) -> bool {
+    let in_batch = batch_units_per_key(batch);
+    batch_units_per_key(std::slice::from_ref(item))
+        .into_iter()
+        .any(|(key, units)| {
+            let held = in_batch
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or(0.0, |(_, units)| *units);
+            held + units > budget
+        })
+}
+
+/// One batch admitted by `throttle` (every key's units and the whole's) and then written.
+async fn write_paced(
+    client: &Client,
+    table: &str,
+    throttle: &Throttle,
+    items: Vec<Item>,
+) -> Result<u64, String> {
+    let keys = batch_units_per_key(&items);
+    let units = keys.iter().map(|(_, units)| units).sum();
+    let admission = throttle.admit_keys(units, &keys).await;
+    let wrote = write_batch(client, table, items).await;
+    throttle.settle(admission, units);
+    wrote
+}
+
+/// The write units a batch of puts takes on each partition key value it writes, of the table and
+/// of each index: an item's size in KB, rounded up, on its table key and on each key of an index
+/// that projects every attribute; one unit on a keys-only index's (its entry is the keys alone).
+fn batch_units_per_key(items: &[Item]) -> Vec<(KeyRef, f64)> {
+    let mut units: Vec<(KeyRef, f64)> = Vec::new();
+    for item in items {
+        let item_units = item_size(item).div_ceil(1024).max(1) as f64;
+        for key in keys_of_item(item) {
+            let keys_only = INDEXES.iter().any(|index| {
+                Some(index.name) == key.index && index.projection == Projection::KeysOnly
+            });
+            let key_units = if keys_only { 1.0 } else { item_units };
+            match units.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, counted)) => *counted += key_units,
+                None => units.push((key, key_units)),
+            }
+        }
+    }
+    units
 }
 
 /// One `BatchWriteItem` of at most 25 puts, sent again for whatever comes back unprocessed.

@@ -20,12 +20,24 @@
 //! `UpdateItem` that only moves it forward): the overdue lists answer it as `asOf`. A run stopped
 //! for its deadline records nothing. It stops starting new pages when its deadline nears, and logs
 //! what it did.
+//!
+//! Every marked loan is one write into GSI4's one partition, `OVERDUE`: unpaced, a page's
+//! hundred updates in flight at once put thousands of entries a second into that key, past
+//! DynamoDB's 1,000 write units a second on one partition key value, and the index's
+//! back-pressure would throttle the marker's writes and any return meanwhile. So each loan's
+//! writes are admitted first by a [`Pacer`] that keeps every key they touch (the loan's, its
+//! open-loans shard, its branch's overdue partition, `OVERDUE`) under
+//! [`crate::store::pace::DEFAULT_MAX_KEY_WCU`] a second: 50,000 loans falling due at once take
+//! about a minute, well inside the function's 15 minutes, and the run reports its
+//! `hottestKey`. Pacing was chosen over sharding `OVERDUE` (docs/guide/capacity.md): it needs no
+//! migration, and `find-all-overdue` stays one query in due-date order.
 
 use super::Checkout;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::report::RunReport;
+use crate::store::pace::{HottestKey, KeyRef, Pacer};
 use crate::store::{Query, decode};
 use serde::{Deserialize, Serialize};
 use singlet_shared::keys;
@@ -63,6 +75,8 @@ pub struct Report {
     pub capacity_units: f64,
     /// False when the run stopped early for its deadline: the next run finishes the work.
     pub complete: bool,
+    /// The key the run wrote most into in any one second (`OVERDUE` on GSI4 in a run of many).
+    pub hottest_key: Option<HottestKey>,
 }
 
 /// How far ahead of the function's clock an event's time is believed: EventBridge's clock and
@@ -125,7 +139,8 @@ impl RunReport for Report {
 /// on its branch's and the library's overdue keys): back-pressure, not a failure. It stops as a
 /// run stopped for its deadline does, incomplete; the loans it did not mark are still in the
 /// open index, and the next run marks them.
-fn throttled(report: Report) -> Report {
+fn throttled(mut report: Report, pacer: &Pacer) -> Report {
+    report.hottest_key = pacer.hottest();
     warn!(
         ?report,
         "mark-overdue was throttled; it stops here and the next run goes on"
@@ -133,13 +148,52 @@ fn throttled(report: Report) -> Report {
     report
 }
 
-/// Marks every open loan due before `now`. `may_start_page` is asked before each page: the
+/// Marks every open loan due before `now`, at most [`crate::store::pace::DEFAULT_MAX_KEY_WCU`]
+/// write units a second into any one key. `may_start_page` is asked before each page: the
 /// Lambda stops for its deadline, a test stops after a few pages.
 pub async fn mark_overdue(
     ctx: &Ctx,
     now: OffsetDateTime,
     page_size: i32,
+    may_start_page: impl FnMut() -> bool,
+) -> Result<Report, ApiError> {
+    mark_overdue_paced(ctx, now, page_size, may_start_page, &Pacer::system()).await
+}
+
+/// The keys one loan's mark writes, a unit each (a loan is under 1 KB): the loan itself, its
+/// open-loans shard (the entry removed), and the overdue indexes' entries put.
+pub fn keys_written(loan: &Checkout) -> Vec<(KeyRef, f64)> {
+    use crate::model::Entity;
+    let overdue = Checkout {
+        status: super::LoanStatus::Overdue,
+        ..loan.clone()
+    };
+    let mut written = vec![
+        (KeyRef::table(loan.active_key().pk), 1.0),
+        (
+            KeyRef::index(
+                GSI1.name,
+                keys::open_loan(&loan.checkout_id, &loan.due_date).pk,
+            ),
+            1.0,
+        ),
+    ];
+    written.extend(
+        overdue
+            .index_keys()
+            .into_iter()
+            .map(|(index, key)| (KeyRef::index(index.name, key.pk), 1.0)),
+    );
+    written
+}
+
+/// [`mark_overdue`], each loan's writes admitted by `pacer` first.
+pub async fn mark_overdue_paced(
+    ctx: &Ctx,
+    now: OffsetDateTime,
+    page_size: i32,
     mut may_start_page: impl FnMut() -> bool,
+    pacer: &Pacer,
 ) -> Result<Report, ApiError> {
     let before = clock::iso(now);
     let mut report = Report {
@@ -150,6 +204,7 @@ pub async fn mark_overdue(
         let mut start = None;
         loop {
             if !may_start_page() {
+                report.hottest_key = pacer.hottest();
                 warn!(
                     ?report,
                     "mark-overdue stopped before its deadline; the next run goes on"
@@ -162,7 +217,7 @@ pub async fn mark_overdue(
                 .start_after(start);
             let (page, consumed) = crate::store::capacity::metered(ctx.query(query)).await;
             let page = match page {
-                Err(ApiError::Throttled) => return Ok(throttled(report)),
+                Err(ApiError::Throttled) => return Ok(throttled(report, pacer)),
                 page => page?,
             };
             report.pages_read += 1;
@@ -180,9 +235,13 @@ pub async fn mark_overdue(
                     }
                 }
             }
-            let marks = loans.iter().map(|loan| {
-                crate::store::capacity::metered(ctx.update_item(super::mark_overdue(loan)))
-            });
+            let mut marks = Vec::with_capacity(loans.len());
+            for loan in &loans {
+                pacer.admit(&keys_written(loan)).await;
+                marks.push(crate::store::capacity::metered(
+                    ctx.update_item(super::mark_overdue(loan)),
+                ));
+            }
             let mut was_throttled = false;
             for (outcome, consumed) in futures::future::join_all(marks).await {
                 report.capacity_units += consumed.write_units;
@@ -195,7 +254,7 @@ pub async fn mark_overdue(
                 }
             }
             if was_throttled {
-                return Ok(throttled(report));
+                return Ok(throttled(report, pacer));
             }
             start = page.last_key;
             if start.is_none() {
@@ -204,6 +263,7 @@ pub async fn mark_overdue(
         }
     }
     report.complete = true;
+    report.hottest_key = pacer.hottest();
     // Only a complete run moves `asOf`; an older run completing late leaves a newer time.
     let (recorded, consumed) =
         crate::store::capacity::metered(ctx.update_item(super::record_run(&before))).await;

@@ -57,6 +57,13 @@ impl Change {
         self.writes.is_empty()
     }
 
+    /// The keys its writes put units on, with the units expected on each (every item under
+    /// 1 KB; a change of several writes is a transaction): what `migrate` paces per key.
+    pub fn keys_written(&self) -> Vec<(super::pace::KeyRef, f64)> {
+        let keys = self.writes.iter().flat_map(Write::keys_written).collect();
+        super::pace::units_per_key(keys, self.writes.len() > 1)
+    }
+
     /// Each write as text, placeholders replaced (`update VEHICLE#v1 SET … IF …`): what a test
     /// reads of a plan.
     #[cfg(test)]

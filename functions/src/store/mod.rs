@@ -22,6 +22,7 @@ mod failure;
 pub mod item;
 pub mod lock;
 pub mod migration;
+pub mod pace;
 mod transaction;
 pub mod write;
 

@@ -458,6 +458,38 @@ pub(super) struct RawCheck {
     old_on_failure: bool,
 }
 
+impl Put {
+    /// The partition keys this put writes under, the table's and each index's the item has.
+    pub fn keys_written(&self) -> Vec<super::pace::KeyRef> {
+        super::pace::keys_of_item(&self.item)
+    }
+}
+
+impl Write {
+    /// The partition keys this write puts units on: the item's, and each index's whose key it
+    /// sets (a put's item holds them; an update sets them). What pacing per key counts
+    /// ([`super::pace`]); a check writes nothing but is billed on its item's key.
+    pub(super) fn keys_written(&self) -> Vec<super::pace::KeyRef> {
+        use super::pace::KeyRef;
+        match self {
+            Write::Put(put) => super::pace::keys_of_item(&put.item),
+            Write::Update(update) => {
+                let mut keys = vec![KeyRef::table(update.key.pk.clone())];
+                for index in singlet_shared::schema::INDEXES {
+                    if let Some((_, value)) = update.set.iter().find(|(name, _)| *name == index.pk)
+                        && let Ok(pk) = value.as_s()
+                    {
+                        keys.push(KeyRef::index(index.name, pk.clone()));
+                    }
+                }
+                keys
+            }
+            Write::Delete(delete) => vec![KeyRef::table(delete.key.pk.clone())],
+            Write::Check(check) => vec![KeyRef::table(check.key.pk.clone())],
+        }
+    }
+}
+
 impl From<Put> for Write {
     fn from(put: Put) -> Self {
         Write::Put(put)

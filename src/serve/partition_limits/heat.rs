@@ -67,6 +67,28 @@ struct State {
     current: HashMap<KeyId, Tally>,
     past: VecDeque<(i64, Vec<Hot>)>,
     throttled_requests: u64,
+    /// Every key's units summed over the seconds since [`Meter::start_totals`], when asked for:
+    /// the past seconds keep only [`KEPT_PER_FAMILY`] keys each, and a key as busy as dozens of
+    /// others in a second may be the one dropped, so a sum over them undercounts it.
+    totals: Option<HashMap<KeyId, Total>>,
+}
+
+/// A key's units over the seconds summed, and its busiest second.
+#[derive(Debug, Clone, Copy, Default)]
+struct Total {
+    sum: Tally,
+    peak_read: Halves,
+    peak_write: Halves,
+}
+
+impl Total {
+    fn add(&mut self, tally: &Tally) {
+        self.sum.read += tally.read;
+        self.sum.write += tally.write;
+        self.sum.throttled += tally.throttled;
+        self.peak_read = self.peak_read.max(tally.read);
+        self.peak_write = self.peak_write.max(tally.write);
+    }
 }
 
 impl State {
@@ -89,6 +111,11 @@ impl State {
     fn at(&mut self, second: i64) {
         if second == self.second {
             return;
+        }
+        if let Some(totals) = &mut self.totals {
+            for (key, tally) in &self.current {
+                totals.entry(key.clone()).or_default().add(tally);
+            }
         }
         if !self.current.is_empty() {
             let hottest = hottest(self.current.drain().map(|(key, tally)| Hot { key, tally }));
@@ -339,6 +366,50 @@ impl Meter {
         }
     }
 
+    /// Starts summing every key's units, second by second, from `second` on (`plan
+    /// --simulate`'s window): memory then grows with the keys touched, so only a bounded run asks.
+    pub fn start_totals(&self, second: i64) {
+        let mut state = self.state.lock().expect("the meter is never poisoned");
+        state.at(second);
+        state.totals = Some(HashMap::new());
+    }
+
+    /// Each key's units since [`Meter::start_totals`] up to `second` (its current second
+    /// included), with its busiest second and the requests refused at it; none when not started.
+    pub fn totals(&self, second: i64) -> Vec<KeyTotal> {
+        let mut state = self.state.lock().expect("the meter is never poisoned");
+        state.at(second);
+        let Some(totals) = &state.totals else {
+            return Vec::new();
+        };
+        let mut totals = totals.clone();
+        for (key, tally) in &state.current {
+            totals.entry(key.clone()).or_default().add(tally);
+        }
+        totals
+            .into_iter()
+            .map(|((resource, pk), total)| {
+                let (table, index) = state.resources[resource as usize].clone();
+                KeyTotal {
+                    table,
+                    index,
+                    family: super::schema::family(&pk).to_owned(),
+                    pk: pk.into(),
+                    read_units: total.sum.read as f64 / 2.0,
+                    write_units: total.sum.write as f64 / 2.0,
+                    peak_rcu_per_second: total.peak_read as f64 / 2.0,
+                    peak_wcu_per_second: total.peak_write as f64 / 2.0,
+                    throttled_requests: u64::from(total.sum.throttled),
+                }
+            })
+            .collect()
+    }
+
+    /// Requests refused since the meter started.
+    pub fn throttled_requests(&self) -> u64 {
+        self.state.lock().expect("not poisoned").throttled_requests
+    }
+
     /// How many keys the current second holds (the bench's memory check).
     pub fn keys_this_second(&self) -> usize {
         self.state.lock().expect("not poisoned").current.len()
@@ -349,6 +420,20 @@ impl Meter {
         let state = self.state.lock().expect("not poisoned");
         state.past.iter().map(|(_, hot)| hot.len()).sum()
     }
+}
+
+/// One key's units summed over a window ([`Meter::totals`]).
+#[derive(Debug, Clone)]
+pub struct KeyTotal {
+    pub table: String,
+    pub index: Option<String>,
+    pub family: String,
+    pub pk: String,
+    pub read_units: f64,
+    pub write_units: f64,
+    pub peak_rcu_per_second: f64,
+    pub peak_wcu_per_second: f64,
+    pub throttled_requests: u64,
 }
 
 #[derive(Default)]
@@ -427,6 +512,27 @@ mod tests {
         assert_eq!(keys[0].pk, "A#1");
         assert_eq!(keys[0].peak_wcu_per_second, 1000.0);
         assert_eq!(keys[0].throttled_requests, 1);
+    }
+
+    #[test]
+    fn totals_sum_every_key_over_the_seconds_however_many_tie() {
+        let meter = Meter::default();
+        meter.settle(9, &[write("A#0", 7)], false);
+        meter.start_totals(10);
+        for second in 10..13 {
+            // Twenty keys as busy as A#1 each second: the kept heat may drop it, the totals not.
+            for k in 1..=20 {
+                meter.settle(second, &[write(&format!("A#{k}"), 2)], false);
+            }
+        }
+        meter.settle(12, &[write("A#1", 3)], false);
+        let totals = meter.totals(12);
+        let one = totals.iter().find(|t| t.pk == "A#1").unwrap();
+        assert_eq!(one.write_units, 9.0);
+        assert_eq!(one.peak_wcu_per_second, 5.0);
+        assert_eq!(one.family, "A#");
+        assert!(totals.iter().all(|t| t.pk != "A#0"), "before the window");
+        assert_eq!(totals.len(), 20);
     }
 
     #[test]

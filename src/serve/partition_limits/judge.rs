@@ -642,12 +642,17 @@ impl Write {
         let Some(pk) = self.key.get(&self.schema.keys.hash).and_then(key_text) else {
             return Vec::new();
         };
+        // A transaction writes each of its items twice (prepare and commit); its index entries
+        // are written once, after it completes: "After a transaction completes in DynamoDB, its
+        // changes start propagating to global secondary indexes (GSIs), streams, and backups"
+        // (Developer Guide, "Amazon DynamoDB Transactions: How it works",
+        // https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html).
         let write = |index: Option<&str>, pk: String, bytes: u64| Charge {
             table: self.table.clone(),
             index: index.map(str::to_owned),
             pk,
             kind: Kind::Write,
-            halves: write_halves(bytes, self.transactional),
+            halves: write_halves(bytes, self.transactional && index.is_none()),
         };
         let mut charges = vec![write(None, pk, size(self.old.as_ref()).max(size(new)))];
         if outcome == Outcome::Refused || matches!(self.new, New::Checked) {

@@ -18,9 +18,12 @@ pub mod rules;
 pub mod scan;
 
 use crate::progress::Progress;
+use crate::throttle::Throttle;
+use repair::Repair;
 use rules::{Finding, Rule, Table, check};
 use serde::Serialize;
 use singlet_functions::Ctx;
+use singlet_functions::store::pace::{DEFAULT_MAX_KEY_WCU, HottestKey};
 use std::time::Duration;
 
 /// What a run found and did: the contract's `--json` shape.
@@ -29,6 +32,9 @@ pub struct Report {
     pub scanned: u64,
     pub findings: Vec<Reported>,
     pub repaired: u64,
+    /// The key the repairs wrote most into in any one second (`--repair` only).
+    #[serde(rename = "hottestKey", skip_serializing_if = "Option::is_none")]
+    pub hottest_key: Option<HottestKey>,
 }
 
 /// One confirmed finding.
@@ -65,6 +71,11 @@ pub struct Options {
     pub segments: u32,
     /// Progress lines on standard error.
     pub progress: bool,
+    /// The repairs' write units a second, at most, table-wide (`None`: no limit).
+    pub max_wcu: Option<f64>,
+    /// The repairs' write units a second into any one partition key value, of the table or an
+    /// index (DynamoDB serves one key 1,000).
+    pub max_key_wcu: f64,
 }
 
 impl Default for Options {
@@ -74,6 +85,8 @@ impl Default for Options {
             dry_run: false,
             segments: 4,
             progress: false,
+            max_wcu: None,
+            max_key_wcu: DEFAULT_MAX_KEY_WCU,
         }
     }
 }
@@ -85,7 +98,9 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
     if let Some(unfinished) = crate::load_marker::read(&ctx.db, &ctx.table).await? {
         return Err(unfinished.describe(&ctx.table));
     }
-    let mut report = scan_and_judge(ctx, options).await?;
+    // One pace for every round's repairs: a later round's writes count in the same seconds.
+    let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(options.max_key_wcu);
+    let mut report = scan_and_judge(ctx, options, &throttle).await?;
     // A repair can leave what another rule checks wrong: a copy a lost loan left `checked_out`,
     // set `available`, makes its branch's count of copies on the shelf one short. So a run that
     // repaired checks again, and repairs again, until a round repairs nothing: a second
@@ -98,10 +113,13 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
         if options.progress {
             eprintln!("fsck: checking again after {last_round} repairs");
         }
-        let again = scan_and_judge(ctx, options).await?;
+        let again = scan_and_judge(ctx, options, &throttle).await?;
         last_round = again.repaired;
         rounds += 1;
         report.merge(again);
+    }
+    if options.repair && !options.dry_run {
+        report.hottest_key = throttle.hottest_key();
     }
     Ok(report)
 }
@@ -131,7 +149,11 @@ impl Report {
 
 /// One round: the whole table read, every rule checked, findings confirmed and (with
 /// `options.repair`) repaired.
-async fn scan_and_judge(ctx: &Ctx, options: Options) -> Result<Report, String> {
+async fn scan_and_judge(
+    ctx: &Ctx,
+    options: Options,
+    throttle: &Throttle,
+) -> Result<Report, String> {
     let progress = std::sync::Arc::new(Progress::new(options.progress));
     let started = std::time::Instant::now();
     let counter = scan::Counter::default();
@@ -161,7 +183,7 @@ async fn scan_and_judge(ctx: &Ctx, options: Options) -> Result<Report, String> {
         scanned.len(),
         started.elapsed().as_secs_f64()
     ));
-    judge(ctx, scanned, options, Box::pin(async {})).await
+    judge(ctx, scanned, options, throttle, Box::pin(async {})).await
 }
 
 /// Judges `items` as a scan read them (each item at its own moment, so possibly half of a
@@ -185,13 +207,19 @@ pub async fn judge_items_racing(
     race: impl std::future::Future<Output = ()> + Send,
 ) -> Result<Report, String> {
     let scanned = items.into_iter().map(rules::Stored::new).collect();
-    judge(ctx, scanned, options, Box::pin(race)).await
+    let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(options.max_key_wcu);
+    let mut report = judge(ctx, scanned, options, &throttle, Box::pin(race)).await?;
+    if options.repair && !options.dry_run {
+        report.hottest_key = throttle.hottest_key();
+    }
+    Ok(report)
 }
 
 async fn judge(
     ctx: &Ctx,
     scanned: Vec<rules::Stored>,
     options: Options,
+    throttle: &Throttle,
     race: futures::future::BoxFuture<'_, ()>,
 ) -> Result<Report, String> {
     let progress = |line: String| {
@@ -231,7 +259,7 @@ async fn judge(
     }
     for finding in &confirmed {
         let written = match (&finding.repair, repairing) {
-            (Some(repair), true) => Some(repair.apply(ctx).await?),
+            (Some(repair), true) => Some(apply_paced(ctx, repair, throttle).await?),
             (_, true) => Some(false),
             (_, false) => None,
         };
@@ -255,7 +283,35 @@ async fn judge(
         scanned,
         findings,
         repaired,
+        hottest_key: None,
     })
+}
+
+/// How many times a throttled repair is tried before the run stops (about a minute of waits).
+const THROTTLED_TRIES: u32 = 10;
+
+/// Writes `repair` once its keys have room under `--max-key-wcu` and the table under
+/// `--max-wcu`; a throttle met anyway (the API writing the same keys meanwhile) is back-pressure:
+/// the repair waits, longer each time, and is tried again. Its condition keeps a second try from
+/// writing twice.
+async fn apply_paced(ctx: &Ctx, repair: &Repair, throttle: &Throttle) -> Result<bool, String> {
+    let keys = repair.keys_written();
+    let units: f64 = keys.iter().map(|(_, units)| units).sum();
+    let mut wait = Duration::from_millis(100);
+    for tried in 1.. {
+        let admission = throttle.admit_keys(units, &keys).await;
+        let applied = repair.apply(ctx).await;
+        throttle.settle(admission, units);
+        match applied {
+            Err(repair::Refused::Throttled) if tried < THROTTLED_TRIES => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(10));
+            }
+            Err(refused) => return Err(refused.to_string()),
+            Ok(written) => return Ok(written),
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 /// Every rule over every item, on every core: the rules only read the table.

@@ -10,6 +10,7 @@
 use super::entity::{Claim, LockKind};
 use singlet_functions::Ctx;
 use singlet_functions::accounts::{AccountRow, EmailLock, OwnerLock, UsernameLock};
+use singlet_functions::error::ApiError;
 use singlet_functions::events::outbox::{self, OutboxItem};
 use singlet_functions::fleet::{ChassisLock, PlateLock, Vehicle};
 use singlet_functions::idempotency;
@@ -17,6 +18,7 @@ use singlet_functions::library::{BookAvailability, Copy, Patron, PatronCard};
 use singlet_functions::loans::Checkout;
 use singlet_functions::model::idempotency::{IdLock, IdempotencyRecord};
 use singlet_functions::model::{Entity, Field, Held, TableEntity};
+use singlet_functions::store::pace::{KeyRef, units_per_key};
 use singlet_functions::store::write::AnyEntity;
 use singlet_functions::store::{Check, Commit, Condition, Transaction, Update, lock};
 use singlet_shared::keys::{self, CopyStatus};
@@ -104,6 +106,24 @@ pub enum Repair {
         entity: &'static str,
         seen: u64,
     },
+}
+
+/// Why a repair wrote nothing and was not simply outdated.
+#[derive(Debug)]
+pub enum Refused {
+    /// The table throttled it (a hot key): back-pressure, to be tried again.
+    Throttled,
+    /// Anything else: the run stops.
+    Cannot(String),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Throttled => f.write_str("the table throttled a repair past its retries"),
+            Refused::Cannot(reason) => f.write_str(reason),
+        }
+    }
 }
 
 /// The parts of a repair's transaction.
@@ -237,9 +257,84 @@ impl Repair {
         }
     }
 
+    /// The partition keys the repair writes, of the table and of each index, with the units
+    /// each takes (a transaction's table writes and checks count twice): what `--max-key-wcu`
+    /// paces. A condition check is billed as a write on the item it checks.
+    pub fn keys_written(&self) -> Vec<(KeyRef, f64)> {
+        let table = |key: &Key| KeyRef::table(key.pk.clone());
+        let holder = |holder: &Holder| match holder {
+            Holder::Unknown => None,
+            Holder::Absent(owner) | Holder::Holds { owner, .. } => Some(table(owner)),
+        };
+        let (keys, transactional): (Vec<KeyRef>, bool) = match self {
+            Repair::ReleaseLock {
+                lock, holder_owner, ..
+            } => (
+                std::iter::once(table(&lock.key()))
+                    .chain(holder(holder_owner))
+                    .collect(),
+                true,
+            ),
+            Repair::ClaimLock { claim, .. } => {
+                (vec![table(&claim.lock_key), table(&claim.owner)], true)
+            }
+            Repair::ReleaseOwnerLock { lock, .. } => (
+                vec![table(&lock.key()), table(&keys::account(&lock.account_id))],
+                true,
+            ),
+            Repair::ClaimOwnerLock { lock, account, .. } => {
+                (vec![table(&lock.key()), table(&account.key())], true)
+            }
+            Repair::SetActiveLoans { patron, .. } => (vec![table(patron)], false),
+            Repair::SetAvailableCopies {
+                isbn, branch_id, ..
+            } => (
+                vec![table(&keys::book_availability(isbn, branch_id))],
+                false,
+            ),
+            Repair::SetCopyStatus { copy, to, loan } => {
+                let moved = Copy {
+                    status: *to,
+                    ..copy.clone()
+                };
+                let mut keys = vec![table(&copy.key())];
+                keys.extend(
+                    copy.index_keys()
+                        .into_iter()
+                        .chain(moved.index_keys())
+                        .map(|(index, key)| KeyRef::index(index.name, key.pk)),
+                );
+                keys.extend(loan.iter().map(table));
+                (keys, true)
+            }
+            Repair::RewriteLoanIndex { key, set, seen, .. } => {
+                let mut keys = vec![table(key)];
+                keys.extend(
+                    set.iter()
+                        .map(|(index, key)| KeyRef::index(index.name, key.pk.clone())),
+                );
+                keys.extend(seen.iter().filter_map(|(index, pk, _)| {
+                    pk.as_ref().map(|pk| KeyRef::index(index.name, pk.clone()))
+                }));
+                (keys, false)
+            }
+            Repair::SetExpiry { key, .. } | Repair::RemoveExpiry { key, .. } => {
+                (vec![table(key)], false)
+            }
+        };
+        // An index entry rewritten under the same key is one write to it, not two.
+        let mut unique: Vec<KeyRef> = Vec::with_capacity(keys.len());
+        for key in keys {
+            if !unique.contains(&key) {
+                unique.push(key);
+            }
+        }
+        units_per_key(unique, transactional)
+    }
+
     /// Writes the repair: `Ok(true)` when it wrote, `Ok(false)` when its condition no longer held
     /// (the table changed since the finding was confirmed, and nothing was written).
-    pub async fn apply(&self, ctx: &Ctx) -> Result<bool, String> {
+    pub async fn apply(&self, ctx: &Ctx) -> Result<bool, Refused> {
         let written = match self {
             Repair::ReleaseLock {
                 lock,
@@ -247,7 +342,10 @@ impl Repair {
                 holder_owner,
             } => {
                 let Some(release) = lock::release_declared(lock) else {
-                    return Err(format!("{} is not a lock", lock.entity_type().name));
+                    return Err(Refused::Cannot(format!(
+                        "{} is not a lock",
+                        lock.entity_type().name
+                    )));
                 };
                 let release = Transaction::new().delete(Part::Lock, release);
                 let transaction = match holder_owner {
@@ -379,7 +477,11 @@ impl Repair {
                 "outbox" => {
                     set_expiry::<OutboxItem>(ctx, key, outbox::KEEP_SECONDS.unsigned_abs()).await
                 }
-                other => return Err(format!("cannot set the expiry of a {other}")),
+                other => {
+                    return Err(Refused::Cannot(format!(
+                        "cannot set the expiry of a {other}"
+                    )));
+                }
             },
             Repair::RemoveExpiry { key, entity, seen } => {
                 let (key, seen) = (key.clone(), *seen);
@@ -395,11 +497,18 @@ impl Repair {
                     "id-lock" => remove_expiry::<IdLock>(ctx, key, seen).await,
                     "loan" => remove_expiry::<Checkout>(ctx, key, seen).await,
                     "owner-lock" => remove_expiry::<OwnerLock>(ctx, key, seen).await,
-                    other => return Err(format!("cannot remove the expiry of a {other}")),
+                    other => {
+                        return Err(Refused::Cannot(format!(
+                            "cannot remove the expiry of a {other}"
+                        )));
+                    }
                 }
             }
         };
-        written.map_err(|e| format!("the engine refused a repair: {e:?}"))
+        written.map_err(|e| match e {
+            ApiError::Throttled => Refused::Throttled,
+            other => Refused::Cannot(format!("the engine refused a repair: {other:?}")),
+        })
     }
 }
 

@@ -156,6 +156,8 @@ impl Kind {
 pub struct Options {
     /// Write units per second, at most.
     pub max_wcu: Option<f64>,
+    /// Write units per second into any one partition key value, at most (`None`: 800).
+    pub max_key_wcu: Option<f64>,
     /// The time every row is created at.
     pub at: OffsetDateTime,
     /// Rows per transaction, at most (1: one transaction per row, as the benchmark compares).
@@ -173,6 +175,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             max_wcu: None,
+            max_key_wcu: None,
             at: OffsetDateTime::now_utc(),
             rows_per_transaction: MAX_ACTIONS,
             in_flight: IN_FLIGHT,
@@ -206,6 +209,8 @@ pub struct Summary {
     /// The most write units consumed in any one-second window of the run.
     #[serde(skip)]
     pub peak_wcu_per_second: f64,
+    /// The partition key value written most in any one second: kept under `--max-key-wcu`.
+    pub hottest_key: Option<singlet_functions::store::pace::HottestKey>,
 }
 
 /// One line of the rejects file.
@@ -755,7 +760,11 @@ pub async fn write(ctx: &Ctx, rows: Rows, options: &Options) -> Result<Summary, 
         planned.push(row_plan);
     }
 
-    let throttle = Throttle::new(options.max_wcu);
+    let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(
+        options
+            .max_key_wcu
+            .unwrap_or(singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU),
+    );
     let run = format!("{:032x}", rand::random::<u128>());
     let run = &run;
     // Learned from the writes themselves: the most one action has consumed (the most, not the
@@ -780,7 +789,7 @@ pub async fn write(ctx: &Ctx, rows: Rows, options: &Options) -> Result<Summary, 
             async move {
                 let actions = batch_actions(&batch) as f64;
                 let estimate = *units_per_action.lock().unwrap() * actions;
-                let admission = throttle.admit(estimate).await;
+                let admission = throttle.admit_keys(estimate, &batch_keys(&batch)).await;
                 let (ended, units) = write_batch(ctx, run, &batch).await?;
                 throttle.settle(admission, units);
                 if units > 0.0 {
@@ -805,6 +814,7 @@ pub async fn write(ctx: &Ctx, rows: Rows, options: &Options) -> Result<Summary, 
         let (ended, units) = written.inspect_err(|_| progress.interrupt())?;
         summary.write_units += units;
         summary.peak_wcu_per_second = throttle.peak();
+        summary.hottest_key = throttle.hottest_key();
         for end in ended {
             match end {
                 Ended::Created => summary.created += 1,
@@ -860,6 +870,33 @@ fn batches(planned: Vec<Planned>, rows_per_transaction: usize) -> Vec<Vec<Planne
 }
 
 /// The actions of one transaction of `batch`.
+/// The partition keys a batch's transaction writes under, with the units expected on each (two
+/// a table item, as a transaction's writes are; one an index entry): what the per-key budget
+/// paces.
+fn batch_keys(batch: &[Planned]) -> Vec<(singlet_functions::store::pace::KeyRef, f64)> {
+    use singlet_functions::store::pace::{KeyRef, units_per_key};
+    let mut keys = Vec::new();
+    let mut branches = HashSet::new();
+    for row in batch {
+        keys.extend(row.entity.keys_written());
+        for claim in &row.claims {
+            if let Some(put) = &claim.put {
+                keys.extend(put.keys_written());
+            }
+        }
+        keys.extend(row.event.keys_written());
+        if let Some(branch) = &row.branch
+            && branches.insert(branch)
+        {
+            keys.push(KeyRef::table(keys::branch(branch).pk));
+        }
+        if let Some((isbn, branch)) = &row.available {
+            keys.push(KeyRef::table(keys::book_availability(isbn, branch).pk));
+        }
+    }
+    units_per_key(keys, true)
+}
+
 fn batch_actions(batch: &[Planned]) -> usize {
     let branches: HashSet<&Id> = batch.iter().filter_map(|row| row.branch.as_ref()).collect();
     let counts: HashSet<&(Isbn13, Id)> = batch
