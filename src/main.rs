@@ -43,10 +43,12 @@ enum Command {
     /// Load a file of rows (JSON Lines, or CSV with a header) as the create routes would write
     /// them; refused rows go to `<file>.rejects.jsonl` (exit 1 when there are some).
     Import(import::ImportArgs),
-    /// Write the table in DynamoDB's export format (`<dir>/data/*.json.gz`, `manifest-summary.json`).
+    /// Write the table in DynamoDB's export format (`<dir>/data/*.json.gz`, `manifest-summary.json`);
+    /// with --s3, DynamoDB's own export of a table on AWS to S3.
     Export(export::ExportArgs),
     /// Write an export into an empty table (a table that holds items is refused), every item but
-    /// the outbox's: those are events the exported table published, and would be published again.
+    /// the outbox's: those are events the exported table published, and would be published again;
+    /// with --s3, DynamoDB's own import of an S3 export into a new table on AWS.
     Load(load::LoadArgs),
     /// List the migrations and their state, or run one: `migrate vehicles-by-depot`.
     Migrate(migrate::MigrateArgs),
@@ -82,7 +84,10 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
     let runner = &cli.runner;
-    if runner.table.starts_with("arn:") && runner.endpoint.is_none() {
+    // `export --s3` reaches AWS without an endpoint (the environment's region), and
+    // DescribeTable takes a table's ARN.
+    let on_aws = matches!(&cli.command, Some(Command::Export(args)) if args.on_aws());
+    if runner.table.starts_with("arn:") && runner.endpoint.is_none() && !on_aws {
         return Err(format!(
             "--table {} is a table in AWS: name its --endpoint too (the embedded engine's \
              tables have plain names)",

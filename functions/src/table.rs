@@ -46,6 +46,45 @@ pub fn stream_specification() -> StreamSpecification {
         .expect("complete")
 }
 
+/// The table's key schema, attribute definitions and indexes, as [`ensure_table`] creates them
+/// and `template.yaml` declares them; also what `load --s3` gives DynamoDB's `ImportTable`, which
+/// creates the table itself (singlet_tools::on_aws).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definition {
+    pub attribute_definitions: Vec<AttributeDefinition>,
+    pub key_schema: Vec<KeySchemaElement>,
+    pub global_secondary_indexes: Vec<GlobalSecondaryIndex>,
+}
+
+/// The table's [`Definition`], from `singlet_shared::schema`.
+pub fn definition() -> Definition {
+    let indexes = INDEXES.iter().map(|index| {
+        GlobalSecondaryIndex::builder()
+            .index_name(index.name)
+            .set_key_schema(Some(key_schema(index.pk, index.sk)))
+            .projection(projection(index))
+            .build()
+            .expect("complete")
+    });
+    Definition {
+        attribute_definitions: schema::key_attributes()
+            .into_iter()
+            .map(attribute)
+            .collect(),
+        key_schema: key_schema(PK, SK),
+        global_secondary_indexes: indexes.collect(),
+    }
+}
+
+/// The table's TTL as the template declares it: on, on [`TTL_ATTRIBUTE`].
+pub fn time_to_live() -> TimeToLiveSpecification {
+    TimeToLiveSpecification::builder()
+        .enabled(true)
+        .attribute_name(TTL_ATTRIBUTE)
+        .build()
+        .expect("complete")
+}
+
 /// Creates `table` unless it exists, its stream on from its first write. Returns whether it
 /// created it.
 ///
@@ -63,34 +102,21 @@ pub async fn ensure_table(client: &Client, table: &str) -> Result<bool, aws_sdk_
     {
         return Ok(false);
     }
-    let attributes = schema::key_attributes().into_iter().map(attribute);
-    let indexes = INDEXES.iter().map(|index| {
-        GlobalSecondaryIndex::builder()
-            .index_name(index.name)
-            .set_key_schema(Some(key_schema(index.pk, index.sk)))
-            .projection(projection(index))
-            .build()
-            .expect("complete")
-    });
+    let definition = definition();
     client
         .create_table()
         .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
-        .set_attribute_definitions(Some(attributes.collect()))
-        .set_key_schema(Some(key_schema(PK, SK)))
-        .set_global_secondary_indexes(Some(indexes.collect()))
+        .set_attribute_definitions(Some(definition.attribute_definitions))
+        .set_key_schema(Some(definition.key_schema))
+        .set_global_secondary_indexes(Some(definition.global_secondary_indexes))
         .stream_specification(stream_specification())
         .send()
         .await?;
     client
         .update_time_to_live()
         .table_name(table)
-        .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .enabled(true)
-                .attribute_name(TTL_ATTRIBUTE)
-                .build()?,
-        )
+        .time_to_live_specification(time_to_live())
         .send()
         .await?;
     Ok(true)

@@ -51,6 +51,24 @@ pub async fn connect_existing(args: &RunnerArgs, verb: &'static str) -> Result<C
     Ok(connect_engine(args, None, Missing::Refuse(verb)).await?.0)
 }
 
+/// A client for a table on AWS, for `export --s3` and `load --s3`, whose work DynamoDB does:
+/// `--endpoint` when given, else DynamoDB in the environment's region with its credentials
+/// (variables, profile, role). No engine is opened: the embedded one has no export to S3.
+pub async fn aws_client(args: &RunnerArgs) -> Result<aws_sdk_dynamodb::Client, String> {
+    if let Some(endpoint) = &args.endpoint {
+        return engine::external_client(endpoint).await;
+    }
+    let client = singlet_functions::context::client_from_env(None).await;
+    if client.config().region().is_none() {
+        return Err(
+            "no AWS region: --s3 works on a table on AWS; set AWS_REGION (or a profile's \
+             region), or name the table's --endpoint"
+                .into(),
+        );
+    }
+    Ok(client)
+}
+
 /// [`connect`], with the embedded engine itself when there is one (for its TTL sweep), and the
 /// endpoint the runner's own clients use (dynoxide's, not its door's).
 pub async fn connect_engine(

@@ -91,6 +91,16 @@ fn parse_table_name(raw: &str) -> Result<String, String> {
 /// command that ran and has something to report.
 pub const COULD_NOT_RUN: u8 = 2;
 
+/// `--poll` of `export --s3` and `load --s3`: seconds, more than 0 and at most an hour.
+pub fn parse_poll(raw: &str) -> Result<f64, String> {
+    match raw.parse::<f64>() {
+        Ok(seconds) if seconds > 0.0 && seconds <= 3600.0 => Ok(seconds),
+        _ => Err(format!(
+            "{raw:?} is not a poll interval: seconds, more than 0 and at most 3600"
+        )),
+    }
+}
+
 /// `--max-wcu`, when given, is a positive number: told before any engine is opened.
 pub fn check_max_wcu(max_wcu: Option<f64>) -> Result<(), String> {
     if max_wcu.is_some_and(|max| max.is_nan() || max <= 0.0) {

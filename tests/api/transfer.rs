@@ -12,7 +12,7 @@ use singlet_tools::transfer;
 use std::path::PathBuf;
 
 /// A table with every domain in it, written through the API.
-async fn filled() -> Api {
+pub(crate) async fn filled() -> Api {
     let api = Api::start(Mode::Direct).await;
     fixtures::library(&api).await;
     let patron = fixtures::patron(&api, "central", "C-0001", "standard").await;
@@ -53,19 +53,19 @@ async fn filled() -> Api {
 }
 
 /// Every item, sorted by key, as comparable JSON.
-fn dump(items: Vec<Item>) -> Vec<Value> {
+pub(crate) fn dump(items: Vec<Item>) -> Vec<Value> {
     let mut items = items;
     items.sort_by(|a, b| (s(a, "PK"), s(a, "SK")).cmp(&(s(b, "PK"), s(b, "SK"))));
     items.iter().map(transfer::item_to_json).collect()
 }
 
 /// Whether an item, as [`dump`] gives it, is an outbox item, which `load` leaves out.
-fn is_outbox(item: &Value) -> bool {
+pub(crate) fn is_outbox(item: &Value) -> bool {
     item["_et"]["S"] == "outbox"
 }
 
 /// What a loaded copy of `original` holds: every item but the outbox's.
-fn loadable(original: &[Value]) -> Vec<Value> {
+pub(crate) fn loadable(original: &[Value]) -> Vec<Value> {
     original.iter().filter(|i| !is_outbox(i)).cloned().collect()
 }
 
@@ -83,7 +83,7 @@ fn loaded_from(original: &[Value]) -> transfer::Loaded {
 /// The API over `table` on `client`, checked to be a copy of `api`'s table: item for item
 /// (`original`, as [`dump`] gives it) but its outbox items, and answering as the original does
 /// through its indexes, which were written with its items.
-async fn a_copy_of(
+pub(crate) async fn a_copy_of(
     api: &Api,
     original: &[Value],
     client: aws_sdk_dynamodb::Client,
@@ -128,7 +128,7 @@ async fn exported(api: &Api, name: &str) -> PathBuf {
     dir
 }
 
-fn scratch(name: &str) -> PathBuf {
+pub(crate) fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("transfer")
         .join(format!("{name}-{}", std::process::id()));

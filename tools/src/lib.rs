@@ -1,4 +1,5 @@
-//! singlet's table tools: the work of `fsck`, `migrate`, `import`, `export` and `load`, with the
+//! singlet's table tools: the work of `fsck`, `migrate`, `import`, `export` and `load` (and of
+//! `export --s3` and `load --s3` on DynamoDB's own engines, [`on_aws`]), with the
 //! pacing ([`throttle`]) and progress ([`progress`]) they share. A library without a command
 //! line or an engine of its own: the runner's commands call it with a context over whichever
 //! engine they opened, and so can a function of the deployed stack. What it needs to know of an
@@ -10,6 +11,7 @@ pub mod fsck;
 pub mod import;
 pub mod load_marker;
 pub mod migrate;
+pub mod on_aws;
 pub mod progress;
 pub mod throttle;
 pub mod transfer;

@@ -367,11 +367,36 @@ impl Rekeying<'_> {
 
 /// Reads the whole export under `dir` without writing anything: every line an item with a key,
 /// every value one DynamoDB takes (`unwritable`), no key twice (the keys are held in memory
-/// meanwhile), as many items as the manifest counts.
+/// meanwhile), as many items as the manifest counts, and as many in each data file as
+/// `manifest-files.json` says.
+///
+/// `dir` is an export's own directory (`manifest-summary.json`, `manifest-files.json`,
+/// `data/`), as `export <dir>` writes it and as DynamoDB writes each export under its prefix
+/// (`<prefix>/AWSDynamoDB/<exportId>/`), or the prefix itself, copied from S3 with
+/// `aws s3 sync s3://<bucket>/<prefix> <dir>`, when it holds one finished export
+/// ([`export_dir`]). The data files are the ones `manifest-files.json` lists when there is one
+/// (by `dataFileS3Key`, which DynamoDB gives from the bucket's root: [`listed_data_files`]), else
+/// every `data/*.json.gz` (and `*.json`).
 pub fn check(dir: &Path) -> Result<Checked, String> {
+    let dir = &export_dir(dir)?;
     let expected = read_manifest(dir)?;
-    let files = data_files(dir)?;
-    let (read, owners) = check_export(&files)?;
+    let listed = listed_data_files(dir)?;
+    let files = match &listed {
+        Some(listed) => listed.iter().map(|(path, _)| path.clone()).collect(),
+        None => data_files(dir)?,
+    };
+    let (read, owners, per_file) = check_export(&files)?;
+    for ((path, listed), read) in listed.iter().flatten().zip(&per_file) {
+        if let Some(listed) = listed
+            && listed != read
+        {
+            return Err(format!(
+                "manifest-files.json counts {listed} items in {} but it holds {read}: nothing \
+                 was written",
+                path.display()
+            ));
+        }
+    }
     if read != expected {
         return Err(format!(
             "the manifest counts {expected} items but the data files hold {read}: nothing was \
@@ -383,6 +408,141 @@ pub fn check(dir: &Path) -> Result<Checked, String> {
         owners,
         items: read,
     })
+}
+
+/// Where DynamoDB puts each export under the prefix it was asked for
+/// (`<prefix>/AWSDynamoDB/<exportId>/`: "DynamoDB table export output format",
+/// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/S3DataExport.Output.html>).
+pub const EXPORTS_FOLDER: &str = "AWSDynamoDB";
+
+/// The export's own directory for `dir`: `dir` itself when it holds `manifest-summary.json`
+/// (or is anything else, which [`read_manifest`] then names), or, for an S3 prefix copied
+/// whole, the one export under `dir/AWSDynamoDB/` whose `manifest-summary.json` (which DynamoDB
+/// writes last) is there. Several finished exports are refused, each named, for the operator
+/// to choose one.
+fn export_dir(dir: &Path) -> Result<PathBuf, String> {
+    let exports = dir.join(EXPORTS_FOLDER);
+    if dir.join("manifest-summary.json").exists() || !exports.is_dir() {
+        return Ok(dir.to_owned());
+    }
+    let mut finished = Vec::new();
+    let mut unfinished = Vec::new();
+    for entry in std::fs::read_dir(&exports)
+        .map_err(|e| format!("cannot read {}: {e}", exports.display()))?
+    {
+        let path = entry
+            .map_err(|e| format!("cannot read {}: {e}", exports.display()))?
+            .path();
+        if !path.is_dir() {
+            continue;
+        }
+        if path.join("manifest-summary.json").is_file() {
+            finished.push(path);
+        } else {
+            unfinished.push(path);
+        }
+    }
+    finished.sort();
+    match (finished.len(), unfinished.first()) {
+        (1, _) => Ok(finished.remove(0)),
+        (0, Some(unfinished)) => Err(format!(
+            "{} holds no manifest-summary.json, which DynamoDB writes when an export completes: \
+             the export is not finished (or failed), or was not copied whole (`aws s3 sync` \
+             the whole prefix): nothing was written",
+            unfinished.display()
+        )),
+        (0, None) => Err(format!(
+            "{} is not an export: {} holds no export",
+            dir.display(),
+            exports.display()
+        )),
+        (_, _) => Err(format!(
+            "{} holds {} finished exports: load one of them, {}",
+            exports.display(),
+            finished.len(),
+            finished
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// A data file `manifest-files.json` lists, and the item count it gives it.
+type Listed = (PathBuf, Option<u64>);
+
+/// The data files `manifest-files.json` lists, with the item count it gives each, or `None`
+/// when the export has no such file (one made by hand, or by an older singlet). Each line is
+/// `{"dataFileS3Key": "…", "itemCount": n, …}`; DynamoDB's keys run from the bucket's root
+/// (`<prefix>/AWSDynamoDB/<exportId>/data/<name>.json.gz`), `export <dir>`'s from the export's
+/// own directory (`data/<name>.json.gz`): either is found under `dir`. A file it lists that is
+/// missing, or a data file it does not list, is refused: the copy is not this export whole.
+fn listed_data_files(dir: &Path) -> Result<Option<Vec<Listed>>, String> {
+    let path = dir.join("manifest-files.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut listed = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), n + 1);
+        let entry: Value =
+            serde_json::from_str(line).map_err(|e| format!("{}: not JSON: {e}", at()))?;
+        let key = entry["dataFileS3Key"]
+            .as_str()
+            .ok_or_else(|| format!("{}: no dataFileS3Key", at()))?;
+        let file = data_file_of(dir, key).map_err(|why| format!("{}: {why}", at()))?;
+        if !file.is_file() {
+            return Err(format!(
+                "{}: {key} is not in {} (looked for {}): copy the whole export, e.g. \
+                 `aws s3 sync s3://<bucket>/<prefix> <dir>`: nothing was written",
+                at(),
+                dir.display(),
+                file.display()
+            ));
+        }
+        listed.push((file, entry["itemCount"].as_u64()));
+    }
+    let listed_paths: std::collections::HashSet<&PathBuf> =
+        listed.iter().map(|(path, _)| path).collect();
+    if let Some(stray) = data_files(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|file| !listed_paths.contains(file))
+    {
+        return Err(format!(
+            "{} is not in {}: a data file of another export, or written by hand; remove it or \
+             load a clean copy: nothing was written",
+            stray.display(),
+            path.display()
+        ));
+    }
+    Ok(Some(listed))
+}
+
+/// The file under the export's directory `dir` that `key`, a `dataFileS3Key`, names: what
+/// follows `AWSDynamoDB/<exportId>/` in it (DynamoDB's keys), or all of it (`export <dir>`'s).
+/// A key with an empty, `.` or `..` part, or a `\`, is refused: it would name a file outside
+/// `dir`.
+fn data_file_of(dir: &Path, key: &str) -> Result<PathBuf, String> {
+    let parts: Vec<&str> = key.split('/').collect();
+    if key.contains('\\')
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || *p == "." || *p == "..")
+    {
+        return Err(format!("{key:?} is not a data file's key"));
+    }
+    let within = match parts.iter().rposition(|p| *p == EXPORTS_FOLDER) {
+        Some(at) if parts.len() > at + 2 => &parts[at + 2..],
+        _ => &parts[..],
+    };
+    Ok(dir.join(within.join("/")))
 }
 
 /// Writes a [`check`]ed export into `table`, which must be empty, through `target`; the outbox
@@ -519,10 +679,13 @@ pub async fn load_until(
 
 /// Reads every item of `files` without writing any: how many there are, or the first reason the
 /// export cannot be loaded (a line that is not an item, an item without a key, a key twice).
-fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
+fn check_export(files: &[PathBuf]) -> Result<(u64, Owners, Vec<u64>), String> {
     let mut owners = Owners::default();
+    let mut per_file = Vec::with_capacity(files.len());
     for path in files {
+        let mut in_file = 0u64;
         for (n, item) in read_items(path)?.enumerate() {
+            in_file += 1;
             let item = item.map_err(|e| format!("{e}: nothing was written"))?;
             let at = || format!("{}: item {}", path.display(), n + 1);
             let Some(key) = singlet_functions::model::key_of(&item)
@@ -587,8 +750,9 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners), String> {
                 ));
             }
         }
+        per_file.push(in_file);
     }
-    Ok((owners.keys.len() as u64, owners))
+    Ok((owners.keys.len() as u64, owners, per_file))
 }
 
 /// Whether `item` would take some key of `batch` past `budget` units.
@@ -663,6 +827,22 @@ fn read_manifest(dir: &Path) -> Result<u64, String> {
     })?;
     let manifest: Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    // DynamoDB writes these (an export of `export <dir>` too); a manifest made by hand may not.
+    if let Some(format) = manifest["outputFormat"].as_str()
+        && format != "DYNAMODB_JSON"
+    {
+        return Err(format!(
+            "{} is a {format} export: load reads DYNAMODB_JSON (`export --s3` asks for it)",
+            dir.display()
+        ));
+    }
+    if manifest["exportType"].as_str() == Some("INCREMENTAL_EXPORT") {
+        return Err(format!(
+            "{} is an incremental export (the changes of a period), not a table: load reads a \
+             full export",
+            dir.display()
+        ));
+    }
     manifest["itemCount"]
         .as_u64()
         .ok_or_else(|| format!("{} has no itemCount", path.display()))
@@ -707,7 +887,10 @@ pub fn read_items(
 ) -> Result<impl Iterator<Item = Result<Item, String>> + use<>, String> {
     let file =
         std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let reader: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
+    // A zero-byte object is an empty file whatever its name: DynamoDB writes a file for each
+    // partition of the table, an empty partition's too.
+    let empty = file.metadata().is_ok_and(|m| m.len() == 0);
+    let reader: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") && !empty {
         Box::new(MultiGzDecoder::new(file))
     } else {
         Box::new(file)
