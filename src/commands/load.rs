@@ -85,6 +85,13 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
         .clone()
         .expect("clap asks for a directory without --s3");
     let export = transfer::check(&dir)?;
+    if export.write_units() > 0.0 {
+        // Said before the first write: how long the export takes to load on AWS (the embedded
+        // engine takes it in bulk, far faster), and what would be faster.
+        let mut work = singlet_tools::warm::Work::default();
+        work.spread(export.write_units());
+        eprintln!("{}", work.said("load", args.max_wcu, args.max_key_wcu));
+    }
     let rekeyed = args.owner_locks.map_or_else(
         || rekeys_by_default(runner.endpoint.as_deref()),
         |locks| locks == OwnerLocks::Rekeyed,

@@ -900,9 +900,23 @@ fn the_cli_copies_a_table_that_holds_items() {
         json!({"exported": 4, "files": 4, "consistent": true})
     );
     // Two branches and the outbox items of their `BranchCreated` events, which stay behind.
+    let loaded = singlet()
+        .arg("--data")
+        .arg(&copy)
+        .args(["load", "--json"])
+        .arg(&first)
+        .output()
+        .unwrap();
+    assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
     assert_eq!(
-        run(&copy, &["load", "--json"], &first),
+        serde_json::from_slice::<Value>(&loaded.stdout).unwrap(),
         json!({"loaded": 2, "outboxLeftOut": 2, "ownerLocksMoved": 0, "hottestKey": null})
+    );
+    // Before its first write it says how long the export takes to load on AWS.
+    let said = String::from_utf8_lossy(&loaded.stderr);
+    assert!(
+        said.contains("load: about") && said.contains("on AWS about"),
+        "{said}"
     );
     let second = dir.join("second");
     run(&copy, &["export", "--json"], &second);

@@ -294,6 +294,8 @@ pub struct Checked {
     owners: Owners,
     /// How many items the export holds.
     items: u64,
+    /// The write units its items take, written one by one (table and index entries).
+    write_units: f64,
 }
 
 impl Checked {
@@ -301,6 +303,11 @@ impl Checked {
     /// [`OwnerLockKeys`] says where to write.
     pub fn owner_locks(&self) -> u64 {
         self.owners.locks
+    }
+
+    /// The write units its items take, written one by one, table and index entries together.
+    pub fn write_units(&self) -> f64 {
+        self.write_units
     }
 }
 
@@ -385,7 +392,7 @@ pub fn check(dir: &Path) -> Result<Checked, String> {
         Some(listed) => listed.iter().map(|(path, _)| path.clone()).collect(),
         None => data_files(dir)?,
     };
-    let (read, owners, per_file) = check_export(&files)?;
+    let (read, owners, per_file, write_units) = check_export(&files)?;
     for ((path, listed), read) in listed.iter().flatten().zip(&per_file) {
         if let Some(listed) = listed
             && listed != read
@@ -407,6 +414,7 @@ pub fn check(dir: &Path) -> Result<Checked, String> {
         files,
         owners,
         items: read,
+        write_units,
     })
 }
 
@@ -679,8 +687,11 @@ pub async fn load_until(
 
 /// Reads every item of `files` without writing any: how many there are, or the first reason the
 /// export cannot be loaded (a line that is not an item, an item without a key, a key twice).
-fn check_export(files: &[PathBuf]) -> Result<(u64, Owners, Vec<u64>), String> {
+/// An export's items read through: how many, its owners' facts, the items in each file, and the
+/// write units the items take written one by one ([`batch_units_per_key`], all keys together).
+fn check_export(files: &[PathBuf]) -> Result<(u64, Owners, Vec<u64>, f64), String> {
     let mut owners = Owners::default();
+    let mut units = 0.0;
     let mut per_file = Vec::with_capacity(files.len());
     for path in files {
         let mut in_file = 0u64;
@@ -705,6 +716,10 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners, Vec<u64>), String> {
                     at()
                 ));
             }
+            units += batch_units_per_key(std::slice::from_ref(&item))
+                .iter()
+                .map(|(_, units)| units)
+                .sum::<f64>();
             let size = item_size(&item);
             if size > MAX_ITEM_BYTES {
                 return Err(format!(
@@ -752,7 +767,7 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners, Vec<u64>), String> {
         }
         per_file.push(in_file);
     }
-    Ok((owners.keys.len() as u64, owners, per_file))
+    Ok((owners.keys.len() as u64, owners, per_file, units))
 }
 
 /// Whether `item` would take some key of `batch` past `budget` units.

@@ -33,6 +33,12 @@ impl Work {
         }
     }
 
+    /// Adds units whose keys are not counted one by one (a load's: ten million items would be
+    /// ten million keys to hold), paced per key as they are written.
+    pub fn spread(&mut self, units: f64) {
+        self.units += units;
+    }
+
     /// The key the work writes most into, and its units.
     fn busiest(&self) -> Option<(&KeyRef, f64)> {
         self.per_key
@@ -54,7 +60,7 @@ impl Work {
             )
         });
         let seconds = by_table.max(by_key);
-        let held = if by_key >= by_table {
+        let held = if by_key > 0.0 && by_key >= by_table {
             format!("held by its busiest key, {key_name}, at --max-key-wcu {max_key_wcu}")
         } else if max_wcu.is_some_and(|max| max < NEW_TABLE_WARM_WCU) {
             format!("held by --max-wcu {table_rate}")
