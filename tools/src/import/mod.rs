@@ -801,6 +801,11 @@ pub async fn write(ctx: &Ctx, rows: Rows, options: &Options) -> Result<Summary, 
         None => options.rows_per_transaction,
     };
     let line_ids: HashMap<u64, String> = planned.iter().map(|p| (p.line, p.id.clone())).collect();
+    let planned = interleaved(planned, |row| {
+        singlet_functions::model::key_of(&row.entity_item)
+            .map(|key| key.pk)
+            .unwrap_or_default()
+    });
     let batches = batches(planned, rows_per_transaction);
     let mut written = futures::stream::iter(batches)
         .map(|batch| {
@@ -865,6 +870,34 @@ pub async fn write(ctx: &Ctx, rows: Rows, options: &Options) -> Result<Summary, 
 /// The planned rows in transactions: in file order, as many rows to each as fit in DynamoDB's
 /// limits (and `rows_per_transaction`), counting one branch check and one count per book and
 /// branch once per transaction.
+/// The rows in turn by partition key: one of each key's rows, then the next of each, and so on,
+/// each key's rows in file order. A file sorted by branch (or by book) would otherwise write one
+/// partition key after another, each held to `--max-key-wcu` while the table waits; AWS's advice
+/// for bulk loads is to spread the writes over the keys ("Best practices for designing partition
+/// keys to distribute your workload": "Distributing write activity efficiently during data
+/// upload", <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-data-upload.html>).
+/// What each row writes does not depend on the order: its id is its line's, its refusals were
+/// judged in file order before this.
+fn interleaved<T>(planned: Vec<T>, partition_key: impl Fn(&T) -> String) -> Vec<T> {
+    let rows = planned.len();
+    let mut order: HashMap<String, usize> = HashMap::new();
+    let mut by_key: Vec<std::collections::VecDeque<T>> = Vec::new();
+    for row in planned {
+        let at = *order.entry(partition_key(&row)).or_insert_with(|| {
+            by_key.push(std::collections::VecDeque::new());
+            by_key.len() - 1
+        });
+        by_key[at].push_back(row);
+    }
+    let mut turns = Vec::with_capacity(rows);
+    while turns.len() < rows {
+        for rows in &mut by_key {
+            turns.extend(rows.pop_front());
+        }
+    }
+    turns
+}
+
 fn batches(planned: Vec<Planned>, rows_per_transaction: usize) -> Vec<Vec<Planned>> {
     let mut batches: Vec<Vec<Planned>> = Vec::new();
     let mut batch: Vec<Planned> = Vec::new();
@@ -1093,4 +1126,16 @@ fn transaction(batch: &[Planned], open: &[usize]) -> (Transaction<Slot>, Vec<Id>
         );
     }
     (transaction, branches)
+}
+
+#[cfg(test)]
+mod interleaving_tests {
+    use super::interleaved;
+
+    #[test]
+    fn rows_are_written_in_turn_by_partition_key_each_keys_in_file_order() {
+        let rows = vec!["a1", "a2", "a3", "b1", "c1", "c2"];
+        let turns = interleaved(rows, |row| row[..1].to_owned());
+        assert_eq!(turns, vec!["a1", "b1", "c1", "a2", "c2", "a3"]);
+    }
 }
