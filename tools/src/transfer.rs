@@ -620,55 +620,51 @@ pub async fn load_until(
              table) and load again"
         )
     };
-    for path in files {
-        let mut batch = Vec::with_capacity(chunk);
-        let mut items = read_items(path)?.peekable();
-        while let Some(item) = items.next() {
-            let item = item.map_err(|e| stopped(e, written))?;
-            let mut full = false;
-            if outbox == Outbox::LeaveOut && is_outbox(&item) {
-                outbox_left_out += 1;
-            } else {
-                let item = match &mut rekeying {
-                    Some(rekeying) => rekeying.place(item),
-                    None => item,
-                };
-                // Through an API, a batch never holds more than one key's budget for a second:
-                // it is admitted whole, and then written at once.
-                if let Target::Api(throttle) = target
-                    && !batch.is_empty()
-                    && over_a_keys_budget(&batch, &item, throttle.max_key_wcu())
-                {
-                    let written_now =
-                        write_paced(client, table, throttle, std::mem::take(&mut batch))
-                            .await
-                            .map_err(|e| stopped(e, written))?;
-                    written += written_now;
-                    full = true;
-                }
-                batch.push(item);
+    // One batch across the files: their items are taken in turn ([`InTurn`]).
+    let mut batch = Vec::with_capacity(chunk);
+    let mut items = InTurn::new(files).peekable();
+    while let Some(item) = items.next() {
+        let item = item.map_err(|e| stopped(e, written))?;
+        let mut full = false;
+        if outbox == Outbox::LeaveOut && is_outbox(&item) {
+            outbox_left_out += 1;
+        } else {
+            let item = match &mut rekeying {
+                Some(rekeying) => rekeying.place(item),
+                None => item,
+            };
+            // Through an API, a batch never holds more than one key's budget for a second:
+            // it is admitted whole, and then written at once.
+            if let Target::Api(throttle) = target
+                && !batch.is_empty()
+                && over_a_keys_budget(&batch, &item, throttle.max_key_wcu())
+            {
+                let written_now = write_paced(client, table, throttle, std::mem::take(&mut batch))
+                    .await
+                    .map_err(|e| stopped(e, written))?;
+                written += written_now;
+                full = true;
             }
-            if full {
-                progress.count(|| format!("loaded {written} items"));
-                if stop_after.is_some_and(|limit| written >= limit) {
-                    progress.interrupt();
-                    return Err(STOPPED_AS_IF_KILLED.into());
-                }
+            batch.push(item);
+        }
+        if full {
+            progress.count(|| format!("loaded {written} items"));
+            if stop_after.is_some_and(|limit| written >= limit) {
+                progress.interrupt();
+                return Err(STOPPED_AS_IF_KILLED.into());
             }
-            if batch.len() == chunk || (items.peek().is_none() && !batch.is_empty()) {
-                let items = std::mem::take(&mut batch);
-                written += match target {
-                    Target::Api(throttle) => write_paced(client, table, throttle, items).await,
-                    Target::Bulk(engine) => {
-                        engine.write(table, items, outbox == Outbox::Keep).await
-                    }
-                }
-                .map_err(|e| stopped(e, written))?;
-                progress.count(|| format!("loaded {written} items"));
-                if stop_after.is_some_and(|limit| written >= limit) {
-                    progress.interrupt();
-                    return Err(STOPPED_AS_IF_KILLED.into());
-                }
+        }
+        if batch.len() == chunk || (items.peek().is_none() && !batch.is_empty()) {
+            let items = std::mem::take(&mut batch);
+            written += match target {
+                Target::Api(throttle) => write_paced(client, table, throttle, items).await,
+                Target::Bulk(engine) => engine.write(table, items, outbox == Outbox::Keep).await,
+            }
+            .map_err(|e| stopped(e, written))?;
+            progress.count(|| format!("loaded {written} items"));
+            if stop_after.is_some_and(|limit| written >= limit) {
+                progress.interrupt();
+                return Err(STOPPED_AS_IF_KILLED.into());
             }
         }
     }
@@ -768,6 +764,65 @@ fn check_export(files: &[PathBuf]) -> Result<(u64, Owners, Vec<u64>, f64), Strin
         per_file.push(in_file);
     }
     Ok((owners.keys.len() as u64, owners, per_file, units))
+}
+
+/// How many data files [`InTurn`] reads at once.
+const FILES_IN_TURN: usize = 16;
+
+/// The items of an export's data files taken in turn, one from each of [`FILES_IN_TURN`] files
+/// at a time, then the next files: a file is a scan segment's, which holds an item collection's
+/// items one after another (a patron's loans, a branch's patrons), and loading them so would write
+/// one partition key after another; AWS's advice for bulk loads is to spread the writes over the
+/// keys (<https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-data-upload.html>).
+/// A file that cannot be opened is an item that is an error, where its items would have been.
+struct InTurn {
+    waiting: std::collections::VecDeque<PathBuf>,
+    open: Vec<Box<dyn Iterator<Item = Result<Item, String>>>>,
+    next: usize,
+}
+
+impl InTurn {
+    fn new(files: &[PathBuf]) -> Self {
+        Self {
+            waiting: files.iter().cloned().collect(),
+            open: Vec::new(),
+            next: 0,
+        }
+    }
+}
+
+impl Iterator for InTurn {
+    type Item = Result<Item, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.open.is_empty() {
+                if self.waiting.is_empty() {
+                    return None;
+                }
+                while self.open.len() < FILES_IN_TURN
+                    && let Some(path) = self.waiting.pop_front()
+                {
+                    match read_items(&path) {
+                        Ok(items) => self.open.push(Box::new(items)),
+                        Err(error) => self.open.push(Box::new(std::iter::once(Err(error)))),
+                    }
+                }
+                self.next = 0;
+            }
+            let at = self.next % self.open.len();
+            match self.open[at].next() {
+                Some(item) => {
+                    self.next = at + 1;
+                    return Some(item);
+                }
+                None => {
+                    drop(self.open.remove(at));
+                    self.next = at;
+                }
+            }
+        }
+    }
 }
 
 /// Whether `item` would take some key of `batch` past `budget` units.
@@ -1243,6 +1298,31 @@ fn value_from_json(value: &Value) -> Result<AttributeValue, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loads_items_are_taken_from_its_files_in_turn() {
+        let dir = std::env::temp_dir().join(format!("singlet-in-turn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str, pks: &[&str]| {
+            let path = dir.join(name);
+            let lines: String = pks
+                .iter()
+                .map(|pk| {
+                    format!("{{\"Item\":{{\"PK\":{{\"S\":\"{pk}\"}},\"SK\":{{\"S\":\"x\"}}}}}}\n")
+                })
+                .collect();
+            std::fs::write(&path, lines).unwrap();
+            path
+        };
+        let files = [file("a.json", &["a1", "a2", "a3"]), file("b.json", &["b1"])];
+        let read: Vec<String> = InTurn::new(&files)
+            .map(|item| item.unwrap()["PK"].as_s().unwrap().clone())
+            .collect();
+        assert_eq!(read, ["a1", "b1", "a2", "a3"]);
+        let missing = [dir.join("missing.json")];
+        assert!(InTurn::new(&missing).next().unwrap().is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn every_attribute_type_round_trips_through_dynamodb_json() {
