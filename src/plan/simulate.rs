@@ -19,7 +19,7 @@ use futures::StreamExt;
 use population::Schedule;
 use serde::Serialize;
 use singlet_functions::clock::Clock;
-use singlet_functions::store::pace::{PaceClock, Pacer};
+use singlet_functions::store::pace::{HottestKey, PaceClock, Pacer};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -50,6 +50,8 @@ pub struct Simulation {
     pub calls: BTreeMap<String, u64>,
     pub failed_calls: BTreeMap<String, u64>,
     pub overdue_marked: u64,
+    /// The marker's own report of the key it wrote most into in one second (`hottestKey`).
+    pub marker_hottest_key: Option<HottestKey>,
     /// Requests the engine's limiter refused in the window (DynamoDB's throttling).
     pub throttled_requests: u64,
     pub families: Vec<Measured>,
@@ -224,7 +226,7 @@ pub async fn simulate(
         *done.lock().expect("never poisoned") = i64::MAX;
         turn.notify_all();
     }
-    let overdue_marked = marker
+    let (overdue_marked, marker_hottest_key) = marker
         .await
         .map_err(|e| format!("the marker stopped: {e}"))??;
 
@@ -243,6 +245,7 @@ pub async fn simulate(
         calls,
         failed_calls: failed,
         overdue_marked,
+        marker_hottest_key,
         throttled_requests,
         families: compare(report, &totals, seconds),
     })
@@ -255,7 +258,7 @@ async fn run_marker(
     clock: Clock,
     issued: Arc<(Mutex<i64>, Condvar)>,
     max_key_wcu: f64,
-) -> Result<u64, String> {
+) -> Result<(u64, Option<HottestKey>), String> {
     use singlet_functions::loans::mark_overdue::{FUNCTION, mark_overdue_paced};
     let pacer = Pacer::new(max_key_wcu, PaceClock::Settable(clock.clone()));
     let now = clock.now();
@@ -277,7 +280,7 @@ async fn run_marker(
     )
     .await
     .map_err(|e| format!("the marker failed: {e:?}"))?;
-    Ok(report.marked)
+    Ok((report.marked, report.hottest_key))
 }
 
 /// Each family's predicted figure against its busiest key's measured one.
@@ -364,7 +367,7 @@ pub fn text(simulation: &Simulation) -> String {
     let calls: Vec<String> = s.calls.iter().map(|(r, n)| format!("{r} {n}")).collect();
     let _ = writeln!(
         out,
-        "  calls: {}; not 2xx: {}; marked overdue: {}; throttled requests: {}",
+        "  calls: {}; not 2xx: {}; marked overdue: {} (the marker's hottest key: {}); throttled requests: {}",
         if calls.is_empty() {
             "none".into()
         } else {
@@ -372,6 +375,14 @@ pub fn text(simulation: &Simulation) -> String {
         },
         s.failed_calls.values().sum::<u64>(),
         s.overdue_marked,
+        s.marker_hottest_key
+            .as_ref()
+            .map_or("none".to_owned(), |key| format!(
+                "{} on {} at {} WCU in a second",
+                key.pk,
+                key.index.as_deref().unwrap_or("the table"),
+                key.peak_wcu_per_second
+            )),
         s.throttled_requests
     );
     if !s.skipped_routes.is_empty() {

@@ -381,8 +381,8 @@ impl Rekeying<'_> {
 /// `data/`), as `export <dir>` writes it and as DynamoDB writes each export under its prefix
 /// (`<prefix>/AWSDynamoDB/<exportId>/`), or the prefix itself, copied from S3 with
 /// `aws s3 sync s3://<bucket>/<prefix> <dir>`, when it holds one finished export
-/// ([`export_dir`]). The data files are the ones `manifest-files.json` lists when there is one
-/// (by `dataFileS3Key`, which DynamoDB gives from the bucket's root: [`listed_data_files`]), else
+/// (`export_dir`). The data files are the ones `manifest-files.json` lists when there is one
+/// (by `dataFileS3Key`, which DynamoDB gives from the bucket's root: `listed_data_files`), else
 /// every `data/*.json.gz` (and `*.json`).
 pub fn check(dir: &Path) -> Result<Checked, String> {
     let dir = &export_dir(dir)?;
