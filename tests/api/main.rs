@@ -40,6 +40,7 @@ mod readme;
 mod reliability;
 mod retention;
 mod runner;
+mod step_functions;
 mod template;
 mod transfer;
 mod watch;

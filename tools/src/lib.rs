@@ -11,5 +11,6 @@ pub mod import;
 pub mod load_marker;
 pub mod migrate;
 pub mod progress;
+pub mod segment;
 pub mod throttle;
 pub mod transfer;
