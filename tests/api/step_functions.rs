@@ -181,3 +181,33 @@ async fn migrate_segment_refusals_say_why() {
     other["segment"] = json!(1);
     assert!(refused(other).await.contains("resume it with 2 segments"));
 }
+
+/// `singlet invoke table-tools --event events/tools/migrate-segment.json`: the event file the
+/// guide gives, through the runner's command, on a table with nothing to migrate.
+#[test]
+fn invoke_runs_the_tools_function_on_its_event_file() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let output = crate::process::singlet()
+        .current_dir(root)
+        .args(["--in-memory", "invoke", "table-tools"])
+        .args(["--event", "events/tools/migrate-segment.json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["migration"], "vehicles-by-depot", "{report}");
+    assert_eq!(report["complete"], true, "{report}");
+    assert_eq!(
+        (report["segment"].as_u64(), report["segments"].as_u64()),
+        (Some(0), Some(1))
+    );
+    let listed = crate::process::singlet()
+        .args(["invoke", "--list"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("table-tools"));
+}
