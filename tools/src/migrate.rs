@@ -466,8 +466,8 @@ fn throttle_of(options: &Options) -> Throttle {
 
 /// Runs segment `segment` of `options.segments` alone, from its checkpoint to its end: what the
 /// stack's tools function runs for one item of the state machine's distributed map
-/// ([`crate::segment`]), and the same [`run_segment`] the laptop's [`run`] runs for every segment
-/// side by side. Run again after a kill, it resumes from the segment's checkpoint; run after the
+/// ([`crate::segment`]), through the same per-segment function (`run_segment`) the laptop's
+/// [`run`] runs for every segment side by side. Run again after a kill, it resumes from the segment's checkpoint; run after the
 /// segment is done, it reads nothing and answers `complete`.
 ///
 /// Refused, with the reason: a segment outside the run, a run of another segment count stopped
