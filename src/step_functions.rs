@@ -203,3 +203,82 @@ pub fn gather(migration: &str, output: &Value) -> Value {
         "segments": reports.len(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(migration: &str) -> Run {
+        Run {
+            state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:s-table-tools"
+                .into(),
+            migration: migration.into(),
+            segments: 8,
+            max_concurrency: 4,
+            max_wcu: Some(1000.0),
+            max_key_wcu: 800.0,
+            page_size: None,
+            attempt: 1,
+        }
+    }
+
+    /// The name is Step Functions' (at most 80 of `[A-Za-z0-9-_]`), the same for the same
+    /// command, another for other limits or another attempt.
+    #[test]
+    fn an_execution_is_named_by_its_input_and_attempt() {
+        let name = run("vehicles-by-depot").execution_name();
+        assert_eq!(name, run("vehicles-by-depot").execution_name());
+        let long = run(&"x".repeat(200)).execution_name();
+        for name in [&name, &long] {
+            assert!(name.len() <= 80, "{name}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            );
+        }
+        let slower = Run {
+            max_wcu: Some(10.0),
+            ..run("vehicles-by-depot")
+        };
+        assert_ne!(slower.execution_name(), name);
+        let again = Run {
+            attempt: 2,
+            ..run("vehicles-by-depot")
+        };
+        assert_ne!(again.execution_name(), name);
+        assert!(again.execution_name().ends_with("-2"));
+        assert_eq!(
+            execution_arn(&run("m").state_machine_arn, "n").unwrap(),
+            "arn:aws:states:us-east-1:123456789012:execution:s-table-tools:n"
+        );
+        assert_eq!(execution_arn("arn:aws:lambda:x", "n"), None);
+    }
+
+    /// Each running segment's share of the limits: four at once share 1,000 and 800.
+    #[test]
+    fn the_limits_are_shared_by_the_segments_running_at_once() {
+        let input = run("m").input();
+        assert_eq!(input["maxWcu"], 250.0);
+        assert_eq!(input["maxKeyWcu"], 200.0);
+        assert_eq!(input["segments"].as_array().unwrap().len(), 8);
+        let unlimited = Run {
+            max_wcu: None,
+            ..run("m")
+        };
+        assert!(unlimited.input()["maxWcu"].is_null());
+    }
+
+    /// The run is complete only when every segment's report says so and none is missing.
+    #[test]
+    fn gathered_reports_are_complete_only_when_every_segment_is() {
+        let report = |complete: bool| json!({"scanned": 2, "changed": 1, "complete": complete});
+        let output = json!({"segmentCount": 2, "reports": [report(true), report(true)]});
+        assert_eq!(gather("m", &output)["complete"], true);
+        assert_eq!(gather("m", &output)["scanned"], 4);
+        let one_missing = json!({"segmentCount": 3, "reports": [report(true), report(true)]});
+        assert_eq!(gather("m", &one_missing)["complete"], false);
+        let one_stopped = json!({"segmentCount": 2, "reports": [report(true), report(false)]});
+        assert_eq!(gather("m", &one_stopped)["complete"], false);
+        assert_eq!(gather("m", &json!({}))["complete"], false);
+    }
+}
