@@ -147,6 +147,13 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
         .state_machine
         .clone()
         .ok_or("--on-aws needs --state-machine (the stack's TableToolsStateMachineArn output)")?;
+    let most = singlet_tools::segment::MAX_SEGMENTS_ON_AWS;
+    if args.segments > most {
+        return Err(format!(
+            "--on-aws runs at most {most} segments: every segment's report is gathered in the \
+             execution's output, which Step Functions caps at 256 KiB"
+        ));
+    }
     if !state_machine_arn.contains(":stateMachine:") {
         return Err(format!(
             "{state_machine_arn} is not a state machine's ARN (arn:aws:states:<region>:<account>:stateMachine:<name>)"

@@ -490,3 +490,23 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("cannot start"), "{stderr}");
 }
+
+/// More segments than the execution's output has room for the reports of: refused before any
+/// call (exit 2).
+#[test]
+fn migrate_on_aws_refuses_more_segments_than_its_output_holds() {
+    let output = crate::process::singlet()
+        .args([
+            "migrate",
+            "vehicles-by-depot",
+            "--on-aws",
+            "--state-machine",
+            MACHINE,
+        ])
+        .args(["--segments", "201"])
+        .env("AWS_ENDPOINT_URL_SFN", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("at most 200 segments"));
+}

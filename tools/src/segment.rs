@@ -24,8 +24,13 @@ use singlet_functions::Ctx;
 pub const FUNCTION: &str = "table-tools";
 
 /// Conflicts a segment's report lists at most (it says how many there were): the state
-/// machine's output is at most 256 KiB, every segment's report in it.
-pub const CONFLICTS_LISTED: usize = 20;
+/// machine's output is at most 256 KiB, every segment's report in it (with at most
+/// [`MAX_SEGMENTS_ON_AWS`] segments, under 1 KiB each).
+pub const CONFLICTS_LISTED: usize = 5;
+
+/// Segments a run on the state machine may have: their reports, gathered in the execution's
+/// output, must fit in Step Functions' 256 KiB.
+pub const MAX_SEGMENTS_ON_AWS: u32 = 200;
 
 /// One segment's work, as the state machine hands it.
 #[derive(Debug, Deserialize)]
