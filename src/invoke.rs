@@ -149,7 +149,7 @@ pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, Str
     if function == TOOLS {
         // The tools function's policy is template.yaml's own (TableToolsFunction), not one
         // rendered from the route table: the runner's policy check has none to hold it to.
-        return singlet_tools::segment::handle(ctx, parsed).await;
+        return singlet_tools::segment::handle(ctx, parsed, None).await;
     }
     let route = by_function(function).expect("checked");
     if let Some(other) = other_route(function, &parsed) {

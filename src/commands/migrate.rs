@@ -110,6 +110,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
         dry_run: args.dry_run,
         page_size: args.page_size,
         stop_after: args.stop_after,
+        stop_at: None,
     };
     let report = migrate::run(&ctx, migration, &options).await?;
     if args.json {

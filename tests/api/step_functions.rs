@@ -510,3 +510,38 @@ fn migrate_on_aws_refuses_more_segments_than_its_output_holds() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("at most 200 segments"));
 }
+
+/// A segment whose deadline has come stops between two pages, its place saved, and answers
+/// `complete: false` (what the state machine's Choice invokes it again on); invoked again and
+/// again it goes on page by page, rereading nothing: every vehicle written once, none refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_segment_past_its_deadline_stops_between_pages_and_goes_on() {
+    let api = Api::start(Mode::Direct).await;
+    write_old_vehicles(&api, 200).await;
+    let options = Options {
+        segments: 1,
+        page_size: Some(100),
+        stop_at: Some(std::time::Instant::now()),
+        ..Options::default()
+    };
+    let (mut invocations, mut changed, mut already) = (0, 0, 0);
+    loop {
+        invocations += 1;
+        let report = migrate::run_one_segment(&api.ctx, migration(), 0, &options)
+            .await
+            .unwrap();
+        assert!(report.scanned <= 100, "one page an invocation: {report:?}");
+        changed += report.changed;
+        already += report.already_changed;
+        if report.complete {
+            break;
+        }
+        assert!(invocations < 20, "no progress");
+    }
+    assert!(invocations >= 6, "600 items at 100 a page: {invocations}");
+    assert_eq!((changed, already), (200, 0));
+    assert_eq!(
+        migrate::states(&api.ctx).await.unwrap()[0].state,
+        "complete"
+    );
+}

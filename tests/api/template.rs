@@ -1055,6 +1055,11 @@ fn only_the_functions_that_hold_the_server_keys_may_read_the_secret() {
     }
 }
 
+/// The first state of a map's item processor.
+fn inner_start(map: &Value) -> Value {
+    map["ItemProcessor"]["StartAt"].clone()
+}
+
 /// The stack's tools function runs its own binary (so the tools library never links into the
 /// API's bootstrap) under the rendered tools policy and nothing more; the tools state machine's
 /// map is DISTRIBUTED, invokes that function and only it, retries Lambda's throttling and a
@@ -1163,11 +1168,19 @@ fn tools_function_and_state_machine() {
     let mut tasks = Vec::new();
     let inner = map["ItemProcessor"]["States"].as_mapping().unwrap();
     for (name, state) in inner {
-        // No nested maps or parallels: every state of the processor is a Task or ends.
+        // No nested maps or parallels: the Task, the Choice that invokes it again while its
+        // segment is not complete, and the Pass that ends with the report.
         assert!(
-            state["Type"] == "Task" || state["Type"] == "Pass",
+            ["Task", "Choice", "Pass"].contains(&state["Type"].as_str().unwrap()),
             "{name:?}"
         );
+        if state["Type"] == "Choice" {
+            let again = list(&state["Choices"]);
+            assert_eq!(again.len(), 1);
+            assert_eq!(again[0]["Variable"], "$.answer.report.complete");
+            assert_eq!(again[0]["BooleanEquals"], false);
+            assert_eq!(again[0]["Next"], inner_start(map));
+        }
         if state["Type"] == "Task" {
             tasks.push(state.clone());
         }
@@ -1179,6 +1192,14 @@ fn tools_function_and_state_machine() {
         task["Parameters"]["FunctionName"],
         "${TableToolsFunctionArn}"
     );
+    // The event it sends is the item's, field for field.
+    let payload: BTreeSet<String> = task["Parameters"]["Payload"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap().trim_end_matches(".$").to_owned())
+        .collect();
+    assert_eq!(payload, selector);
     let retried: Vec<String> = list(&task["Retry"])
         .iter()
         .flat_map(|retry| strings(&retry["ErrorEquals"]))

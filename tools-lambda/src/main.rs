@@ -24,7 +24,8 @@ async fn run() -> Result<(), lambda_runtime::Error> {
     };
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: lambda_runtime::LambdaEvent<serde_json::Value>| async move {
-            let answer = singlet_tools::segment::handle(ctx, event.payload).await;
+            let deadline = stop_before(event.context.deadline);
+            let answer = singlet_tools::segment::handle(ctx, event.payload, Some(deadline)).await;
             match &answer {
                 Ok(report) => tracing::info!(report = %report, "segment done"),
                 Err(error) => tracing::warn!(error, "segment failed"),
@@ -33,4 +34,17 @@ async fn run() -> Result<(), lambda_runtime::Error> {
         },
     ))
     .await
+}
+
+/// When a segment stops between pages: a minute before Lambda's `deadline` (milliseconds since
+/// the epoch), or half way to it when less is left. A page and its writes take well under a
+/// minute at any `maxWcu` the guide gives; one that does not is killed by Lambda instead, and the
+/// state machine invokes it again all the same (`Sandbox.Timedout`).
+fn stop_before(deadline_ms: u64) -> std::time::Instant {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let left = deadline_ms.saturating_sub(now_ms);
+    let margin = if left > 120_000 { 60_000 } else { left / 2 };
+    std::time::Instant::now() + std::time::Duration::from_millis(left - margin)
 }

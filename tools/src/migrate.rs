@@ -49,6 +49,10 @@ pub struct Options {
     /// A test hook: stop as if killed after this many successful writes, before the page's
     /// checkpoint is saved.
     pub stop_after: Option<u64>,
+    /// Stop between two pages, once the page's checkpoint is saved, when this time has come:
+    /// the tools function's deadline, a little before Lambda's limit, so that the segment is
+    /// invoked again from a saved place rather than killed mid-page.
+    pub stop_at: Option<std::time::Instant>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -406,6 +410,12 @@ async fn run_segment(
         progress.count(|| counters.line(migration.name));
         if done {
             return Ok(true);
+        }
+        if options
+            .stop_at
+            .is_some_and(|at| std::time::Instant::now() >= at)
+        {
+            return Ok(false);
         }
         start = last_key;
     }

@@ -47,8 +47,14 @@ pub struct SegmentEvent {
     pub stop_after: Option<u64>,
 }
 
-/// Runs the segment `event` names; answers its report.
-pub async fn handle(ctx: &Ctx, event: Value) -> Result<Value, String> {
+/// Runs the segment `event` names; answers its report. With a `deadline` (the tools function's:
+/// a minute before Lambda's limit), the segment stops between two pages once it has come and
+/// answers `complete: false`, and the state machine invokes it again from its checkpoint.
+pub async fn handle(
+    ctx: &Ctx,
+    event: Value,
+    deadline: Option<std::time::Instant>,
+) -> Result<Value, String> {
     let event: SegmentEvent = serde_json::from_value(event)
         .map_err(|e| format!("the event is not a table tool's segment: {e}"))?;
     if event.segments == 0 {
@@ -74,6 +80,7 @@ pub async fn handle(ctx: &Ctx, event: Value) -> Result<Value, String> {
                 dry_run: false,
                 page_size: event.page_size,
                 stop_after: event.stop_after,
+                stop_at: deadline,
             };
             let report = migrate::run_one_segment(ctx, migration, event.segment, &options).await?;
             let conflict_count = report.conflicts.len();
