@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use singlet_functions::Ctx;
 use singlet_functions::request::respond;
 use singlet_functions::routes::{ROUTES, SCHEDULED, STREAMED, by_function, scheduled, streamed};
+use singlet_tools::segment::FUNCTION as TOOLS;
 
 /// Every function `invoke` runs, one a line: its name, then its route or its schedule, then
 /// what it does.
@@ -39,6 +40,10 @@ pub fn list() -> String {
             streamed.function, "(stream)", streamed.summary
         );
     }
+    text += &format!(
+        "{:width$}  {:key_width$}  {}\n",
+        TOOLS, "(state machine)", "One segment of a table tool (migrate), its own bootstrap"
+    );
     text
 }
 
@@ -47,6 +52,7 @@ pub fn check_function(function: &str) -> Result<(), String> {
     if by_function(function).is_some()
         || scheduled(function).is_some()
         || streamed(function).is_some()
+        || function == TOOLS
     {
         return Ok(());
     }
@@ -54,7 +60,8 @@ pub fn check_function(function: &str) -> Result<(), String> {
         .iter()
         .map(|r| r.function)
         .chain(SCHEDULED.iter().map(|s| s.function))
-        .chain(STREAMED.iter().map(|s| s.function));
+        .chain(STREAMED.iter().map(|s| s.function))
+        .chain([TOOLS]);
     let mut close: Vec<(usize, &str)> = names
         .map(|name| (edit_distance(function, name), name))
         .filter(|(distance, name)| {
@@ -138,6 +145,11 @@ pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, Str
     }
     if let Some(streamed) = streamed(function) {
         return serving(streamed.function, (streamed.handler)(ctx, parsed, None)).await;
+    }
+    if function == TOOLS {
+        // The tools function's policy is template.yaml's own (TableToolsFunction), not one
+        // rendered from the route table: the runner's policy check has none to hold it to.
+        return singlet_tools::segment::handle(ctx, parsed, None).await;
     }
     let route = by_function(function).expect("checked");
     if let Some(other) = other_route(function, &parsed) {

@@ -14,3 +14,4 @@ pub mod invoke;
 pub mod plan;
 pub mod render;
 pub mod serve;
+pub mod step_functions;

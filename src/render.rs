@@ -30,6 +30,8 @@ use std::process::ExitCode;
 
 /// The template's rendered region.
 pub const FUNCTIONS_REGION: &str = "functions";
+/// The template's region of the tools function's policy.
+pub const TOOLS_POLICY_REGION: &str = "tools policy";
 /// `Cargo.toml`'s rendered region.
 pub const WATCH_ROUTER_REGION: &str = "watch router";
 /// The one Lambda binary every function runs (`functions/Cargo.toml`).
@@ -95,6 +97,46 @@ pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statemen
         });
     }
     statements
+}
+
+/// The binary of the stack's tools function (`tools-lambda/Cargo.toml`), which no API function
+/// runs.
+pub const TOOLS_BINARY: &str = "singlet-tools-lambda";
+
+/// The policy of the stack's tools function (template.yaml's `TableToolsFunction`): what one
+/// segment of a migration calls ([`singlet_tools::migrate::run_one_segment`]): its `Scan`, the
+/// checkpoints' `Query` and `PutItem`, the migration's conditioned writes, alone or as a
+/// transaction (whose parts IAM authorises as `PutItem`, `UpdateItem`, `DeleteItem` and
+/// `ConditionCheckItem`). On the table only, no index, no other grant: a migration's items are
+/// any entity's, and a `Scan` cannot be bounded by `dynamodb:LeadingKeys`.
+pub fn tools_policy() -> Vec<Statement> {
+    // The API's functions never scan, so the route table's actions have no `Scan`.
+    let actions = ["dynamodb:Scan"].into_iter().chain(
+        [
+            Action::Query,
+            Action::PutItem,
+            Action::UpdateItem,
+            Action::DeleteItem,
+            Action::ConditionCheckItem,
+        ]
+        .map(Action::iam),
+    );
+    vec![Statement {
+        why: Some(
+            "One segment of a migration: its Scan, its checkpoints, its conditioned writes."
+                .to_owned(),
+        ),
+        actions: actions.map(str::to_owned).collect(),
+        resource: TABLE_ARN.to_owned(),
+        leading_keys: Vec::new(),
+    }]
+}
+
+/// The tools function's policy as template.yaml writes it.
+pub fn tools_policy_region() -> String {
+    let mut yaml = Yaml::default();
+    statements_yaml(&mut yaml, &tools_policy());
+    yaml.0
 }
 
 /// Secrets Manager's endpoint in the stack's region and partition.
@@ -671,10 +713,18 @@ impl Rendered {
 }
 
 fn render_file(path: PathBuf, region: &str, content: &str) -> Result<Rendered, String> {
+    render_regions(path, &[(region, content)])
+}
+
+/// A file with each of its `regions` (name, content) rendered.
+fn render_regions(path: PathBuf, regions: &[(&str, &str)]) -> Result<Rendered, String> {
     let current = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let rendered = replace_region(&current, region, content)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut rendered = current.clone();
+    for (region, content) in regions {
+        rendered = replace_region(&rendered, region, content)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     Ok(Rendered {
         path,
         current,
@@ -737,10 +787,12 @@ fn render_whole(path: PathBuf, rendered: String) -> Result<Rendered, String> {
 /// `template.yaml`, `Cargo.toml` and `events/env.json` in the repository `root`, rendered.
 pub fn render(root: &Path) -> Result<Vec<Rendered>, String> {
     Ok(vec![
-        render_file(
+        render_regions(
             root.join("template.yaml"),
-            FUNCTIONS_REGION,
-            &functions_region(),
+            &[
+                (FUNCTIONS_REGION, &functions_region()),
+                (TOOLS_POLICY_REGION, &tools_policy_region()),
+            ],
         )?,
         render_file(
             root.join("Cargo.toml"),
@@ -1069,7 +1121,7 @@ mod tests {
     fn check_fails_on_a_stale_file_and_render_makes_it_current() {
         let root = std::env::temp_dir().join(format!("singlet-render-{}", std::process::id()));
         std::fs::create_dir_all(&root).unwrap();
-        let stale_template = "Resources:\n  # >>> rendered: functions\n  Old: {}\n  # <<< rendered: functions\nOutputs: {}\n";
+        let stale_template = "Resources:\n  # >>> rendered: functions\n  Old: {}\n  # <<< rendered: functions\n  # >>> rendered: tools policy\n  # <<< rendered: tools policy\nOutputs: {}\n";
         let stale_manifest =
             "[package]\n# >>> rendered: watch router\n# <<< rendered: watch router\n";
         std::fs::write(root.join("template.yaml"), stale_template).unwrap();
@@ -1089,7 +1141,10 @@ mod tests {
                 "Resources:\n  # >>> rendered: functions\n  RegisterVehicleFunction:\n"
             )
         );
-        assert!(template.ends_with("  # <<< rendered: functions\nOutputs: {}\n"));
+        assert!(template.ends_with(&format!(
+            "  # <<< rendered: functions\n  # >>> rendered: tools policy\n{}  # <<< rendered: tools policy\nOutputs: {{}}\n",
+            tools_policy_region()
+        )));
         assert!(!template.contains("Old: {}"));
         let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
         assert!(manifest.starts_with(

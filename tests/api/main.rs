@@ -42,6 +42,7 @@ mod reliability;
 mod retention;
 mod runner;
 mod s3_layout;
+mod step_functions;
 mod template;
 mod transfer;
 mod watch;

@@ -215,7 +215,7 @@ fn every_function_runs_the_one_binary_built_once() {
         "{BuildMethod: rust-cargolambda, BuildProperties: {Binary: singlet-lambda}}",
     )
     .unwrap();
-    for (name, function) in resources(&template, "AWS::Serverless::Function") {
+    for (name, function) in api_functions(&template) {
         assert_eq!(function["Metadata"], one_build, "{name}'s Metadata");
         assert_eq!(function["Properties"]["CodeUri"], ".", "{name}");
         for own in ["Handler", "Runtime", "Architectures"] {
@@ -266,9 +266,21 @@ fn served(function: &Value) -> String {
         .to_owned()
 }
 
-/// Every `AWS::Serverless::Function`, with the name of the function it serves.
-fn functions(template: &Value) -> Vec<(String, String, Value)> {
+/// The logical id of the stack's tools function, which runs a binary of its own
+/// (`singlet-tools-lambda`) and serves no route: tested by `tools_function_and_state_machine`.
+const TOOLS_FUNCTION: &str = "TableToolsFunction";
+
+/// Every API `AWS::Serverless::Function`: all but the tools function.
+fn api_functions(template: &Value) -> Vec<(String, Value)> {
     resources(template, "AWS::Serverless::Function")
+        .into_iter()
+        .filter(|(name, _)| name != TOOLS_FUNCTION)
+        .collect()
+}
+
+/// Every API `AWS::Serverless::Function`, with the name of the function it serves.
+fn functions(template: &Value) -> Vec<(String, String, Value)> {
+    api_functions(template)
         .into_iter()
         .map(|(logical, function)| {
             let name = served(&function);
@@ -1041,4 +1053,209 @@ fn only_the_functions_that_hold_the_server_keys_may_read_the_secret() {
             "{function} does not"
         );
     }
+}
+
+/// The first state of a map's item processor.
+fn inner_start(map: &Value) -> Value {
+    map["ItemProcessor"]["StartAt"].clone()
+}
+
+/// The stack's tools function runs its own binary (so the tools library never links into the
+/// API's bootstrap) under the rendered tools policy and nothing more; the tools state machine's
+/// map is DISTRIBUTED, invokes that function and only it, retries Lambda's throttling and a
+/// segment stopped by Lambda's time limit, and its role may invoke that function only and start
+/// and stop only its own child executions. (docs/guide/tools-on-step-functions.md)
+#[test]
+fn tools_function_and_state_machine() {
+    let template = template();
+    let function = &template["Resources"][TOOLS_FUNCTION];
+    assert_eq!(function["Type"], "AWS::Serverless::Function");
+    let own_build: Value = serde_norway::from_str(
+        "{BuildMethod: rust-cargolambda, BuildProperties: {Binary: singlet-tools-lambda}}",
+    )
+    .unwrap();
+    assert_eq!(function["Metadata"], own_build);
+    let manifest = std::fs::read_to_string(format!("{ROOT}/tools-lambda/Cargo.toml")).unwrap();
+    assert!(manifest.contains("[[bin]]\nname = \"singlet-tools-lambda\""));
+    let api = std::fs::read_to_string(format!("{ROOT}/functions/Cargo.toml")).unwrap();
+    assert!(
+        !api.contains("singlet-tools"),
+        "the API's crate does not depend on the tools"
+    );
+    let properties = &function["Properties"];
+    assert_eq!(
+        properties["FunctionName"],
+        sub("${AWS::StackName}-table-tools")
+    );
+    assert!(properties["Environment"]["Variables"][FUNCTION_VAR].is_null());
+    assert!(
+        properties["Events"].is_null(),
+        "invoked by the state machine only"
+    );
+    // Its policy: the rendered tools statement alone, on the table, no index, no secret.
+    let statements = list(&properties["Policies"][0]["Statement"]);
+    let declared = singlet::render::tools_policy();
+    assert_eq!(statements.len(), declared.len());
+    for (statement, declared) in statements.iter().zip(&declared) {
+        assert_eq!(strings(&statement["Action"]), declared.actions);
+        assert_eq!(
+            statement["Resource"],
+            Value::Sequence(vec![get_att("Table", "Arn")])
+        );
+        assert!(statement["Condition"].is_null());
+    }
+    assert_eq!(properties["Policies"].as_sequence().unwrap().len(), 1);
+    for metric in ["Errors", "Throttles"] {
+        assert_eq!(
+            alarms_on(
+                &template,
+                "AWS/Lambda",
+                metric,
+                "FunctionName",
+                &reference(TOOLS_FUNCTION)
+            ),
+            1,
+            "the tools function has one {metric} alarm"
+        );
+    }
+
+    let machines = resources(&template, "AWS::Serverless::StateMachine");
+    assert_eq!(machines.len(), 1, "one state machine, the tools'");
+    let (logical, machine) = &machines[0];
+    let properties = &machine["Properties"];
+    assert_eq!(properties["Type"], "STANDARD");
+    // Every Task of the definition invokes a function through DefinitionSubstitutions, and
+    // each one the substitutions name is the tools function.
+    let substitutions = properties["DefinitionSubstitutions"].as_mapping().unwrap();
+    assert_eq!(substitutions.len(), 1);
+    for (_, value) in substitutions {
+        assert_eq!(*value, get_att(TOOLS_FUNCTION, "Arn"));
+    }
+    let definition = &properties["Definition"];
+    let start = definition["StartAt"].as_str().unwrap();
+    let map = &definition["States"][start];
+    assert_eq!(map["Type"], "Map");
+    assert_eq!(
+        map["ItemProcessor"]["ProcessorConfig"]["Mode"],
+        "DISTRIBUTED"
+    );
+    assert_eq!(
+        map["ItemProcessor"]["ProcessorConfig"]["ExecutionType"],
+        "STANDARD"
+    );
+    assert_eq!(map["ItemsPath"], "$.segments");
+    assert_eq!(map["MaxConcurrencyPath"], "$.maxConcurrency");
+    assert_eq!(map["ResultPath"], "$.reports");
+    // The item's event is the tools function's (singlet_tools::segment::SegmentEvent).
+    let selector: BTreeSet<String> = map["ItemSelector"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap().trim_end_matches(".$").to_owned())
+        .collect();
+    let event: BTreeSet<String> = [
+        "tool",
+        "migration",
+        "segment",
+        "segments",
+        "maxWcu",
+        "maxKeyWcu",
+        "pageSize",
+    ]
+    .map(str::to_owned)
+    .into();
+    assert_eq!(selector, event);
+    let mut tasks = Vec::new();
+    let inner = map["ItemProcessor"]["States"].as_mapping().unwrap();
+    for (name, state) in inner {
+        // No nested maps or parallels: the Task, the Choice that invokes it again while its
+        // segment is not complete, and the Pass that ends with the report.
+        assert!(
+            ["Task", "Choice", "Pass"].contains(&state["Type"].as_str().unwrap()),
+            "{name:?}"
+        );
+        if state["Type"] == "Choice" {
+            let again = list(&state["Choices"]);
+            assert_eq!(again.len(), 1);
+            assert_eq!(again[0]["Variable"], "$.answer.report.complete");
+            assert_eq!(again[0]["BooleanEquals"], false);
+            assert_eq!(again[0]["Next"], inner_start(map));
+        }
+        if state["Type"] == "Task" {
+            tasks.push(state.clone());
+        }
+    }
+    assert_eq!(tasks.len(), 1);
+    let task = &tasks[0];
+    assert_eq!(task["Resource"], "arn:aws:states:::lambda:invoke");
+    assert_eq!(
+        task["Parameters"]["FunctionName"],
+        "${TableToolsFunctionArn}"
+    );
+    // The event it sends is the item's, field for field.
+    let payload: BTreeSet<String> = task["Parameters"]["Payload"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap().trim_end_matches(".$").to_owned())
+        .collect();
+    assert_eq!(payload, selector);
+    let retried: Vec<String> = list(&task["Retry"])
+        .iter()
+        .flat_map(|retry| strings(&retry["ErrorEquals"]))
+        .collect();
+    for error in [
+        "Lambda.TooManyRequestsException",
+        "Sandbox.Timedout",
+        "States.TaskFailed",
+    ] {
+        assert!(
+            retried.iter().any(|e| e == error),
+            "{logical} retries {error}"
+        );
+    }
+    // No other state of the top level invokes anything.
+    for (name, state) in definition["States"].as_mapping().unwrap() {
+        assert!(
+            state["Resource"].is_null(),
+            "{name:?} invokes nothing itself"
+        );
+    }
+
+    // The role: invoke the tools function only; start, describe and stop its own executions.
+    let policies = list(&properties["Policies"]);
+    let invoke: Vec<&Value> = policies
+        .iter()
+        .filter(|p| !p["LambdaInvokePolicy"].is_null())
+        .collect();
+    assert_eq!(invoke.len(), 1);
+    assert_eq!(
+        invoke[0]["LambdaInvokePolicy"]["FunctionName"],
+        reference(TOOLS_FUNCTION)
+    );
+    let own = "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}";
+    for statement in policies.iter().flat_map(|p| list(&p["Statement"])) {
+        let actions = strings(&statement["Action"]);
+        assert!(
+            !actions
+                .iter()
+                .any(|a| a.starts_with("lambda:") || a.starts_with("dynamodb:")),
+            "the role invokes only through LambdaInvokePolicy and never touches the table"
+        );
+        if actions.iter().any(|a| a.starts_with("states:")) {
+            let resources = list(&statement["Resource"]);
+            assert_eq!(resources.len(), 1);
+            let resource = resources[0]["Fn::Sub"].as_str().unwrap();
+            assert!(
+                resource == format!("{own}:stateMachine:${{AWS::StackName}}-table-tools")
+                    || resource == format!("{own}:execution:${{AWS::StackName}}-table-tools/*"),
+                "{resource}"
+            );
+        }
+    }
+    assert_eq!(properties["Name"], sub("${AWS::StackName}-table-tools"));
+    assert_eq!(
+        template["Outputs"]["TableToolsStateMachineArn"]["Value"],
+        reference(logical)
+    );
 }

@@ -49,6 +49,10 @@ pub struct Options {
     /// A test hook: stop as if killed after this many successful writes, before the page's
     /// checkpoint is saved.
     pub stop_after: Option<u64>,
+    /// Stop between two pages, once the page's checkpoint is saved, when this time has come:
+    /// the tools function's deadline, a little before Lambda's limit, so that the segment is
+    /// invoked again from a saved place rather than killed mid-page.
+    pub stop_at: Option<std::time::Instant>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -211,7 +215,216 @@ pub async fn run(
     if options.dry_run {
         saved.clear();
     }
-    if let Some(after) = migration.after.filter(|_| !options.dry_run) {
+    if !options.dry_run {
+        check_after(ctx, migration).await?;
+    }
+    let survey = match migration.claims {
+        None => Survey::default(),
+        Some(claims) => survey(ctx, migration.name, claims, segments, options.page_size).await?,
+    };
+
+    let settings = Settings {
+        loan_history_days: ctx.loan_history_days,
+    };
+    let throttle = throttle_of(options);
+
+    if !options.dry_run {
+        // Every segment is marked started before the first write: a run killed before its first
+        // page's checkpoint has changed items already, and must be listed `in progress` (and
+        // resumed with its `--segments`), never `not started`.
+        futures::future::try_join_all(
+            (0..segments)
+                .filter(|segment| !saved.iter().any(|(s, _)| s == segment))
+                .map(|segment| mark_started(ctx, migration, segment, segments, &throttle)),
+        )
+        .await?;
+    }
+    let shared = Shared::new(throttle, options, survey, settings);
+    let results = futures::future::join_all((0..segments).map(|segment| {
+        let checkpoint = saved
+            .iter()
+            .find(|(s, _)| *s == segment)
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default();
+        run_segment(ctx, migration, segment, segments, checkpoint, &shared)
+    }))
+    .await;
+    let mut complete = true;
+    for result in results {
+        complete &= result?;
+    }
+    Ok(shared.report(migration, complete))
+}
+
+/// What the segments of one run share: the pacing, the counters, the conflicts found, the plan's
+/// inputs. The laptop's run shares one between all its segments; a segment run alone (a function
+/// of the stack, [`run_one_segment`]) has one of its own.
+struct Shared<'o> {
+    throttle: Throttle,
+    options: &'o Options,
+    survey: Survey,
+    settings: Settings,
+    /// Learned from the writes themselves, across the segments: the most one item's writes have
+    /// consumed. The most, not the last: a refused write (a page read again after a stop) costs
+    /// less than an applied one, and admitting the next on that would let a window pass the limit.
+    estimate: Mutex<f64>,
+    counters: Counters,
+    conflicts: Mutex<Vec<Conflict>>,
+    sample: Mutex<Vec<String>>,
+    stopped: std::sync::atomic::AtomicBool,
+    progress: Progress,
+}
+
+impl<'o> Shared<'o> {
+    fn new(throttle: Throttle, options: &'o Options, survey: Survey, settings: Settings) -> Self {
+        Self {
+            throttle,
+            options,
+            survey,
+            settings,
+            estimate: Mutex::new(1.0),
+            counters: Counters::default(),
+            conflicts: Mutex::new(Vec::new()),
+            sample: Mutex::new(Vec::new()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            progress: Progress::new(true),
+        }
+    }
+
+    /// The run's report, once its segments have ended (`complete`: each read to its end).
+    fn report(self, migration: &'static Migration, complete: bool) -> Report {
+        self.progress.finish(&self.counters.line(migration.name));
+        let mut conflicts = self.conflicts.into_inner().unwrap();
+        conflicts.sort_by(|a, b| a.pk.cmp(&b.pk));
+        Report {
+            migration: migration.name,
+            scanned: self.counters.scanned.into_inner(),
+            changed: self.counters.changed.into_inner(),
+            already_changed: self.counters.already.into_inner(),
+            conflicts,
+            complete: complete && !self.options.dry_run,
+            dry_run: self.options.dry_run,
+            sample: self.sample.into_inner().unwrap(),
+            peak_wcu_per_second: self.throttle.peak(),
+            hottest_key: self.throttle.hottest_key(),
+        }
+    }
+}
+
+/// Reads one segment from its `checkpoint` to its end (or to a stop), planning and applying each
+/// item's change and saving the segment's place after each page: the one code path of both the
+/// laptop's run (every segment side by side) and a segment's function on AWS. Answers whether
+/// the segment was read to its end.
+async fn run_segment(
+    ctx: &Ctx,
+    migration: &Migration,
+    segment: u32,
+    segments: u32,
+    checkpoint: Checkpoint,
+    shared: &Shared<'_>,
+) -> Result<bool, String> {
+    let Shared {
+        throttle,
+        options,
+        survey,
+        settings,
+        estimate,
+        counters,
+        conflicts,
+        sample,
+        stopped,
+        progress,
+    } = shared;
+    if checkpoint.done {
+        return Ok(true);
+    }
+    let mut start = checkpoint.last_key;
+    let mut segment_conflicts = checkpoint.conflicts;
+    loop {
+        if stopped.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let (items, last_key) = ctx
+            .scan_page(segment, segments, start.clone(), options.page_size)
+            .await
+            .map_err(|e| format!("cannot scan segment {segment}: {e:?}"))?;
+        for item in &items {
+            counters.scanned.fetch_add(1, Ordering::Relaxed);
+            match (migration.plan)(item, survey, settings) {
+                Plan::Skip => {}
+                Plan::Conflict(detail) => {
+                    segment_conflicts += 1;
+                    conflicts.lock().unwrap().push(Conflict {
+                        pk: pk_of(item),
+                        detail,
+                    });
+                }
+                Plan::Change(_) if options.dry_run => {
+                    counters.changed.fetch_add(1, Ordering::Relaxed);
+                    let mut sample = sample.lock().unwrap();
+                    if sample.len() < 5 {
+                        sample.push(pk_of(item));
+                    }
+                }
+                Plan::Change(change) => {
+                    let expected = *estimate.lock().unwrap();
+                    let admission = throttle.admit_keys(expected, &change.keys_written()).await;
+                    let applied = ctx
+                        .apply_change(&change)
+                        .await
+                        .map_err(|e| format!("a write failed: {e:?}"))?;
+                    throttle.settle(admission, applied.units());
+                    {
+                        let mut estimate = estimate.lock().unwrap();
+                        *estimate = estimate.max(applied.units());
+                    }
+                    match applied {
+                        Applied::Written { .. } => {
+                            counters.changed.fetch_add(1, Ordering::Relaxed);
+                            let total = counters.written_total.fetch_add(1, Ordering::Relaxed) + 1;
+                            if options.stop_after.is_some_and(|limit| total >= limit) {
+                                stopped.store(true, Ordering::Relaxed);
+                                return Ok(false);
+                            }
+                        }
+                        Applied::Refused { .. } => {
+                            counters.already.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+        let done = last_key.is_none();
+        if !options.dry_run {
+            let admission = throttle.admit(CHECKPOINT_UNITS).await;
+            let place = Place {
+                segment,
+                segments,
+                last_key: last_key.as_ref(),
+                done,
+                conflicts: segment_conflicts,
+            };
+            let units = save(ctx, migration, place).await?;
+            throttle.settle(admission, units);
+        }
+        progress.count(|| counters.line(migration.name));
+        if done {
+            return Ok(true);
+        }
+        if options
+            .stop_at
+            .is_some_and(|at| std::time::Instant::now() >= at)
+        {
+            return Ok(false);
+        }
+        start = last_key;
+    }
+}
+
+/// A migration that takes items from the version another one writes runs only once that one is
+/// complete (or has ended with conflicts).
+async fn check_after(ctx: &Ctx, migration: &Migration) -> Result<(), String> {
+    if let Some(after) = migration.after {
         let state = states(ctx)
             .await?
             .into_iter()
@@ -226,181 +439,116 @@ pub async fn run(
             ));
         }
     }
-    let survey = match migration.claims {
-        None => Survey::default(),
-        Some(claims) => survey(ctx, migration.name, claims, segments, options.page_size).await?,
-    };
+    Ok(())
+}
 
-    let settings = Settings {
-        loan_history_days: ctx.loan_history_days,
+/// Saves a segment's place before its first write: a run killed before its first page's
+/// checkpoint has changed items already, and must be listed `in progress` (and resumed with its
+/// segment count), never `not started`.
+async fn mark_started(
+    ctx: &Ctx,
+    migration: &Migration,
+    segment: u32,
+    segments: u32,
+    throttle: &Throttle,
+) -> Result<(), String> {
+    let admission = throttle.admit(CHECKPOINT_UNITS).await;
+    let place = Place {
+        segment,
+        segments,
+        last_key: None,
+        done: false,
+        conflicts: 0,
     };
-    let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(
+    let units = save(ctx, migration, place).await?;
+    throttle.settle(admission, units);
+    Ok(())
+}
+
+/// The throttle of a run with `options`.
+fn throttle_of(options: &Options) -> Throttle {
+    Throttle::new(options.max_wcu).with_max_key_wcu(
         options
             .max_key_wcu
             .unwrap_or(singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU),
-    );
+    )
+}
 
+/// Runs segment `segment` of `options.segments` alone, from its checkpoint to its end: what the
+/// stack's tools function runs for one item of the state machine's distributed map
+/// ([`crate::segment`]), through the same per-segment function (`run_segment`) the laptop's
+/// [`run`] runs for every segment side by side. Run again after a kill, it resumes from the segment's checkpoint; run after the
+/// segment is done, it reads nothing and answers `complete`.
+///
+/// Refused, with the reason: a segment outside the run, a run of another segment count stopped
+/// part way, a migration that must wait for another, and a migration that first surveys what
+/// every item claims (`plates-compact`): that survey reads the whole table, and a segment alone
+/// would read it once per segment (run it from the laptop; docs/guide/tools-on-step-functions.md).
+pub async fn run_one_segment(
+    ctx: &Ctx,
+    migration: &'static Migration,
+    segment: u32,
+    options: &Options,
+) -> Result<Report, String> {
+    let segments = options.segments.max(1);
+    if segment >= segments {
+        return Err(format!(
+            "segment {segment} is not one of the run's {segments} (0 to {})",
+            segments - 1
+        ));
+    }
+    if migration.claims.is_some() {
+        return Err(format!(
+            "{} first reads what every item of the table claims, which one segment alone cannot: \
+             run it from a machine (`migrate {}`)",
+            migration.name, migration.name
+        ));
+    }
+    let saved = match options.dry_run {
+        true => Vec::new(),
+        false => checkpoints(ctx, migration).await?,
+    };
+    if let Some((_, first)) = saved.first() {
+        let unfinished = saved.iter().any(|(_, c)| !c.done);
+        if first.segments != segments {
+            return Err(match unfinished {
+                true => format!(
+                    "a run of {} with {} segments was stopped part way: resume it with {} segments",
+                    migration.name, first.segments, first.segments
+                ),
+                false => format!(
+                    "{} was run to its end with {} segments: run it with {} segments, or start a new \
+                     pass from a machine (`migrate {}`), which clears the finished run's checkpoints",
+                    migration.name, first.segments, first.segments, migration.name
+                ),
+            });
+        }
+    }
     if !options.dry_run {
-        // Every segment is marked started before the first write: a run killed before its first
-        // page's checkpoint has changed items already, and must be listed `in progress` (and
-        // resumed with its `--segments`), never `not started`.
-        futures::future::try_join_all(
-            (0..segments)
-                .filter(|segment| !saved.iter().any(|(s, _)| s == segment))
-                .map(|segment| {
-                    let throttle = &throttle;
-                    async move {
-                        let admission = throttle.admit(CHECKPOINT_UNITS).await;
-                        let place = Place {
-                            segment,
-                            segments,
-                            last_key: None,
-                            done: false,
-                            conflicts: 0,
-                        };
-                        let units = save(ctx, migration, place).await?;
-                        throttle.settle(admission, units);
-                        Ok::<_, String>(())
-                    }
-                }),
-        )
-        .await?;
+        check_after(ctx, migration).await?;
     }
-    // Learned from the writes themselves, across the segments: the most one item's writes have
-    // consumed. The most, not the last: a refused write (a page read again after a stop) costs
-    // less than an applied one, and admitting the next on that would let a window pass the limit.
-    let estimate = Mutex::new(1.0_f64);
-    let counters = Counters::default();
-    let conflicts = Mutex::new(Vec::new());
-    let sample = Mutex::new(Vec::new());
-    let stopped = std::sync::atomic::AtomicBool::new(false);
-    let progress = Progress::new(true);
-
-    let results =
-        futures::future::join_all((0..segments).map(|segment| {
-            let checkpoint = saved
-                .iter()
-                .find(|(s, _)| *s == segment)
-                .map(|(_, c)| c.clone())
-                .unwrap_or_default();
-            let (
-                throttle,
-                estimate,
-                counters,
-                conflicts,
-                sample,
-                stopped,
-                survey,
-                settings,
-                progress,
-            ) = (
-                &throttle, &estimate, &counters, &conflicts, &sample, &stopped, &survey, &settings,
-                &progress,
-            );
-            async move {
-                if checkpoint.done {
-                    return Ok::<bool, String>(true);
-                }
-                let mut start = checkpoint.last_key;
-                let mut segment_conflicts = checkpoint.conflicts;
-                loop {
-                    if stopped.load(Ordering::Relaxed) {
-                        return Ok(false);
-                    }
-                    let (items, last_key) = ctx
-                        .scan_page(segment, segments, start.clone(), options.page_size)
-                        .await
-                        .map_err(|e| format!("cannot scan segment {segment}: {e:?}"))?;
-                    for item in &items {
-                        counters.scanned.fetch_add(1, Ordering::Relaxed);
-                        match (migration.plan)(item, survey, settings) {
-                            Plan::Skip => {}
-                            Plan::Conflict(detail) => {
-                                segment_conflicts += 1;
-                                conflicts.lock().unwrap().push(Conflict {
-                                    pk: pk_of(item),
-                                    detail,
-                                });
-                            }
-                            Plan::Change(_) if options.dry_run => {
-                                counters.changed.fetch_add(1, Ordering::Relaxed);
-                                let mut sample = sample.lock().unwrap();
-                                if sample.len() < 5 {
-                                    sample.push(pk_of(item));
-                                }
-                            }
-                            Plan::Change(change) => {
-                                let expected = *estimate.lock().unwrap();
-                                let admission =
-                                    throttle.admit_keys(expected, &change.keys_written()).await;
-                                let applied = ctx
-                                    .apply_change(&change)
-                                    .await
-                                    .map_err(|e| format!("a write failed: {e:?}"))?;
-                                throttle.settle(admission, applied.units());
-                                {
-                                    let mut estimate = estimate.lock().unwrap();
-                                    *estimate = estimate.max(applied.units());
-                                }
-                                match applied {
-                                    Applied::Written { .. } => {
-                                        counters.changed.fetch_add(1, Ordering::Relaxed);
-                                        let total =
-                                            counters.written_total.fetch_add(1, Ordering::Relaxed)
-                                                + 1;
-                                        if options.stop_after.is_some_and(|limit| total >= limit) {
-                                            stopped.store(true, Ordering::Relaxed);
-                                            return Ok(false);
-                                        }
-                                    }
-                                    Applied::Refused { .. } => {
-                                        counters.already.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    let done = last_key.is_none();
-                    if !options.dry_run {
-                        let admission = throttle.admit(CHECKPOINT_UNITS).await;
-                        let place = Place {
-                            segment,
-                            segments,
-                            last_key: last_key.as_ref(),
-                            done,
-                            conflicts: segment_conflicts,
-                        };
-                        let units = save(ctx, migration, place).await?;
-                        throttle.settle(admission, units);
-                    }
-                    progress.count(|| counters.line(migration.name));
-                    if done {
-                        return Ok(true);
-                    }
-                    start = last_key;
-                }
-            }
-        }))
-        .await;
-    progress.finish(&counters.line(migration.name));
-    let mut complete = true;
-    for result in results {
-        complete &= result?;
+    let throttle = throttle_of(options);
+    let checkpoint = saved
+        .into_iter()
+        .find(|(s, _)| *s == segment)
+        .map(|(_, c)| c);
+    if checkpoint.is_none() && !options.dry_run {
+        mark_started(ctx, migration, segment, segments, &throttle).await?;
     }
-    let mut conflicts = conflicts.into_inner().unwrap();
-    conflicts.sort_by(|a, b| a.pk.cmp(&b.pk));
-    Ok(Report {
-        migration: migration.name,
-        scanned: counters.scanned.into_inner(),
-        changed: counters.changed.into_inner(),
-        already_changed: counters.already.into_inner(),
-        conflicts,
-        complete: complete && !options.dry_run,
-        dry_run: options.dry_run,
-        sample: sample.into_inner().unwrap(),
-        peak_wcu_per_second: throttle.peak(),
-        hottest_key: throttle.hottest_key(),
-    })
+    let settings = Settings {
+        loan_history_days: ctx.loan_history_days,
+    };
+    let shared = Shared::new(throttle, options, Survey::default(), settings);
+    let complete = run_segment(
+        ctx,
+        migration,
+        segment,
+        segments,
+        checkpoint.unwrap_or_default(),
+        &shared,
+    )
+    .await?;
+    Ok(shared.report(migration, complete))
 }
 
 /// What every item of the table claims, read by a parallel `Scan` of its own.

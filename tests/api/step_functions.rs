@@ -1,0 +1,547 @@
+//! The tools on AWS as a Step Functions distributed map (docs/guide/tools-on-step-functions.md):
+//! the stack's tools function (`table-tools`) run through the runner's `invoke`, one segment an
+//! invocation, against the embedded engine; template.yaml's state machine against the function
+//! it names; `migrate --on-aws` against a Step Functions endpoint of the test's own.
+
+use crate::harness::{Api, Mode};
+use crate::migrate::{migration, vehicles, write_old_vehicles};
+use serde_json::{Value, json};
+use singlet_tools::migrate::{self, Options};
+
+const COUNT: usize = 600;
+const SEGMENTS: u32 = 4;
+
+/// The event the state machine hands the tools function for `segment`.
+fn segment_event(segment: u32, stop_after: Option<u64>) -> String {
+    let mut event = json!({
+        "tool": "migrate",
+        "migration": "vehicles-by-depot",
+        "segment": segment,
+        "segments": SEGMENTS,
+        "maxWcu": 1000,
+        "maxKeyWcu": 100,
+        "pageSize": 50,
+    });
+    if let Some(stop_after) = stop_after {
+        event["stopAfter"] = json!(stop_after);
+    }
+    event.to_string()
+}
+
+async fn invoke_segment(api: &Api, segment: u32, stop_after: Option<u64>) -> Value {
+    singlet::invoke::invoke(&api.ctx, "table-tools", &segment_event(segment, stop_after))
+        .await
+        .unwrap()
+}
+
+/// Every item but the migration's checkpoints, as text, in key order.
+async fn migrated_items(api: &Api) -> Vec<String> {
+    let mut items: Vec<String> = api
+        .items()
+        .await
+        .iter()
+        .filter(|item| !crate::harness::s(item, "PK").starts_with("MIGRATION#"))
+        .map(|item| format!("{:?}", std::collections::BTreeMap::from_iter(item.iter())))
+        .collect();
+    items.sort();
+    items
+}
+
+/// Each segment invoked on its own migrates the table as the laptop's run of the same segments
+/// does; a segment killed part way and invoked again resumes from its checkpoint and writes no
+/// vehicle twice; a segment invoked once it is done reads nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_segments_invoked_one_by_one_migrate_as_the_laptop_does_and_resume() {
+    let laptop = Api::start(Mode::Direct).await;
+    let aws = Api::start(Mode::Direct).await;
+    write_old_vehicles(&laptop, COUNT).await;
+    write_old_vehicles(&aws, COUNT).await;
+
+    let ran = migrate::run(
+        &laptop.ctx,
+        migration(),
+        &Options {
+            segments: SEGMENTS,
+            page_size: Some(50),
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(ran.complete, "{ran:?}");
+    assert_eq!(ran.changed, COUNT as u64);
+
+    // Segment 1 killed after 30 writes, before its page's checkpoint.
+    let killed = invoke_segment(&aws, 1, Some(30)).await;
+    assert_eq!(killed["complete"], false, "{killed}");
+    assert_eq!(killed["changed"], 30, "{killed}");
+    assert_eq!(killed["segment"], 1);
+    let states = migrate::states(&aws.ctx).await.unwrap();
+    let state = states
+        .iter()
+        .find(|s| s.migration == "vehicles-by-depot")
+        .unwrap();
+    assert_eq!(state.state, "in progress", "{state:?}");
+
+    let mut changed = killed["changed"].as_u64().unwrap();
+    let mut already = 0;
+    for segment in 0..SEGMENTS {
+        let report = invoke_segment(&aws, segment, None).await;
+        assert_eq!(report["complete"], true, "{report}");
+        assert_eq!(report["migration"], "vehicles-by-depot");
+        assert_eq!(report["segment"], segment);
+        assert_eq!(report["segments"], SEGMENTS);
+        assert_eq!(report["conflictCount"], 0);
+        assert!(report["peakWcuPerSecond"].as_f64().unwrap() <= 1000.0);
+        changed += report["changed"].as_u64().unwrap();
+        already += report["alreadyChanged"].as_u64().unwrap();
+    }
+    // Every vehicle written once: the killed segment's page read again found the 30 already
+    // changed, whose conditions refused a second write.
+    assert_eq!(changed, COUNT as u64);
+    assert!(
+        already <= 50,
+        "at most the killed page read again: {already}"
+    );
+    assert_eq!(migrated_items(&aws).await, migrated_items(&laptop).await);
+    assert_eq!(vehicles(&aws.items().await).len(), COUNT);
+    let states = migrate::states(&aws.ctx).await.unwrap();
+    assert_eq!(states[0].state, "complete", "{:?}", states[0]);
+
+    // A segment done and invoked again (a retried map item) reads nothing and is complete.
+    let again = invoke_segment(&aws, 2, None).await;
+    assert_eq!(again["complete"], true);
+    assert_eq!(
+        (again["scanned"].as_u64(), again["changed"].as_u64()),
+        (Some(0), Some(0))
+    );
+}
+
+/// What the tools function refuses, and why: a bad event, a segment outside the run, another
+/// segment count than a stopped run's, a migration that must survey the whole table first, and
+/// fsck (not per segment yet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_segment_refusals_say_why() {
+    let api = Api::start(Mode::Direct).await;
+    write_old_vehicles(&api, 20).await;
+    let refused = |event: Value| {
+        let ctx = api.ctx.clone();
+        async move {
+            singlet::invoke::invoke(&ctx, "table-tools", &event.to_string())
+                .await
+                .unwrap_err()
+        }
+    };
+    let base =
+        json!({"tool": "migrate", "migration": "vehicles-by-depot", "segment": 0, "segments": 2});
+    let with = |field: &str, value: Value| {
+        let mut event = base.clone();
+        event[field] = value;
+        event
+    };
+    assert!(
+        refused(with("segment", json!(2)))
+            .await
+            .contains("not one of the run's 2")
+    );
+    assert!(
+        refused(with("segments", json!(0)))
+            .await
+            .contains("at least 1")
+    );
+    assert!(refused(with("maxWcu", json!(0))).await.contains("maxWcu"));
+    assert!(
+        refused(with("migration", json!("nope")))
+            .await
+            .contains("no migration named nope")
+    );
+    assert!(
+        refused(with("tool", json!("fsck")))
+            .await
+            .contains("fsck does not run per segment")
+    );
+    assert!(
+        refused(with("bogus", json!(1)))
+            .await
+            .contains("unknown field")
+    );
+    let plates = refused(with("migration", json!("plates-compact"))).await;
+    assert!(plates.contains("from a machine"), "{plates}");
+
+    // Segment 0 of 2 started (and stopped): segment 1 of 4 is another run's.
+    let stopped = singlet::invoke::invoke(
+        &api.ctx,
+        "table-tools",
+        &with("stopAfter", json!(1)).to_string(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stopped["complete"], false);
+    let mut other = with("segments", json!(4));
+    other["segment"] = json!(1);
+    assert!(refused(other).await.contains("resume it with 2 segments"));
+}
+
+/// `singlet invoke table-tools --event events/tools/migrate-segment.json`: the event file the
+/// guide gives, through the runner's command, on a table with nothing to migrate.
+#[test]
+fn invoke_runs_the_tools_function_on_its_event_file() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let output = crate::process::singlet()
+        .current_dir(root)
+        .args(["--in-memory", "invoke", "table-tools"])
+        .args(["--event", "events/tools/migrate-segment.json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["migration"], "vehicles-by-depot", "{report}");
+    assert_eq!(report["complete"], true, "{report}");
+    assert_eq!(
+        (report["segment"].as_u64(), report["segments"].as_u64()),
+        (Some(0), Some(4))
+    );
+    let listed = crate::process::singlet()
+        .args(["invoke", "--list"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("table-tools"));
+}
+
+/// A Step Functions endpoint of the test's own (the awsJson1_0 protocol: `POST /`, the operation
+/// in `X-Amz-Target`): it notes every request, answers `StartExecution` as told, and each
+/// `DescribeExecution` with the next of its statuses.
+struct FakeStepFunctions {
+    url: String,
+    seen: std::sync::Arc<Script>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct Script {
+    requests: std::sync::Mutex<Vec<(String, Value)>>,
+    /// `StartExecution`'s answer: its status and body.
+    start: std::sync::Mutex<Option<(u16, Value)>>,
+    describes: std::sync::Mutex<std::collections::VecDeque<Value>>,
+}
+
+impl Drop for FakeStepFunctions {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+const MACHINE: &str = "arn:aws:states:us-east-1:123456789012:stateMachine:stack-table-tools";
+
+impl FakeStepFunctions {
+    async fn start(start: (u16, Value), describes: Vec<Value>) -> Self {
+        use axum::http::{HeaderMap, StatusCode};
+        let script = std::sync::Arc::new(Script::default());
+        *script.start.lock().unwrap() = Some(start);
+        *script.describes.lock().unwrap() = describes.into();
+        let served = script.clone();
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
+                let script = served.clone();
+                async move {
+                    let target = headers
+                        .get("x-amz-target")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    script.requests.lock().unwrap().push((target.clone(), body));
+                    let (status, answer) = match target.as_str() {
+                        "AWSStepFunctions.StartExecution" => {
+                            script.start.lock().unwrap().clone().unwrap()
+                        }
+                        "AWSStepFunctions.DescribeExecution" => {
+                            let next = script.describes.lock().unwrap().pop_front();
+                            (200, next.expect("no more DescribeExecution answers"))
+                        }
+                        other => (
+                            400,
+                            json!({"__type": "UnknownOperationException", "message": other}),
+                        ),
+                    };
+                    (
+                        StatusCode::from_u16(status).unwrap(),
+                        [("content-type", "application/x-amz-json-1.0")],
+                        answer.to_string(),
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            url,
+            seen: script,
+            server,
+        }
+    }
+
+    fn requests(&self) -> Vec<(String, Value)> {
+        self.seen.requests.lock().unwrap().clone()
+    }
+}
+
+const EXECUTION: &str = "arn:aws:states:us-east-1:123456789012:execution:stack-table-tools:run";
+
+fn started() -> (u16, Value) {
+    (200, json!({"executionArn": EXECUTION, "startDate": 1.7e9}))
+}
+
+fn described(status: &str, extra: Value) -> Value {
+    let mut answer = json!({
+        "executionArn": EXECUTION,
+        "stateMachineArn": MACHINE,
+        "status": status,
+        "startDate": 1.7e9,
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        answer[k] = v.clone();
+    }
+    answer
+}
+
+/// A succeeded execution's output: the input and two segments' reports.
+fn succeeded_output(conflicts: u64) -> Value {
+    let report = |segment: u32, conflicts: u64| {
+        json!({
+            "migration": "vehicles-by-depot", "scanned": 10, "changed": 4, "alreadyChanged": 1,
+            "conflicts": (0..conflicts).map(|i| json!({"pk": format!("VEHICLE#v{i}"), "detail": "x"})).collect::<Vec<_>>(),
+            "conflictCount": conflicts, "complete": true, "dryRun": false,
+            "peakWcuPerSecond": 3.0, "hottestKey": null, "segment": segment, "segments": 2,
+        })
+    };
+    json!({
+        "output": json!({"segmentCount": 2, "reports": [report(0, 0), report(1, conflicts)]}).to_string()
+    })
+}
+
+/// `singlet migrate vehicles-by-depot --on-aws` against `fake`: its exit code, standard
+/// output and standard error.
+async fn on_aws(fake: &FakeStepFunctions, extra: &[&str]) -> (Option<i32>, String, String) {
+    let url = fake.url.clone();
+    let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        let output = crate::process::singlet()
+            .args([
+                "migrate",
+                "vehicles-by-depot",
+                "--on-aws",
+                "--state-machine",
+                MACHINE,
+            ])
+            .args(["--segments", "4", "--max-wcu", "400", "--poll-ms", "5"])
+            .args(&extra)
+            .env("AWS_ENDPOINT_URL_SFN", &url)
+            .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+            .env("AWS_SECRET_ACCESS_KEY", "secret")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_CONFIG_FILE", "/nonexistent")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// `migrate --on-aws`: the `StartExecution` it sends (the state machine, a name from the input,
+/// the segment list, each segment's share of the limits), then `DescribeExecution` until the
+/// execution ends; each end's exit code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
+    // RUNNING, then SUCCEEDED: exit 0, the segments' reports gathered.
+    let fake = FakeStepFunctions::start(
+        started(),
+        vec![
+            described("RUNNING", json!({})),
+            described("SUCCEEDED", succeeded_output(0)),
+        ],
+    )
+    .await;
+    let (code, stdout, stderr) = on_aws(&fake, &["--json", "--max-concurrency", "2"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["status"], "SUCCEEDED");
+    assert_eq!(
+        (report["scanned"].as_u64(), report["changed"].as_u64()),
+        (Some(20), Some(8))
+    );
+    assert_eq!(report["alreadyChanged"], 2);
+    assert_eq!(report["complete"], true);
+    assert!(stderr.contains("RUNNING"), "progress on stderr: {stderr}");
+    let requests = fake.requests();
+    let targets: Vec<&str> = requests.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        targets,
+        [
+            "AWSStepFunctions.StartExecution",
+            "AWSStepFunctions.DescribeExecution",
+            "AWSStepFunctions.DescribeExecution"
+        ]
+    );
+    let start = &requests[0].1;
+    assert_eq!(start["stateMachineArn"], MACHINE);
+    let name = start["name"].as_str().unwrap();
+    assert!(
+        name.starts_with("migrate-vehicles-by-depot-") && name.ends_with("-1"),
+        "{name}"
+    );
+    let input: Value = serde_json::from_str(start["input"].as_str().unwrap()).unwrap();
+    assert_eq!(input["segments"], json!([0, 1, 2, 3]));
+    assert_eq!(input["segmentCount"], 4);
+    assert_eq!(input["maxConcurrency"], 2);
+    assert_eq!(input["tool"], "migrate");
+    assert_eq!(input["migration"], "vehicles-by-depot");
+    // Two segments at once share --max-wcu 400 and the default --max-key-wcu 800.
+    assert_eq!(input["maxWcu"], 200.0);
+    assert_eq!(input["maxKeyWcu"], 400.0);
+    assert_eq!(requests[1].1["executionArn"], EXECUTION);
+    drop(fake);
+
+    // The same command again names the same execution: the start is not applied twice.
+    let fake =
+        FakeStepFunctions::start(started(), vec![described("SUCCEEDED", succeeded_output(0))])
+            .await;
+    let _ = on_aws(&fake, &["--json", "--max-concurrency", "2"]).await;
+    assert_eq!(fake.requests()[0].1["name"], name);
+    drop(fake);
+
+    // Succeeded with conflicts left as they were: exit 1.
+    let fake =
+        FakeStepFunctions::start(started(), vec![described("SUCCEEDED", succeeded_output(3))])
+            .await;
+    let (code, stdout, _) = on_aws(&fake, &["--json"]).await;
+    assert_eq!(code, Some(1));
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["conflictCount"], 3);
+    assert_eq!(report["conflicts"].as_array().unwrap().len(), 3);
+    drop(fake);
+
+    // FAILED, TIMED_OUT, ABORTED: exit 1, the error told, the next attempt named.
+    for status in ["FAILED", "TIMED_OUT", "ABORTED"] {
+        let fake = FakeStepFunctions::start(
+            started(),
+            vec![
+                described("RUNNING", json!({})),
+                described(status, json!({"error": "States.ExceedToleratedFailureThreshold", "cause": "a segment failed"})),
+            ],
+        )
+        .await;
+        let (code, stdout, stderr) = on_aws(&fake, &[]).await;
+        assert_eq!(code, Some(1), "{status}: {stderr}");
+        let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(report["status"], status);
+        assert_eq!(report["complete"], false);
+        assert!(stderr.contains("--attempt 2"), "{stderr}");
+    }
+
+    // Started before under the same name (a retried start): followed, not started twice.
+    let fake = FakeStepFunctions::start(
+        (
+            400,
+            json!({"__type": "ExecutionAlreadyExists", "message": "Execution Already Exists"}),
+        ),
+        vec![described("SUCCEEDED", succeeded_output(0))],
+    )
+    .await;
+    let (code, _, stderr) = on_aws(&fake, &["--json"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("started before"), "{stderr}");
+    let requests = fake.requests();
+    let execution = requests[1].1["executionArn"].as_str().unwrap();
+    assert_eq!(
+        execution,
+        format!(
+            "arn:aws:states:us-east-1:123456789012:execution:stack-table-tools:{}",
+            requests[0].1["name"].as_str().unwrap()
+        )
+    );
+    drop(fake);
+
+    // Could not start (no permission): exit 2, said.
+    let fake = FakeStepFunctions::start(
+        (
+            400,
+            json!({"__type": "AccessDeniedException", "message": "not authorized"}),
+        ),
+        vec![],
+    )
+    .await;
+    let (code, _, stderr) = on_aws(&fake, &[]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("cannot start"), "{stderr}");
+}
+
+/// More segments than the execution's output has room for the reports of: refused before any
+/// call (exit 2).
+#[test]
+fn migrate_on_aws_refuses_more_segments_than_its_output_holds() {
+    let output = crate::process::singlet()
+        .args([
+            "migrate",
+            "vehicles-by-depot",
+            "--on-aws",
+            "--state-machine",
+            MACHINE,
+        ])
+        .args(["--segments", "201"])
+        .env("AWS_ENDPOINT_URL_SFN", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("at most 200 segments"));
+}
+
+/// A segment whose deadline has come stops between two pages, its place saved, and answers
+/// `complete: false` (what the state machine's Choice invokes it again on); invoked again and
+/// again it goes on page by page, rereading nothing: every vehicle written once, none refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_segment_past_its_deadline_stops_between_pages_and_goes_on() {
+    let api = Api::start(Mode::Direct).await;
+    write_old_vehicles(&api, 200).await;
+    let options = Options {
+        segments: 1,
+        page_size: Some(100),
+        stop_at: Some(std::time::Instant::now()),
+        ..Options::default()
+    };
+    let (mut invocations, mut changed, mut already) = (0, 0, 0);
+    loop {
+        invocations += 1;
+        let report = migrate::run_one_segment(&api.ctx, migration(), 0, &options)
+            .await
+            .unwrap();
+        assert!(report.scanned <= 100, "one page an invocation: {report:?}");
+        changed += report.changed;
+        already += report.already_changed;
+        if report.complete {
+            break;
+        }
+        assert!(invocations < 20, "no progress");
+    }
+    assert!(invocations >= 6, "600 items at 100 a page: {invocations}");
+    assert_eq!((changed, already), (200, 0));
+    assert_eq!(
+        migrate::states(&api.ctx).await.unwrap()[0].state,
+        "complete"
+    );
+}

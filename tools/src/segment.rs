@@ -1,0 +1,103 @@
+//! The stack's tools function (`table-tools`, binary `singlet-tools-lambda`): one item of a
+//! Step Functions distributed map, one segment of a table tool's parallel scan, run through the
+//! same library code the laptop's command runs for every segment side by side.
+//!
+//! Its event (docs/guide/tools-on-step-functions.md):
+//!
+//! ```json
+//! {"tool": "migrate", "migration": "vehicles-by-depot", "segment": 3, "segments": 16,
+//!  "maxWcu": 250, "maxKeyWcu": 100, "pageSize": 100}
+//! ```
+//!
+//! `maxWcu`, `maxKeyWcu` and `pageSize` may be left out (no table-wide limit; DynamoDB's own
+//! per-key limit, 800 here; DynamoDB's 1 MB pages). `stopAfter` stops the segment as if killed
+//! after that many writes: a test's, never the state machine's. The answer is the segment's
+//! report, the `--json` one of `migrate` with `segment` and `segments` beside it; an error is
+//! the invocation's failure (`Error`, `Cause`), which the state machine retries.
+
+use crate::migrate::{self, Options};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use singlet_functions::Ctx;
+
+/// The function's name in template.yaml (`${AWS::StackName}-table-tools`), as `invoke` takes it.
+pub const FUNCTION: &str = "table-tools";
+
+/// Conflicts a segment's report lists at most (it says how many there were): the state
+/// machine's output is at most 256 KiB, every segment's report in it (with at most
+/// [`MAX_SEGMENTS_ON_AWS`] segments, under 1 KiB each).
+pub const CONFLICTS_LISTED: usize = 5;
+
+/// Segments a run on the state machine may have: their reports, gathered in the execution's
+/// output, must fit in Step Functions' 256 KiB.
+pub const MAX_SEGMENTS_ON_AWS: u32 = 200;
+
+/// One segment's work, as the state machine hands it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SegmentEvent {
+    pub tool: String,
+    pub migration: Option<String>,
+    pub segment: u32,
+    pub segments: u32,
+    pub max_wcu: Option<f64>,
+    pub max_key_wcu: Option<f64>,
+    pub page_size: Option<i32>,
+    /// A test hook: stop as if killed after this many writes.
+    pub stop_after: Option<u64>,
+}
+
+/// Runs the segment `event` names; answers its report. With a `deadline` (the tools function's:
+/// a minute before Lambda's limit), the segment stops between two pages once it has come and
+/// answers `complete: false`, and the state machine invokes it again from its checkpoint.
+pub async fn handle(
+    ctx: &Ctx,
+    event: Value,
+    deadline: Option<std::time::Instant>,
+) -> Result<Value, String> {
+    let event: SegmentEvent = serde_json::from_value(event)
+        .map_err(|e| format!("the event is not a table tool's segment: {e}"))?;
+    if event.segments == 0 {
+        return Err("segments is at least 1".into());
+    }
+    for (name, limit) in [("maxWcu", event.max_wcu), ("maxKeyWcu", event.max_key_wcu)] {
+        if limit.is_some_and(|limit| !(limit.is_finite() && limit > 0.0)) {
+            return Err(format!("{name} is a number of write units above 0"));
+        }
+    }
+    match event.tool.as_str() {
+        "migrate" => {
+            let name = event
+                .migration
+                .as_deref()
+                .ok_or("a migrate segment names its migration")?;
+            let migration = singlet_functions::migrations::by_name(name)
+                .ok_or_else(|| format!("no migration named {name}"))?;
+            let options = Options {
+                segments: event.segments,
+                max_wcu: event.max_wcu,
+                max_key_wcu: event.max_key_wcu,
+                dry_run: false,
+                page_size: event.page_size,
+                stop_after: event.stop_after,
+                stop_at: deadline,
+            };
+            let report = migrate::run_one_segment(ctx, migration, event.segment, &options).await?;
+            let conflict_count = report.conflicts.len();
+            let mut answer = serde_json::to_value(&report).expect("a report is JSON");
+            if let Some(listed) = answer["conflicts"].as_array_mut() {
+                listed.truncate(CONFLICTS_LISTED);
+            }
+            answer["conflictCount"] = json!(conflict_count);
+            answer["segment"] = json!(event.segment);
+            answer["segments"] = json!(event.segments);
+            Ok(answer)
+        }
+        "fsck" => Err(
+            "fsck does not run per segment yet: its rules join items across segments \
+             (docs/guide/tools-on-step-functions.md, \"fsck\"); run `fsck` from a machine"
+                .into(),
+        ),
+        other => Err(format!("no table tool named {other} (migrate)")),
+    }
+}
