@@ -689,6 +689,10 @@ async fn ten_writers_retrying_on_412_leave_a_gapless_history() {
             for c in 0..CHANGES {
                 loop {
                     let read = api.get("/resources/r1").await;
+                    if read.status == 503 && read.body["type"] == "/problems/throttled" {
+                        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                        continue;
+                    }
                     assert_eq!(read.status, 200, "{read:?}");
                     let version: u64 = read
                         .header("etag")
@@ -705,6 +709,14 @@ async fn ten_writers_retrying_on_412_leave_a_gapless_history() {
                         412 => {
                             assert!(reply.body["currentVersion"].as_u64().unwrap() > version);
                             retries += 1;
+                        }
+                        // Ten writers on one resource are one hot partition key: every refused
+                        // conditional write consumes its units too, and on a fast machine the
+                        // engine's per-key limit (1,000 WCU a second, as DynamoDB's) is reached.
+                        // The API then answers as AWS would have it answer, 503 throttled with
+                        // nothing written, and a client waits and retries.
+                        503 if reply.body["type"] == "/problems/throttled" => {
+                            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                         }
                         _ => panic!("{reply:?}"),
                     }
