@@ -132,6 +132,7 @@ fn percentile(values: &mut [Duration], p: f64) -> Duration {
 
 /// `processes` processes, each serving `concurrency` at once, serve `total` invocations.
 async fn serve(
+    vehicle: &str,
     exe: &std::path::Path,
     processes: usize,
     concurrency: usize,
@@ -139,7 +140,13 @@ async fn serve(
     engine: &str,
 ) -> Side {
     let mut api = RuntimeApi::start(1).await;
-    let event = std::fs::read_to_string(format!("{ROOT}/events/{FUNCTION}.json")).unwrap();
+    let sample = std::fs::read_to_string(format!("{ROOT}/events/{FUNCTION}.json")).unwrap();
+    let sample_id =
+        serde_json::from_str::<serde_json::Value>(&sample).unwrap()["pathParameters"]["vehicleId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let event = sample.replace(&sample_id, vehicle);
     let mut children: Vec<Child> = (0..processes)
         .map(|_| {
             let mut env = lambda_env(FUNCTION, api.addr, engine, TABLE, CURSOR_KEY);
@@ -208,9 +215,14 @@ async fn main() {
     let (client, own_endpoint) = engine::start_in_memory(TABLE).await;
     let ctx = Ctx::new(client, TABLE, CursorKeys::new(CURSOR_KEY));
     let registration = std::fs::read_to_string(format!("{ROOT}/events/register-vehicle.json"));
-    invoke(&ctx, "register-vehicle", &registration.unwrap())
+    let registered = invoke(&ctx, "register-vehicle", &registration.unwrap())
         .await
         .unwrap();
+    // The vehicle's id is derived from the event's Idempotency-Key under this run's key, not the
+    // one the sample get-vehicle event was written under: the event asks for the id made here.
+    let body: serde_json::Value =
+        serde_json::from_str(registered["body"].as_str().expect("a body")).expect("JSON");
+    let vehicle = body["vehicleId"].as_str().expect("a vehicle id").to_owned();
     let engine = with_round_trip(&own_endpoint, Duration::from_millis(args.dynamodb_ms)).await;
     eprintln!(
         "{FUNCTION}, {} profile, {} ms per DynamoDB call, {} invocations per slot, {} cores",
@@ -225,8 +237,8 @@ async fn main() {
     );
     for &level in &args.levels {
         let total = level * args.per;
-        let one = serve(&exe, 1, level, total, &engine).await;
-        let many = serve(&exe, level, 1, total, &engine).await;
+        let one = serve(&vehicle, &exe, 1, level, total, &engine).await;
+        let many = serve(&vehicle, &exe, level, 1, total, &engine).await;
         for (model, side) in [("1 process", &one), (&*format!("{level} processes"), &many)] {
             println!(
                 "{:>5} {:<13} {:>9.0} {:>9} {:>9} {:>11.2}",
