@@ -453,11 +453,24 @@ async fn main() {
     // The engine, its table, and the vehicle that get-vehicle's event asks for.
     let (client, endpoint) = engine::start_in_memory(TABLE).await;
     let ctx = Ctx::new(client, TABLE, CursorKeys::new(CURSOR_KEY));
-    invoke(&ctx, "register-vehicle", &event("register-vehicle"))
+    let registered = invoke(&ctx, "register-vehicle", &event("register-vehicle"))
         .await
         .unwrap();
+    // The vehicle's id is derived from the event's Idempotency-Key under this run's key, not the
+    // published one the sample get-vehicle event was written under: the events ask for the id
+    // made here, so that get-vehicle's spawns time the found vehicle's path, not a 404.
+    let body: Value =
+        serde_json::from_str(registered["body"].as_str().expect("a body")).expect("JSON");
+    let vehicle = body["vehicleId"].as_str().expect("a vehicle id");
+    let sample: Value = serde_json::from_str(&event("get-vehicle")).expect("JSON");
+    let sample_id = sample["pathParameters"]["vehicleId"]
+        .as_str()
+        .expect("an id");
 
-    let events: Vec<String> = binaries.iter().map(|(name, _)| event(name)).collect();
+    let events: Vec<String> = binaries
+        .iter()
+        .map(|(name, _)| event(name).replace(sample_id, vehicle))
+        .collect();
     let mut spawns: Vec<Vec<Spawn>> = binaries.iter().map(|_| Vec::new()).collect();
     eprintln!(
         "{} spawns of each of {} binaries, {} warm invokes each",
