@@ -108,34 +108,7 @@ fn serve_on(db: Database, listener: TcpListener, clock: &Clock) -> Result<String
     Ok(endpoint)
 }
 
-/// The ports at or above 1024 that every browser refuses to fetch from, whatever a page asks
-/// (the Fetch Standard's "bad ports", <https://fetch.spec.whatwg.org/#bad-port>), those least
-/// likely to be taken on a developer's machine first.
-pub const BROWSER_BLOCKED_PORTS: [u16; 19] = [
-    10080, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 4190, 3659, 4045, 6566, 1719, 1720, 1723,
-    5060, 5061, 6000, 2049,
-];
-
-/// A loopback listener no web page can reach: on the first free port of
-/// [`BROWSER_BLOCKED_PORTS`]; when every one is taken, on one the system picks, and the `false`
-/// beside it says so.
-///
-/// Why: dynoxide (3.2) answers every CORS preflight with `*` and checks no signature, so a page
-/// that found its port could read and write the table from the developer's browser. The runner
-/// serves the port other programs use through a door that refuses browsers
-/// (`engine_door.rs`), but its own clients need dynoxide's endpoint itself, which dynoxide serves
-/// only on a TCP listener: on a port browsers refuse, that listener is no way around the door.
-pub async fn listen_out_of_browsers_reach() -> Result<(TcpListener, bool), String> {
-    for port in BROWSER_BLOCKED_PORTS {
-        if let Ok(listener) = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await {
-            return Ok((listener, true));
-        }
-    }
-    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .map_err(|e| format!("cannot listen on the loopback for the engine: {e}"))?;
-    Ok((listener, false))
-}
+pub use super::loopback::listen_out_of_browsers_reach;
 
 /// [`start_with_clock`] on a loopback port out of browsers' reach
 /// ([`listen_out_of_browsers_reach`]), for the engine the runner serves through its door. The
@@ -144,7 +117,7 @@ pub async fn start_out_of_browsers_reach(
     data: Option<&Path>,
     clock: &Clock,
 ) -> Result<(Client, String, Database, bool), String> {
-    let (listener, refused_by_browsers) = listen_out_of_browsers_reach().await?;
+    let (listener, refused_by_browsers) = listen_out_of_browsers_reach()?;
     let (client, endpoint, db) = start_on(data, listener, clock)?;
     Ok((client, endpoint, db, refused_by_browsers))
 }

@@ -15,6 +15,7 @@ pub mod front_door;
 pub mod iam;
 pub mod local_bus;
 pub mod logging;
+pub mod loopback;
 pub mod partition_limits;
 pub mod refusal;
 pub mod retention;

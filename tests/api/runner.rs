@@ -86,7 +86,7 @@ async fn the_engines_endpoint_refuses_web_pages() {
     let (own, refused_by_browsers) = runner.own_engine.clone().expect("the runner names it");
     let port: u16 = own.rsplit(':').next().unwrap().parse().unwrap();
     assert_eq!(
-        singlet::serve::engine::BROWSER_BLOCKED_PORTS.contains(&port),
+        singlet::serve::loopback::BROWSER_BLOCKED_PORTS.contains(&port),
         refused_by_browsers,
         "{own}: said {refused_by_browsers}"
     );

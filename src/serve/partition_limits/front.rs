@@ -13,7 +13,6 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
@@ -36,7 +35,7 @@ pub fn serve(
     listener: TcpListener,
     limiter: Arc<Limiter>,
 ) -> Result<(), String> {
-    let behind = listen_behind()?;
+    let (behind, _) = crate::serve::loopback::listen_out_of_browsers_reach()?;
     let engine = format!("http://{}", behind.local_addr().map_err(|e| e.to_string())?);
     tokio::spawn(dynoxide::server::serve_on(behind, db));
     let front = Front {
@@ -50,25 +49,6 @@ pub fn serve(
     let app = axum::Router::new().fallback(forward).with_state(front);
     tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(())
-}
-
-/// A loopback listener on a port browsers refuse when one is free, else any.
-fn listen_behind() -> Result<TcpListener, String> {
-    let bound = crate::serve::engine::BROWSER_BLOCKED_PORTS
-        .iter()
-        .find_map(|port| {
-            std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], *port))).ok()
-        })
-        .map_or_else(
-            || std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))),
-            Ok,
-        )
-        .map_err(|e| format!("cannot listen on the loopback for the engine: {e}"))?;
-    bound
-        .set_nonblocking(true)
-        .map_err(|e| format!("cannot listen on the loopback for the engine: {e}"))?;
-    TcpListener::from_std(bound)
-        .map_err(|e| format!("cannot listen on the loopback for the engine: {e}"))
 }
 
 async fn forward(State(front): State<Front>, request: Request) -> Response {
