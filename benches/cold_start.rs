@@ -27,6 +27,9 @@
 //! `bootstrap.zip` under `<target>/lambda/singlet-lambda/` (from `cargo lambda build --release
 //! --arm64 --output-format zip --bin singlet-lambda`) is reported too when present.
 
+#[path = "../tests/api/runtime_api.rs"]
+mod runtime_api;
+
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue};
@@ -98,24 +101,8 @@ fn args() -> Args {
 /// Builds the hello and the Lambda binary with `profile` as `sam build` does (at the workspace
 /// root, so with the workspace's features); the executable of the hello and of each function.
 fn build(functions: &[String], profile: &str) -> Vec<(String, PathBuf)> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut command = Command::new(cargo);
-    // Without the variables cargo gives a bench (CARGO_MANIFEST_DIR, OUT_DIR, ...): ring's build
-    // script reruns when one changes, and the next `cargo build` would rebuild ring and above.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name == "OUT_DIR"
-            || (name.starts_with("CARGO_")
-                && !matches!(
-                    &*name,
-                    "CARGO_HOME" | "CARGO_TARGET_DIR" | "CARGO_BUILD_JOBS"
-                ))
-        {
-            command.env_remove(&*name);
-        }
-    }
+    let mut command = runtime_api::cargo_at_the_root();
     command
-        .current_dir(ROOT)
         .args(["build", "--profile", profile])
         .args(["--message-format", "json-render-diagnostics"])
         .args(["--example", HELLO, "--bin", LAMBDA])

@@ -34,8 +34,20 @@ pub const FUNCTIONS_REGION: &str = "functions";
 pub const TOOLS_POLICY_REGION: &str = "tools policy";
 /// `Cargo.toml`'s rendered region.
 pub const WATCH_ROUTER_REGION: &str = "watch router";
-/// The one Lambda binary every function runs (`functions/Cargo.toml`).
+/// The API's Lambda binary, which every route and scheduled function runs (`functions/Cargo.toml`).
 pub const BINARY: &str = "singlet-lambda";
+/// The events bootstrap, which the stream-fed functions run (`functions/Cargo.toml`): their
+/// EventBridge and S3 clients stay out of [`BINARY`].
+pub const EVENTS_BINARY: &str = "singlet-events-lambda";
+
+/// The binary `function` runs.
+pub fn binary_of(function: &str) -> &'static str {
+    if singlet_functions::routes::streamed(function).is_some() {
+        EVENTS_BINARY
+    } else {
+        BINARY
+    }
+}
 
 /// One statement of a function's policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -533,7 +545,7 @@ fn block_yaml(block: &Block) -> String {
     yaml.line(4, "Metadata:");
     yaml.line(6, "BuildMethod: rust-cargolambda");
     yaml.line(6, "BuildProperties:");
-    yaml.line(8, format!("Binary: {BINARY}"));
+    yaml.line(8, format!("Binary: {}", binary_of(function)));
     yaml.line(4, "Properties:");
     yaml.line(
         6,

@@ -227,17 +227,23 @@ impl Ctx {
         if let Some(days) = var("LOAN_HISTORY_DAYS").filter(|d| !d.is_empty()) {
             ctx.loan_history_days = parse_loan_history_days(&days)?;
         }
-        // Only the publisher is given a bus (and the permission to put events on it), and the
-        // archive of what TTL deleted (and the permission to put objects in it).
+        Ok(ctx)
+    }
+
+    /// The publisher's outlets, from the variables read by `var`: the bus its events go to, and
+    /// the archive of what TTL deleted. Only the events bootstrap (`singlet-events-lambda`) calls
+    /// this, so only it links the EventBridge and S3 clients; the API's bootstrap holds neither
+    /// (docs/guide/deploy.md, "`sam build`").
+    pub fn with_publisher_outlets(mut self, var: impl Fn(&str) -> Option<String>) -> Self {
         if let Some(bucket) = var(ARCHIVE_BUCKET_VAR).filter(|name| !name.is_empty()) {
-            ctx = ctx.with_archive(Arc::new(S3Archive::new(s3_client(), bucket)));
+            self = self.with_archive(Arc::new(S3Archive::new(s3_client(), bucket)));
         }
-        Ok(match var(EVENT_BUS_VAR).filter(|name| !name.is_empty()) {
+        match var(EVENT_BUS_VAR).filter(|name| !name.is_empty()) {
             Some(bus_name) => {
-                ctx.with_bus(Arc::new(EventBridge::new(eventbridge_client(), bus_name)))
+                self.with_bus(Arc::new(EventBridge::new(eventbridge_client(), bus_name)))
             }
-            None => ctx,
-        })
+            None => self,
+        }
     }
 }
 

@@ -167,26 +167,24 @@ impl tracing::field::Visit for JsonVisitor<'_> {
 /// on every function, rendered from the route table (`cargo run -- render`).
 pub const FUNCTION_VAR: &str = "SINGLET_FUNCTION";
 
-/// Serves the function `SINGLET_FUNCTION` names on the Lambda runtime. Without it (`cargo lambda
-/// watch`, which runs the binary once for every path of its router) the instance serves every
-/// route, each request by its method and path. A context that cannot be built (no table, no
-/// cursor key) or a name no function has stops the cold start with one log line saying why.
+/// Serves the function `SINGLET_FUNCTION` names on the Lambda runtime: an HTTP route or a
+/// scheduled function (`singlet-lambda`). Without it (`cargo lambda watch`, which runs the binary
+/// once for every path of its router) the instance serves every route, each request by its method
+/// and path. A context that cannot be built (no table, no cursor key) or a name this binary does
+/// not serve stops the cold start with one log line saying why.
+///
+/// The stream-fed publisher is not served here but by [`run_streamed`] in a bootstrap of its own
+/// (`singlet-events-lambda`): nothing this function reaches names the publisher, so the linker
+/// leaves its EventBridge and S3 clients out of the API's bootstrap.
 pub async fn run() -> Result<(), lambda_runtime::Error> {
     init_tracing();
     let function = std::env::var(FUNCTION_VAR).ok();
-    // Serving every route (`cargo lambda watch`) needs every key; a scheduled or streamed
-    // function needs none.
+    // Serving every route (`cargo lambda watch`) needs every key; a scheduled function needs none.
     let holds_keys = match function.as_deref() {
         None => true,
         Some(function) => by_function(function).is_some_and(|route| route.holds_server_keys()),
     };
-    let ctx = match Ctx::from_lambda_env(holds_keys).await {
-        Ok(ctx) => &*Box::leak(Box::new(ctx)),
-        Err(reason) => {
-            tracing::error!(function, reason, "the function cannot start");
-            return Err(reason.into());
-        }
-    };
+    let ctx = start(function.as_deref(), Ctx::from_lambda_env(holds_keys).await)?;
     let Some(function) = function else {
         // `cargo lambda watch`; on AWS every function sets it, and a scheduled function would
         // fail each event here.
@@ -199,10 +197,51 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     if let Some(scheduled) = scheduled(&function) {
         return serve_scheduled(ctx, scheduled).await;
     }
-    if let Some(streamed) = streamed(&function) {
-        return serve_streamed(ctx, streamed).await;
+    cannot_start(
+        &function,
+        "singlet-lambda serves the routes and scheduled functions",
+    )
+}
+
+/// Serves the stream-fed function `SINGLET_FUNCTION` names (`publish-events`), with the bus and
+/// the archive its variables name: the events bootstrap, `singlet-events-lambda`.
+pub async fn run_streamed() -> Result<(), lambda_runtime::Error> {
+    init_tracing();
+    let function = std::env::var(FUNCTION_VAR).unwrap_or_default();
+    let Some(streamed) = streamed(&function) else {
+        return cannot_start(
+            &function,
+            "singlet-events-lambda serves the stream-fed functions",
+        );
+    };
+    let var = |name: &str| std::env::var(name).ok();
+    let ctx = Ctx::from_lambda_env(false)
+        .await
+        .map(|ctx| ctx.with_publisher_outlets(var));
+    serve_streamed(start(Some(&function), ctx)?, streamed).await
+}
+
+/// The context made once per cold start, kept for the process's life; or the one line saying
+/// why there is none.
+fn start(
+    function: Option<&str>,
+    ctx: Result<Ctx, String>,
+) -> Result<&'static Ctx, lambda_runtime::Error> {
+    match ctx {
+        Ok(ctx) => Ok(&*Box::leak(Box::new(ctx))),
+        Err(reason) => {
+            tracing::error!(function, reason, "the function cannot start");
+            Err(reason.into())
+        }
     }
-    let reason = format!("{FUNCTION_VAR}={function} names no function of the route table");
+}
+
+/// A `SINGLET_FUNCTION` this binary does not serve: `serves` says what it does.
+fn cannot_start(function: &str, serves: &str) -> Result<(), lambda_runtime::Error> {
+    let reason = format!(
+        "{FUNCTION_VAR}={function} names no function of this binary's: {serves} (template.yaml \
+         gives each function its binary)"
+    );
     tracing::error!(function, reason, "the function cannot start");
     Err(reason.into())
 }

@@ -12,6 +12,7 @@ mod runtime_api;
 mod accounts;
 mod audit;
 mod auth;
+mod bootstraps;
 mod capacity;
 mod concurrency;
 mod conventions;

@@ -438,11 +438,17 @@ fn every_cargo_run_command_in_the_docs_runs() {
             drop(child.stdin.take());
             let output = child.wait_with_output().unwrap();
             let stdout = String::from_utf8_lossy(&output.stdout);
-            assert!(
-                output.status.success(),
-                "{page}: `{line}`: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            if !output.status.success() {
+                // What the command printed, and the end of what it logged (a long command's
+                // logs would bury the reason at the top of the panic).
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let lines: Vec<&str> = stderr.lines().collect();
+                let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+                panic!(
+                    "{page}: `{line}` exited {:?}\nstdout:\n{stdout}\nlast lines of stderr:\n{tail}",
+                    output.status.code()
+                );
+            }
             if args.starts_with("invoke ") && !args.contains("--list") {
                 let response: serde_json::Value = serde_json::from_str(&stdout)
                     .unwrap_or_else(|e| panic!("`{line}` printed no JSON ({e}): {stdout}"));

@@ -210,20 +210,50 @@ async fn init_failed(State(shared): State<Arc<Shared>>, body: String) -> &'stati
     "{}"
 }
 
-/// The Lambda binary `singlet-lambda`, built as `sam build` builds it (at the workspace root, so
-/// with the workspace's features) with `profile`, once per process.
+/// The API's Lambda binary `singlet-lambda`, built as `sam build` builds it (at the workspace
+/// root, so with the workspace's features) with `profile`, once per process.
 pub fn lambda_binary(profile: &str) -> PathBuf {
-    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    binary_built("singlet-lambda", profile)
+}
+
+/// The workspace's binary `name`, built with `profile` as [`lambda_binary`] builds the API's,
+/// once per process.
+pub fn binary_built(name: &str, profile: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, String, PathBuf)>> =
+        std::sync::Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap();
-    if let Some((_, exe)) = built.iter().find(|(p, _)| p == profile) {
+    if let Some((_, _, exe)) = built.iter().find(|(n, p, _)| n == name && p == profile) {
         return exe.clone();
     }
+    let mut command = cargo_at_the_root();
+    let output = command
+        .args(["build", "--profile", profile, "--bin", name])
+        .args(["--message-format", "json-render-diagnostics"])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("cargo runs");
+    assert!(output.status.success(), "building {name} failed");
+    let exe = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|message| {
+            (message["target"]["name"] == name)
+                .then(|| message["executable"].as_str().map(PathBuf::from))
+                .flatten()
+        })
+        .unwrap_or_else(|| panic!("cargo built {name}"));
+    built.push((name.to_owned(), profile.to_owned(), exe.clone()));
+    exe
+}
+
+/// `cargo` at the workspace root, as `sam build` runs it (so with the workspace's features), and
+/// without the variables cargo gives a test or a bench (`CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`,
+/// `OUT_DIR`, ...): ring's and cc's build scripts rerun when one of them changes, so a nested
+/// build that saw them would leave the next `cargo build` from a shell rebuilding ring and
+/// everything above it (.ci/run's one-build check caught it).
+pub fn cargo_at_the_root() -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
-    // Without the variables `cargo test` gives a test (CARGO_MANIFEST_DIR, CARGO_PKG_NAME,
-    // OUT_DIR, ...): ring's and cc's build scripts rerun when one of them changes, so a nested
-    // build that saw them would leave the next `cargo build` from a shell rebuilding ring and
-    // everything above it (.ci/run's one-build check caught it).
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy();
         if name == "OUT_DIR"
@@ -236,25 +266,8 @@ pub fn lambda_binary(profile: &str) -> PathBuf {
             command.env_remove(&*name);
         }
     }
-    let output = command
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--profile", profile, "--bin", "singlet-lambda"])
-        .args(["--message-format", "json-render-diagnostics"])
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("cargo runs");
-    assert!(output.status.success(), "building singlet-lambda failed");
-    let exe = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .find_map(|message| {
-            (message["target"]["name"] == "singlet-lambda")
-                .then(|| message["executable"].as_str().map(PathBuf::from))
-                .flatten()
-        })
-        .expect("cargo built singlet-lambda");
-    built.push((profile.to_owned(), exe.clone()));
-    exe
+    command.current_dir(env!("CARGO_MANIFEST_DIR"));
+    command
 }
 
 /// The environment Lambda gives a `provided.al2023` function serving `function` (nothing else:

@@ -197,26 +197,42 @@ fn the_table_is_the_schema() {
 }
 
 /// `sam build` builds functions once per distinct CodeUri, Metadata, Handler, Runtime and
-/// architecture (SAM CLI's `FunctionBuildDefinition`): with all of them equal, the 43 functions
-/// share one build of the one binary.
+/// architecture (SAM CLI's `FunctionBuildDefinition`): with all of them equal, the route and
+/// scheduled functions share one build of `singlet-lambda`; the stream-fed publisher runs the
+/// events bootstrap, one build of `singlet-events-lambda`, so that its EventBridge and S3 clients
+/// stay out of the API's.
 #[test]
 fn every_function_runs_the_one_binary_built_once() {
     let template = template();
     let manifest = std::fs::read_to_string(format!("{ROOT}/functions/Cargo.toml")).unwrap();
-    assert!(
-        manifest.contains("[[bin]]\nname = \"singlet-lambda\"\npath = \"src/main.rs\""),
-        "functions/Cargo.toml declares the singlet-lambda binary"
-    );
+    for (binary, path) in [
+        ("singlet-lambda", "src/main.rs"),
+        ("singlet-events-lambda", "src/events_main.rs"),
+    ] {
+        assert!(
+            manifest.contains(&format!("[[bin]]\nname = \"{binary}\"\npath = \"{path}\"")),
+            "functions/Cargo.toml declares the {binary} binary"
+        );
+    }
     assert!(
         !std::path::Path::new(&format!("{ROOT}/functions/src/bin")).exists(),
-        "one binary: functions/src/bin would add a build per binary"
+        "functions/src/bin would add a build per binary"
     );
-    let one_build: Value = serde_norway::from_str(
-        "{BuildMethod: rust-cargolambda, BuildProperties: {Binary: singlet-lambda}}",
-    )
-    .unwrap();
-    for (name, function) in api_functions(&template) {
-        assert_eq!(function["Metadata"], one_build, "{name}'s Metadata");
+    let build_of = |binary: &str| -> Value {
+        serde_norway::from_str(&format!(
+            "{{BuildMethod: rust-cargolambda, BuildProperties: {{Binary: {binary}}}}}"
+        ))
+        .unwrap()
+    };
+    let mut publishers = 0;
+    for (name, served, function) in functions(&template) {
+        let binary = if singlet_functions::routes::streamed(&served).is_some() {
+            publishers += 1;
+            "singlet-events-lambda"
+        } else {
+            "singlet-lambda"
+        };
+        assert_eq!(function["Metadata"], build_of(binary), "{name}'s Metadata");
         assert_eq!(function["Properties"]["CodeUri"], ".", "{name}");
         for own in ["Handler", "Runtime", "Architectures"] {
             assert!(
@@ -225,6 +241,11 @@ fn every_function_runs_the_one_binary_built_once() {
             );
         }
     }
+    assert_eq!(
+        publishers,
+        singlet_functions::routes::STREAMED.len(),
+        "every stream-fed function runs the events bootstrap"
+    );
     let globals = &template["Globals"]["Function"];
     assert_eq!(globals["Handler"], "bootstrap");
     assert_eq!(globals["Runtime"], "provided.al2023");
