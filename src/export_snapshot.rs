@@ -23,7 +23,9 @@ const PAGE_BUDGET: std::time::Duration = std::time::Duration::from_secs(60);
 pub struct Snapshot {
     /// A client of the copy's engine.
     pub client: Client,
-    /// The copy's directory, beside the data file (as private as it: `0700`).
+    /// The lock on the copy's directory, released before it is removed (fields drop in order).
+    _held: std::fs::File,
+    /// The copy's directory, beside the data file (`0700`, the copy in it `0600`).
     _dir: tempfile::TempDir,
 }
 
@@ -38,16 +40,28 @@ pub async fn take(data: &Path) -> Result<Snapshot, String> {
         .filter(|dir| !dir.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     // Beside the data file: on its file system (a copy the size of the table), and under the
-    // directory the runner keeps private. Made `0700` under a name no one can guess.
-    let dir = tempfile::Builder::new()
-        .prefix(".export-snapshot-")
-        .tempdir_in(parent)
-        .map_err(|e| {
-            format!(
-                "cannot make a directory for the copy in {}: {e}",
-                parent.display()
-            )
-        })?;
+    // directory the runner keeps private. Made `0700` under a name no one can guess, whatever the
+    // directory it is in: a data file kept elsewhere (`--data`) may sit in a shared one.
+    remove_abandoned_copies(parent);
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(COPY_PREFIX);
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    let dir = builder.tempdir_in(parent).map_err(|e| {
+        format!(
+            "cannot make a directory for the copy in {}: {e}",
+            parent.display()
+        )
+    })?;
+    // Held for the copy's life: a later export removes the directories of copies nobody holds
+    // (an export killed before it could remove its own), and only those.
+    let held = std::fs::File::create(dir.path().join(HELD))
+        .and_then(|file| {
+            file.try_lock()
+                .map_err(std::io::Error::other)
+                .map(|()| file)
+        })
+        .map_err(|e| format!("cannot hold the copy's directory: {e}"))?;
     let copy = dir.path().join("snapshot.db");
     let copy_path = copy
         .to_str()
@@ -66,6 +80,10 @@ pub async fn take(data: &Path) -> Result<Snapshot, String> {
         .map_err(|e| format!("the copy stopped: {e}"))?
     };
     copied?;
+    // SQLite made the copy under the umask; only its directory kept it private until now.
+    #[cfg(unix)]
+    std::fs::set_permissions(&copy, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(|e| format!("cannot make the copy {copy_path} private: {e}"))?;
     let db = dynoxide::Database::new(&copy_path)
         .map_err(|e| format!("cannot open the copy {copy_path}: {e}"))?;
     let endpoint = crate::serve::engine::serve(db, SocketAddr::from(([127, 0, 0, 1], 0))).await?;
@@ -85,6 +103,44 @@ pub async fn take(data: &Path) -> Result<Snapshot, String> {
         .build();
     Ok(Snapshot {
         client: Client::from_conf(config),
+        _held: held,
         _dir: dir,
     })
+}
+
+/// The prefix of a copy's directory.
+const COPY_PREFIX: &str = ".export-snapshot-";
+/// The file in a copy's directory its export holds a lock on while it lives.
+const HELD: &str = "held";
+
+/// Removes the copies in `parent` that no export holds: each was left by an export killed before
+/// it could remove its own, and is a whole copy of the table. A copy whose lock cannot be taken
+/// is another export's, running now, and is left alone; so is anything that cannot be read.
+fn remove_abandoned_copies(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let is_copy = name.to_str().is_some_and(|n| n.starts_with(COPY_PREFIX));
+        if !is_copy || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = entry.path();
+        let abandoned = match std::fs::File::open(dir.join(HELD)) {
+            Ok(held) => held.try_lock().is_ok(),
+            // Killed between making the directory and holding it.
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        };
+        if abandoned {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => {
+                    tracing::info!(dir = %dir.display(), "removed an export's abandoned copy")
+                }
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot remove an export's abandoned copy")
+                }
+            }
+        }
+    }
 }

@@ -673,7 +673,7 @@ fn import_cli(data: &Path, kind: &str, file: &Path) -> std::process::Output {
 }
 
 /// The rejects file is written beside the import file, often in a folder others write to: a
-/// symbolic link planted under its name is refused (exit 2, nothing written, its target
+/// symbolic or hard link planted under its name is refused (exit 2, nothing written, its target
 /// untouched), and a file there already is made its owner's alone before the rejects go in.
 #[cfg(unix)]
 #[test]
@@ -700,6 +700,16 @@ fn the_rejects_file_is_never_written_through_a_link_and_is_its_owners_alone() {
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("is a symbolic link"), "{said}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
+    assert!(!data.exists(), "nothing written, no table made");
+
+    // A hard link is the target itself under another name: refused the same way.
+    std::fs::remove_file(import::rejects_path(&file)).unwrap();
+    std::fs::hard_link(&target, import::rejects_path(&file)).unwrap();
+    let refused = import_cli(&data, "branches", &file);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("hard links"), "{said}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
     assert!(!data.exists(), "nothing written, no table made");
 

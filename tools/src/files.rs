@@ -21,7 +21,8 @@ pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 /// files they are given (`<file>.rejects.jsonl`), often in a folder others can write to, where a
 /// link planted under that name would have its target truncated and overwritten. Nor is anything
 /// but a regular file written (a FIFO would hold the tool, a device take the bytes): it is opened
-/// without blocking and without truncating, looked at, and only then truncated.
+/// without blocking and without truncating, looked at, and only then truncated; nor a file with
+/// another name (a hard link), whose other names would see it overwritten.
 pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true);
@@ -54,7 +55,16 @@ pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::F
     }
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        // A hard link planted under that name is the same file as its target, which truncating
+        // would empty (`O_NOFOLLOW` stops only symbolic links).
+        if metadata.nlink() > 1 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "it has other names (hard links), whose file would be overwritten: remove it \
+                 (the file is made anew)",
+            ));
+        }
         if metadata.permissions().mode() & 0o7777 != 0o600 {
             file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         }

@@ -687,8 +687,8 @@ pub fn read(file: &Path, kind: Kind) -> Result<Rows, String> {
 }
 
 /// Refuses, before anything is written, a rejects file of `file` ([`rejects_path`]) that would
-/// not be written: one that is a symbolic link (never written through: a link planted beside the
-/// import file would have its target overwritten) or not a regular file. A rejects file that
+/// not be written: one that is a symbolic or hard link (never written through: a link planted
+/// beside the import file would have its target overwritten) or not a regular file. A rejects file that
 /// cannot be written would otherwise stop an import that has created its rows, and exit `2`
 /// would not mean "nothing written".
 pub fn check_rejects_path(file: &Path) -> Result<(), String> {
@@ -701,6 +701,12 @@ pub fn check_rejects_path(file: &Path) -> Result<(), String> {
         )),
         Ok(found) if !found.is_file() => Err(format!(
             "{} is in the way of the rejects file: it is not a file",
+            rejects.display()
+        )),
+        #[cfg(unix)]
+        Ok(found) if std::os::unix::fs::MetadataExt::nlink(&found) > 1 => Err(format!(
+            "{} has other names (hard links): the rejects file is never written through a link \
+             (the file they name would be overwritten); remove it: nothing was written",
             rejects.display()
         )),
         _ => Ok(()),
