@@ -45,13 +45,48 @@ pub fn init(format: LogFormat) -> bool {
         // A table tool's count may be open on the terminal's line: a log line starts its own.
         .with_writer(|| {
             singlet_tools::progress::end_line();
-            std::io::stderr()
+            OneLine(std::io::stderr())
         });
     let _ = tracing_subscriber::registry()
         .with(filter)
         .with(lines)
         .try_init();
     true
+}
+
+/// Writes each log line as one line: a value a caller chose (a token's `sub`, a header) that
+/// holds a line break or another control character would otherwise start a line of its own on
+/// the terminal, one that reads as the runner's (`INFO singlet is serving ...`). The JSON logs
+/// escape them already. `fmt` writes each event's line in one call, its one line break last.
+struct OneLine<W>(W);
+
+impl<W: std::io::Write> std::io::Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(&one_line(buf))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// `line` with every control character but a last line break written as `\u{..}`.
+fn one_line(line: &[u8]) -> Vec<u8> {
+    let (body, end) = match line.strip_suffix(b"\n") {
+        Some(body) => (body, &b"\n"[..]),
+        None => (line, &b""[..]),
+    };
+    let mut out = Vec::with_capacity(line.len());
+    for &byte in body {
+        if byte.is_ascii_control() && byte != b'\t' {
+            out.extend_from_slice(format!("\\u{{{byte:02x}}}").as_bytes());
+        } else {
+            out.push(byte);
+        }
+    }
+    out.extend_from_slice(end);
+    out
 }
 
 /// What the banner tells.
@@ -101,4 +136,21 @@ pub fn banner(b: &Banner) -> String {
     }
     text += "\nCtrl-C stops it.\n\n";
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_value_with_a_line_break_stays_on_its_line() {
+        let forged = b"INFO request handled subject=a\nINFO singlet is serving FAKE\r\x1b[2J\n";
+        let written = String::from_utf8(one_line(forged)).unwrap();
+        assert_eq!(
+            written,
+            "INFO request handled subject=a\\u{0a}INFO singlet is serving FAKE\\u{0d}\\u{1b}[2J\n"
+        );
+        assert_eq!(written.lines().count(), 1);
+        assert_eq!(one_line(b"tab\tkept\n"), b"tab\tkept\n");
+    }
 }
