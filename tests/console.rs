@@ -731,6 +731,10 @@ async fn every_console_answer_carries_its_security_headers() {
             .header("x-singlet-console", secret),
         // Refused: no secret.
         http.get(format!("{base}/_console/api/state")),
+        // Nothing there: the console's 404, with its headers too.
+        http.get(format!("{base}/_console/nothing-here")),
+        http.get(format!("{base}/_console/api/nothing-here"))
+            .header("x-singlet-console", secret),
     ];
     for request in answers {
         let response = request.send().await.unwrap();

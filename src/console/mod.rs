@@ -31,7 +31,7 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -124,11 +124,22 @@ pub fn mount(
         .route("/_console/api/explore", post(explore_table))
         .route("/_console/api/published", get(published))
         .route("/_console/api/heat", get(heat_now))
+        // Anything else under the console's prefix is the console's 404, not the API's: it
+        // carries the console's headers like every other answer there.
+        .route("/_console/{*rest}", any(nothing_here))
         .layer(middleware::from_fn(guard))
         // Outermost, so that the guard's refusals carry them too.
         .layer(middleware::map_response(security_headers::add))
         .with_state(console);
     api.merge(routes)
+}
+
+/// A path under `/_console/` that the console does not serve.
+async fn nothing_here() -> Response {
+    answer(
+        StatusCode::NOT_FOUND,
+        &json!({"error": "the console has nothing at this path"}),
+    )
 }
 
 /// `cargo run -- seed`: the data set through the front door's API over `gateway`, with a
