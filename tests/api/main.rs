@@ -22,6 +22,7 @@ mod domain_events;
 mod doors;
 mod events;
 mod events_hardening;
+mod examples;
 mod export_snapshot;
 mod faults;
 mod fleet;
