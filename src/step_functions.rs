@@ -11,11 +11,27 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
-/// One migration's run on the state machine.
+/// Which tool a run runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tool {
+    /// One migration, each segment writing its own items.
+    Migrate { migration: String },
+    /// `fsck`: each segment reads its items into the run's results
+    /// (`s3://<results bucket>/fsck/<run>/`), then one judge checks them all and repairs
+    /// (`singlet_tools::fsck::on_aws`). `run` names the results: the same run started again
+    /// (`--attempt`) goes on from its segments' checkpoints there.
+    Fsck {
+        run: String,
+        repair: bool,
+        dry_run: bool,
+    },
+}
+
+/// One tool's run on the state machine.
 #[derive(Debug, Clone)]
 pub struct Run {
     pub state_machine_arn: String,
-    pub migration: String,
+    pub tool: Tool,
     pub segments: u32,
     /// Child executions at once (the map's `MaxConcurrencyPath`).
     pub max_concurrency: u32,
@@ -33,11 +49,31 @@ pub struct Run {
 
 impl Run {
     /// The execution's input: the map's items (`segments`) and what each item's event takes.
+    /// Every field the state machine's paths read is there for every tool (a path to a field
+    /// that is not there fails the execution).
     pub fn input(&self) -> Value {
-        let at_once = f64::from(self.max_concurrency.min(self.segments).max(1));
+        let (tool, migration, run, repair, dry_run) = match &self.tool {
+            Tool::Migrate { migration } => {
+                ("migrate", Some(migration.as_str()), None, false, false)
+            }
+            Tool::Fsck {
+                run,
+                repair,
+                dry_run,
+            } => ("fsck", None, Some(run.as_str()), *repair, *dry_run),
+        };
+        // A migration's segments write at once, and share the limits; fsck's segments only
+        // read, and its one judge makes every repair: it has the limits whole.
+        let at_once = match self.tool {
+            Tool::Migrate { .. } => f64::from(self.max_concurrency.min(self.segments).max(1)),
+            Tool::Fsck { .. } => 1.0,
+        };
         json!({
-            "tool": "migrate",
-            "migration": self.migration,
+            "tool": tool,
+            "migration": migration,
+            "run": run.map_or_else(|| self.name_stem(), str::to_owned),
+            "repair": repair,
+            "dryRun": dry_run,
             "segments": (0..self.segments).collect::<Vec<u32>>(),
             "segmentCount": self.segments,
             "maxConcurrency": self.max_concurrency,
@@ -47,12 +83,22 @@ impl Run {
         })
     }
 
-    /// The execution's name: the tool, the migration, a digest of the input and the attempt, so
-    /// the same command names the same execution (at most 80 characters of `[A-Za-z0-9-_]`).
-    pub fn execution_name(&self) -> String {
-        let digest = Sha256::digest(self.input().to_string().as_bytes());
+    /// The execution's name without its attempt: the tool, what it runs, a digest of the
+    /// input (but its `run`, which is this name for a migration).
+    fn name_stem(&self) -> String {
+        let what = match &self.tool {
+            Tool::Migrate { migration } => format!("migrate-{migration}"),
+            Tool::Fsck { run, .. } => format!("fsck-{run}"),
+        };
+        let mut input = self.clone();
+        if let Tool::Fsck { run, .. } = &mut input.tool {
+            run.clear();
+        }
+        let mut digested = serde_json::to_value(input.fields()).expect("JSON");
+        digested["what"] = json!(what);
+        let digest = Sha256::digest(digested.to_string().as_bytes());
         let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-        let mut name: String = format!("migrate-{}", self.migration)
+        let mut name: String = what
             .chars()
             .map(|c| match c {
                 'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' => c,
@@ -60,8 +106,26 @@ impl Run {
             })
             .take(60)
             .collect();
-        name += &format!("-{hex}-{}", self.attempt);
+        name += &format!("-{hex}");
         name
+    }
+
+    /// What the digest of a name covers: everything of the input but the run's own name.
+    fn fields(&self) -> Value {
+        json!({
+            "segments": self.segments,
+            "maxConcurrency": self.max_concurrency,
+            "maxWcu": self.max_wcu,
+            "maxKeyWcu": self.max_key_wcu,
+            "pageSize": self.page_size,
+            "tool": format!("{:?}", self.tool),
+        })
+    }
+
+    /// The execution's name: the tool, what it runs, a digest of the input and the attempt, so
+    /// the same command names the same execution (at most 80 characters of `[A-Za-z0-9-_]`).
+    pub fn execution_name(&self) -> String {
+        format!("{}-{}", self.name_stem(), self.attempt)
     }
 }
 
@@ -204,6 +268,55 @@ pub fn gather(migration: &str, output: &Value) -> Value {
     })
 }
 
+/// The tools' state machine of the stack `stack`: the one template.yaml names
+/// `<stack>-table-tools`, found among the account's state machines in the region
+/// (`ListStateMachines`, which IAM grants on no narrower resource than `*`).
+pub async fn state_machine_of_stack(client: &Client, stack: &str) -> Result<String, String> {
+    let name = format!("{stack}-table-tools");
+    let mut pages = client.list_state_machines().into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|error| {
+            format!(
+                "cannot list the state machines to find {name}: {}",
+                aws_sdk_sfn::error::DisplayErrorContext(&error)
+            )
+        })?;
+        if let Some(found) = page.state_machines().iter().find(|m| m.name() == name) {
+            return Ok(found.state_machine_arn().to_owned());
+        }
+    }
+    Err(format!(
+        "no state machine is named {name} in this account and region: is the stack {stack} \
+         deployed here (its TableToolsStateMachineArn output names it)?"
+    ))
+}
+
+/// The JSON object at `url` (`s3://<bucket>/<key>`): what a run left in the results bucket.
+pub async fn read_s3_json(client: &aws_sdk_s3::Client, url: &str) -> Result<Value, String> {
+    let (bucket, key) = url
+        .strip_prefix("s3://")
+        .and_then(|rest| rest.split_once('/'))
+        .ok_or_else(|| format!("{url} is not an s3://<bucket>/<key> URL"))?;
+    let object = client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .map_err(|error| {
+            format!(
+                "cannot read {url}: {}",
+                aws_sdk_s3::error::DisplayErrorContext(&error)
+            )
+        })?;
+    let bytes = object
+        .body
+        .collect()
+        .await
+        .map_err(|e| format!("cannot read {url}: {e}"))?;
+    serde_json::from_slice(&bytes.to_vec()).map_err(|e| format!("{url} is not JSON: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,7 +325,9 @@ mod tests {
         Run {
             state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:s-table-tools"
                 .into(),
-            migration: migration.into(),
+            tool: Tool::Migrate {
+                migration: migration.into(),
+            },
             segments: 8,
             max_concurrency: 4,
             max_wcu: Some(1000.0),
