@@ -226,13 +226,56 @@ pub async fn start_and_follow(
     }
 }
 
-/// The segments' reports of a succeeded execution's output, gathered into one report as the
-/// laptop's `migrate --json` prints it: counts added, conflicts listed (each segment lists
-/// at most [`singlet_tools::segment::CONFLICTS_LISTED`]; `conflictCount` is all of them),
-/// complete when every segment is. `peakWcuPerSecond` is the segments' peaks added: an upper
-/// bound, their peaks need not have been in the same second.
-pub fn gather(migration: &str, output: &Value) -> Value {
-    let reports = output["reports"].as_array().cloned().unwrap_or_default();
+/// The segments' reports of a succeeded execution's output: where the map's `ResultWriter`
+/// put them in S3 (`reports` is then `{MapRunArn, ResultWriterDetails: {Bucket, Key}}`, the
+/// key its `manifest.json`, which lists the files of the child executions' results, each a JSON
+/// array whose items' `Output` is one segment's report), or, from a state machine without a
+/// `ResultWriter`, the list under `reports` itself.
+pub async fn segment_reports(
+    s3: &aws_sdk_s3::Client,
+    output: &Value,
+) -> Result<Vec<Value>, String> {
+    if let Some(inline) = output["reports"].as_array() {
+        return Ok(inline.clone());
+    }
+    let details = &output["reports"]["ResultWriterDetails"];
+    let (Some(bucket), Some(key)) = (details["Bucket"].as_str(), details["Key"].as_str()) else {
+        return Err("the execution's output names no segment reports".into());
+    };
+    let manifest = read_s3_json(s3, &format!("s3://{bucket}/{key}")).await?;
+    let mut reports = Vec::new();
+    for file in manifest["ResultFiles"]["SUCCEEDED"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let file_key = file["Key"]
+            .as_str()
+            .ok_or("the map's manifest lists a file without a key")?;
+        let url = format!("s3://{bucket}/{file_key}");
+        let children = read_s3_json(s3, &url).await?;
+        for child in children
+            .as_array()
+            .ok_or_else(|| format!("{url} is no list"))?
+        {
+            let text = child["Output"]
+                .as_str()
+                .ok_or_else(|| format!("{url} has a child execution without its Output"))?;
+            reports.push(
+                serde_json::from_str(text)
+                    .map_err(|e| format!("{url} has an Output that is not JSON: {e}"))?,
+            );
+        }
+    }
+    Ok(reports)
+}
+
+/// The segments' `reports` of a run of `segments`, gathered into one report as the laptop's
+/// `migrate --json` prints it: counts added, conflicts listed (each segment lists at most
+/// [`singlet_tools::segment::CONFLICTS_LISTED`]; `conflictCount` is all of them), complete
+/// when every segment is. `peakWcuPerSecond` is the segments' peaks added: an upper bound,
+/// their peaks need not have been in the same second.
+pub fn gather(migration: &str, reports: &[Value], segments: u64) -> Value {
     let sum = |field: &str| -> u64 { reports.iter().filter_map(|r| r[field].as_u64()).sum() };
     let peak: f64 = reports
         .iter()
@@ -250,7 +293,6 @@ pub fn gather(migration: &str, output: &Value) -> Value {
             units(a).total_cmp(&units(b))
         })
         .map(|r| r["hottestKey"].clone());
-    let segments = output["segmentCount"].as_u64().unwrap_or(0);
     json!({
         "migration": migration,
         "scanned": sum("scanned"),
@@ -387,13 +429,12 @@ mod tests {
     #[test]
     fn gathered_reports_are_complete_only_when_every_segment_is() {
         let report = |complete: bool| json!({"scanned": 2, "changed": 1, "complete": complete});
-        let output = json!({"segmentCount": 2, "reports": [report(true), report(true)]});
-        assert_eq!(gather("m", &output)["complete"], true);
-        assert_eq!(gather("m", &output)["scanned"], 4);
-        let one_missing = json!({"segmentCount": 3, "reports": [report(true), report(true)]});
-        assert_eq!(gather("m", &one_missing)["complete"], false);
-        let one_stopped = json!({"segmentCount": 2, "reports": [report(true), report(false)]});
-        assert_eq!(gather("m", &one_stopped)["complete"], false);
-        assert_eq!(gather("m", &json!({}))["complete"], false);
+        let both = [report(true), report(true)];
+        assert_eq!(gather("m", &both, 2)["complete"], true);
+        assert_eq!(gather("m", &both, 2)["scanned"], 4);
+        assert_eq!(gather("m", &both, 3)["complete"], false, "one missing");
+        let one_stopped = [report(true), report(false)];
+        assert_eq!(gather("m", &one_stopped, 2)["complete"], false);
+        assert_eq!(gather("m", &[], 0)["complete"], false);
     }
 }

@@ -171,14 +171,7 @@ async fn on_aws(args: &FsckArgs) -> Result<ExitCode, String> {
     let url = output["fsck"]["report"]["reportObject"]
         .as_str()
         .ok_or_else(|| format!("{} has no report in its output", ended.execution_arn))?;
-    let s3 = {
-        let mut s3 = aws_sdk_s3::config::Builder::from(&config);
-        // A local S3 (the tests') has no bucket subdomains.
-        if std::env::var("AWS_ENDPOINT_URL_S3").is_ok_and(|url| !url.is_empty()) {
-            s3.set_force_path_style(Some(true));
-        }
-        aws_sdk_s3::Client::from_conf(s3.build())
-    };
+    let s3 = super::on_sfn::s3_client(&config);
     let mut whole = read_s3_json(&s3, url).await?;
     let report: fsck::Report = serde_json::from_value(whole.clone())
         .map_err(|e| format!("{url} is not fsck's report: {e}"))?;

@@ -127,7 +127,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
 
 /// `migrate <name> --on-aws`: the run started on the stack's state machine and followed.
 async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String> {
-    use singlet::step_functions::{Tool, gather};
+    use singlet::step_functions::{Tool, gather, segment_reports};
     let config = super::on_sfn::aws_config().await;
     let client = aws_sdk_sfn::Client::new(&config);
     let tool = Tool::Migrate {
@@ -168,7 +168,8 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
         return Ok(ExitCode::from(1));
     }
     let output = ended.output.unwrap_or_default();
-    let mut report = gather(migration, &output);
+    let reports = segment_reports(&super::on_sfn::s3_client(&config), &output).await?;
+    let mut report = gather(migration, &reports, u64::from(args.segments));
     report["executionArn"] = ended.execution_arn.into();
     report["status"] = ended.status.into();
     if args.json {

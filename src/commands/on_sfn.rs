@@ -37,6 +37,16 @@ pub async fn aws_config() -> aws_config::SdkConfig {
         .await
 }
 
+/// An S3 client of `config`; path-style on an endpoint of its own (`AWS_ENDPOINT_URL_S3`: a
+/// local S3, the tests', has no bucket subdomains).
+pub fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    let mut s3 = aws_sdk_s3::config::Builder::from(config);
+    if std::env::var("AWS_ENDPOINT_URL_S3").is_ok_and(|url| !url.is_empty()) {
+        s3.set_force_path_style(Some(true));
+    }
+    aws_sdk_s3::Client::from_conf(s3.build())
+}
+
 impl StateMachineArgs {
     /// The state machine's ARN: `--state-machine`, or the one of `--stack`.
     pub async fn state_machine_arn(&self, client: &aws_sdk_sfn::Client) -> Result<String, String> {
@@ -74,13 +84,6 @@ impl StateMachineArgs {
         (max_wcu, max_key_wcu): (Option<f64>, f64),
         page_size: Option<i32>,
     ) -> Result<Ended, String> {
-        let most = singlet_tools::segment::MAX_SEGMENTS_ON_AWS;
-        if segments > most {
-            return Err(format!(
-                "--on-aws runs at most {most} segments: every segment's report is gathered in \
-                 the execution's output, which Step Functions caps at 256 KiB"
-            ));
-        }
         let run = Run {
             state_machine_arn: self.state_machine_arn(client).await?,
             tool,

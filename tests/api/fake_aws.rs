@@ -124,3 +124,20 @@ pub async fn singlet(args: &[&str], endpoints: &[(&str, &str)]) -> (Option<i32>,
     .await
     .unwrap()
 }
+
+/// S3 holding `objects` (`("/<bucket>/<key>", JSON)`, path-style as the CLI addresses a local
+/// endpoint): a `GET` of one answers it, any other request `404 NoSuchKey`.
+pub async fn s3_holding(objects: Vec<(String, Value)>) -> FakeAws {
+    let objects: std::collections::HashMap<String, Value> = objects.into_iter().collect();
+    FakeAws::start(move |request| match objects.get(&request.path) {
+        Some(object) if request.method == "GET" => {
+            (200, "application/json", object.to_string().into_bytes())
+        }
+        _ => {
+            let missing = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+                <Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>";
+            (404, "application/xml", missing.as_bytes().to_vec())
+        }
+    })
+    .await
+}

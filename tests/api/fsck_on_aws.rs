@@ -4,7 +4,7 @@
 //! S3; the judge over them finds, confirms and repairs what the laptop's `fsck` does; and the
 //! command against a Step Functions and an S3 endpoint of the test's own.
 
-use crate::fake_aws::{self, Answer, FakeAws, json_1_0};
+use crate::fake_aws::{self, FakeAws, json_1_0};
 use crate::harness::{Api, Item, Mode, delete_raw, put_raw, str_attr};
 use serde_json::{Value, json};
 use singlet_tools::fsck::{self, Options};
@@ -254,17 +254,9 @@ async fn step_functions(ends: Vec<(&'static str, Value)>) -> FakeAws {
     .await
 }
 
-/// S3 holding one object, `bucket`/`key`: a `GET` of it answers it, any other `NoSuchKey`.
-async fn s3_with(bucket: &'static str, key: &'static str, object: Value) -> FakeAws {
-    FakeAws::start(move |request| -> Answer {
-        if request.method == "GET" && request.path == format!("/{bucket}/{key}") {
-            (200, "application/json", object.to_string().into_bytes())
-        } else {
-            let missing = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>NoSuchKey</Code><Message>none</Message></Error>";
-            (404, "application/xml", missing.as_bytes().to_vec())
-        }
-    })
-    .await
+/// S3 holding one object, `bucket`/`key`.
+async fn s3_with(bucket: &str, key: &str, object: Value) -> FakeAws {
+    fake_aws::s3_holding(vec![(format!("/{bucket}/{key}"), object)]).await
 }
 
 fn succeeded() -> (&'static str, Value) {

@@ -285,7 +285,7 @@ async fn on_aws(fake: &FakeAws, extra: &[&str]) -> (Option<i32>, String, String)
         "--state-machine",
         MACHINE,
         "--segments",
-        "4",
+        "2",
         "--max-wcu",
         "400",
         "--poll-ms",
@@ -338,8 +338,8 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
         "{name}"
     );
     let input: Value = serde_json::from_str(start["input"].as_str().unwrap()).unwrap();
-    assert_eq!(input["segments"], json!([0, 1, 2, 3]));
-    assert_eq!(input["segmentCount"], 4);
+    assert_eq!(input["segments"], json!([0, 1]));
+    assert_eq!(input["segmentCount"], 2);
     assert_eq!(input["maxConcurrency"], 2);
     assert_eq!(input["tool"], "migrate");
     assert_eq!(input["migration"], "vehicles-by-depot");
@@ -419,24 +419,160 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     assert!(stderr.contains("cannot start"), "{stderr}");
 }
 
-/// More segments than the execution's output has room for the reports of: refused before any
-/// call (exit 2).
-#[test]
-fn migrate_on_aws_refuses_more_segments_than_its_output_holds() {
-    let output = crate::process::singlet()
-        .args([
+/// Past the 256 KiB an execution's output holds: 600 segments, whose reports the map's
+/// `ResultWriter` put in the results bucket; the command reads its manifest and every file it
+/// lists, and gathers all 600 (exit 1: conflicts were left as they were).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_on_aws_gathers_the_reports_the_result_writer_put_in_s3() {
+    const SEGMENTS: u64 = 600;
+    let report = |segment: u64| {
+        let conflicts = u64::from(segment.is_multiple_of(100));
+        json!({
+            "migration": "vehicles-by-depot", "scanned": 10, "changed": 4, "alreadyChanged": 1,
+            "conflicts": (0..conflicts).map(|_| json!({"pk": format!("VEHICLE#v{segment}"), "detail": "x"})).collect::<Vec<_>>(),
+            "conflictCount": conflicts, "complete": true, "dryRun": false,
+            "peakWcuPerSecond": 1.0, "hottestKey": null, "segment": segment, "segments": SEGMENTS,
+        })
+    };
+    // As the ResultWriter writes them: each child execution's Output a string of JSON.
+    let file = |segments: std::ops::Range<u64>| -> Value {
+        segments
+            .map(|segment| json!({"Status": "SUCCEEDED", "Output": report(segment).to_string()}))
+            .collect()
+    };
+    let run = "map-runs/0b5c7d9e";
+    let s3 = fake_aws::s3_holding(vec![
+        (
+            format!("/results/{run}/manifest.json"),
+            json!({"DestinationBucket": "results", "ResultFiles": {"FAILED": [], "PENDING": [],
+                   "SUCCEEDED": [{"Key": format!("{run}/SUCCEEDED_0.json"), "Size": 1},
+                                 {"Key": format!("{run}/SUCCEEDED_1.json"), "Size": 1}]}}),
+        ),
+        (format!("/results/{run}/SUCCEEDED_0.json"), file(0..300)),
+        (
+            format!("/results/{run}/SUCCEEDED_1.json"),
+            file(300..SEGMENTS),
+        ),
+    ])
+    .await;
+    let output = json!({"segmentCount": SEGMENTS, "reports": {
+        "MapRunArn": "arn:aws:states:us-east-1:123456789012:mapRun:stack-table-tools/Segments:0b5c7d9e",
+        "ResultWriterDetails": {"Bucket": "results", "Key": format!("{run}/manifest.json")}}});
+    let sfn = step_functions(
+        started(),
+        vec![described(
+            "SUCCEEDED",
+            json!({"output": output.to_string()}),
+        )],
+    )
+    .await;
+    let (code, stdout, stderr) = fake_aws::singlet(
+        &[
             "migrate",
             "vehicles-by-depot",
             "--on-aws",
             "--state-machine",
             MACHINE,
-        ])
-        .args(["--segments", "201"])
-        .env("AWS_ENDPOINT_URL_SFN", "http://127.0.0.1:9")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("at most 200 segments"));
+            "--segments",
+            "600",
+            "--max-concurrency",
+            "100",
+            "--poll-ms",
+            "5",
+            "--json",
+        ],
+        &[
+            ("AWS_ENDPOINT_URL_SFN", &sfn.url),
+            ("AWS_ENDPOINT_URL_S3", &s3.url),
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(1), "{stderr}");
+    let gathered: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(gathered["segments"], SEGMENTS);
+    assert_eq!(gathered["scanned"], SEGMENTS * 10);
+    assert_eq!(gathered["complete"], true);
+    assert_eq!(gathered["conflictCount"], 6);
+    assert_eq!(gathered["conflicts"].as_array().unwrap().len(), 6);
+    let input: Value =
+        serde_json::from_str(requests_to(&sfn)[0].1["input"].as_str().unwrap()).unwrap();
+    assert_eq!(input["segments"].as_array().unwrap().len(), 600);
+    let reads: Vec<String> = s3.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        reads,
+        [
+            format!("/results/{run}/manifest.json"),
+            format!("/results/{run}/SUCCEEDED_0.json"),
+            format!("/results/{run}/SUCCEEDED_1.json")
+        ]
+    );
+
+    // A manifest gone (expired from the bucket): exit 2, said.
+    let sfn = step_functions(
+        started(),
+        vec![described(
+            "SUCCEEDED",
+            json!({"output": output.to_string()}),
+        )],
+    )
+    .await;
+    let empty = fake_aws::s3_holding(vec![]).await;
+    let (code, _, stderr) = fake_aws::singlet(
+        &[
+            "migrate",
+            "vehicles-by-depot",
+            "--on-aws",
+            "--state-machine",
+            MACHINE,
+            "--poll-ms",
+            "5",
+        ],
+        &[
+            ("AWS_ENDPOINT_URL_SFN", &sfn.url),
+            ("AWS_ENDPOINT_URL_S3", &empty.url),
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot read s3://results/map-runs/0b5c7d9e/manifest.json"),
+        "{stderr}"
+    );
+}
+
+/// `migrate --on-aws --stack`: the state machine the stack's name makes, found by
+/// `ListStateMachines`, is the one started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_on_aws_finds_the_state_machine_by_the_stacks_name() {
+    let listed = json!({"stateMachines": [
+        {"name": "stack-table-tools-old", "stateMachineArn": format!("{MACHINE}-old"), "type": "STANDARD", "creationDate": 1.7e9},
+        {"name": "stack-table-tools", "stateMachineArn": MACHINE, "type": "STANDARD", "creationDate": 1.7e9}]});
+    let output = succeeded_output(0);
+    let sfn = FakeAws::start(move |request| match request.target.as_str() {
+        "AWSStepFunctions.ListStateMachines" => json_1_0(200, listed.clone()),
+        "AWSStepFunctions.StartExecution" => json_1_0(started().0, started().1),
+        _ => json_1_0(200, described("SUCCEEDED", output.clone())),
+    })
+    .await;
+    let (code, _, stderr) = fake_aws::singlet(
+        &[
+            "migrate",
+            "vehicles-by-depot",
+            "--on-aws",
+            "--stack",
+            "stack",
+            "--segments",
+            "2",
+            "--poll-ms",
+            "5",
+        ],
+        &[("AWS_ENDPOINT_URL_SFN", &sfn.url)],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let sent = requests_to(&sfn);
+    assert_eq!(sent[0].0, "AWSStepFunctions.ListStateMachines");
+    assert_eq!(sent[1].1["stateMachineArn"], MACHINE);
 }
 
 /// A segment whose deadline has come stops between two pages, its place saved, and answers

@@ -1195,6 +1195,11 @@ fn tools_function_and_state_machine() {
     assert_eq!(map["ItemsPath"], "$.segments");
     assert_eq!(map["MaxConcurrencyPath"], "$.maxConcurrency");
     assert_eq!(map["ResultPath"], "$.reports");
+    // The segments' reports go to the results bucket, not the execution's 256 KiB output.
+    let writer = &map["ResultWriter"];
+    assert_eq!(writer["Resource"], "arn:aws:states:::s3:putObject");
+    assert_eq!(writer["Parameters"]["Bucket"], "${ToolsResultsBucket}");
+    assert_eq!(writer["Parameters"]["Prefix"], "map-runs");
     // The item's event is the tools function's (singlet_tools::segment::SegmentEvent).
     let selector: BTreeSet<String> = map["ItemSelector"]
         .as_mapping()
@@ -1322,12 +1327,19 @@ fn tools_function_and_state_machine() {
     for statement in policies.iter().flat_map(|p| list(&p["Statement"])) {
         let actions = strings(&statement["Action"]);
         assert!(
-            !actions.iter().any(|a| a.starts_with("lambda:")
-                || a.starts_with("dynamodb:")
-                || a.starts_with("s3:")),
-            "the role invokes only through LambdaInvokePolicy and touches neither the table nor \
-             the results"
+            !actions
+                .iter()
+                .any(|a| a.starts_with("lambda:") || a.starts_with("dynamodb:")),
+            "the role invokes only through LambdaInvokePolicy and never touches the table"
         );
+        // S3: the map's ResultWriter, under map-runs/ of the results bucket, nothing else.
+        if actions.iter().any(|a| a.starts_with("s3:")) {
+            assert!(actions.iter().all(|a| a.starts_with("s3:")));
+            assert_eq!(
+                list(&statement["Resource"]),
+                [sub("${ToolsResultsBucket.Arn}/map-runs/*")]
+            );
+        }
         if actions.iter().any(|a| a.starts_with("states:")) {
             let resources = list(&statement["Resource"]);
             assert_eq!(resources.len(), 1);

@@ -29,14 +29,11 @@ use singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU;
 /// The function's name in template.yaml (`${AWS::StackName}-table-tools`), as `invoke` takes it.
 pub const FUNCTION: &str = "table-tools";
 
-/// Conflicts a segment's report lists at most (it says how many there were): the state
-/// machine's output is at most 256 KiB, every segment's report in it (with at most
-/// [`MAX_SEGMENTS_ON_AWS`] segments, under 1 KiB each).
-pub const CONFLICTS_LISTED: usize = 5;
-
-/// Segments a run on the state machine may have: their reports, gathered in the execution's
-/// output, must fit in Step Functions' 256 KiB.
-pub const MAX_SEGMENTS_ON_AWS: u32 = 200;
+/// Conflicts a segment's report lists at most (it says how many there were): the report is
+/// the segment's child execution's output, which Step Functions caps at 256 KiB, and a
+/// conflict is a key and a sentence, under 200 bytes. (The map's `ResultWriter` puts every
+/// segment's report in S3, so the segments' count is not bounded by the parent's output.)
+pub const CONFLICTS_LISTED: usize = 1000;
 
 /// One segment's work, as the state machine hands it.
 #[derive(Debug, Deserialize)]
