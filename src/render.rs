@@ -114,31 +114,38 @@ pub const TOOLS_BINARY: &str = "singlet-tools-lambda";
 /// calls ([`singlet_tools::fsck::on_aws::segment`]): the same `Scan`, and its parts and
 /// checkpoint read and written under the results bucket's `fsck/` prefix, no other.
 pub fn tools_policy() -> Vec<Statement> {
-    // The API's functions never scan, so the route table's actions have no `Scan`.
-    let actions = ["dynamodb:Scan"].into_iter().chain(
-        [
-            Action::Query,
-            Action::PutItem,
-            Action::UpdateItem,
-            Action::DeleteItem,
-            Action::ConditionCheckItem,
-        ]
-        .map(Action::iam),
-    );
     vec![
-        Statement {
-            why: Some(
-                "One segment of a migration: its Scan, its checkpoints, its conditioned writes."
-                    .to_owned(),
-            ),
-            actions: actions.map(str::to_owned).collect(),
-            resource: TABLE_ARN.to_owned(),
-            leading_keys: Vec::new(),
-        },
+        tools_table_statement(
+            "One segment of a migration: its Scan, its checkpoints, its conditioned writes.",
+            &[],
+        ),
         fsck_results(
             "One segment of fsck: what it read, and its checkpoint, in the run's results.",
         ),
     ]
+}
+
+/// A tools function's statement on the table: `Scan` (the API's functions never scan, so the
+/// route table's actions have none), `extra`, and the conditioned writes, alone or as a
+/// transaction (whose parts IAM authorises as `PutItem`, `UpdateItem`, `DeleteItem` and
+/// `ConditionCheckItem`), with `Query`.
+fn tools_table_statement(why: &str, extra: &[Action]) -> Statement {
+    let writes = [
+        Action::Query,
+        Action::PutItem,
+        Action::UpdateItem,
+        Action::DeleteItem,
+        Action::ConditionCheckItem,
+    ];
+    let actions = ["dynamodb:Scan"]
+        .into_iter()
+        .chain(extra.iter().chain(&writes).map(|action| action.iam()));
+    Statement {
+        why: Some(why.to_owned()),
+        actions: actions.map(str::to_owned).collect(),
+        resource: TABLE_ARN.to_owned(),
+        leading_keys: Vec::new(),
+    }
 }
 
 /// The results of fsck's runs on AWS, as the template writes them: the results bucket's
@@ -172,27 +179,11 @@ pub fn tools_policy_region() -> String {
 /// the repairs' conditioned writes, alone or as a transaction. On the table, no index: the
 /// confirmation reads none (an index cannot be read strongly consistent).
 pub fn tools_check_policy() -> Vec<Statement> {
-    let actions = ["dynamodb:Scan"].into_iter().chain(
-        [
-            Action::GetItem,
-            Action::Query,
-            Action::PutItem,
-            Action::UpdateItem,
-            Action::DeleteItem,
-            Action::ConditionCheckItem,
-        ]
-        .map(Action::iam),
-    );
     vec![
-        Statement {
-            why: Some(
-                "fsck's judge: the confirmation's consistent reads, the repairs' conditioned writes."
-                    .to_owned(),
-            ),
-            actions: actions.map(str::to_owned).collect(),
-            resource: TABLE_ARN.to_owned(),
-            leading_keys: Vec::new(),
-        },
+        tools_table_statement(
+            "fsck's judge: the confirmation's consistent reads, the repairs' conditioned writes.",
+            &[Action::GetItem],
+        ),
         fsck_results("fsck's judge: the segments' results read back, its report written."),
     ]
 }

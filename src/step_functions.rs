@@ -150,6 +150,16 @@ pub struct Ended {
     pub started_earlier: bool,
 }
 
+impl Ended {
+    /// How it ended, for a person: its status, and its error when it has one.
+    pub fn how(&self) -> String {
+        match &self.error {
+            Some(error) => format!("{} ({error})", self.status),
+            None => self.status.clone(),
+        }
+    }
+}
+
 /// Starts the run (or finds the execution of the same name) and follows it to its end,
 /// `progress` told each status as it is polled.
 pub async fn start_and_follow(

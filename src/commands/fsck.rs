@@ -155,14 +155,9 @@ async fn on_aws(args: &FsckArgs) -> Result<ExitCode, String> {
             })
         );
         return Err(format!(
-            "the execution ended {}{}: start it again with --run {run} --attempt {} (its \
+            "the execution ended {}: start it again with --run {run} --attempt {} (its \
              segments go on from their checkpoints)",
-            ended.status,
-            ended
-                .error
-                .as_deref()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default(),
+            ended.how(),
             args.on_sfn.attempt + 1
         ));
     }

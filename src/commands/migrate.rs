@@ -155,14 +155,9 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
         });
         println!("{report}");
         eprintln!(
-            "migrate {migration} on AWS: the execution ended {}{}: the segments' checkpoints \
+            "migrate {migration} on AWS: the execution ended {}: the segments' checkpoints \
              are kept; run it again with --attempt {} to resume",
-            ended.status,
-            ended
-                .error
-                .as_deref()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default(),
+            ended.how(),
             args.on_sfn.attempt + 1
         );
         return Ok(ExitCode::from(1));

@@ -853,15 +853,7 @@ fn the_archive_bucket_is_private_encrypted_expiring_and_the_publishers_alone() {
     let bucket = &template["Resources"]["ArchiveBucket"];
     assert_eq!(bucket["Type"], "AWS::S3::Bucket");
     let properties = &bucket["Properties"];
-    let block = &properties["PublicAccessBlockConfiguration"];
-    for setting in [
-        "BlockPublicAcls",
-        "BlockPublicPolicy",
-        "IgnorePublicAcls",
-        "RestrictPublicBuckets",
-    ] {
-        assert_eq!(block[setting], true, "{setting}");
-    }
+    assert_public_access_blocked(properties);
     let encryption = &properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0];
     assert!(encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"].is_string());
     let rule = &properties["LifecycleConfiguration"]["Rules"][0];
@@ -1358,13 +1350,8 @@ fn tools_function_and_state_machine() {
     );
 }
 
-/// The tools' results bucket (fsck's copies of the table's items, its reports) is private,
-/// encrypted, TLS only and expiring; only the tools functions' rendered statements reach it,
-/// and only its `fsck/` prefix.
-#[test]
-fn the_tools_results_bucket_is_private_encrypted_tls_only_and_expiring() {
-    let template = template();
-    let properties = &template["Resources"]["ToolsResultsBucket"]["Properties"];
+/// Every public access of a bucket's `properties` blocked.
+fn assert_public_access_blocked(properties: &Value) {
     let block = &properties["PublicAccessBlockConfiguration"];
     for setting in [
         "BlockPublicAcls",
@@ -1374,6 +1361,16 @@ fn the_tools_results_bucket_is_private_encrypted_tls_only_and_expiring() {
     ] {
         assert_eq!(block[setting], true, "{setting}");
     }
+}
+
+/// The tools' results bucket (fsck's copies of the table's items, its reports) is private,
+/// encrypted, TLS only and expiring; only the tools functions' rendered statements reach it,
+/// and only its `fsck/` prefix.
+#[test]
+fn the_tools_results_bucket_is_private_encrypted_tls_only_and_expiring() {
+    let template = template();
+    let properties = &template["Resources"]["ToolsResultsBucket"]["Properties"];
+    assert_public_access_blocked(properties);
     let encryption = &properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0];
     assert_eq!(
         encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"],
