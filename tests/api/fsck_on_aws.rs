@@ -432,3 +432,44 @@ async fn fsck_on_aws_finds_the_state_machine_follows_it_and_reads_the_report_bac
     assert_eq!(code, Some(2));
     assert!(stderr.contains("not both"), "{stderr}");
 }
+
+/// What the judge holds an item in: the resident memory 300,000 small items (vehicles and their
+/// two locks) take as read back, then decoded as the rules read them. A measurement for the
+/// guide, run alone (`--ignored --nocapture`): the process's memory is the test's only while
+/// nothing else runs in it.
+#[test]
+#[ignore]
+fn the_judges_memory_per_item() {
+    fn rss() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 1024
+    }
+    let count = 100_000;
+    let before = rss();
+    let items: Vec<Item> = (0..count)
+        .flat_map(|i| {
+            crate::migrate::old_vehicle_with(i, &format!("old{i:06}"), &format!("ch{i:06}"))
+        })
+        .collect();
+    let raw_bytes: usize = items.iter().map(singlet_tools::transfer::item_size).sum();
+    let with_items = rss();
+    let stored: Vec<_> = items
+        .into_iter()
+        .map(singlet_tools::fsck::rules::Stored::new)
+        .collect();
+    let with_stored = rss();
+    eprintln!(
+        "{} items, {} bytes as DynamoDB sizes them: items in memory {} bytes/item ({} /stored byte); stored {} bytes/item",
+        stored.len(),
+        raw_bytes,
+        (with_items - before) / stored.len() as u64,
+        (with_items - before) as f64 / raw_bytes as f64,
+        (with_stored.saturating_sub(before)) / stored.len() as u64,
+    );
+}

@@ -116,13 +116,23 @@ pub async fn judge_scanned(
     items: Vec<singlet_functions::model::Item>,
     options: Options,
 ) -> Result<Report, String> {
-    refuse_unfinished_load(ctx).await?;
-    judge_rounds(
+    judge_decoded(
         ctx,
         items.into_iter().map(rules::Stored::new).collect(),
         options,
     )
     .await
+}
+
+/// [`judge_scanned`] over items already decoded as the rules read them (the judge on AWS
+/// decodes each line as it reads it back, never holding the items and their decoding at once).
+pub async fn judge_decoded(
+    ctx: &Ctx,
+    scanned: Vec<rules::Stored>,
+    options: Options,
+) -> Result<Report, String> {
+    refuse_unfinished_load(ctx).await?;
+    judge_rounds(ctx, scanned, options).await
 }
 
 /// Part of an export is no table: its missing halves are no finding to repair, and a repair

@@ -163,14 +163,16 @@ fn gzip_lines(items: &[Item]) -> Result<Vec<u8>, String> {
     gz.finish().map_err(|e| e.to_string())
 }
 
-fn gunzip_lines(bytes: &[u8], into: &mut Vec<Item>) -> Result<(), String> {
+fn gunzip_lines(bytes: &[u8], into: &mut Vec<super::rules::Stored>) -> Result<(), String> {
     for line in BufReader::new(GzDecoder::new(bytes)).lines() {
         let line = line.map_err(|e| e.to_string())?;
         if line.is_empty() {
             continue;
         }
         let value: Value = serde_json::from_str(&line).map_err(|e| e.to_string())?;
-        into.push(crate::transfer::item_from_json(&value)?);
+        into.push(super::rules::Stored::new(crate::transfer::item_from_json(
+            &value,
+        )?));
     }
     Ok(())
 }
@@ -205,7 +207,7 @@ pub async fn judge(
                 .map_err(|e| format!("{} is unreadable: {e}", results.url(&name)))?;
         }
     }
-    let report = super::judge_scanned(ctx, items, options).await?;
+    let report = super::judge_decoded(ctx, items, options).await?;
     let whole = serde_json::to_value(&report).expect("a report serialises");
     results
         .put("report.json", serde_json::to_vec(&whole).expect("JSON"))
