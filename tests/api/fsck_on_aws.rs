@@ -218,6 +218,49 @@ async fn fsck_segment_refusals_say_why() {
     assert!(unknown.contains("no table tool named defrag"), "{unknown}");
 }
 
+/// `singlet invoke table-tools --event <file>`: an fsck segment's event and the judge's, through
+/// the runner's command, on the runner's own table (empty: nothing found), the results in a
+/// directory as the guide's local example gives them.
+#[test]
+fn invoke_runs_an_fsck_segment_and_the_judge_from_event_files() {
+    let results = results_dir("invoke");
+    let dir = results_dir("invoke-events");
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("file://{}", results.display());
+    let events = [
+        (
+            "segment.json",
+            json!({"tool": "fsck", "segment": 0, "segments": 1, "results": url}),
+        ),
+        (
+            "judge.json",
+            json!({"tool": "fsck-judge", "segment": 0, "segments": 1, "results": url}),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (name, event) in events {
+        std::fs::write(dir.join(name), event.to_string()).unwrap();
+        let output = crate::process::singlet()
+            .args(["--in-memory", "invoke", "table-tools", "--event"])
+            .arg(dir.join(name))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        answers.push(serde_json::from_slice::<Value>(&output.stdout).unwrap());
+    }
+    assert_eq!(answers[0]["complete"], true, "{}", answers[0]);
+    assert_eq!(answers[1]["findingCount"], 0, "{}", answers[1]);
+    assert_eq!(answers[1]["scanned"], answers[0]["scanned"]);
+    assert!(results.join("report.json").is_file());
+    assert!(results.join("segment-0.json").is_file());
+    let _ = std::fs::remove_dir_all(&results);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 const STACK: &str = "stack";
 const MACHINE: &str = "arn:aws:states:us-east-1:123456789012:stateMachine:stack-table-tools";
 const EXECUTION: &str = "arn:aws:states:us-east-1:123456789012:execution:stack-table-tools:run";
