@@ -185,6 +185,9 @@ pub fn tools_check_policy() -> Vec<Statement> {
             &[Action::GetItem],
         ),
         fsck_results("fsck's judge: the segments' results read back, its report written."),
+        // Where a subject's one-account lock is keyed is the owner key's (OWNER_KEY, else
+        // CURSOR_KEY): without it every owner lock would look misplaced.
+        server_secret(),
     ]
 }
 
