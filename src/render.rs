@@ -32,6 +32,8 @@ use std::process::ExitCode;
 pub const FUNCTIONS_REGION: &str = "functions";
 /// The template's region of the tools function's policy.
 pub const TOOLS_POLICY_REGION: &str = "tools policy";
+/// The template's region of the tools check function's policy (fsck's judge on AWS).
+pub const TOOLS_CHECK_POLICY_REGION: &str = "tools check policy";
 /// `Cargo.toml`'s rendered region.
 pub const WATCH_ROUTER_REGION: &str = "watch router";
 /// The API's Lambda binary, which every route and scheduled function runs (`functions/Cargo.toml`).
@@ -119,35 +121,92 @@ pub const TOOLS_BINARY: &str = "singlet-tools-lambda";
 /// segment of a migration calls ([`singlet_tools::migrate::run_one_segment`]): its `Scan`, the
 /// checkpoints' `Query` and `PutItem`, the migration's conditioned writes, alone or as a
 /// transaction (whose parts IAM authorises as `PutItem`, `UpdateItem`, `DeleteItem` and
-/// `ConditionCheckItem`). On the table only, no index, no other grant: a migration's items are
-/// any entity's, and a `Scan` cannot be bounded by `dynamodb:LeadingKeys`.
+/// `ConditionCheckItem`). On the table only, no index: a migration's items are any entity's,
+/// and a `Scan` cannot be bounded by `dynamodb:LeadingKeys`. And what one segment of `fsck`
+/// calls ([`singlet_tools::fsck::on_aws::segment`]): the same `Scan`, and its parts and
+/// checkpoint read and written under the results bucket's `fsck/` prefix, no other.
 pub fn tools_policy() -> Vec<Statement> {
-    // The API's functions never scan, so the route table's actions have no `Scan`.
-    let actions = ["dynamodb:Scan"].into_iter().chain(
-        [
-            Action::Query,
-            Action::PutItem,
-            Action::UpdateItem,
-            Action::DeleteItem,
-            Action::ConditionCheckItem,
-        ]
-        .map(Action::iam),
-    );
-    vec![Statement {
-        why: Some(
-            "One segment of a migration: its Scan, its checkpoints, its conditioned writes."
-                .to_owned(),
+    vec![
+        tools_table_statement(
+            "One segment of a migration: its Scan, its checkpoints, its conditioned writes.",
+            &[],
         ),
+        fsck_results(
+            "One segment of fsck: what it read, and its checkpoint, in the run's results.",
+        ),
+    ]
+}
+
+/// A tools function's statement on the table: `Scan` (the API's functions never scan, so the
+/// route table's actions have none), `extra`, and the conditioned writes, alone or as a
+/// transaction (whose parts IAM authorises as `PutItem`, `UpdateItem`, `DeleteItem` and
+/// `ConditionCheckItem`), with `Query`.
+fn tools_table_statement(why: &str, extra: &[Action]) -> Statement {
+    let writes = [
+        Action::Query,
+        Action::PutItem,
+        Action::UpdateItem,
+        Action::DeleteItem,
+        Action::ConditionCheckItem,
+    ];
+    let actions = ["dynamodb:Scan"]
+        .into_iter()
+        .chain(extra.iter().chain(&writes).map(|action| action.iam()));
+    Statement {
+        why: Some(why.to_owned()),
         actions: actions.map(str::to_owned).collect(),
         resource: TABLE_ARN.to_owned(),
         leading_keys: Vec::new(),
-    }]
+    }
+}
+
+/// The results of fsck's runs on AWS, as the template writes them: the results bucket's
+/// `fsck/` prefix.
+pub const FSCK_RESULTS_ARN: &str = "!Sub \"${ToolsResultsBucket.Arn}/fsck/*\"";
+
+/// Reading and writing the objects of fsck's runs, and no other of the bucket (no listing, no
+/// delete: each run's objects are named by its checkpoints, and the bucket's lifecycle rule
+/// expires them).
+fn fsck_results(why: &str) -> Statement {
+    Statement {
+        why: Some(why.to_owned()),
+        actions: vec!["s3:GetObject".to_owned(), "s3:PutObject".to_owned()],
+        resource: FSCK_RESULTS_ARN.to_owned(),
+        leading_keys: Vec::new(),
+    }
 }
 
 /// The tools function's policy as template.yaml writes it.
 pub fn tools_policy_region() -> String {
     let mut yaml = Yaml::default();
     statements_yaml(&mut yaml, &tools_policy());
+    yaml.0
+}
+
+/// The policy of the tools check function (template.yaml's `TableToolsCheckFunction`), fsck's
+/// judge on AWS ([`singlet_tools::fsck::on_aws::judge`]): the segments' results read back and
+/// the report written; the load marker's `GetItem`; the confirmation's strongly consistent
+/// reads (`GetItem`, which IAM authorises each item of a `TransactGetItems` as, `Query` of
+/// a partition, and the `Scan`s of a finding's other items and of a round after repairs); and
+/// the repairs' conditioned writes, alone or as a transaction. On the table, no index: the
+/// confirmation reads none (an index cannot be read strongly consistent).
+pub fn tools_check_policy() -> Vec<Statement> {
+    vec![
+        tools_table_statement(
+            "fsck's judge: the confirmation's consistent reads, the repairs' conditioned writes.",
+            &[Action::GetItem],
+        ),
+        fsck_results("fsck's judge: the segments' results read back, its report written."),
+        // Where a subject's one-account lock is keyed is the owner key's (OWNER_KEY, else
+        // CURSOR_KEY): without it every owner lock would look misplaced.
+        server_secret(),
+    ]
+}
+
+/// The tools check function's policy as template.yaml writes it.
+pub fn tools_check_policy_region() -> String {
+    let mut yaml = Yaml::default();
+    statements_yaml(&mut yaml, &tools_check_policy());
     yaml.0
 }
 
@@ -804,6 +863,7 @@ pub fn render(root: &Path) -> Result<Vec<Rendered>, String> {
             &[
                 (FUNCTIONS_REGION, &functions_region()),
                 (TOOLS_POLICY_REGION, &tools_policy_region()),
+                (TOOLS_CHECK_POLICY_REGION, &tools_check_policy_region()),
             ],
         )?,
         render_file(
@@ -1133,7 +1193,7 @@ mod tests {
     fn check_fails_on_a_stale_file_and_render_makes_it_current() {
         let root = std::env::temp_dir().join(format!("singlet-render-{}", std::process::id()));
         std::fs::create_dir_all(&root).unwrap();
-        let stale_template = "Resources:\n  # >>> rendered: functions\n  Old: {}\n  # <<< rendered: functions\n  # >>> rendered: tools policy\n  # <<< rendered: tools policy\nOutputs: {}\n";
+        let stale_template = "Resources:\n  # >>> rendered: functions\n  Old: {}\n  # <<< rendered: functions\n  # >>> rendered: tools policy\n  # <<< rendered: tools policy\n  # >>> rendered: tools check policy\n  # <<< rendered: tools check policy\nOutputs: {}\n";
         let stale_manifest =
             "[package]\n# >>> rendered: watch router\n# <<< rendered: watch router\n";
         std::fs::write(root.join("template.yaml"), stale_template).unwrap();
@@ -1154,8 +1214,9 @@ mod tests {
             )
         );
         assert!(template.ends_with(&format!(
-            "  # <<< rendered: functions\n  # >>> rendered: tools policy\n{}  # <<< rendered: tools policy\nOutputs: {{}}\n",
-            tools_policy_region()
+            "  # <<< rendered: functions\n  # >>> rendered: tools policy\n{}  # <<< rendered: tools policy\n  # >>> rendered: tools check policy\n{}  # <<< rendered: tools check policy\nOutputs: {{}}\n",
+            tools_policy_region(),
+            tools_check_policy_region()
         )));
         assert!(!template.contains("Old: {}"));
         let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();

@@ -11,11 +11,27 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
-/// One migration's run on the state machine.
+/// Which tool a run runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tool {
+    /// One migration, each segment writing its own items.
+    Migrate { migration: String },
+    /// `fsck`: each segment reads its items into the run's results
+    /// (`s3://<results bucket>/fsck/<run>/`), then one judge checks them all and repairs
+    /// (`singlet_tools::fsck::on_aws`). `run` names the results: the same run started again
+    /// (`--attempt`) goes on from its segments' checkpoints there.
+    Fsck {
+        run: String,
+        repair: bool,
+        dry_run: bool,
+    },
+}
+
+/// One tool's run on the state machine.
 #[derive(Debug, Clone)]
 pub struct Run {
     pub state_machine_arn: String,
-    pub migration: String,
+    pub tool: Tool,
     pub segments: u32,
     /// Child executions at once (the map's `MaxConcurrencyPath`).
     pub max_concurrency: u32,
@@ -33,11 +49,31 @@ pub struct Run {
 
 impl Run {
     /// The execution's input: the map's items (`segments`) and what each item's event takes.
+    /// Every field the state machine's paths read is there for every tool (a path to a field
+    /// that is not there fails the execution).
     pub fn input(&self) -> Value {
-        let at_once = f64::from(self.max_concurrency.min(self.segments).max(1));
+        let (tool, migration, run, repair, dry_run) = match &self.tool {
+            Tool::Migrate { migration } => {
+                ("migrate", Some(migration.as_str()), None, false, false)
+            }
+            Tool::Fsck {
+                run,
+                repair,
+                dry_run,
+            } => ("fsck", None, Some(run.as_str()), *repair, *dry_run),
+        };
+        // A migration's segments write at once, and share the limits; fsck's segments only
+        // read, and its one judge makes every repair: it has the limits whole.
+        let at_once = match self.tool {
+            Tool::Migrate { .. } => f64::from(self.max_concurrency.min(self.segments).max(1)),
+            Tool::Fsck { .. } => 1.0,
+        };
         json!({
-            "tool": "migrate",
-            "migration": self.migration,
+            "tool": tool,
+            "migration": migration,
+            "run": run.map_or_else(|| self.name_stem(), str::to_owned),
+            "repair": repair,
+            "dryRun": dry_run,
             "segments": (0..self.segments).collect::<Vec<u32>>(),
             "segmentCount": self.segments,
             "maxConcurrency": self.max_concurrency,
@@ -47,12 +83,22 @@ impl Run {
         })
     }
 
-    /// The execution's name: the tool, the migration, a digest of the input and the attempt, so
-    /// the same command names the same execution (at most 80 characters of `[A-Za-z0-9-_]`).
-    pub fn execution_name(&self) -> String {
-        let digest = Sha256::digest(self.input().to_string().as_bytes());
+    /// The execution's name without its attempt: the tool, what it runs, a digest of the
+    /// input (but its `run`, which is this name for a migration).
+    fn name_stem(&self) -> String {
+        let what = match &self.tool {
+            Tool::Migrate { migration } => format!("migrate-{migration}"),
+            Tool::Fsck { run, .. } => format!("fsck-{run}"),
+        };
+        let mut input = self.clone();
+        if let Tool::Fsck { run, .. } = &mut input.tool {
+            run.clear();
+        }
+        let mut digested = serde_json::to_value(input.fields()).expect("JSON");
+        digested["what"] = json!(what);
+        let digest = Sha256::digest(digested.to_string().as_bytes());
         let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-        let mut name: String = format!("migrate-{}", self.migration)
+        let mut name: String = what
             .chars()
             .map(|c| match c {
                 'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' => c,
@@ -60,8 +106,26 @@ impl Run {
             })
             .take(60)
             .collect();
-        name += &format!("-{hex}-{}", self.attempt);
+        name += &format!("-{hex}");
         name
+    }
+
+    /// What the digest of a name covers: everything of the input but the run's own name.
+    fn fields(&self) -> Value {
+        json!({
+            "segments": self.segments,
+            "maxConcurrency": self.max_concurrency,
+            "maxWcu": self.max_wcu,
+            "maxKeyWcu": self.max_key_wcu,
+            "pageSize": self.page_size,
+            "tool": format!("{:?}", self.tool),
+        })
+    }
+
+    /// The execution's name: the tool, what it runs, a digest of the input and the attempt, so
+    /// the same command names the same execution (at most 80 characters of `[A-Za-z0-9-_]`).
+    pub fn execution_name(&self) -> String {
+        format!("{}-{}", self.name_stem(), self.attempt)
     }
 }
 
@@ -84,6 +148,16 @@ pub struct Ended {
     /// The execution had been started before this command (the same name): its end is told,
     /// nothing is run twice.
     pub started_earlier: bool,
+}
+
+impl Ended {
+    /// How it ended, for a person: its status, and its error when it has one.
+    pub fn how(&self) -> String {
+        match &self.error {
+            Some(error) => format!("{} ({error})", self.status),
+            None => self.status.clone(),
+        }
+    }
 }
 
 /// Starts the run (or finds the execution of the same name) and follows it to its end,
@@ -162,13 +236,56 @@ pub async fn start_and_follow(
     }
 }
 
-/// The segments' reports of a succeeded execution's output, gathered into one report as the
-/// laptop's `migrate --json` prints it: counts added, conflicts listed (each segment lists
-/// at most [`singlet_tools::segment::CONFLICTS_LISTED`]; `conflictCount` is all of them),
-/// complete when every segment is. `peakWcuPerSecond` is the segments' peaks added: an upper
-/// bound, their peaks need not have been in the same second.
-pub fn gather(migration: &str, output: &Value) -> Value {
-    let reports = output["reports"].as_array().cloned().unwrap_or_default();
+/// The segments' reports of a succeeded execution's output: where the map's `ResultWriter`
+/// put them in S3 (`reports` is then `{MapRunArn, ResultWriterDetails: {Bucket, Key}}`, the
+/// key its `manifest.json`, which lists the files of the child executions' results, each a JSON
+/// array whose items' `Output` is one segment's report), or, from a state machine without a
+/// `ResultWriter`, the list under `reports` itself.
+pub async fn segment_reports(
+    s3: &aws_sdk_s3::Client,
+    output: &Value,
+) -> Result<Vec<Value>, String> {
+    if let Some(inline) = output["reports"].as_array() {
+        return Ok(inline.clone());
+    }
+    let details = &output["reports"]["ResultWriterDetails"];
+    let (Some(bucket), Some(key)) = (details["Bucket"].as_str(), details["Key"].as_str()) else {
+        return Err("the execution's output names no segment reports".into());
+    };
+    let manifest = read_s3_json(s3, &format!("s3://{bucket}/{key}")).await?;
+    let mut reports = Vec::new();
+    for file in manifest["ResultFiles"]["SUCCEEDED"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let file_key = file["Key"]
+            .as_str()
+            .ok_or("the map's manifest lists a file without a key")?;
+        let url = format!("s3://{bucket}/{file_key}");
+        let children = read_s3_json(s3, &url).await?;
+        for child in children
+            .as_array()
+            .ok_or_else(|| format!("{url} is no list"))?
+        {
+            let text = child["Output"]
+                .as_str()
+                .ok_or_else(|| format!("{url} has a child execution without its Output"))?;
+            reports.push(
+                serde_json::from_str(text)
+                    .map_err(|e| format!("{url} has an Output that is not JSON: {e}"))?,
+            );
+        }
+    }
+    Ok(reports)
+}
+
+/// The segments' `reports` of a run of `segments`, gathered into one report as the laptop's
+/// `migrate --json` prints it: counts added, conflicts listed (each segment lists at most
+/// [`singlet_tools::segment::CONFLICTS_LISTED`]; `conflictCount` is all of them), complete
+/// when every segment is. `peakWcuPerSecond` is the segments' peaks added: an upper bound,
+/// their peaks need not have been in the same second.
+pub fn gather(migration: &str, reports: &[Value], segments: u64) -> Value {
     let sum = |field: &str| -> u64 { reports.iter().filter_map(|r| r[field].as_u64()).sum() };
     let peak: f64 = reports
         .iter()
@@ -186,7 +303,6 @@ pub fn gather(migration: &str, output: &Value) -> Value {
             units(a).total_cmp(&units(b))
         })
         .map(|r| r["hottestKey"].clone());
-    let segments = output["segmentCount"].as_u64().unwrap_or(0);
     json!({
         "migration": migration,
         "scanned": sum("scanned"),
@@ -204,6 +320,55 @@ pub fn gather(migration: &str, output: &Value) -> Value {
     })
 }
 
+/// The tools' state machine of the stack `stack`: the one template.yaml names
+/// `<stack>-table-tools`, found among the account's state machines in the region
+/// (`ListStateMachines`, which IAM grants on no narrower resource than `*`).
+pub async fn state_machine_of_stack(client: &Client, stack: &str) -> Result<String, String> {
+    let name = format!("{stack}-table-tools");
+    let mut pages = client.list_state_machines().into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|error| {
+            format!(
+                "cannot list the state machines to find {name}: {}",
+                aws_sdk_sfn::error::DisplayErrorContext(&error)
+            )
+        })?;
+        if let Some(found) = page.state_machines().iter().find(|m| m.name() == name) {
+            return Ok(found.state_machine_arn().to_owned());
+        }
+    }
+    Err(format!(
+        "no state machine is named {name} in this account and region: is the stack {stack} \
+         deployed here (its TableToolsStateMachineArn output names it)?"
+    ))
+}
+
+/// The JSON object at `url` (`s3://<bucket>/<key>`): what a run left in the results bucket.
+pub async fn read_s3_json(client: &aws_sdk_s3::Client, url: &str) -> Result<Value, String> {
+    let (bucket, key) = url
+        .strip_prefix("s3://")
+        .and_then(|rest| rest.split_once('/'))
+        .ok_or_else(|| format!("{url} is not an s3://<bucket>/<key> URL"))?;
+    let object = client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .map_err(|error| {
+            format!(
+                "cannot read {url}: {}",
+                aws_sdk_s3::error::DisplayErrorContext(&error)
+            )
+        })?;
+    let bytes = object
+        .body
+        .collect()
+        .await
+        .map_err(|e| format!("cannot read {url}: {e}"))?;
+    serde_json::from_slice(&bytes.to_vec()).map_err(|e| format!("{url} is not JSON: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,7 +377,9 @@ mod tests {
         Run {
             state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:s-table-tools"
                 .into(),
-            migration: migration.into(),
+            tool: Tool::Migrate {
+                migration: migration.into(),
+            },
             segments: 8,
             max_concurrency: 4,
             max_wcu: Some(1000.0),
@@ -272,13 +439,12 @@ mod tests {
     #[test]
     fn gathered_reports_are_complete_only_when_every_segment_is() {
         let report = |complete: bool| json!({"scanned": 2, "changed": 1, "complete": complete});
-        let output = json!({"segmentCount": 2, "reports": [report(true), report(true)]});
-        assert_eq!(gather("m", &output)["complete"], true);
-        assert_eq!(gather("m", &output)["scanned"], 4);
-        let one_missing = json!({"segmentCount": 3, "reports": [report(true), report(true)]});
-        assert_eq!(gather("m", &one_missing)["complete"], false);
-        let one_stopped = json!({"segmentCount": 2, "reports": [report(true), report(false)]});
-        assert_eq!(gather("m", &one_stopped)["complete"], false);
-        assert_eq!(gather("m", &json!({}))["complete"], false);
+        let both = [report(true), report(true)];
+        assert_eq!(gather("m", &both, 2)["complete"], true);
+        assert_eq!(gather("m", &both, 2)["scanned"], 4);
+        assert_eq!(gather("m", &both, 3)["complete"], false, "one missing");
+        let one_stopped = [report(true), report(false)];
+        assert_eq!(gather("m", &one_stopped, 2)["complete"], false);
+        assert_eq!(gather("m", &[], 0)["complete"], false);
     }
 }

@@ -3,6 +3,7 @@
 //! `ExportTableToPointInTime` of a table on AWS, followed to its end (`singlet_tools::on_aws`).
 
 use super::connect::connect_existing;
+use super::on_s3::S3JobArgs;
 use super::runner::RunnerArgs;
 use clap::Args;
 use singlet_tools::{on_aws, transfer};
@@ -23,13 +24,8 @@ pub struct ExportArgs {
     /// An empty or new directory.
     #[arg(required_unless_present = "s3", conflicts_with = "s3")]
     dir: Option<PathBuf>,
-    /// Export on AWS instead, with DynamoDB's ExportTableToPointInTime, to s3://<bucket>/<prefix>
-    /// (the table on AWS: --endpoint, or the environment's region and credentials).
-    #[arg(long, value_name = "URL")]
-    s3: Option<String>,
-    /// With --s3: seconds between two DescribeExport calls while it runs.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = super::runner::parse_poll)]
-    poll: f64,
+    #[command(flatten)]
+    on_s3: S3JobArgs,
     /// Parallel `Scan` segments, one data file each (1 to 1024).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024), conflicts_with = "s3")]
     segments: u32,
@@ -48,13 +44,13 @@ pub struct ExportArgs {
 impl ExportArgs {
     /// Whether this export runs on AWS (`--s3`).
     pub fn on_aws(&self) -> bool {
-        self.s3.is_some()
+        self.on_s3.s3.is_some()
     }
 }
 
 /// `export`: the whole table in DynamoDB's export format.
 pub async fn run(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, String> {
-    if let Some(url) = &args.s3 {
+    if let Some(url) = &args.on_s3.s3 {
         return run_on_aws(runner, &args, url).await;
     }
     let dir = args
@@ -150,7 +146,7 @@ async fn run_on_aws(runner: &RunnerArgs, args: &ExportArgs, url: &str) -> Result
     }
     let client = super::connect::aws_client(runner).await?;
     let follow = on_aws::Follow {
-        poll: std::time::Duration::from_secs_f64(args.poll),
+        poll: args.on_s3.poll(),
         ..on_aws::Follow::default()
     };
     let exported = tokio::select! {

@@ -2,6 +2,7 @@
 //! 0 clean, 1 findings, 2 could not run).
 
 use super::connect::connect_existing;
+use super::on_sfn::StateMachineArgs;
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet_functions::Ctx;
@@ -15,6 +16,12 @@ pub async fn run(runner: &RunnerArgs, args: FsckArgs) -> ExitCode {
         check_max_wcu(args.max_wcu).and_then(|()| check_max_key_wcu(args.max_key_wcu))
     {
         return could_not_run(&reason);
+    }
+    if args.on_aws {
+        return match on_aws(&args).await {
+            Ok(code) => code,
+            Err(reason) => could_not_run(&reason),
+        };
     }
     match connect_existing(runner, "check").await {
         Ok(ctx) => report(&ctx, &args).await,
@@ -44,6 +51,33 @@ pub struct FsckArgs {
     /// an index, at most (DynamoDB serves one key 1,000).
     #[arg(long, default_value_t = singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU)]
     pub max_key_wcu: f64,
+    /// Run it in the deployed stack: start the tools' state machine (`--stack` or
+    /// `--state-machine`), whose segments read the table in parallel and whose judge checks
+    /// and repairs as this command does, and follow it to its end (exit 0 clean, 1 findings
+    /// remain, 2 could not run: not started, not followed, or the execution failed, timed out
+    /// or was aborted).
+    #[arg(long)]
+    pub on_aws: bool,
+    /// With --on-aws: the run's name, which names its results in the stack's bucket
+    /// (`fsck/<run>/`). Default: the time it starts (UTC). A run that did not end is started
+    /// again with its --run and the next --attempt: its segments go on from their checkpoints.
+    #[arg(long, requires = "on_aws", value_parser = run_name)]
+    pub run: Option<String>,
+    #[command(flatten)]
+    pub on_sfn: StateMachineArgs,
+}
+
+/// A run's name: 1 to 40 of `[A-Za-z0-9-_]` (it is part of an execution's name and a prefix).
+fn run_name(name: &str) -> Result<String, String> {
+    let fits = (1..=40).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if fits {
+        Ok(name.to_owned())
+    } else {
+        Err("a run's name is 1 to 40 letters, digits, - and _".into())
+    }
 }
 
 /// `singlet fsck`: the report on standard output (one JSON object with `--json`), progress on
@@ -75,6 +109,88 @@ async fn report(ctx: &Ctx, args: &FsckArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `fsck --on-aws`: the run started on the stack's state machine and followed; its report read
+/// back from the results bucket and printed as the laptop's run prints its own.
+async fn on_aws(args: &FsckArgs) -> Result<ExitCode, String> {
+    use singlet::step_functions::{Tool, read_s3_json};
+    let run = match &args.run {
+        Some(run) => run.clone(),
+        None => {
+            let format =
+                time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+            time::OffsetDateTime::now_utc()
+                .format(&format)
+                .expect("a time formats")
+        }
+    };
+    let config = super::on_sfn::aws_config().await;
+    let client = aws_sdk_sfn::Client::new(&config);
+    let tool = Tool::Fsck {
+        run: run.clone(),
+        repair: args.repair,
+        dry_run: args.dry_run,
+    };
+    let ended = args
+        .on_sfn
+        .start_and_follow(
+            "fsck",
+            &client,
+            tool,
+            args.segments,
+            (args.max_wcu, args.max_key_wcu),
+            None,
+        )
+        .await?;
+    if ended.status != "SUCCEEDED" {
+        println!(
+            "{}",
+            serde_json::json!({
+                "run": run,
+                "executionArn": ended.execution_arn,
+                "status": ended.status,
+                "error": ended.error,
+                "cause": ended.cause,
+            })
+        );
+        return Err(format!(
+            "the execution ended {}: start it again with --run {run} --attempt {} (its \
+             segments go on from their checkpoints)",
+            ended.how(),
+            args.on_sfn.attempt + 1
+        ));
+    }
+    // The judge's answer lists some findings; the whole report is in the results bucket.
+    let output = ended.output.unwrap_or_default();
+    let url = output["fsck"]["report"]["reportObject"]
+        .as_str()
+        .ok_or_else(|| format!("{} has no report in its output", ended.execution_arn))?;
+    let s3 = super::on_sfn::s3_client(&config);
+    let mut whole = read_s3_json(&s3, url).await?;
+    let report: fsck::Report = serde_json::from_value(whole.clone())
+        .map_err(|e| format!("{url} is not fsck's report: {e}"))?;
+    eprintln!(
+        "fsck on AWS: {} ended SUCCEEDED; the report is {url}",
+        ended.execution_arn
+    );
+    if args.json {
+        whole["executionArn"] = ended.execution_arn.into();
+        whole["report"] = url.into();
+        println!("{whole}");
+    } else {
+        let options = fsck::Options {
+            repair: args.repair,
+            dry_run: args.dry_run,
+            ..fsck::Options::default()
+        };
+        print!("{}", fsck::text(&report, options));
+    }
+    Ok(if report.remaining() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Exit `2`, the reason on standard error.

@@ -4,6 +4,7 @@
 //! followed to its end and finished (`singlet_tools::on_aws`).
 
 use super::connect::{OWNER_KEYS, connect, connect_to, refuse_the_published_secret_elsewhere};
+use super::on_s3::S3JobArgs;
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet::serve::engine;
@@ -28,13 +29,8 @@ pub struct LoadArgs {
     /// A directory an `export` (or DynamoDB's `ExportTableToPointInTime`) wrote.
     #[arg(required_unless_present = "s3", conflicts_with = "s3")]
     dir: Option<PathBuf>,
-    /// Import on AWS instead, with DynamoDB's ImportTable, from the export at
-    /// s3://<bucket>/<prefix>[/AWSDynamoDB/<exportId>] into the new table --table names.
-    #[arg(long, value_name = "URL")]
-    s3: Option<String>,
-    /// With --s3: seconds between two DescribeImport calls while it runs.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = super::runner::parse_poll)]
-    poll: f64,
+    #[command(flatten)]
+    on_s3: S3JobArgs,
     /// Print one JSON summary on standard output.
     #[arg(long)]
     json: bool,
@@ -77,7 +73,7 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
     // is made.
     check_max_wcu(args.max_wcu)?;
     check_max_key_wcu(args.max_key_wcu)?;
-    if let Some(url) = &args.s3 {
+    if let Some(url) = &args.on_s3.s3 {
         return run_on_aws(runner, &args, url).await;
     }
     let dir = args
@@ -208,7 +204,7 @@ async fn run_on_aws(runner: &RunnerArgs, args: &LoadArgs, url: &str) -> Result<E
     let client = super::connect::aws_client(runner).await?;
     let settings = on_aws::ImportSettings {
         follow: on_aws::Follow {
-            poll: std::time::Duration::from_secs_f64(args.poll),
+            poll: args.on_s3.poll(),
             ..on_aws::Follow::default()
         },
         max_wcu: args

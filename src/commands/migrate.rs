@@ -2,6 +2,7 @@
 //! (`1` when conflicts were left as they were).
 
 use super::connect::connect_existing;
+use super::on_sfn::StateMachineArgs;
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet_tools::migrate;
@@ -34,30 +35,13 @@ pub struct MigrateArgs {
     /// Stop as if killed after this many writes (for testing resumption).
     #[arg(long, hide = true)]
     stop_after: Option<u64>,
-    /// Run it in the deployed stack: start the tools' state machine (`--state-machine`) and
-    /// follow the execution to its end (exit 0 complete, 1 conflicts or the execution failed,
-    /// timed out or was aborted, 2 could not start or follow it).
+    /// Run it in the deployed stack: start the tools' state machine (`--stack` or
+    /// `--state-machine`) and follow the execution to its end (exit 0 complete, 1 conflicts or
+    /// the execution failed, timed out or was aborted, 2 could not start or follow it).
     #[arg(long, requires = "name", conflicts_with_all = ["dry_run", "stop_after"])]
     on_aws: bool,
-    /// The tools' state machine: the stack's `TableToolsStateMachineArn` output.
-    #[arg(
-        long,
-        env = "SINGLET_STATE_MACHINE_ARN",
-        required_if_eq("on_aws", "true")
-    )]
-    state_machine: Option<String>,
-    /// With --on-aws: segments run at once (the map's concurrency); --max-wcu and
-    /// --max-key-wcu are shared between them. Default: every segment at once.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    max_concurrency: Option<u32>,
-    /// With --on-aws: which start of this run. An execution's name (the migration, a digest of
-    /// the input, the attempt) is taken once it has ended: start a run that failed again with
-    /// the next attempt; it resumes from the segments' checkpoints.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    attempt: u32,
-    /// With --on-aws: milliseconds between two looks at the execution.
-    #[arg(long, default_value_t = 10_000, hide = true)]
-    poll_ms: u64,
+    #[command(flatten)]
+    on_sfn: StateMachineArgs,
 }
 
 /// `migrate`: the migrations' states, or one run; `1` when conflicts were left as they were.
@@ -143,52 +127,23 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
 
 /// `migrate <name> --on-aws`: the run started on the stack's state machine and followed.
 async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String> {
-    use singlet::step_functions::{Run, gather, start_and_follow};
-    let state_machine_arn = args
-        .state_machine
-        .clone()
-        .ok_or("--on-aws needs --state-machine (the stack's TableToolsStateMachineArn output)")?;
-    let most = singlet_tools::segment::MAX_SEGMENTS_ON_AWS;
-    if args.segments > most {
-        return Err(format!(
-            "--on-aws runs at most {most} segments: every segment's report is gathered in the \
-             execution's output, which Step Functions caps at 256 KiB"
-        ));
-    }
-    if !state_machine_arn.contains(":stateMachine:") {
-        return Err(format!(
-            "{state_machine_arn} is not a state machine's ARN (arn:aws:states:<region>:<account>:stateMachine:<name>)"
-        ));
-    }
-    let run = Run {
-        state_machine_arn,
-        migration: migration.to_owned(),
-        segments: args.segments,
-        max_concurrency: args.max_concurrency.unwrap_or(args.segments),
-        max_wcu: args.max_wcu,
-        max_key_wcu: args.max_key_wcu,
-        page_size: args.page_size,
-        attempt: args.attempt,
-    };
-    let config = aws_config::from_env()
-        .http_client(singlet_functions::context::https_client())
-        .load()
-        .await;
+    use singlet::step_functions::{Tool, gather, segment_reports};
+    let config = super::on_sfn::aws_config().await;
     let client = aws_sdk_sfn::Client::new(&config);
-    let poll = std::time::Duration::from_millis(args.poll_ms);
-    let ended = start_and_follow(&client, &run, poll, |line| {
-        eprintln!("migrate {migration} on AWS: {line}")
-    })
-    .await?;
-    if ended.started_earlier {
-        eprintln!(
-            "migrate {migration} on AWS: {} had been started before (the same command): its end is \
-             {}, and nothing was run twice; start a new run with --attempt {}",
-            ended.execution_arn,
-            ended.status,
-            args.attempt + 1
-        );
-    }
+    let tool = Tool::Migrate {
+        migration: migration.to_owned(),
+    };
+    let ended = args
+        .on_sfn
+        .start_and_follow(
+            &format!("migrate {migration}"),
+            &client,
+            tool,
+            args.segments,
+            (args.max_wcu, args.max_key_wcu),
+            args.page_size,
+        )
+        .await?;
     if ended.status != "SUCCEEDED" {
         let report = serde_json::json!({
             "migration": migration,
@@ -200,20 +155,16 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
         });
         println!("{report}");
         eprintln!(
-            "migrate {migration} on AWS: the execution ended {}{}: the segments' checkpoints \
+            "migrate {migration} on AWS: the execution ended {}: the segments' checkpoints \
              are kept; run it again with --attempt {} to resume",
-            ended.status,
-            ended
-                .error
-                .as_deref()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default(),
-            args.attempt + 1
+            ended.how(),
+            args.on_sfn.attempt + 1
         );
         return Ok(ExitCode::from(1));
     }
     let output = ended.output.unwrap_or_default();
-    let mut report = gather(migration, &output);
+    let reports = segment_reports(&super::on_sfn::s3_client(&config), &output).await?;
+    let mut report = gather(migration, &reports, u64::from(args.segments));
     report["executionArn"] = ended.execution_arn.into();
     report["status"] = ended.status.into();
     if args.json {

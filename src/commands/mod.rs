@@ -8,6 +8,8 @@ pub mod import;
 pub mod invoke;
 pub mod load;
 pub mod migrate;
+pub mod on_s3;
+pub mod on_sfn;
 pub mod plan;
 pub mod render;
 pub mod runner;

@@ -160,6 +160,16 @@ impl FakeAws {
         engine::local_client(&self.url)
     }
 
+    /// `export --s3` of `table` to the test bucket's `prefix`, followed with no wait.
+    async fn export(&self, table: &str, prefix: &str) -> Result<on_aws::ExportReport, String> {
+        on_aws::export_to_s3(&self.client(), table, &to(prefix), &fast()).await
+    }
+
+    /// `load --s3` into the new `table` of the export under `url_rest`, with the tests' settings.
+    async fn import(&self, table: &str, url_rest: &str) -> Result<on_aws::ImportReport, String> {
+        on_aws::import_from_s3(&self.client(), table, &from(url_rest), &settings()).await
+    }
+
     /// The calls made of `operation`, their bodies.
     async fn calls(&self, operation: &str) -> Vec<Value> {
         self.door
@@ -630,9 +640,7 @@ async fn an_export_is_asked_for_the_table_and_followed_to_its_end() {
         ..Plan::default()
     };
     let aws = FakeAws::start(&api.engine, "export", plan).await;
-    let report = on_aws::export_to_s3(&aws.client(), "singlet", &to("nightly/prod"), &fast())
-        .await
-        .unwrap();
+    let report = aws.export("singlet", "nightly/prod").await.unwrap();
 
     let started = aws.calls("ExportTableToPointInTime").await;
     assert_eq!(started.len(), 1);
@@ -679,12 +687,8 @@ async fn a_start_sent_again_is_applied_once() {
         ..Plan::default()
     };
     let aws = FakeAws::start(&api.engine, "retried", plan).await;
-    let first = on_aws::export_to_s3(&aws.client(), "singlet", &to("x"), &fast())
-        .await
-        .unwrap();
-    let again = on_aws::export_to_s3(&aws.client(), "singlet", &to("x"), &fast())
-        .await
-        .unwrap();
+    let first = aws.export("singlet", "x").await.unwrap();
+    let again = aws.export("singlet", "x").await.unwrap();
     let starts = aws.calls("ExportTableToPointInTime").await;
     assert_eq!(
         starts.len(),
@@ -697,9 +701,7 @@ async fn a_start_sent_again_is_applied_once() {
     assert_eq!(first.export_arn, again.export_arn);
     assert!(!first.started_earlier && again.started_earlier);
     // Another prefix is another question: another token, another export.
-    on_aws::export_to_s3(&aws.client(), "singlet", &to("y"), &fast())
-        .await
-        .unwrap();
+    aws.export("singlet", "y").await.unwrap();
     assert_eq!(aws.jobs(Kind::Export).await, 2);
 }
 
@@ -713,9 +715,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         ..Plan::default()
     };
     let aws = FakeAws::start(&api.engine, "failed", plan).await;
-    let report = on_aws::export_to_s3(&aws.client(), "singlet", &to("x"), &fast())
-        .await
-        .unwrap();
+    let report = aws.export("singlet", "x").await.unwrap();
     assert!(!report.completed());
     assert_eq!(report.status, "FAILED");
     assert_eq!(report.failure_code.as_deref(), Some("S3AccessDenied"));
@@ -725,9 +725,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         "a failed export wrote nothing"
     );
 
-    let missing = on_aws::export_to_s3(&aws.client(), "nowhere", &to("x"), &fast())
-        .await
-        .unwrap_err();
+    let missing = aws.export("nowhere", "x").await.unwrap_err();
     assert!(missing.contains("there is no table nowhere"), "{missing}");
 
     aws.replan(Plan {
@@ -735,9 +733,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         ..Plan::default()
     })
     .await;
-    let refused = on_aws::export_to_s3(&aws.client(), "singlet", &to("z"), &fast())
-        .await
-        .unwrap_err();
+    let refused = aws.export("singlet", "z").await.unwrap_err();
     assert!(
         refused.contains("point-in-time recovery is off"),
         "{refused}"
@@ -747,9 +743,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         ..Plan::default()
     })
     .await;
-    let denied = on_aws::export_to_s3(&aws.client(), "singlet", &to("z"), &fast())
-        .await
-        .unwrap_err();
+    let denied = aws.export("singlet", "z").await.unwrap_err();
     assert!(denied.contains("IAM permissions"), "{denied}");
 
     // A describe failing every time (each after the SDK's own retries): after `describe_failures`
@@ -759,9 +753,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         ..Plan::default()
     })
     .await;
-    let lost = on_aws::export_to_s3(&aws.client(), "singlet", &to("w"), &fast())
-        .await
-        .unwrap_err();
+    let lost = aws.export("singlet", "w").await.unwrap_err();
     assert!(lost.contains("the export goes on in DynamoDB"), "{lost}");
 }
 
@@ -856,13 +848,9 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
         ..Plan::default()
     };
     let aws = FakeAws::start(&api.engine, "import", plan).await;
-    let exported = on_aws::export_to_s3(&aws.client(), "singlet", &to("restore"), &fast())
-        .await
-        .unwrap();
+    let exported = aws.export("singlet", "restore").await.unwrap();
 
-    let report = on_aws::import_from_s3(&aws.client(), "copy", &from("restore"), &settings())
-        .await
-        .unwrap();
+    let report = aws.import("copy", "restore").await.unwrap();
 
     let imports = aws.calls("ImportTable").await;
     assert_eq!(imports.len(), 1);
@@ -934,9 +922,7 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
     );
 
     // The same command again: the import it started is followed, nothing is started or done twice.
-    let again = on_aws::import_from_s3(&aws.client(), "copy", &from("restore"), &settings())
-        .await
-        .unwrap();
+    let again = aws.import("copy", "restore").await.unwrap();
     assert_eq!(aws.calls("ImportTable").await.len(), 1);
     assert!(again.started_earlier);
     assert_eq!(again.import_arn, report.import_arn);
@@ -957,18 +943,14 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
 async fn a_failed_cancelled_or_partial_import_is_reported_as_such() {
     let api = filled().await;
     let aws = FakeAws::start(&api.engine, "import-ends", Plan::default()).await;
-    on_aws::export_to_s3(&aws.client(), "singlet", &to("e"), &fast())
-        .await
-        .unwrap();
+    aws.export("singlet", "e").await.unwrap();
 
     aws.replan(Plan {
         end: End::Failed("InvalidS3Object", "The S3 object could not be read"),
         ..Plan::default()
     })
     .await;
-    let failed = on_aws::import_from_s3(&aws.client(), "failed", &from("e"), &settings())
-        .await
-        .unwrap();
+    let failed = aws.import("failed", "e").await.unwrap();
     assert_eq!(failed.status, "FAILED");
     assert_eq!(failed.failure_code.as_deref(), Some("InvalidS3Object"));
     assert!(failed.finished.is_none() && !failed.whole());
@@ -978,9 +960,7 @@ async fn a_failed_cancelled_or_partial_import_is_reported_as_such() {
         ..Plan::default()
     })
     .await;
-    let cancelled = on_aws::import_from_s3(&aws.client(), "cancelled", &from("e"), &settings())
-        .await
-        .unwrap();
+    let cancelled = aws.import("cancelled", "e").await.unwrap();
     assert_eq!(cancelled.status, "CANCELLED");
     assert!(cancelled.finished.is_none() && !cancelled.whole());
 
@@ -989,9 +969,7 @@ async fn a_failed_cancelled_or_partial_import_is_reported_as_such() {
         ..Plan::default()
     })
     .await;
-    let partial = on_aws::import_from_s3(&aws.client(), "partial", &from("e"), &settings())
-        .await
-        .unwrap();
+    let partial = aws.import("partial", "e").await.unwrap();
     assert_eq!(partial.status, "COMPLETED");
     assert_eq!(partial.errors, 2);
     assert_eq!(partial.imported_items + 2, partial.export_items.unwrap());
@@ -1006,19 +984,13 @@ async fn a_failed_cancelled_or_partial_import_is_reported_as_such() {
 async fn an_import_is_refused_an_existing_table_and_an_export_it_cannot_tell() {
     let api = filled().await;
     let aws = FakeAws::start(&api.engine, "import-refusals", Plan::default()).await;
-    let first = on_aws::export_to_s3(&aws.client(), "singlet", &to("two"), &fast())
-        .await
-        .unwrap();
+    let first = aws.export("singlet", "two").await.unwrap();
 
-    let exists = on_aws::import_from_s3(&aws.client(), "singlet", &from("two"), &settings())
-        .await
-        .unwrap_err();
+    let exists = aws.import("singlet", "two").await.unwrap_err();
     assert!(exists.contains("the table singlet exists"), "{exists}");
     assert!(aws.calls("ImportTable").await.is_empty());
 
-    let none = on_aws::import_from_s3(&aws.client(), "copy", &from("nothing-here"), &settings())
-        .await
-        .unwrap_err();
+    let none = aws.import("copy", "nothing-here").await.unwrap_err();
     assert!(none.contains("no completed export"), "{none}");
     assert!(none.contains("AWSDynamoDB/<exportId>"), "{none}");
 
@@ -1027,12 +999,8 @@ async fn an_import_is_refused_an_existing_table_and_an_export_it_cannot_tell() {
     singlet_functions::table::ensure_table(&api.ctx.db, "other")
         .await
         .unwrap();
-    let second = on_aws::export_to_s3(&aws.client(), "other", &to("two"), &fast())
-        .await
-        .unwrap();
-    let several = on_aws::import_from_s3(&aws.client(), "copy", &from("two"), &settings())
-        .await
-        .unwrap_err();
+    let second = aws.export("other", "two").await.unwrap();
+    let several = aws.import("copy", "two").await.unwrap_err();
     assert!(several.contains("2 completed exports"), "{several}");
     assert!(
         several.contains(&first.export_id) && several.contains(&second.export_id),
@@ -1155,16 +1123,19 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
         all.extend(args(rest));
         all
     };
+    // `--table <table> <command> --s3 <url> --poll 0.01 <more>`.
+    let on_s3 = |table: &str, command: &str, url: &str, more: &[&str]| {
+        let mut rest = vec![table, command, "--s3", url, "--poll", "0.01"];
+        rest.extend_from_slice(more);
+        on(&rest)
+    };
 
-    let exported = run(on(&[
+    let exported = run(on_s3(
         "singlet",
         "export",
-        "--s3",
         "s3://singlet-exports/cli",
-        "--poll",
-        "0.01",
-        "--json",
-    ]))
+        &["--json"],
+    ))
     .await;
     assert_eq!(exported.status.code(), Some(0), "{exported:?}");
     let summary: Value = serde_json::from_slice(&exported.stdout).unwrap();
@@ -1182,10 +1153,7 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
             .ends_with("/manifest-summary.json")
     );
 
-    let loaded = run(on(&[
-        "copy", "load", "--s3", &export, "--poll", "0.01", "--json",
-    ]))
-    .await;
+    let loaded = run(on_s3("copy", "load", &export, &["--json"])).await;
     assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
     let summary: Value = serde_json::from_slice(&loaded.stdout).unwrap();
     assert_eq!(summary["status"], "COMPLETED");
@@ -1196,7 +1164,7 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
     );
     assert_eq!(summary["finished"]["streamSwitchedOn"], true);
 
-    let human = run(on(&["copy2", "load", "--s3", &export, "--poll", "0.01"])).await;
+    let human = run(on_s3("copy2", "load", &export, &[])).await;
     assert_eq!(human.status.code(), Some(0), "{human:?}");
     let said = String::from_utf8_lossy(&human.stderr);
     assert!(
@@ -1204,15 +1172,7 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
         "{said}"
     );
 
-    let missing = run(on(&[
-        "nowhere",
-        "export",
-        "--s3",
-        "s3://singlet-exports/cli",
-        "--poll",
-        "0.01",
-    ]))
-    .await;
+    let missing = run(on_s3("nowhere", "export", "s3://singlet-exports/cli", &[])).await;
     assert_eq!(missing.status.code(), Some(2), "{missing:?}");
     assert!(String::from_utf8_lossy(&missing.stderr).contains("there is no table nowhere"));
 
@@ -1221,14 +1181,12 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
         ..Plan::default()
     })
     .await;
-    let failed = run(on(&[
+    let failed = run(on_s3(
         "singlet",
         "export",
-        "--s3",
         "s3://singlet-exports/failing",
-        "--poll",
-        "0.01",
-    ]))
+        &[],
+    ))
     .await;
     assert_eq!(failed.status.code(), Some(1), "{failed:?}");
     let said = String::from_utf8_lossy(&failed.stderr);
@@ -1239,14 +1197,12 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
     assert!(!said.contains("earlier run"), "{said}");
     // The same command again: DynamoDB answers its token with the failed export, and the
     // command says how to start another.
-    let again = run(on(&[
+    let again = run(on_s3(
         "singlet",
         "export",
-        "--s3",
         "s3://singlet-exports/failing",
-        "--poll",
-        "0.01",
-    ]))
+        &[],
+    ))
     .await;
     assert_eq!(again.status.code(), Some(1), "{again:?}");
     let said = String::from_utf8_lossy(&again.stderr);

@@ -3,6 +3,7 @@
 //! invocation, against the embedded engine; template.yaml's state machine against the function
 //! it names; `migrate --on-aws` against a Step Functions endpoint of the test's own.
 
+use crate::fake_aws::{self, FakeAws, json_1_0};
 use crate::harness::{Api, Mode};
 use crate::migrate::{migration, vehicles, write_old_vehicles};
 use serde_json::{Value, json};
@@ -119,7 +120,7 @@ async fn migrate_segments_invoked_one_by_one_migrate_as_the_laptop_does_and_resu
 
 /// What the tools function refuses, and why: a bad event, a segment outside the run, another
 /// segment count than a stopped run's, a migration that must survey the whole table first, and
-/// fsck (not per segment yet).
+/// an fsck segment with nowhere to leave what it reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrate_segment_refusals_say_why() {
     let api = Api::start(Mode::Direct).await;
@@ -158,7 +159,7 @@ async fn migrate_segment_refusals_say_why() {
     assert!(
         refused(with("tool", json!("fsck")))
             .await
-            .contains("fsck does not run per segment")
+            .contains("names its results")
     );
     assert!(
         refused(with("bogus", json!(1)))
@@ -212,86 +213,32 @@ fn invoke_runs_the_tools_function_on_its_event_file() {
     assert!(String::from_utf8_lossy(&listed.stdout).contains("table-tools"));
 }
 
-/// A Step Functions endpoint of the test's own (the awsJson1_0 protocol: `POST /`, the operation
-/// in `X-Amz-Target`): it notes every request, answers `StartExecution` as told, and each
-/// `DescribeExecution` with the next of its statuses.
-struct FakeStepFunctions {
-    url: String,
-    seen: std::sync::Arc<Script>,
-    server: tokio::task::JoinHandle<()>,
-}
-
-#[derive(Default)]
-struct Script {
-    requests: std::sync::Mutex<Vec<(String, Value)>>,
-    /// `StartExecution`'s answer: its status and body.
-    start: std::sync::Mutex<Option<(u16, Value)>>,
-    describes: std::sync::Mutex<std::collections::VecDeque<Value>>,
-}
-
-impl Drop for FakeStepFunctions {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
-}
-
 const MACHINE: &str = "arn:aws:states:us-east-1:123456789012:stateMachine:stack-table-tools";
 
-impl FakeStepFunctions {
-    async fn start(start: (u16, Value), describes: Vec<Value>) -> Self {
-        use axum::http::{HeaderMap, StatusCode};
-        let script = std::sync::Arc::new(Script::default());
-        *script.start.lock().unwrap() = Some(start);
-        *script.describes.lock().unwrap() = describes.into();
-        let served = script.clone();
-        let app = axum::Router::new().route(
-            "/",
-            axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
-                let script = served.clone();
-                async move {
-                    let target = headers
-                        .get("x-amz-target")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or_default()
-                        .to_owned();
-                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    script.requests.lock().unwrap().push((target.clone(), body));
-                    let (status, answer) = match target.as_str() {
-                        "AWSStepFunctions.StartExecution" => {
-                            script.start.lock().unwrap().clone().unwrap()
-                        }
-                        "AWSStepFunctions.DescribeExecution" => {
-                            let next = script.describes.lock().unwrap().pop_front();
-                            (200, next.expect("no more DescribeExecution answers"))
-                        }
-                        other => (
-                            400,
-                            json!({"__type": "UnknownOperationException", "message": other}),
-                        ),
-                    };
-                    (
-                        StatusCode::from_u16(status).unwrap(),
-                        [("content-type", "application/x-amz-json-1.0")],
-                        answer.to_string(),
-                    )
-                }
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            url,
-            seen: script,
-            server,
+/// A Step Functions endpoint of the test's own: `StartExecution` answered as told, and each
+/// `DescribeExecution` with the next of `describes`.
+async fn step_functions(start: (u16, Value), describes: Vec<Value>) -> FakeAws {
+    let describes = std::sync::Mutex::new(std::collections::VecDeque::from(describes));
+    FakeAws::start(move |request| match request.target.as_str() {
+        "AWSStepFunctions.StartExecution" => json_1_0(start.0, start.1.clone()),
+        "AWSStepFunctions.DescribeExecution" => {
+            let next = describes.lock().unwrap().pop_front();
+            json_1_0(200, next.expect("no more DescribeExecution answers"))
         }
-    }
+        other => json_1_0(
+            400,
+            json!({"__type": "UnknownOperationException", "message": other}),
+        ),
+    })
+    .await
+}
 
-    fn requests(&self) -> Vec<(String, Value)> {
-        self.seen.requests.lock().unwrap().clone()
-    }
+/// Every request's operation and body.
+fn requests_to(fake: &FakeAws) -> Vec<(String, Value)> {
+    fake.requests()
+        .iter()
+        .map(|r| (r.target.clone(), r.json()))
+        .collect()
 }
 
 const EXECUTION: &str = "arn:aws:states:us-east-1:123456789012:execution:stack-table-tools:run";
@@ -330,37 +277,22 @@ fn succeeded_output(conflicts: u64) -> Value {
 
 /// `singlet migrate vehicles-by-depot --on-aws` against `fake`: its exit code, standard
 /// output and standard error.
-async fn on_aws(fake: &FakeStepFunctions, extra: &[&str]) -> (Option<i32>, String, String) {
-    let url = fake.url.clone();
-    let extra: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
-    tokio::task::spawn_blocking(move || {
-        let output = crate::process::singlet()
-            .args([
-                "migrate",
-                "vehicles-by-depot",
-                "--on-aws",
-                "--state-machine",
-                MACHINE,
-            ])
-            .args(["--segments", "4", "--max-wcu", "400", "--poll-ms", "5"])
-            .args(&extra)
-            .env("AWS_ENDPOINT_URL_SFN", &url)
-            .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-            .env("AWS_SECRET_ACCESS_KEY", "secret")
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_CONFIG_FILE", "/nonexistent")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-            .env_remove("AWS_PROFILE")
-            .output()
-            .unwrap();
-        (
-            output.status.code(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    })
-    .await
-    .unwrap()
+async fn on_aws(fake: &FakeAws, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec![
+        "migrate",
+        "vehicles-by-depot",
+        "--on-aws",
+        "--state-machine",
+        MACHINE,
+        "--segments",
+        "2",
+        "--max-wcu",
+        "400",
+        "--poll-ms",
+        "5",
+    ];
+    args.extend_from_slice(extra);
+    fake_aws::singlet(&args, &[("AWS_ENDPOINT_URL_SFN", &fake.url)]).await
 }
 
 /// `migrate --on-aws`: the `StartExecution` it sends (the state machine, a name from the input,
@@ -369,7 +301,7 @@ async fn on_aws(fake: &FakeStepFunctions, extra: &[&str]) -> (Option<i32>, Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     // RUNNING, then SUCCEEDED: exit 0, the segments' reports gathered.
-    let fake = FakeStepFunctions::start(
+    let fake = step_functions(
         started(),
         vec![
             described("RUNNING", json!({})),
@@ -388,7 +320,7 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     assert_eq!(report["alreadyChanged"], 2);
     assert_eq!(report["complete"], true);
     assert!(stderr.contains("RUNNING"), "progress on stderr: {stderr}");
-    let requests = fake.requests();
+    let requests = requests_to(&fake);
     let targets: Vec<&str> = requests.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
         targets,
@@ -406,8 +338,8 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
         "{name}"
     );
     let input: Value = serde_json::from_str(start["input"].as_str().unwrap()).unwrap();
-    assert_eq!(input["segments"], json!([0, 1, 2, 3]));
-    assert_eq!(input["segmentCount"], 4);
+    assert_eq!(input["segments"], json!([0, 1]));
+    assert_eq!(input["segmentCount"], 2);
     assert_eq!(input["maxConcurrency"], 2);
     assert_eq!(input["tool"], "migrate");
     assert_eq!(input["migration"], "vehicles-by-depot");
@@ -418,17 +350,13 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     drop(fake);
 
     // The same command again names the same execution: the start is not applied twice.
-    let fake =
-        FakeStepFunctions::start(started(), vec![described("SUCCEEDED", succeeded_output(0))])
-            .await;
+    let fake = step_functions(started(), vec![described("SUCCEEDED", succeeded_output(0))]).await;
     let _ = on_aws(&fake, &["--json", "--max-concurrency", "2"]).await;
-    assert_eq!(fake.requests()[0].1["name"], name);
+    assert_eq!(requests_to(&fake)[0].1["name"], name);
     drop(fake);
 
     // Succeeded with conflicts left as they were: exit 1.
-    let fake =
-        FakeStepFunctions::start(started(), vec![described("SUCCEEDED", succeeded_output(3))])
-            .await;
+    let fake = step_functions(started(), vec![described("SUCCEEDED", succeeded_output(3))]).await;
     let (code, stdout, _) = on_aws(&fake, &["--json"]).await;
     assert_eq!(code, Some(1));
     let report: Value = serde_json::from_str(&stdout).unwrap();
@@ -438,7 +366,7 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
 
     // FAILED, TIMED_OUT, ABORTED: exit 1, the error told, the next attempt named.
     for status in ["FAILED", "TIMED_OUT", "ABORTED"] {
-        let fake = FakeStepFunctions::start(
+        let fake = step_functions(
             started(),
             vec![
                 described("RUNNING", json!({})),
@@ -455,7 +383,7 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     }
 
     // Started before under the same name (a retried start): followed, not started twice.
-    let fake = FakeStepFunctions::start(
+    let fake = step_functions(
         (
             400,
             json!({"__type": "ExecutionAlreadyExists", "message": "Execution Already Exists"}),
@@ -466,7 +394,7 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     let (code, _, stderr) = on_aws(&fake, &["--json"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("started before"), "{stderr}");
-    let requests = fake.requests();
+    let requests = requests_to(&fake);
     let execution = requests[1].1["executionArn"].as_str().unwrap();
     assert_eq!(
         execution,
@@ -478,7 +406,7 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     drop(fake);
 
     // Could not start (no permission): exit 2, said.
-    let fake = FakeStepFunctions::start(
+    let fake = step_functions(
         (
             400,
             json!({"__type": "AccessDeniedException", "message": "not authorized"}),
@@ -491,24 +419,160 @@ async fn migrate_on_aws_starts_the_state_machine_and_follows_each_end() {
     assert!(stderr.contains("cannot start"), "{stderr}");
 }
 
-/// More segments than the execution's output has room for the reports of: refused before any
-/// call (exit 2).
-#[test]
-fn migrate_on_aws_refuses_more_segments_than_its_output_holds() {
-    let output = crate::process::singlet()
-        .args([
+/// Past the 256 KiB an execution's output holds: 600 segments, whose reports the map's
+/// `ResultWriter` put in the results bucket; the command reads its manifest and every file it
+/// lists, and gathers all 600 (exit 1: conflicts were left as they were).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_on_aws_gathers_the_reports_the_result_writer_put_in_s3() {
+    const SEGMENTS: u64 = 600;
+    let report = |segment: u64| {
+        let conflicts = u64::from(segment.is_multiple_of(100));
+        json!({
+            "migration": "vehicles-by-depot", "scanned": 10, "changed": 4, "alreadyChanged": 1,
+            "conflicts": (0..conflicts).map(|_| json!({"pk": format!("VEHICLE#v{segment}"), "detail": "x"})).collect::<Vec<_>>(),
+            "conflictCount": conflicts, "complete": true, "dryRun": false,
+            "peakWcuPerSecond": 1.0, "hottestKey": null, "segment": segment, "segments": SEGMENTS,
+        })
+    };
+    // As the ResultWriter writes them: each child execution's Output a string of JSON.
+    let file = |segments: std::ops::Range<u64>| -> Value {
+        segments
+            .map(|segment| json!({"Status": "SUCCEEDED", "Output": report(segment).to_string()}))
+            .collect()
+    };
+    let run = "map-runs/0b5c7d9e";
+    let s3 = fake_aws::s3_holding(vec![
+        (
+            format!("/results/{run}/manifest.json"),
+            json!({"DestinationBucket": "results", "ResultFiles": {"FAILED": [], "PENDING": [],
+                   "SUCCEEDED": [{"Key": format!("{run}/SUCCEEDED_0.json"), "Size": 1},
+                                 {"Key": format!("{run}/SUCCEEDED_1.json"), "Size": 1}]}}),
+        ),
+        (format!("/results/{run}/SUCCEEDED_0.json"), file(0..300)),
+        (
+            format!("/results/{run}/SUCCEEDED_1.json"),
+            file(300..SEGMENTS),
+        ),
+    ])
+    .await;
+    let output = json!({"segmentCount": SEGMENTS, "reports": {
+        "MapRunArn": "arn:aws:states:us-east-1:123456789012:mapRun:stack-table-tools/Segments:0b5c7d9e",
+        "ResultWriterDetails": {"Bucket": "results", "Key": format!("{run}/manifest.json")}}});
+    let sfn = step_functions(
+        started(),
+        vec![described(
+            "SUCCEEDED",
+            json!({"output": output.to_string()}),
+        )],
+    )
+    .await;
+    let (code, stdout, stderr) = fake_aws::singlet(
+        &[
             "migrate",
             "vehicles-by-depot",
             "--on-aws",
             "--state-machine",
             MACHINE,
-        ])
-        .args(["--segments", "201"])
-        .env("AWS_ENDPOINT_URL_SFN", "http://127.0.0.1:9")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("at most 200 segments"));
+            "--segments",
+            "600",
+            "--max-concurrency",
+            "100",
+            "--poll-ms",
+            "5",
+            "--json",
+        ],
+        &[
+            ("AWS_ENDPOINT_URL_SFN", &sfn.url),
+            ("AWS_ENDPOINT_URL_S3", &s3.url),
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(1), "{stderr}");
+    let gathered: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(gathered["segments"], SEGMENTS);
+    assert_eq!(gathered["scanned"], SEGMENTS * 10);
+    assert_eq!(gathered["complete"], true);
+    assert_eq!(gathered["conflictCount"], 6);
+    assert_eq!(gathered["conflicts"].as_array().unwrap().len(), 6);
+    let input: Value =
+        serde_json::from_str(requests_to(&sfn)[0].1["input"].as_str().unwrap()).unwrap();
+    assert_eq!(input["segments"].as_array().unwrap().len(), 600);
+    let reads: Vec<String> = s3.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        reads,
+        [
+            format!("/results/{run}/manifest.json"),
+            format!("/results/{run}/SUCCEEDED_0.json"),
+            format!("/results/{run}/SUCCEEDED_1.json")
+        ]
+    );
+
+    // A manifest gone (expired from the bucket): exit 2, said.
+    let sfn = step_functions(
+        started(),
+        vec![described(
+            "SUCCEEDED",
+            json!({"output": output.to_string()}),
+        )],
+    )
+    .await;
+    let empty = fake_aws::s3_holding(vec![]).await;
+    let (code, _, stderr) = fake_aws::singlet(
+        &[
+            "migrate",
+            "vehicles-by-depot",
+            "--on-aws",
+            "--state-machine",
+            MACHINE,
+            "--poll-ms",
+            "5",
+        ],
+        &[
+            ("AWS_ENDPOINT_URL_SFN", &sfn.url),
+            ("AWS_ENDPOINT_URL_S3", &empty.url),
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot read s3://results/map-runs/0b5c7d9e/manifest.json"),
+        "{stderr}"
+    );
+}
+
+/// `migrate --on-aws --stack`: the state machine the stack's name makes, found by
+/// `ListStateMachines`, is the one started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_on_aws_finds_the_state_machine_by_the_stacks_name() {
+    let listed = json!({"stateMachines": [
+        {"name": "stack-table-tools-old", "stateMachineArn": format!("{MACHINE}-old"), "type": "STANDARD", "creationDate": 1.7e9},
+        {"name": "stack-table-tools", "stateMachineArn": MACHINE, "type": "STANDARD", "creationDate": 1.7e9}]});
+    let output = succeeded_output(0);
+    let sfn = FakeAws::start(move |request| match request.target.as_str() {
+        "AWSStepFunctions.ListStateMachines" => json_1_0(200, listed.clone()),
+        "AWSStepFunctions.StartExecution" => json_1_0(started().0, started().1),
+        _ => json_1_0(200, described("SUCCEEDED", output.clone())),
+    })
+    .await;
+    let (code, _, stderr) = fake_aws::singlet(
+        &[
+            "migrate",
+            "vehicles-by-depot",
+            "--on-aws",
+            "--stack",
+            "stack",
+            "--segments",
+            "2",
+            "--poll-ms",
+            "5",
+        ],
+        &[("AWS_ENDPOINT_URL_SFN", &sfn.url)],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let sent = requests_to(&sfn);
+    assert_eq!(sent[0].0, "AWSStepFunctions.ListStateMachines");
+    assert_eq!(sent[1].1["stateMachineArn"], MACHINE);
 }
 
 /// A segment whose deadline has come stops between two pages, its place saved, and answers

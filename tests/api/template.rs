@@ -291,11 +291,14 @@ fn served(function: &Value) -> String {
 /// (`singlet-tools-lambda`) and serves no route: tested by `tools_function_and_state_machine`.
 const TOOLS_FUNCTION: &str = "TableToolsFunction";
 
-/// Every API `AWS::Serverless::Function`: all but the tools function.
+/// The logical id of the tools check function (fsck's judge on AWS): the tools' binary too.
+const TOOLS_CHECK_FUNCTION: &str = "TableToolsCheckFunction";
+
+/// Every API `AWS::Serverless::Function`: all but the tools functions.
 fn api_functions(template: &Value) -> Vec<(String, Value)> {
     resources(template, "AWS::Serverless::Function")
         .into_iter()
-        .filter(|(name, _)| name != TOOLS_FUNCTION)
+        .filter(|(name, _)| name != TOOLS_FUNCTION && name != TOOLS_CHECK_FUNCTION)
         .collect()
 }
 
@@ -871,15 +874,7 @@ fn the_archive_bucket_is_private_encrypted_expiring_and_the_publishers_alone() {
     let bucket = &template["Resources"]["ArchiveBucket"];
     assert_eq!(bucket["Type"], "AWS::S3::Bucket");
     let properties = &bucket["Properties"];
-    let block = &properties["PublicAccessBlockConfiguration"];
-    for setting in [
-        "BlockPublicAcls",
-        "BlockPublicPolicy",
-        "IgnorePublicAcls",
-        "RestrictPublicBuckets",
-    ] {
-        assert_eq!(block[setting], true, "{setting}");
-    }
+    assert_public_access_blocked(properties);
     let encryption = &properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0];
     assert!(encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"].is_string());
     let rule = &properties["LifecycleConfiguration"]["Rules"][0];
@@ -1113,19 +1108,56 @@ fn tools_function_and_state_machine() {
         properties["Events"].is_null(),
         "invoked by the state machine only"
     );
-    // Its policy: the rendered tools statement alone, on the table, no index, no secret.
-    let statements = list(&properties["Policies"][0]["Statement"]);
-    let declared = singlet::render::tools_policy();
-    assert_eq!(statements.len(), declared.len());
-    for (statement, declared) in statements.iter().zip(&declared) {
-        assert_eq!(strings(&statement["Action"]), declared.actions);
-        assert_eq!(
-            statement["Resource"],
-            Value::Sequence(vec![get_att("Table", "Arn")])
-        );
-        assert!(statement["Condition"].is_null());
+    // Each tools function's policy: its rendered statements alone, on the table (no index,
+    // no secret) and on fsck's results in the results bucket (no other object, no listing).
+    let check = &template["Resources"][TOOLS_CHECK_FUNCTION];
+    assert_eq!(
+        check["Metadata"], own_build,
+        "the judge runs the tools' bootstrap"
+    );
+    assert_eq!(
+        check["Properties"]["FunctionName"],
+        sub("${AWS::StackName}-table-tools-check")
+    );
+    assert!(check["Properties"]["Events"].is_null());
+    for (function, declared) in [
+        (function, singlet::render::tools_policy()),
+        (check, singlet::render::tools_check_policy()),
+    ] {
+        let properties = &function["Properties"];
+        let statements = list(&properties["Policies"][0]["Statement"]);
+        assert_eq!(statements.len(), declared.len());
+        for (statement, declared) in statements.iter().zip(&declared) {
+            assert_eq!(strings(&statement["Action"]), declared.actions);
+            let resource = if declared.actions[0].starts_with("dynamodb:") {
+                get_att("Table", "Arn")
+            } else if declared.actions[0].starts_with("secretsmanager:") {
+                // The judge's only: the server's keys, for where owner locks are keyed.
+                assert_eq!(declared.actions, ["secretsmanager:GetSecretValue"]);
+                assert_eq!(
+                    function["Properties"]["FunctionName"],
+                    sub("${AWS::StackName}-table-tools-check")
+                );
+                reference("ServerSecret")
+            } else {
+                assert_eq!(declared.actions, ["s3:GetObject", "s3:PutObject"]);
+                sub("${ToolsResultsBucket.Arn}/fsck/*")
+            };
+            assert_eq!(statement["Resource"], Value::Sequence(vec![resource]));
+            assert!(statement["Condition"].is_null());
+        }
+        assert_eq!(properties["Policies"].as_sequence().unwrap().len(), 1);
     }
-    assert_eq!(properties["Policies"].as_sequence().unwrap().len(), 1);
+    assert_eq!(
+        alarms_on(
+            &template,
+            "AWS/Lambda",
+            "Errors",
+            "FunctionName",
+            &reference(TOOLS_CHECK_FUNCTION)
+        ),
+        1
+    );
     for metric in ["Errors", "Throttles"] {
         assert_eq!(
             alarms_on(
@@ -1145,16 +1177,33 @@ fn tools_function_and_state_machine() {
     let (logical, machine) = &machines[0];
     let properties = &machine["Properties"];
     assert_eq!(properties["Type"], "STANDARD");
-    // Every Task of the definition invokes a function through DefinitionSubstitutions, and
-    // each one the substitutions name is the tools function.
+    // Every Task of the definition invokes a function through DefinitionSubstitutions: the
+    // segments the tools function, fsck's judge the check function; and the results' bucket.
     let substitutions = properties["DefinitionSubstitutions"].as_mapping().unwrap();
-    assert_eq!(substitutions.len(), 1);
-    for (_, value) in substitutions {
-        assert_eq!(*value, get_att(TOOLS_FUNCTION, "Arn"));
-    }
+    assert_eq!(substitutions.len(), 3);
+    assert_eq!(
+        substitutions["TableToolsFunctionArn"],
+        get_att(TOOLS_FUNCTION, "Arn")
+    );
+    assert_eq!(
+        substitutions["TableToolsCheckFunctionArn"],
+        get_att(TOOLS_CHECK_FUNCTION, "Arn")
+    );
+    assert_eq!(
+        substitutions["ToolsResultsBucket"],
+        reference("ToolsResultsBucket")
+    );
     let definition = &properties["Definition"];
-    let start = definition["StartAt"].as_str().unwrap();
-    let map = &definition["States"][start];
+    let states = &definition["States"];
+    // First the run's results are named (s3://<bucket>/<tool>/<run>/), then the map.
+    let start = &states[definition["StartAt"].as_str().unwrap()];
+    assert_eq!(start["Type"], "Pass");
+    assert_eq!(
+        start["Parameters"]["url.$"],
+        "States.Format('s3://${ToolsResultsBucket}/{}/{}/', $.tool, $.run)"
+    );
+    assert_eq!(start["ResultPath"], "$.results");
+    let map = &states[start["Next"].as_str().unwrap()];
     assert_eq!(map["Type"], "Map");
     assert_eq!(
         map["ItemProcessor"]["ProcessorConfig"]["Mode"],
@@ -1167,6 +1216,11 @@ fn tools_function_and_state_machine() {
     assert_eq!(map["ItemsPath"], "$.segments");
     assert_eq!(map["MaxConcurrencyPath"], "$.maxConcurrency");
     assert_eq!(map["ResultPath"], "$.reports");
+    // The segments' reports go to the results bucket, not the execution's 256 KiB output.
+    let writer = &map["ResultWriter"];
+    assert_eq!(writer["Resource"], "arn:aws:states:::s3:putObject");
+    assert_eq!(writer["Parameters"]["Bucket"], "${ToolsResultsBucket}");
+    assert_eq!(writer["Parameters"]["Prefix"], "map-runs");
     // The item's event is the tools function's (singlet_tools::segment::SegmentEvent).
     let selector: BTreeSet<String> = map["ItemSelector"]
         .as_mapping()
@@ -1182,10 +1236,12 @@ fn tools_function_and_state_machine() {
         "maxWcu",
         "maxKeyWcu",
         "pageSize",
+        "results",
     ]
     .map(str::to_owned)
     .into();
     assert_eq!(selector, event);
+    assert_eq!(map["ItemSelector"]["results.$"], "$.results.url");
     let mut tasks = Vec::new();
     let inner = map["ItemProcessor"]["States"].as_mapping().unwrap();
     for (name, state) in inner {
@@ -1235,10 +1291,41 @@ fn tools_function_and_state_machine() {
             "{logical} retries {error}"
         );
     }
-    // No other state of the top level invokes anything.
-    for (name, state) in definition["States"].as_mapping().unwrap() {
+    // After the map, fsck alone goes on to its judge, the one other state that invokes
+    // anything: the check function, with fsck's judge event.
+    let choice = &states[map["Next"].as_str().unwrap()];
+    assert_eq!(choice["Type"], "Choice");
+    let to_judge = list(&choice["Choices"]);
+    assert_eq!(to_judge.len(), 1);
+    assert_eq!(to_judge[0]["Variable"], "$.tool");
+    assert_eq!(to_judge[0]["StringEquals"], "fsck");
+    assert_eq!(
+        states[choice["Default"].as_str().unwrap()]["Type"],
+        "Succeed"
+    );
+    let judge_name = to_judge[0]["Next"].as_str().unwrap();
+    let judge = &states[judge_name];
+    assert_eq!(judge["Resource"], "arn:aws:states:::lambda:invoke");
+    assert_eq!(
+        judge["Parameters"]["FunctionName"],
+        "${TableToolsCheckFunctionArn}"
+    );
+    assert_eq!(judge["Parameters"]["Payload"]["tool"], "fsck-judge");
+    assert_eq!(judge["Parameters"]["Payload"]["results.$"], "$.results.url");
+    assert_eq!(judge["ResultPath"], "$.fsck");
+    assert_eq!(judge["End"], true);
+    let judge_retries = list(&judge["Retry"]);
+    assert_eq!(
+        judge_retries[1]["ErrorEquals"],
+        Value::from(vec!["Sandbox.Timedout"])
+    );
+    assert_eq!(
+        judge_retries[1]["MaxAttempts"], 0,
+        "a judge out of time is not run again"
+    );
+    for (name, state) in states.as_mapping().unwrap() {
         assert!(
-            state["Resource"].is_null(),
+            state["Resource"].is_null() || name == judge_name,
             "{name:?} invokes nothing itself"
         );
     }
@@ -1249,10 +1336,13 @@ fn tools_function_and_state_machine() {
         .iter()
         .filter(|p| !p["LambdaInvokePolicy"].is_null())
         .collect();
-    assert_eq!(invoke.len(), 1);
+    let invoked: Vec<Value> = invoke
+        .iter()
+        .map(|p| p["LambdaInvokePolicy"]["FunctionName"].clone())
+        .collect();
     assert_eq!(
-        invoke[0]["LambdaInvokePolicy"]["FunctionName"],
-        reference(TOOLS_FUNCTION)
+        invoked,
+        [reference(TOOLS_FUNCTION), reference(TOOLS_CHECK_FUNCTION)]
     );
     let own = "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}";
     for statement in policies.iter().flat_map(|p| list(&p["Statement"])) {
@@ -1263,6 +1353,14 @@ fn tools_function_and_state_machine() {
                 .any(|a| a.starts_with("lambda:") || a.starts_with("dynamodb:")),
             "the role invokes only through LambdaInvokePolicy and never touches the table"
         );
+        // S3: the map's ResultWriter, under map-runs/ of the results bucket, nothing else.
+        if actions.iter().any(|a| a.starts_with("s3:")) {
+            assert!(actions.iter().all(|a| a.starts_with("s3:")));
+            assert_eq!(
+                list(&statement["Resource"]),
+                [sub("${ToolsResultsBucket.Arn}/map-runs/*")]
+            );
+        }
         if actions.iter().any(|a| a.starts_with("states:")) {
             let resources = list(&statement["Resource"]);
             assert_eq!(resources.len(), 1);
@@ -1279,4 +1377,57 @@ fn tools_function_and_state_machine() {
         template["Outputs"]["TableToolsStateMachineArn"]["Value"],
         reference(logical)
     );
+}
+
+/// Every public access of a bucket's `properties` blocked.
+fn assert_public_access_blocked(properties: &Value) {
+    let block = &properties["PublicAccessBlockConfiguration"];
+    for setting in [
+        "BlockPublicAcls",
+        "BlockPublicPolicy",
+        "IgnorePublicAcls",
+        "RestrictPublicBuckets",
+    ] {
+        assert_eq!(block[setting], true, "{setting}");
+    }
+}
+
+/// The tools' results bucket (fsck's copies of the table's items, its reports) is private,
+/// encrypted, TLS only and expiring; only the tools functions' rendered statements reach it,
+/// and only its `fsck/` prefix.
+#[test]
+fn the_tools_results_bucket_is_private_encrypted_tls_only_and_expiring() {
+    let template = template();
+    let properties = &template["Resources"]["ToolsResultsBucket"]["Properties"];
+    assert_public_access_blocked(properties);
+    let encryption = &properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0];
+    assert_eq!(
+        encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"],
+        "AES256"
+    );
+    let rule = &properties["LifecycleConfiguration"]["Rules"][0];
+    assert_eq!(rule["Status"], "Enabled");
+    assert_eq!(rule["ExpirationInDays"], reference("ToolsResultsDays"));
+    assert!(rule["NoncurrentVersionExpiration"]["NoncurrentDays"].is_number());
+    let (_, policy) = resources(&template, "AWS::S3::BucketPolicy")
+        .into_iter()
+        .find(|(_, p)| p["Properties"]["Bucket"] == reference("ToolsResultsBucket"))
+        .expect("the results' bucket policy");
+    let statements = list(&policy["Properties"]["PolicyDocument"]["Statement"]);
+    assert_eq!(statements.len(), 1);
+    let tls = &statements[0];
+    assert_eq!(
+        (&tls["Effect"], &tls["Principal"], &tls["Action"]),
+        (&"Deny".into(), &"*".into(), &"s3:*".into())
+    );
+    assert_eq!(tls["Condition"]["Bool"]["aws:SecureTransport"], "false");
+    // No function but the tools' names the bucket.
+    for (name, function) in resources(&template, "AWS::Serverless::Function") {
+        let text = serde_norway::to_string(&function).unwrap();
+        assert_eq!(
+            text.contains("ToolsResultsBucket"),
+            name == TOOLS_FUNCTION || name == TOOLS_CHECK_FUNCTION,
+            "{name}"
+        );
+    }
 }

@@ -14,8 +14,12 @@ fn main() -> Result<(), lambda_runtime::Error> {
 
 async fn run() -> Result<(), lambda_runtime::Error> {
     singlet_functions::lambda::init_tracing();
-    // No server keys: a segment signs no cursor and derives no id.
-    let ctx = match Ctx::without_server_keys(|name| std::env::var(name).ok()) {
+    // A segment signs no cursor and derives no id: the tools function holds no server keys.
+    // fsck's judge (the check function, given SERVER_SECRET_ARN) reads them, as the API's
+    // functions do: where a subject's one-account lock is keyed is the owner key's.
+    let holds_keys =
+        std::env::var(singlet_functions::secret::SERVER_SECRET_VAR).is_ok_and(|id| !id.is_empty());
+    let ctx = match Ctx::from_lambda_env(holds_keys).await {
         Ok(ctx) => &*Box::leak(Box::new(ctx)),
         Err(error) => {
             tracing::error!(error, "cannot start");

@@ -13,6 +13,7 @@ pub mod load_marker;
 pub mod migrate;
 pub mod on_aws;
 pub mod progress;
+pub mod results;
 pub mod segment;
 pub mod throttle;
 pub mod transfer;

@@ -14,23 +14,26 @@
 //! after that many writes: a test's, never the state machine's. The answer is the segment's
 //! report, the `--json` one of `migrate` with `segment` and `segments` beside it; an error is
 //! the invocation's failure (`Error`, `Cause`), which the state machine retries.
+//!
+//! fsck runs as a map and a reduce ([`crate::fsck::on_aws`]): `{"tool": "fsck", "segment": 3,
+//! "segments": 16, "results": "s3://<bucket>/fsck/<run>/"}` reads one segment into the results,
+//! and `{"tool": "fsck-judge", "segment": 0, "segments": 16, "results": ..., "repair": true,
+//! "maxWcu": 100, "maxKeyWcu": 800}` judges what every segment read.
 
 use crate::migrate::{self, Options};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
+use singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU;
 
 /// The function's name in template.yaml (`${AWS::StackName}-table-tools`), as `invoke` takes it.
 pub const FUNCTION: &str = "table-tools";
 
-/// Conflicts a segment's report lists at most (it says how many there were): the state
-/// machine's output is at most 256 KiB, every segment's report in it (with at most
-/// [`MAX_SEGMENTS_ON_AWS`] segments, under 1 KiB each).
-pub const CONFLICTS_LISTED: usize = 5;
-
-/// Segments a run on the state machine may have: their reports, gathered in the execution's
-/// output, must fit in Step Functions' 256 KiB.
-pub const MAX_SEGMENTS_ON_AWS: u32 = 200;
+/// Conflicts a segment's report lists at most (it says how many there were): the report is
+/// the segment's child execution's output, which Step Functions caps at 256 KiB, and a
+/// conflict is a key and a sentence, under 200 bytes. (The map's `ResultWriter` puts every
+/// segment's report in S3, so the segments' count is not bounded by the parent's output.)
+pub const CONFLICTS_LISTED: usize = 1000;
 
 /// One segment's work, as the state machine hands it.
 #[derive(Debug, Deserialize)]
@@ -43,8 +46,18 @@ pub struct SegmentEvent {
     pub max_wcu: Option<f64>,
     pub max_key_wcu: Option<f64>,
     pub page_size: Option<i32>,
-    /// A test hook: stop as if killed after this many writes.
+    /// A test hook: stop as if killed after this many writes (migrate), or stop as the deadline
+    /// would after this many pages (fsck).
     pub stop_after: Option<u64>,
+    /// fsck's: where the segments leave what they read and the judge its report
+    /// (`s3://<bucket>/<prefix>`, or `file:///<dir>` locally: [`crate::results`]).
+    pub results: Option<String>,
+    /// fsck's judge: repair what it finds ([`crate::fsck::Options`]).
+    #[serde(default)]
+    pub repair: bool,
+    /// fsck's judge: with `repair`, say what each repair would write, and write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// Runs the segment `event` names; answers its report. With a `deadline` (the tools function's:
@@ -93,11 +106,49 @@ pub async fn handle(
             answer["segments"] = json!(event.segments);
             Ok(answer)
         }
-        "fsck" => Err(
-            "fsck does not run per segment yet: its rules join items across segments \
-             (docs/guide/tools-on-step-functions.md, \"fsck\"); run `fsck` from a machine"
-                .into(),
-        ),
-        other => Err(format!("no table tool named {other} (migrate)")),
+        "fsck" => {
+            let results = fsck_results(&event)?;
+            crate::fsck::on_aws::segment(
+                ctx,
+                &results,
+                crate::fsck::on_aws::Segment {
+                    segment: event.segment,
+                    segments: event.segments,
+                    page_size: event.page_size,
+                    stop_at: deadline,
+                    stop_after_pages: event.stop_after,
+                },
+            )
+            .await
+        }
+        // The reduce after every fsck segment is done (`segment` is unused: 0).
+        "fsck-judge" => {
+            let results = fsck_results(&event)?;
+            let options = crate::fsck::Options {
+                repair: event.repair,
+                dry_run: event.dry_run,
+                segments: event.segments,
+                progress: false,
+                max_wcu: event.max_wcu,
+                max_key_wcu: event.max_key_wcu.unwrap_or(DEFAULT_MAX_KEY_WCU),
+            };
+            let (_, answer) = crate::fsck::on_aws::judge(ctx, &results, options).await?;
+            Ok(answer)
+        }
+        other => Err(format!(
+            "no table tool named {other} (migrate, fsck, fsck-judge)"
+        )),
     }
+}
+
+/// Where an fsck segment or judge keeps its results: the event's `results`.
+fn fsck_results(event: &SegmentEvent) -> Result<crate::results::Results, String> {
+    if event.dry_run && !event.repair {
+        return Err("dryRun is for repair: true".into());
+    }
+    let url = event
+        .results
+        .as_deref()
+        .ok_or("an fsck segment names its results (s3://<bucket>/<prefix> or file:///<dir>)")?;
+    crate::results::Results::parse(url)
 }

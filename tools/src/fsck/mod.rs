@@ -13,6 +13,7 @@
 
 mod confirm;
 pub mod entity;
+pub mod on_aws;
 mod repair;
 pub mod rules;
 pub mod scan;
@@ -21,24 +22,29 @@ use crate::progress::Progress;
 use crate::throttle::Throttle;
 use repair::Repair;
 use rules::{Finding, Rule, Table, check};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use singlet_functions::Ctx;
 use singlet_functions::store::pace::{DEFAULT_MAX_KEY_WCU, HottestKey};
 use std::time::Duration;
 
-/// What a run found and did: the contract's `--json` shape.
-#[derive(Debug, Serialize)]
+/// What a run found and did: the contract's `--json` shape (read back from where a run on AWS
+/// left it, too).
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
     pub scanned: u64,
     pub findings: Vec<Reported>,
     pub repaired: u64,
     /// The key the repairs wrote most into in any one second (`--repair` only).
-    #[serde(rename = "hottestKey", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "hottestKey",
+        skip_serializing_if = "Option::is_none",
+        skip_deserializing
+    )]
     pub hottest_key: Option<HottestKey>,
 }
 
 /// One confirmed finding.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Reported {
     pub rule: Rule,
     pub pk: String,
@@ -91,16 +97,61 @@ impl Default for Options {
     }
 }
 
-/// Checks the whole table, and repairs with `options.repair`.
+/// Checks the whole table, and repairs with `options.repair`: every segment's scan side by side,
+/// then [`judge_scanned`] over what they read, as the stack's tools functions do on AWS (one
+/// invocation a segment, then one that judges: [`on_aws`]).
 pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
-    // Part of an export is no table: its missing halves are no finding to repair, and a repair
-    // would make a table the export never was.
-    if let Some(unfinished) = crate::load_marker::read(&ctx.db, &ctx.table).await? {
-        return Err(unfinished.describe(&ctx.table));
+    // Part of an export is no table: refused before a scan reads it all.
+    refuse_unfinished_load(ctx).await?;
+    let scanned = scan_round(ctx, options).await?;
+    judge_rounds(ctx, scanned, options).await
+}
+
+/// The judging half of a run, over `items` the segments' scans read (each item at its own
+/// moment): every rule checked, each finding confirmed by re-reading the table strongly
+/// consistent, repaired with `options.repair`, and, after repairs, the table checked again by
+/// scans of its own until a round repairs nothing.
+pub async fn judge_scanned(
+    ctx: &Ctx,
+    items: Vec<singlet_functions::model::Item>,
+    options: Options,
+) -> Result<Report, String> {
+    judge_decoded(
+        ctx,
+        items.into_iter().map(rules::Stored::new).collect(),
+        options,
+    )
+    .await
+}
+
+/// [`judge_scanned`] over items already decoded as the rules read them (the judge on AWS
+/// decodes each line as it reads it back, never holding the items and their decoding at once).
+pub async fn judge_decoded(
+    ctx: &Ctx,
+    scanned: Vec<rules::Stored>,
+    options: Options,
+) -> Result<Report, String> {
+    refuse_unfinished_load(ctx).await?;
+    judge_rounds(ctx, scanned, options).await
+}
+
+/// Part of an export is no table: its missing halves are no finding to repair, and a repair
+/// would make a table the export never was.
+async fn refuse_unfinished_load(ctx: &Ctx) -> Result<(), String> {
+    match crate::load_marker::read(&ctx.db, &ctx.table).await? {
+        Some(unfinished) => Err(unfinished.describe(&ctx.table)),
+        None => Ok(()),
     }
+}
+
+async fn judge_rounds(
+    ctx: &Ctx,
+    scanned: Vec<rules::Stored>,
+    options: Options,
+) -> Result<Report, String> {
     // One pace for every round's repairs: a later round's writes count in the same seconds.
     let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(options.max_key_wcu);
-    let mut report = scan_and_judge(ctx, options, &throttle).await?;
+    let mut report = judge(ctx, scanned, options, &throttle, Box::pin(async {})).await?;
     // A repair can leave what another rule checks wrong: a copy a lost loan left `checked_out`,
     // set `available`, makes its branch's count of copies on the shelf one short. So a run that
     // repaired checks again, and repairs again, until a round repairs nothing: a second
@@ -113,7 +164,8 @@ pub async fn fsck(ctx: &Ctx, options: Options) -> Result<Report, String> {
         if options.progress {
             eprintln!("fsck: checking again after {last_round} repairs");
         }
-        let again = scan_and_judge(ctx, options, &throttle).await?;
+        let again = scan_round(ctx, options).await?;
+        let again = judge(ctx, again, options, &throttle, Box::pin(async {})).await?;
         last_round = again.repaired;
         rounds += 1;
         report.merge(again);
@@ -147,13 +199,8 @@ impl Report {
     }
 }
 
-/// One round: the whole table read, every rule checked, findings confirmed and (with
-/// `options.repair`) repaired.
-async fn scan_and_judge(
-    ctx: &Ctx,
-    options: Options,
-    throttle: &Throttle,
-) -> Result<Report, String> {
+/// One round's scan: the whole table read, every segment side by side.
+async fn scan_round(ctx: &Ctx, options: Options) -> Result<Vec<rules::Stored>, String> {
     let progress = std::sync::Arc::new(Progress::new(options.progress));
     let started = std::time::Instant::now();
     let counter = scan::Counter::default();
@@ -183,7 +230,7 @@ async fn scan_and_judge(
         scanned.len(),
         started.elapsed().as_secs_f64()
     ));
-    judge(ctx, scanned, options, throttle, Box::pin(async {})).await
+    Ok(scanned)
 }
 
 /// Judges `items` as a scan read them (each item at its own moment, so possibly half of a

@@ -77,6 +77,17 @@ impl Serialize for Rule {
     }
 }
 
+/// By its [`Rule::name`].
+impl<'de> serde::Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(from)?;
+        Rule::ALL
+            .into_iter()
+            .find(|rule| rule.name() == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no fsck rule is named {name}")))
+    }
+}
+
 /// One broken rule, at the item it is reported on. `repair` is `None` when only a person can
 /// decide (two real claimants, a gap in a history, an item nothing decodes).
 #[derive(Debug, Clone)]

@@ -30,7 +30,9 @@ pub enum Read {
     Strongly,
 }
 
-/// Every item of the table, each passed through `each` in the worker that read it.
+/// Every item of the table, each passed through `each` in the worker that read it: every
+/// segment's pages ([`segment`]) read side by side, as the tools function reads one of them on
+/// AWS.
 pub async fn scan<T, F>(
     ctx: &Ctx,
     segments: u32,
@@ -43,27 +45,17 @@ where
     F: Fn(Item) -> T + Clone + Send + Sync + 'static,
 {
     let workers: Vec<_> = (0..segments)
-        .map(|segment| {
+        .map(|n| {
             let (ctx, counter, each) = (ctx.clone(), counter.clone(), each.clone());
             tokio::spawn(async move {
-                let mut out = Vec::new();
-                let mut start = None;
-                loop {
-                    let mut page = Scan::table().segment(segment, segments).start_after(start);
-                    if read == Read::Strongly {
-                        page = page.consistent();
-                    }
-                    let page = ctx
-                        .scan(page)
-                        .await
-                        .map_err(|e| format!("cannot scan the table: {e:?}"))?;
-                    counter.add(page.items.len());
-                    out.extend(page.items.into_iter().map(&each));
-                    start = page.last_key;
-                    if start.is_none() {
-                        return Ok::<_, String>(out);
-                    }
-                }
+                let pages = Pages {
+                    segment: n,
+                    segments,
+                    read,
+                    page_size: None,
+                };
+                let (items, _) = segment(&ctx, pages, None, &counter, each, |_| false).await?;
+                Ok::<_, String>(items)
             })
         })
         .collect();
@@ -76,6 +68,50 @@ where
         );
     }
     Ok(all)
+}
+
+/// Which pages [`segment`] reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Pages {
+    pub segment: u32,
+    pub segments: u32,
+    pub read: Read,
+    /// Items a page, at most (`None`: DynamoDB's 1 MB pages).
+    pub page_size: Option<i32>,
+}
+
+/// One segment of the parallel `Scan`, from after `start` (a page's last key; `None`: its
+/// beginning), each item through `each`, until its end or until `stop`, asked after each page
+/// with the items read so far, says to stop: the items, and where it stopped (`None` at the
+/// segment's end).
+pub async fn segment<T>(
+    ctx: &Ctx,
+    pages: Pages,
+    mut start: Option<Item>,
+    counter: &Counter,
+    each: impl Fn(Item) -> T,
+    mut stop: impl FnMut(usize) -> bool,
+) -> Result<(Vec<T>, Option<Item>), String> {
+    let mut out = Vec::new();
+    loop {
+        let mut page = Scan::table()
+            .segment(pages.segment, pages.segments)
+            .limit(pages.page_size)
+            .start_after(start);
+        if pages.read == Read::Strongly {
+            page = page.consistent();
+        }
+        let page = ctx
+            .scan(page)
+            .await
+            .map_err(|e| format!("cannot scan the table: {e:?}"))?;
+        counter.add(page.items.len());
+        out.extend(page.items.into_iter().map(&each));
+        start = page.last_key;
+        if start.is_none() || stop(out.len()) {
+            return Ok((out, start));
+        }
+    }
 }
 
 /// A bare parallel `Scan` that keeps nothing: the yardstick the bench measures `fsck` against.
