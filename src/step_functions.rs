@@ -192,6 +192,7 @@ pub fn gather(migration: &str, output: &Value) -> Value {
         "scanned": sum("scanned"),
         "changed": sum("changed"),
         "alreadyChanged": sum("alreadyChanged"),
+        "unsettled": sum("unsettled"),
         "conflicts": conflicts,
         "conflictCount": sum("conflictCount"),
         "complete": !reports.is_empty()

@@ -1,0 +1,172 @@
+//! The fixes of the fourth review's second pass (issue 45): each finding as the reviewer made it
+//! happen, through the real front door and the real tools.
+//!
+//! - A migration racing the API's plate changes: a refused conditional write is read again and
+//!   migrated, not counted as "already changed" (every vehicle ends at version 3 with compact
+//!   locks, and a chassis registered again in its compact spelling is `409`).
+
+use crate::harness::{Api, Item, Mode, put_raw_all, s};
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::json;
+use singlet_functions::migrations;
+use singlet_tools::migrate::{self, Options};
+
+/// A vehicle, its plate lock and its chassis lock as version 1 wrote them, each lock keyed by
+/// the value as it is, separators and all (`CHASSIS#crch 00007`): what `vehicles-by-depot` takes
+/// to version 2, and `plates-compact` re-keys.
+fn version_1_vehicle(i: usize) -> [Item; 3] {
+    let id = format!("v{i:06}");
+    let (plate, chassis) = (format!("cr {i:05}"), format!("crch {i:05}"));
+    let text = |value: &str| AttributeValue::S(value.to_owned());
+    let vehicle = Item::from([
+        ("PK".into(), text(&format!("VEHICLE#{id}"))),
+        ("SK".into(), text(&format!("VEHICLE#{id}"))),
+        ("vehicleId".into(), text(&id)),
+        ("plate".into(), text(&plate)),
+        ("chassis".into(), text(&chassis)),
+        ("depot".into(), text("north")),
+        (
+            "addedAt".into(),
+            AttributeValue::N((1_700_000_000_000i64 + i as i64).to_string()),
+        ),
+    ]);
+    let lock = |prefix: &str, field: &str, value: &str| {
+        Item::from([
+            ("PK".into(), text(&format!("{prefix}#{value}"))),
+            ("SK".into(), text(&format!("{prefix}#{value}"))),
+            (field.into(), text(value)),
+            ("vehicleId".into(), text(&id)),
+        ])
+    };
+    [
+        vehicle,
+        lock("PLATE", "plate", &plate),
+        lock("CHASSIS", "chassis", &chassis),
+    ]
+}
+
+/// Vehicles of version 2 with old-form locks.
+const RACED_VEHICLES: usize = 240;
+
+/// The reviewer's M1: `plates-compact --max-wcu` while real concurrent `PUT /vehicles/{id}/plate`
+/// requests re-plate vehicles the run's scan page has read but not yet written. Each refused
+/// write is read again and migrated: the run is complete, every vehicle is of version 3, every
+/// lock is compact, and a chassis registered again in its compact spelling is refused. (Before,
+/// each refusal was counted "already changed": the re-plated vehicles stayed at version 2 with
+/// their old-form chassis locks, the run said `complete`, and `POST /vehicles` with `CRCH00007`
+/// registered a second vehicle on one chassis.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn plates_compact_racing_api_plate_changes_migrates_every_vehicle() {
+    let api = Api::start(Mode::Http).await;
+    put_raw_all(
+        &api.ctx,
+        (0..RACED_VEHICLES).flat_map(version_1_vehicle).collect(),
+    )
+    .await;
+    let by_depot = migrations::by_name("vehicles-by-depot").unwrap();
+    let first = migrate::run(&api.ctx, by_depot, &Options::default())
+        .await
+        .unwrap();
+    assert!(first.complete, "{first:?}");
+
+    // One page for the whole table, written slowly: the API's changes land between the page's
+    // read and the writes planned from it.
+    let options = Options {
+        segments: 1,
+        page_size: Some(1000),
+        max_wcu: Some(300.0),
+        ..Options::default()
+    };
+    let plates_compact = migrations::by_name("plates-compact").unwrap();
+    let run = tokio::spawn({
+        let ctx = api.ctx.clone();
+        async move { migrate::run(&ctx, plates_compact, &options).await }
+    });
+
+    // Once the run writes (its page is read), re-plate every vehicle still of version 2, eight
+    // requests at a time.
+    let still_version_2 = loop {
+        let items = api.items().await;
+        let left: Vec<String> = vehicles(&items)
+            .iter()
+            .filter(|v| v["_v"] == AttributeValue::N("2".into()))
+            .map(|v| s(v, "vehicleId").to_owned())
+            .collect();
+        if left.len() < RACED_VEHICLES {
+            break left;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(
+        still_version_2.len() > RACED_VEHICLES / 2,
+        "the run is paced to leave most vehicles for the race: {}",
+        still_version_2.len()
+    );
+    let raced: Vec<String> = still_version_2.into_iter().take(60).collect();
+    let statuses = futures::future::join_all(raced.chunks(raced.len().div_ceil(8)).map(|ids| {
+        let api = api.clone();
+        let ids = ids.to_vec();
+        async move {
+            let mut statuses = Vec::new();
+            for id in ids {
+                let number = &id[1..];
+                let reply = api
+                    .put(
+                        format!("/vehicles/{id}/plate"),
+                        json!({"plate": format!("NEW{number}")}),
+                    )
+                    .await;
+                statuses.push((id, reply.status));
+            }
+            statuses
+        }
+    }))
+    .await;
+    for (id, status) in statuses.into_iter().flatten() {
+        assert_eq!(status, 200, "re-plating {id}");
+    }
+    let report = run.await.unwrap().unwrap();
+    assert!(report.complete, "{report:?}");
+    assert_eq!(report.unsettled, 0, "{report:?}");
+    assert!(report.conflicts.is_empty(), "{report:?}");
+
+    // Read back from the table: every vehicle of version 3, every lock compact, each re-plated
+    // vehicle with its new plate and a compact lock naming it.
+    let items = api.items().await;
+    let vehicles = vehicles(&items);
+    assert_eq!(vehicles.len(), RACED_VEHICLES);
+    for vehicle in &vehicles {
+        let id = s(vehicle, "vehicleId");
+        assert_eq!(vehicle["_v"], AttributeValue::N("3".into()), "{id}");
+    }
+    for lock in items.iter().filter(|item| {
+        let pk = s(item, "PK");
+        pk.starts_with("PLATE#") || pk.starts_with("CHASSIS#")
+    }) {
+        let pk = s(lock, "PK");
+        assert!(!pk.contains([' ', '-']), "an old-form lock is left: {pk}");
+    }
+    for id in &raced {
+        let reply = api.get(format!("/vehicles/{id}")).await;
+        assert_eq!(reply.body["plate"], format!("new{}", &id[1..]), "{reply:?}");
+    }
+    let number: usize = raced[0][1..].parse().unwrap();
+    let again = api
+        .post(
+            "/vehicles",
+            json!({"plate": "ANOTHER1", "chassis": format!("CRCH{number:05}"), "depot": "north"}),
+        )
+        .await;
+    again.assert_problem(409, &[("chassis", "taken")]);
+    let checked = singlet_tools::fsck::fsck(&api.ctx, singlet_tools::fsck::Options::default())
+        .await
+        .unwrap();
+    assert!(checked.findings.is_empty(), "{:?}", checked.findings);
+}
+
+fn vehicles(items: &[Item]) -> Vec<&Item> {
+    items
+        .iter()
+        .filter(|item| s(item, "PK").starts_with("VEHICLE#"))
+        .collect()
+}
