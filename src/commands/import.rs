@@ -60,6 +60,7 @@ pub async fn run(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Stri
         )?;
     }
     let (ctx, _) = connect(runner, None).await?;
+    singlet_tools::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     let options = import::Options {
         max_wcu: args.max_wcu,
         max_key_wcu: Some(args.max_key_wcu),

@@ -4,12 +4,17 @@
 //! - A migration racing the API's plate changes: a refused conditional write is read again and
 //!   migrated, not counted as "already changed" (every vehicle ends at version 3 with compact
 //!   locks, and a chassis registered again in its compact spelling is `409`).
+//! - A table a killed `load` left (marked `LOAD#UNFINISHED`) refused by every tool, as by `load`
+//!   and `fsck`: `migrate`, `export`, `import` and `serve` exit `2` and say why.
 
 use crate::harness::{Api, Item, Mode, put_raw_all, s};
+use crate::process::singlet;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 use singlet_functions::migrations;
 use singlet_tools::migrate::{self, Options};
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 /// A vehicle, its plate lock and its chassis lock as version 1 wrote them, each lock keyed by
 /// the value as it is, separators and all (`CHASSIS#crch 00007`): what `vehicles-by-depot` takes
@@ -169,4 +174,103 @@ fn vehicles(items: &[Item]) -> Vec<&Item> {
         .iter()
         .filter(|item| s(item, "PK").starts_with("VEHICLE#"))
         .collect()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("review-fixes")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `singlet --data <data> <args>`, to its end.
+fn on_data(data: &Path, args: &[&str]) -> Output {
+    singlet()
+        .arg("--data")
+        .arg(data)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn said(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The reviewer's L1: a table left by a killed `load` was refused by `load` and `fsck` only;
+/// `migrate`, `export` and `import` ran on it and `serve` served it without a word. Each now
+/// exits `2` with the words `load` and `fsck` say, and writes nothing (the mark is still the
+/// first thing `fsck` meets).
+#[test]
+fn a_table_a_killed_load_left_is_refused_by_every_tool() {
+    let dir = scratch("killed-load");
+    let rows = dir.join("branches.jsonl");
+    std::fs::write(
+        &rows,
+        [
+            crate::fixtures::branch_body("central"),
+            crate::fixtures::branch_body("east"),
+        ]
+        .map(|b| b.to_string())
+        .join("\n"),
+    )
+    .unwrap();
+    let table = dir.join("table.db");
+    let imported = on_data(&table, &["import", "branches", rows.to_str().unwrap()]);
+    assert_eq!(imported.status.code(), Some(0), "{imported:?}");
+    let export = dir.join("export");
+    let exported = on_data(&table, &["export", export.to_str().unwrap()]);
+    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
+    let partial = dir.join("partial.db");
+    let killed = on_data(
+        &partial,
+        &["load", "--stop-after", "1", export.to_str().unwrap()],
+    );
+    assert_ne!(killed.status.code(), Some(0), "{killed:?}");
+
+    let again = dir.join("again");
+    let refused = [
+        on_data(&partial, &["migrate", "vehicles-by-depot"]),
+        on_data(&partial, &["migrate"]),
+        on_data(&partial, &["export", again.to_str().unwrap()]),
+        on_data(&partial, &["import", "branches", rows.to_str().unwrap()]),
+        serve_to_its_end(&partial),
+    ];
+    for output in refused {
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let said = said(&output);
+        assert!(said.contains("holds part of an export"), "{said}");
+        assert!(said.contains("stopped before it finished"), "{said}");
+    }
+    assert!(!again.exists(), "no export of part of one");
+    let checked = on_data(&partial, &["fsck"]);
+    assert_eq!(checked.status.code(), Some(2), "{checked:?}");
+    assert!(said(&checked).contains("holds part of an export"));
+}
+
+/// `serve` on `data`, waited for: a runner that serves is killed after a minute, and its output
+/// (exit code none) fails the test.
+fn serve_to_its_end(data: &Path) -> Output {
+    let mut child = singlet()
+        .arg("--data")
+        .arg(data)
+        .arg("--events-out")
+        .arg(data.with_file_name("events.jsonl"))
+        .arg("--archive-dir")
+        .arg(data.with_file_name("archive"))
+        .args(["--port", "0", "--engine-port", "0", "--no-console"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait_with_output().unwrap()
 }

@@ -197,6 +197,7 @@ pub async fn run(
     migration: &'static Migration,
     options: &Options,
 ) -> Result<Report, String> {
+    crate::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     let segments = options.segments.max(1);
     let mut saved = checkpoints(ctx, migration).await?;
     let previous = saved.first().map(|(_, c)| c.segments);
@@ -574,6 +575,7 @@ pub async fn run_one_segment(
             segments - 1
         ));
     }
+    crate::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     if migration.claims.is_some() {
         return Err(format!(
             "{} first reads what every item of the table claims, which one segment alone cannot: \
