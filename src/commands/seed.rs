@@ -1,7 +1,7 @@
 //! `singlet seed`: every domain that has no data filled with a realistic data set, through the
 //! real handlers behind the front door (`singlet::console`'s seed).
 
-use super::connect::{connect, refuse_handlers_elsewhere};
+use super::connect::{connect_for_bulk_work, refuse_handlers_elsewhere};
 use super::runner::RunnerArgs;
 use singlet::serve::auth::Authorizer;
 use singlet::serve::front_door;
@@ -13,7 +13,7 @@ pub async fn run(runner: &RunnerArgs) -> Result<ExitCode, String> {
     refuse_handlers_elsewhere(runner)?;
     let (authorizer, issuer) = Authorizer::local(&runner.key_dir)?;
     let gateway = front_door::Gateway {
-        ctx: connect(runner, None).await?.0,
+        ctx: connect_for_bulk_work(runner).await?.0,
         authorizer: Arc::new(authorizer),
         issuer: Some(Arc::new(issuer)),
     };

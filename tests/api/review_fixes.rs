@@ -6,6 +6,8 @@
 //!   locks, and a chassis registered again in its compact spelling is `409`).
 //! - A table a killed `load` left (marked `LOAD#UNFINISHED`) refused by every tool, as by `load`
 //!   and `fsck`: `migrate`, `export`, `import` and `serve` exit `2` and say why.
+//! - The operator tools through `--endpoint` on an engine that answers each call in 2 s: past the
+//!   API's 1.5 s an attempt, within the tools' own budget.
 
 use crate::harness::{Api, Item, Mode, put_raw_all, s};
 use crate::process::singlet;
@@ -273,4 +275,97 @@ fn serve_to_its_end(data: &Path) -> Output {
     }
     child.kill().unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// A real TCP proxy in front of `engine` that holds each chunk of the engine's answers for
+/// `delay` before passing it on: an engine under load, answering every call, slowly.
+async fn slow_proxy(engine: &str, delay: std::time::Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let target = engine.trim_start_matches("http://").to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let target = target.clone();
+            tokio::spawn(async move {
+                let Ok(upstream) = tokio::net::TcpStream::connect(&target).await else {
+                    return;
+                };
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_engine, mut to_engine) = upstream.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_client, &mut to_engine).await;
+                });
+                let mut chunk = [0u8; 16384];
+                while let Ok(n) = from_engine.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    tokio::time::sleep(delay).await;
+                    if to_client.write_all(&chunk[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    endpoint
+}
+
+/// The reviewer's L2: `fsck --endpoint` and `export --endpoint` used the API's budget for each
+/// call (1.5 s an attempt, 4 s in all) and failed on an engine under load with `operation
+/// timeout`. Through a proxy that answers every call in 2 s, both now run to their end, and the
+/// API's own client still gives up at its budget (its `503` is the API's contract).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_through_an_endpoint_have_a_budget_for_bulk_work() {
+    let api = Api::start(Mode::Direct).await;
+    for i in 0..3 {
+        let made = api
+            .post(
+                "/vehicles",
+                json!({"plate": format!("SLOW{i}"), "chassis": format!("SLOWCH{i}"), "depot": "north"}),
+            )
+            .await;
+        assert_eq!(made.status, 201, "{made:?}");
+    }
+    let proxy = slow_proxy(&api.engine, std::time::Duration::from_secs(2)).await;
+    let dir = scratch("slow-endpoint");
+    let out = dir.join("export");
+    let checked = {
+        let proxy = proxy.clone();
+        tokio::task::spawn_blocking(move || {
+            let checked = singlet()
+                .args(["--endpoint", &proxy, "fsck", "--segments", "1", "--json"])
+                .output()
+                .unwrap();
+            let exported = singlet()
+                .args(["--endpoint", &proxy, "export", "--segments", "1", "--json"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            (checked, exported)
+        })
+        .await
+        .unwrap()
+    };
+    let (checked, exported) = checked;
+    assert_eq!(checked.status.code(), Some(0), "{checked:?}");
+    let report: serde_json::Value = serde_json::from_slice(&checked.stdout).unwrap();
+    assert!(report["scanned"].as_u64().unwrap() >= 9, "{report}");
+    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&exported.stdout).unwrap();
+    assert!(summary["exported"].as_u64().unwrap() >= 9, "{summary}");
+
+    // The API's own calls keep their budget: through the same proxy, a read is the API's 503.
+    let slow = singlet::serve::engine::local_client(&proxy);
+    let gave_up = slow
+        .describe_table()
+        .table_name("singlet")
+        .send()
+        .await
+        .expect_err("past the API's budget");
+    assert!(
+        format!("{gave_up:?}").to_lowercase().contains("timeout"),
+        "{gave_up:?}"
+    );
 }
