@@ -9,7 +9,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Seeds the table.
-pub async fn run(runner: &RunnerArgs) -> Result<ExitCode, String> {
+/// `seed`'s options.
+#[derive(clap::Args)]
+pub struct SeedArgs {
+    /// End the process after this many requests, as a kill would (for testing a rerun).
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
+}
+
+pub async fn run(runner: &RunnerArgs, args: SeedArgs) -> Result<ExitCode, String> {
     refuse_handlers_elsewhere(runner)?;
     let (authorizer, issuer) = Authorizer::local(&runner.key_dir)?;
     let gateway = front_door::Gateway {
@@ -17,6 +25,6 @@ pub async fn run(runner: &RunnerArgs) -> Result<ExitCode, String> {
         authorizer: Arc::new(authorizer),
         issuer: Some(Arc::new(issuer)),
     };
-    singlet::console::seed_cli(gateway).await?;
+    singlet::console::seed_cli(gateway, args.stop_after).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,8 @@
 //!   and `fsck`: `migrate`, `export`, `import` and `serve` exit `2` and say why.
 //! - The operator tools through `--endpoint` on an engine that answers each call in 2 s: past the
 //!   API's 1.5 s an attempt, within the tools' own budget.
+//! - A `seed` killed part way through a domain: a rerun names the partial domain and exits `2`,
+//!   rather than `seeded 0 requests`, exit `0`.
 
 use crate::harness::{Api, Item, Mode, put_raw_all, s};
 use crate::process::singlet;
@@ -368,4 +370,44 @@ async fn the_tools_through_an_endpoint_have_a_budget_for_bulk_work() {
         format!("{gave_up:?}").to_lowercase().contains("timeout"),
         "{gave_up:?}"
     );
+}
+
+/// The reviewer's L3: a `seed` killed part way left a partial domain, and a rerun said
+/// `seeded 0 requests`, exit `0` (each domain is seeded only when it is empty). The rerun now
+/// names the partial domain and exits `2`; the domains the killed seed never reached are seeded.
+#[test]
+fn a_rerun_of_a_killed_seed_reports_the_partial_domain() {
+    let dir = scratch("killed-seed");
+    let table = dir.join("table.db");
+    let seed = |extra: &[&str]| {
+        singlet()
+            .arg("--data")
+            .arg(&table)
+            .arg("--events-out")
+            .arg(dir.join("events.jsonl"))
+            .arg("seed")
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The fleet is seeded first: five requests in, it holds some vehicles and not others.
+    let killed = seed(&["--stop-after", "5"]);
+    assert_ne!(killed.status.code(), Some(0), "{killed:?}");
+
+    let again = seed(&[]);
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    let told = said(&again);
+    assert!(told.contains("fleet: partial"), "{told}");
+    assert!(
+        told.contains("fleet partly seeded by a seed that was stopped"),
+        "{told}"
+    );
+    // The other domains were empty, and are seeded now.
+    assert!(told.contains("create-account"), "{told}");
+    assert!(!told.contains("accounts: already has data"), "{told}");
+
+    // Asked again, the same: the partial domain is still said to be partial.
+    let third = seed(&[]);
+    assert_eq!(third.status.code(), Some(2), "{third:?}");
+    assert!(said(&third).contains("fleet: partial"), "{}", said(&third));
 }
