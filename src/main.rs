@@ -38,8 +38,9 @@ enum Command {
     Invoke(invoke::InvokeArgs),
     /// Print a bearer token that a runner started in this directory accepts.
     Token(token::TokenArgs),
-    /// Fill every domain that has no data with a realistic data set, through the real handlers.
-    Seed,
+    /// Fill every domain that has no data with a realistic data set, through the real handlers
+    /// (exit 2 when a domain is partial, left by a seed that was stopped).
+    Seed(seed::SeedArgs),
     /// Load a file of rows (JSON Lines, or CSV with a header) as the create routes would write
     /// them; refused rows go to `<file>.rejects.jsonl` (exit 1 when there are some).
     Import(import::ImportArgs),
@@ -100,7 +101,7 @@ async fn run(cli: Cli, human: bool) -> Result<ExitCode, String> {
             .map(|()| ExitCode::SUCCESS),
         Some(Command::Invoke(args)) => invoke::run(runner, args).await,
         Some(Command::Token(args)) => token::run(runner, args),
-        Some(Command::Seed) => seed::run(runner).await,
+        Some(Command::Seed(args)) => seed::run(runner, args).await,
         Some(Command::Import(args)) => import::run(runner, args).await,
         Some(Command::Export(args)) => export::run(runner, args).await,
         Some(Command::Load(args)) => load::run(runner, args).await,

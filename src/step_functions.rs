@@ -308,6 +308,7 @@ pub fn gather(migration: &str, reports: &[Value], segments: u64) -> Value {
         "scanned": sum("scanned"),
         "changed": sum("changed"),
         "alreadyChanged": sum("alreadyChanged"),
+        "unsettled": sum("unsettled"),
         "conflicts": conflicts,
         "conflictCount": sum("conflictCount"),
         "complete": !reports.is_empty()

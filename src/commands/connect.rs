@@ -48,7 +48,28 @@ pub async fn connect_existing(args: &RunnerArgs, verb: &'static str) -> Result<C
             args.data.display()
         ));
     }
-    Ok(connect_engine(args, None, Missing::Refuse(verb)).await?.0)
+    Ok(
+        connect_engine_for(args, None, Missing::Refuse(verb), Budget::BulkWork)
+            .await?
+            .0,
+    )
+}
+
+/// [`connect`] for a tool that writes the table in bulk (`import`, `load`, `seed`): its calls
+/// get the tools' budget ([`engine::bulk_timeouts`]), not the API's.
+pub async fn connect_for_bulk_work(args: &RunnerArgs) -> Result<(Ctx, Option<String>), String> {
+    let (ctx, served, _, _) =
+        connect_engine_for(args, None, Missing::Create, Budget::BulkWork).await?;
+    Ok((ctx, served))
+}
+
+/// How long each call to the engine may take.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Budget {
+    /// The API's: a request a person waits on ([`singlet_functions::context::timeouts`]).
+    Api,
+    /// The operator tools': a page or a batch of a bulk run ([`engine::bulk_timeouts`]).
+    BulkWork,
 }
 
 /// A client for a table on AWS, for `export --s3` and `load --s3`, whose work DynamoDB does:
@@ -75,6 +96,16 @@ pub async fn connect_engine(
     args: &RunnerArgs,
     serve_engine_on: Option<SocketAddr>,
     missing: Missing,
+) -> Result<(Ctx, Option<String>, Option<dynoxide::Database>, String), String> {
+    connect_engine_for(args, serve_engine_on, missing, Budget::Api).await
+}
+
+/// [`connect_engine`], each call of its client within `budget`, from the first (`DescribeTable`).
+async fn connect_engine_for(
+    args: &RunnerArgs,
+    serve_engine_on: Option<SocketAddr>,
+    missing: Missing,
+    budget: Budget,
 ) -> Result<(Ctx, Option<String>, Option<dynoxide::Database>, String), String> {
     let mut served = None;
     let mut embedded = None;
@@ -107,6 +138,10 @@ pub async fn connect_engine(
             embedded = Some(db);
             (client, endpoint)
         }
+    };
+    let client = match budget {
+        Budget::Api => client,
+        Budget::BulkWork => engine::for_bulk_work(&client),
     };
     let mut ctx = table_ready(args, client, &endpoint, missing).await?;
     ctx.clock = clock;

@@ -58,6 +58,7 @@ pub async fn run(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Stri
         .clone()
         .expect("clap asks for a directory without --s3");
     let ctx = connect_existing(runner, "export").await?;
+    singlet_tools::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     // The embedded engine's table is exported from a copy of its file taken in one read: a
     // runner serving it may be writing. An endpoint's table is read as it is (singlet::export_snapshot).
     let snapshot = match &runner.endpoint {

@@ -1,7 +1,7 @@
 //! `singlet import`: a file of rows (JSON Lines, or CSV with a header) written as the create
 //! routes would write them; refused rows go to `<file>.rejects.jsonl` (exit 1 when there are some).
 
-use super::connect::{OWNER_KEYS, connect, refuse_the_published_secret_elsewhere};
+use super::connect::{OWNER_KEYS, connect_for_bulk_work, refuse_the_published_secret_elsewhere};
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu, parse_clock};
 use clap::Args;
 use singlet_tools::import;
@@ -59,7 +59,8 @@ pub async fn run(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Stri
             OWNER_KEYS,
         )?;
     }
-    let (ctx, _) = connect(runner, None).await?;
+    let (ctx, _) = connect_for_bulk_work(runner).await?;
+    singlet_tools::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     let options = import::Options {
         max_wcu: args.max_wcu,
         max_key_wcu: Some(args.max_key_wcu),

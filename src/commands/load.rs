@@ -3,7 +3,9 @@
 //! bulk path. With `--s3`, DynamoDB's own `ImportTable` of an S3 export into a new table on AWS,
 //! followed to its end and finished (`singlet_tools::on_aws`).
 
-use super::connect::{OWNER_KEYS, connect, connect_to, refuse_the_published_secret_elsewhere};
+use super::connect::{
+    OWNER_KEYS, connect_for_bulk_work, connect_to, refuse_the_published_secret_elsewhere,
+};
 use super::on_s3::S3JobArgs;
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
@@ -107,7 +109,7 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
     };
     let (ctx, _) = match &embedded {
         Some(bulk) => connect_to(runner, bulk.0.clone()).await?,
-        None => connect(runner, None).await?,
+        None => connect_for_bulk_work(runner).await?,
     };
     let throttle = Throttle::new(args.max_wcu).with_max_key_wcu(args.max_key_wcu);
     let target = match &embedded {

@@ -64,6 +64,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
         return on_aws(migration.name, &args).await;
     }
     let ctx = connect_existing(runner, "migrate").await?;
+    singlet_tools::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     let Some(migration) = migration else {
         let states = migrate::states(&ctx).await?;
         if args.json {

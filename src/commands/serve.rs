@@ -86,6 +86,9 @@ pub async fn run(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(
     }
     let (ctx, engine_url, embedded_engine, endpoint) =
         connect_engine(runner, Some(engine_addr), Missing::Create).await?;
+    // Part of an export is no table to serve: its missing halves would be 404s and broken
+    // rules, and the API's writes would make it a table the export never was.
+    singlet_tools::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     // The mapping's checkpoint outlives the runner where the stream does: beside the engine's
     // data, or beside the events file for an external engine (whose stream it names).
     let position_file = match (&runner.endpoint, runner.in_memory) {

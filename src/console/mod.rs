@@ -144,8 +144,8 @@ async fn nothing_here() -> Response {
 
 /// `cargo run -- seed`: the data set through the front door's API over `gateway`, with a
 /// progress bar.
-pub async fn seed_cli(gateway: Gateway) -> Result<(), String> {
-    seed::run_cli(&ApiClient::new(gateway)).await
+pub async fn seed_cli(gateway: Gateway, stop_after: Option<u64>) -> Result<(), String> {
+    seed::run_cli(&ApiClient::new(gateway), stop_after).await
 }
 
 /// The console's secret for this start of the runner: every `/_console/api/` call carries it

@@ -11,11 +11,13 @@
 use super::api_client::{ApiClient, Sent};
 use super::patterns::{Data, isbn13, names};
 use super::table;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 use serde_json::{Value, json};
 use singlet_functions::clock;
 use singlet_functions::model::library::Tier;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 use tracing::instrument::WithSubscriber;
 
@@ -237,6 +239,10 @@ pub struct SeedReport {
     pub created: BTreeMap<String, usize>,
     /// Domains left alone because they already had data.
     pub skipped: Vec<String>,
+    /// Of those, the domains a seed stopped part way left partial (its mark,
+    /// [`UNFINISHED_PK`], is still there): a seed cannot tell which of their requests were
+    /// made, so it neither repeats nor finishes them, and says so.
+    pub partial: Vec<String>,
     /// Loans lent in the past: due already, or in the coming days.
     pub lent_in_the_past: usize,
     /// Requests that did not succeed (a seed on a table changed meanwhile).
@@ -253,12 +259,18 @@ struct Seeder<'a> {
     done: u64,
     total: u64,
     report: SeedReport,
+    /// A test hook: end the process, as a kill would, after this many requests.
+    stop_after: Option<u64>,
 }
 
 impl Seeder<'_> {
     fn step(&mut self, what: &str) {
         self.done += 1;
         (self.progress)(self.done, self.total, what);
+        if self.stop_after == Some(self.done) {
+            // As if killed: nothing after this request runs, its domain's mark included.
+            std::process::exit(137);
+        }
     }
 
     /// One request; its answer's body when it succeeded.
@@ -326,13 +338,80 @@ fn steps(fleet: bool, accounts: bool, audit: bool, library: bool) -> u64 {
     total as u64
 }
 
+/// The partition of the marks of domains being seeded: one item per domain (`SK` `SEED#<domain>`),
+/// written before the domain's first request and deleted after its last. No entity's key starts
+/// so, and its `_et` ([`UNFINISHED_ENTITY_TYPE`]) is no stream filter's and no route's.
+pub const UNFINISHED_PK: &str = "SEED#UNFINISHED";
+pub const UNFINISHED_ENTITY_TYPE: &str = "seed-unfinished";
+
+fn mark_key(domain: &str) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        ("PK".to_owned(), AttributeValue::S(UNFINISHED_PK.to_owned())),
+        ("SK".to_owned(), AttributeValue::S(format!("SEED#{domain}"))),
+    ])
+}
+
+/// Marks `domain` as being seeded.
+async fn mark(api: &ApiClient, domain: &str) -> Result<(), String> {
+    let mut item = mark_key(domain);
+    item.insert(
+        "_et".to_owned(),
+        AttributeValue::S(UNFINISHED_ENTITY_TYPE.to_owned()),
+    );
+    api.ctx
+        .db
+        .put_item()
+        .table_name(&*api.ctx.table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "cannot mark {domain} as being seeded: {}",
+                DisplayErrorContext(e)
+            )
+        })
+}
+
+/// Deletes `domain`'s mark: every request of its seed was made.
+async fn unmark(api: &ApiClient, domain: &str) -> Result<(), String> {
+    api.ctx
+        .db
+        .delete_item()
+        .table_name(&*api.ctx.table)
+        .set_key(Some(mark_key(domain)))
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "{domain} is seeded, but its mark ({UNFINISHED_PK}) could not be deleted: {}",
+                DisplayErrorContext(e)
+            )
+        })
+}
+
 /// Fills every domain that has no data yet.
 pub async fn seed(
     api: &ApiClient,
     person: &str,
     progress: Progress<'_>,
 ) -> Result<SeedReport, String> {
-    let data = Data::read(&table::scan(&api.ctx).await?);
+    seed_stopping_after(api, person, progress, None).await
+}
+
+/// [`seed`], ending the process after `stop_after` requests (a test's kill).
+pub async fn seed_stopping_after(
+    api: &ApiClient,
+    person: &str,
+    progress: Progress<'_>,
+    stop_after: Option<u64>,
+) -> Result<SeedReport, String> {
+    let snapshot = table::scan(&api.ctx).await?;
+    let marked =
+        |domain: &str| snapshot.contains_key(&(UNFINISHED_PK.to_owned(), format!("SEED#{domain}")));
+    let data = Data::read(&snapshot);
     let fleet = data.vehicles.is_empty();
     let accounts = data.accounts.is_empty();
     let audit = data.resources.is_empty();
@@ -344,6 +423,7 @@ pub async fn seed(
         done: 0,
         total: steps(fleet, accounts, audit, library),
         report: SeedReport::default(),
+        stop_after,
     };
     for (has_data, name) in [
         (!fleet, "fleet"),
@@ -353,19 +433,30 @@ pub async fn seed(
     ] {
         if has_data {
             seeder.report.skipped.push(name.to_owned());
+            if marked(name) {
+                seeder.report.partial.push(name.to_owned());
+            }
         }
     }
     if fleet {
+        mark(api, "fleet").await?;
         seed_fleet(&mut seeder).await;
+        unmark(api, "fleet").await?;
     }
     if accounts {
+        mark(api, "accounts").await?;
         seed_accounts(&mut seeder).await;
+        unmark(api, "accounts").await?;
     }
     if audit {
+        mark(api, "audit").await?;
         seed_audit(&mut seeder).await;
+        unmark(api, "audit").await?;
     }
     if library {
+        mark(api, "library").await?;
         seed_library(&mut seeder).await?;
+        unmark(api, "library").await?;
     }
     Ok(seeder.report)
 }
@@ -549,7 +640,7 @@ async fn seed_library(seeder: &mut Seeder<'_>) -> Result<(), String> {
 }
 
 /// `cargo run -- seed`: the data set, with a progress bar.
-pub async fn run_cli(api: &ApiClient) -> Result<(), String> {
+pub async fn run_cli(api: &ApiClient, stop_after: Option<u64>) -> Result<(), String> {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -564,12 +655,18 @@ pub async fn run_cli(api: &ApiClient) -> Result<(), String> {
         bar.set_message(what.to_owned());
     };
     // The handlers' request logs would scroll the bar away: the report below says what happened.
-    let report = seed(api, "seed", &progress)
+    let report = seed_stopping_after(api, "seed", &progress, stop_after)
         .with_subscriber(tracing::subscriber::NoSubscriber::default())
         .await?;
     bar.finish_and_clear();
     for domain in &report.skipped {
-        eprintln!("{domain}: already has data, left alone");
+        match report.partial.contains(domain) {
+            true => eprintln!(
+                "{domain}: partial: a seed stopped part way through it (its mark {UNFINISHED_PK} \
+                 is still there), and which of its requests were made is not known; left alone"
+            ),
+            false => eprintln!("{domain}: already has data, left alone"),
+        }
     }
     let created: usize = report.created.values().sum();
     eprintln!(
@@ -585,9 +682,15 @@ pub async fn run_cli(api: &ApiClient) -> Result<(), String> {
     for failure in &report.failures {
         eprintln!("failed: {failure}");
     }
-    if report.failures.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{} seed requests failed", report.failures.len()))
+    if !report.failures.is_empty() {
+        return Err(format!("{} seed requests failed", report.failures.len()));
     }
+    if !report.partial.is_empty() {
+        return Err(format!(
+            "{} partly seeded by a seed that was stopped: delete the data file (or the table) and \
+             seed again",
+            report.partial.join(", ")
+        ));
+    }
+    Ok(())
 }

@@ -45,6 +45,7 @@ mod policy;
 mod readme;
 mod reliability;
 mod retention;
+mod review_fixes;
 mod runner;
 mod s3_layout;
 mod step_functions;

@@ -139,3 +139,13 @@ pub async fn read(client: &Client, table: &str) -> Result<Option<Unfinished>, St
             .unwrap_or(0),
     }))
 }
+
+/// Refuses `table` when a stopped load left its mark: every tool that reads or writes a table
+/// as a whole (`migrate`, `export`, `import`, and the runner's `serve`) would otherwise take part
+/// of an export for a table, and migrate, copy, add to or serve it.
+pub async fn refuse_unfinished(client: &Client, table: &str) -> Result<(), String> {
+    match read(client, table).await? {
+        Some(unfinished) => Err(unfinished.describe(table)),
+        None => Ok(()),
+    }
+}

@@ -70,8 +70,12 @@ pub struct Report {
     pub scanned: u64,
     /// Items this run changed (with `--dry-run`: would change).
     pub changed: u64,
-    /// Items whose writes found their condition failed: another writer got there first.
+    /// Items whose writes found their condition failed and that, read again, needed nothing
+    /// more: another writer migrated them (or removed them) first.
     pub already_changed: u64,
+    /// Items still of the old version after [`REFUSED_ATTEMPTS`] refused writes, each read
+    /// again before the next: listed with the conflicts, and the run is not `complete`.
+    pub unsettled: u64,
     pub conflicts: Vec<Conflict>,
     /// Every segment has been read to its end (over this run and the runs it resumed).
     pub complete: bool,
@@ -172,6 +176,7 @@ struct Counters {
     scanned: AtomicU64,
     changed: AtomicU64,
     already: AtomicU64,
+    unsettled: AtomicU64,
     written_total: AtomicU64,
 }
 
@@ -192,6 +197,7 @@ pub async fn run(
     migration: &'static Migration,
     options: &Options,
 ) -> Result<Report, String> {
+    crate::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     let segments = options.segments.max(1);
     let mut saved = checkpoints(ctx, migration).await?;
     let previous = saved.first().map(|(_, c)| c.segments);
@@ -294,6 +300,7 @@ impl<'o> Shared<'o> {
     /// The run's report, once its segments have ended (`complete`: each read to its end).
     fn report(self, migration: &'static Migration, complete: bool) -> Report {
         self.progress.finish(&self.counters.line(migration.name));
+        let unsettled = self.counters.unsettled.into_inner();
         let mut conflicts = self.conflicts.into_inner().unwrap();
         conflicts.sort_by(|a, b| a.pk.cmp(&b.pk));
         Report {
@@ -301,8 +308,9 @@ impl<'o> Shared<'o> {
             scanned: self.counters.scanned.into_inner(),
             changed: self.counters.changed.into_inner(),
             already_changed: self.counters.already.into_inner(),
+            unsettled,
             conflicts,
-            complete: complete && !self.options.dry_run,
+            complete: complete && unsettled == 0 && !self.options.dry_run,
             dry_run: self.options.dry_run,
             sample: self.sample.into_inner().unwrap(),
             peak_wcu_per_second: self.throttle.peak(),
@@ -328,12 +336,12 @@ async fn run_segment(
         options,
         survey,
         settings,
-        estimate,
         counters,
         conflicts,
         sample,
         stopped,
         progress,
+        ..
     } = shared;
     if checkpoint.done {
         return Ok(true);
@@ -366,32 +374,40 @@ async fn run_segment(
                         sample.push(pk_of(item));
                     }
                 }
-                Plan::Change(change) => {
-                    let expected = *estimate.lock().unwrap();
-                    let admission = throttle.admit_keys(expected, &change.keys_written()).await;
-                    let applied = ctx
-                        .apply_change(&change)
-                        .await
-                        .map_err(|e| format!("a write failed: {e:?}"))?;
-                    throttle.settle(admission, applied.units());
-                    {
-                        let mut estimate = estimate.lock().unwrap();
-                        *estimate = estimate.max(applied.units());
-                    }
-                    match applied {
-                        Applied::Written { .. } => {
-                            counters.changed.fetch_add(1, Ordering::Relaxed);
-                            let total = counters.written_total.fetch_add(1, Ordering::Relaxed) + 1;
-                            if options.stop_after.is_some_and(|limit| total >= limit) {
-                                stopped.store(true, Ordering::Relaxed);
-                                return Ok(false);
-                            }
-                        }
-                        Applied::Refused { .. } => {
-                            counters.already.fetch_add(1, Ordering::Relaxed);
+                Plan::Change(change) => match settle(ctx, migration, item, change, shared).await? {
+                    Settled::Written => {
+                        counters.changed.fetch_add(1, Ordering::Relaxed);
+                        let total = counters.written_total.fetch_add(1, Ordering::Relaxed) + 1;
+                        if options.stop_after.is_some_and(|limit| total >= limit) {
+                            stopped.store(true, Ordering::Relaxed);
+                            return Ok(false);
                         }
                     }
-                }
+                    Settled::Already => {
+                        counters.already.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Settled::Conflict(detail) => {
+                        segment_conflicts += 1;
+                        conflicts.lock().unwrap().push(Conflict {
+                            pk: pk_of(item),
+                            detail,
+                        });
+                    }
+                    Settled::Unsettled => {
+                        // Left at the old version: counted with the conflicts, so that neither
+                        // this run's report nor the segment's checkpoint can say `complete`.
+                        segment_conflicts += 1;
+                        counters.unsettled.fetch_add(1, Ordering::Relaxed);
+                        conflicts.lock().unwrap().push(Conflict {
+                            pk: pk_of(item),
+                            detail: format!(
+                                "its writes were refused {REFUSED_ATTEMPTS} times, the item read \
+                                 again before each: another writer keeps changing it, or a value \
+                                 it claims is held by another item; run the migration again"
+                            ),
+                        });
+                    }
+                },
             }
         }
         let done = last_key.is_none();
@@ -419,6 +435,68 @@ async fn run_segment(
         }
         start = last_key;
     }
+}
+
+/// How many times one item's change is applied, each refusal followed by a strongly consistent
+/// read of the item and a new plan: a refused conditional write says only that the item (or a
+/// lock it claims) is not as the scan page showed it, not that another writer migrated it.
+pub const REFUSED_ATTEMPTS: u32 = 5;
+
+/// Where one item's change ended.
+enum Settled {
+    /// This run's write changed it.
+    Written,
+    /// Read again, it needs nothing: another writer migrated it, or it is gone.
+    Already,
+    /// Read again, it is a conflict for an operator.
+    Conflict(String),
+    /// Still of the old version after [`REFUSED_ATTEMPTS`] refusals.
+    Unsettled,
+}
+
+/// Applies `change`, planned from `item` as a scan page read it, until it is written or the item,
+/// read again strongly consistent after each refusal, needs nothing more (or is a conflict).
+async fn settle(
+    ctx: &Ctx,
+    migration: &Migration,
+    item: &Item,
+    mut change: singlet_functions::store::migration::Change,
+    shared: &Shared<'_>,
+) -> Result<Settled, String> {
+    let key = singlet_functions::model::key_of(item)
+        .ok_or_else(|| format!("an item without PK and SK: {}", pk_of(item)))?;
+    for _ in 0..REFUSED_ATTEMPTS {
+        let expected = *shared.estimate.lock().unwrap();
+        let admission = shared
+            .throttle
+            .admit_keys(expected, &change.keys_written())
+            .await;
+        let applied = ctx
+            .apply_change(&change)
+            .await
+            .map_err(|e| format!("a write failed: {e:?}"))?;
+        shared.throttle.settle(admission, applied.units());
+        {
+            let mut estimate = shared.estimate.lock().unwrap();
+            *estimate = estimate.max(applied.units());
+        }
+        if let Applied::Written { .. } = applied {
+            return Ok(Settled::Written);
+        }
+        let now = ctx
+            .get_item(&key)
+            .await
+            .map_err(|e| format!("cannot read {} again: {e:?}", key.pk))?;
+        let Some(now) = now else {
+            return Ok(Settled::Already);
+        };
+        match (migration.plan)(&now, &shared.survey, &shared.settings) {
+            Plan::Skip => return Ok(Settled::Already),
+            Plan::Conflict(detail) => return Ok(Settled::Conflict(detail)),
+            Plan::Change(next) => change = next,
+        }
+    }
+    Ok(Settled::Unsettled)
 }
 
 /// A migration that takes items from the version another one writes runs only once that one is
@@ -497,6 +575,7 @@ pub async fn run_one_segment(
             segments - 1
         ));
     }
+    crate::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
     if migration.claims.is_some() {
         return Err(format!(
             "{} first reads what every item of the table claims, which one segment alone cannot: \

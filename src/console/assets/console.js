@@ -724,6 +724,7 @@ $('seed').addEventListener('click', () => busy(async () => {
         h('div', { class: 'kv' }, Object.entries(s.created).map(([k, v]) => [h('span', {}, k), h('b', {}, v)])),
         h('p', {}, `${plural(s.lentInThePast, 'loan was', 'loans were')} lent in the past, through the checkout route on a clock set back: due already or in the coming days (run mark-overdue to move the ones due to the overdue indexes).`),
         s.skipped.length ? h('p', { class: 'sub' }, 'Left alone, they already had data: ' + s.skipped.join(', ')) : null,
+        s.partial.length ? h('p', { class: 'reason' }, 'Partly seeded by a seed that was stopped (delete the data file and seed again): ' + s.partial.join(', ')) : null,
         s.failures.length ? h('pre', { class: 'reason' }, s.failures.join('\n')) : null)));
   render();
 }));
