@@ -118,6 +118,15 @@ impl fmt::Display for Undecodable {
 
 impl std::error::Error for Undecodable {}
 
+/// The [`Undecodable`] of the item at `key`, for a reason.
+fn undecodable_at(key: Key) -> impl Fn(String) -> Undecodable {
+    move |reason| Undecodable {
+        pk: key.pk.clone(),
+        sk: key.sk.clone(),
+        reason,
+    }
+}
+
 /// The entity type named `name` (an `_et`).
 pub fn entity_type(name: &str) -> Option<&'static EntityType> {
     ENTITY_TYPES.iter().copied().find(|t| t.name == name)
@@ -136,13 +145,8 @@ pub fn entity_type_of(key: &Key) -> Option<&'static EntityType> {
 /// reads its type's current version and the one before (`_v`; missing is 1).
 pub fn decode(item: &Item) -> Result<TableEntity, Undecodable> {
     let entity_type = type_of(item)?;
-    let key = key_of(item).unwrap_or_default();
-    let undecodable = |reason: String| Undecodable {
-        pk: key.pk.clone(),
-        sk: key.sk.clone(),
-        reason,
-    };
-    readable_version(entity_type, item).map_err(undecodable)?;
+    let undecodable = undecodable_at(key_of(item).unwrap_or_default());
+    readable_version(entity_type, item).map_err(&undecodable)?;
     decode_as(entity_type, item).map_err(undecodable)
 }
 
@@ -153,12 +157,7 @@ pub fn decode(item: &Item) -> Result<TableEntity, Undecodable> {
 /// and the one before only). What every typed read of the API goes through (`Ctx::get`).
 pub fn decode_as_a<T: Entity>(item: &Item) -> Result<T, Undecodable> {
     let entity_type = type_of(item)?;
-    let key = key_of(item).unwrap_or_default();
-    let undecodable = |reason: String| Undecodable {
-        pk: key.pk.clone(),
-        sk: key.sk.clone(),
-        reason,
-    };
+    let undecodable = undecodable_at(key_of(item).unwrap_or_default());
     if entity_type != T::TYPE {
         return Err(undecodable(format!(
             "a {} where a {} was expected",
@@ -197,11 +196,7 @@ fn readable_version(entity_type: &EntityType, item: &Item) -> Result<(), String>
 /// its key has. Whatever its version.
 pub fn type_of(item: &Item) -> Result<&'static EntityType, Undecodable> {
     let key = key_of(item).unwrap_or_default();
-    let undecodable = |reason: String| Undecodable {
-        pk: key.pk.clone(),
-        sk: key.sk.clone(),
-        reason,
-    };
+    let undecodable = undecodable_at(key.clone());
     if key.pk.is_empty() || key.sk.is_empty() {
         return Err(undecodable("the item has no key".into()));
     }
