@@ -8,6 +8,7 @@ mod fixtures;
 mod harness;
 mod process;
 mod runtime_api;
+mod slow_proxy;
 
 mod accounts;
 mod audit;
