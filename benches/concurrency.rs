@@ -190,7 +190,8 @@ async fn main() {
     let body: serde_json::Value =
         serde_json::from_str(registered["body"].as_str().expect("a body")).expect("JSON");
     let vehicle = body["vehicleId"].as_str().expect("a vehicle id").to_owned();
-    let engine = slow_proxy::slow_proxy(&own_endpoint, Duration::from_millis(args.dynamodb_ms)).await;
+    let engine =
+        slow_proxy::slow_proxy(&own_endpoint, Duration::from_millis(args.dynamodb_ms)).await;
     eprintln!(
         "{FUNCTION}, {} profile, {} ms per DynamoDB call, {} invocations per slot, {} cores",
         args.profile,

@@ -18,9 +18,9 @@
 mod common;
 
 use serde_json::{Value, json};
+use singlet::serve::engine;
 use singlet::serve::event_source::{EventSource, Faults, POLL_EVERY};
 use singlet::serve::local_bus::LocalBus;
-use singlet::serve::engine;
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::events::Entry;

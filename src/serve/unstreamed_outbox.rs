@@ -240,10 +240,9 @@ fn write_replacing(path: &Path, text: String) -> Result<(), String> {
 /// Every outbox item of the table (a consistent scan), as the `INSERT` record each would have
 /// had, in its event's `occurredAt` order.
 async fn list(ctx: &Ctx) -> Result<Vec<Value>, String> {
-    let mut items =
-        bulk::scan_all(&ctx.db, &ctx.table, singlet_shared::keys::OUTBOX_PREFIX)
-            .await
-            .map_err(|e| format!("cannot list the outbox items written before the stream: {e}"))?;
+    let mut items = bulk::scan_all(&ctx.db, &ctx.table, singlet_shared::keys::OUTBOX_PREFIX)
+        .await
+        .map_err(|e| format!("cannot list the outbox items written before the stream: {e}"))?;
     let occurred = |item: &HashMap<String, AttributeValue>| {
         item.get("detail")
             .and_then(|d| d.as_s().ok())

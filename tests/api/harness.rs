@@ -191,7 +191,8 @@ impl Call<'_> {
             }
         };
         let answer =
-            singlet::serve::iam::serving(route.function, answer(&self.api.ctx, route, request)).await;
+            singlet::serve::iam::serving(route.function, answer(&self.api.ctx, route, request))
+                .await;
         let response = answer.response;
         let status = response.status().as_u16();
         let mut headers: HashMap<String, String> = response

@@ -171,7 +171,16 @@ pub async fn swap_from<L: Held, O: Entity>(
     owner: Update<O>,
     event: Put,
 ) -> Result<Swapped, ApiError> {
-    move_owner(ctx, new, claim(new), new_free_before, Some(release_old), owner, event).await
+    move_owner(
+        ctx,
+        new,
+        claim(new),
+        new_free_before,
+        Some(release_old),
+        owner,
+        event,
+    )
+    .await
 }
 
 /// [`swap`] to another spelling of the value the owner holds already (a look-alike of its own

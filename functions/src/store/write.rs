@@ -320,7 +320,11 @@ impl Update<AnyEntity> {
             (ENTITY_TYPE, AttributeValue::S(entity_type.name.to_owned())),
             (VERSION, AttributeValue::N("1".to_owned())),
         ];
-        Self::typed(RawUpdate::new(key, set, vec![Clause::Exists, Clause::Unstamped]))
+        Self::typed(RawUpdate::new(
+            key,
+            set,
+            vec![Clause::Exists, Clause::Unstamped],
+        ))
     }
 }
 
