@@ -251,6 +251,12 @@ impl Call<'_> {
     }
 }
 
+/// The JSON body `request` is answered with, whatever its status.
+pub async fn json_answer(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.unwrap();
+    response.json().await.unwrap()
+}
+
 /// A reply's body, which must be JSON.
 fn json_body(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or_else(|_| {
