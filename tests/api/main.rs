@@ -7,6 +7,7 @@ mod contract;
 mod fixtures;
 mod harness;
 mod process;
+mod relay;
 mod runtime_api;
 mod slow_proxy;
 
