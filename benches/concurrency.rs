@@ -23,6 +23,10 @@
 
 #[path = "../tests/api/runtime_api.rs"]
 mod runtime_api;
+/// A TCP front door to the engine that holds every chunk the engine sends back for a delay:
+/// DynamoDB's round trip, on a loopback engine.
+#[path = "../tests/api/slow_proxy.rs"]
+mod slow_proxy;
 
 use runtime_api::{Invocation, RuntimeApi, lambda_binary, lambda_env, peak_rss, trace_id};
 use singlet::invoke::invoke;
@@ -30,7 +34,6 @@ use singlet::serve::engine;
 use singlet_functions::{Ctx, cursor::CursorKeys};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TABLE: &str = "singlet-bench";
@@ -78,42 +81,6 @@ fn args() -> Args {
         args.levels = vec![1, 8, 32, 64];
     }
     args
-}
-
-/// A TCP front door to the engine that holds every chunk the engine sends back for `delay`:
-/// DynamoDB's round trip, on a loopback engine.
-async fn with_round_trip(engine: &str, delay: Duration) -> String {
-    let target = engine.trim_start_matches("http://").to_owned();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let endpoint = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let target = target.clone();
-            tokio::spawn(async move {
-                let Ok(upstream) = tokio::net::TcpStream::connect(&target).await else {
-                    return;
-                };
-                let _ = upstream.set_nodelay(true);
-                let _ = client.set_nodelay(true);
-                let (mut from_client, mut to_client) = client.into_split();
-                let (mut from_engine, mut to_engine) = upstream.into_split();
-                tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut from_client, &mut to_engine).await;
-                });
-                let mut chunk = vec![0u8; 65536];
-                while let Ok(n) = from_engine.read(&mut chunk).await {
-                    if n == 0 {
-                        break;
-                    }
-                    tokio::time::sleep(delay).await;
-                    if to_client.write_all(&chunk[..n]).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    endpoint
 }
 
 /// One side's figures at one level.
@@ -223,7 +190,8 @@ async fn main() {
     let body: serde_json::Value =
         serde_json::from_str(registered["body"].as_str().expect("a body")).expect("JSON");
     let vehicle = body["vehicleId"].as_str().expect("a vehicle id").to_owned();
-    let engine = with_round_trip(&own_endpoint, Duration::from_millis(args.dynamodb_ms)).await;
+    let engine =
+        slow_proxy::slow_proxy(&own_endpoint, Duration::from_millis(args.dynamodb_ms)).await;
     eprintln!(
         "{FUNCTION}, {} profile, {} ms per DynamoDB call, {} invocations per slot, {} cores",
         args.profile,

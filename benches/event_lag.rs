@@ -15,16 +15,17 @@
 //!
 //! `cargo bench --bench event_lag [-- REQUESTS_PER_CLIENT]`.
 
+mod common;
+
 use serde_json::{Value, json};
-use singlet::serve::auth::Authorizer;
+use singlet::serve::engine;
 use singlet::serve::event_source::{EventSource, Faults, POLL_EVERY};
 use singlet::serve::local_bus::LocalBus;
-use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::events::Entry;
 use singlet_functions::events::bus::Bus;
-use singlet_functions::routes::{self, BoxFuture};
+use singlet_functions::routes::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -65,10 +66,7 @@ impl Bus for Timed {
 
 #[tokio::main]
 async fn main() {
-    let per_client: usize = std::env::args()
-        .skip(1)
-        .find_map(|arg| arg.parse().ok())
-        .unwrap_or(REQUESTS_PER_CLIENT);
+    let per_client = common::requests_per_client(REQUESTS_PER_CLIENT);
     let (client, endpoint) = engine::start_in_memory("singlet").await;
     let ctx = Ctx::new(client, "singlet", CursorKeys::random());
 
@@ -89,22 +87,8 @@ async fn main() {
     .remember_in(scratch.join("stream-position.json"));
     let mapping = tokio::spawn(source.run());
 
-    let dir = std::env::temp_dir().join("singlet-bench-keys");
-    let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
-    let token = issuer.mint(
-        "bench",
-        &routes::all_scopes().join(" "),
-        &Default::default(),
-        3600,
-    );
-    let gateway = front_door::Gateway {
-        ctx: ctx.clone(),
-        authorizer: Arc::new(authorizer),
-        issuer: None,
-    };
-    let base = front_door::serve_on_loopback(gateway).await.unwrap();
+    let (base, bearer) = common::front_door_on_loopback(&ctx).await;
     let http = reqwest::Client::new();
-    let bearer = format!("Bearer {token}");
 
     let started = Instant::now();
     let writers: Vec<_> = (0..CLIENTS)

@@ -15,6 +15,7 @@ use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use singlet::serve::engine;
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
+use singlet_functions::store::bulk;
 use singlet_tools::import::{self, Kind, Options};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -65,8 +66,9 @@ async fn main() {
 
     // The very items the import wrote (patrons, card locks, events; the branch and its event
     // again, over themselves), put without any condition.
-    let items: Vec<WriteRequest> = scan(&batched)
+    let items: Vec<WriteRequest> = bulk::scan_all(&batched.db, &batched.table, "")
         .await
+        .expect("the scan runs")
         .into_iter()
         .map(|item| {
             let put = PutRequest::builder().set_item(Some(item)).build().unwrap();
@@ -140,24 +142,4 @@ fn patrons_file(dir: &Path, rows: usize) -> PathBuf {
     let path = dir.join("patrons.jsonl");
     std::fs::write(&path, text).unwrap();
     path
-}
-
-async fn scan(ctx: &Ctx) -> Vec<singlet_functions::store::Item> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
-        let page = ctx
-            .db
-            .scan()
-            .table_name(&*ctx.table)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .expect("the scan runs");
-        items.extend(page.items.unwrap_or_default());
-        start = page.last_evaluated_key;
-        if start.is_none() {
-            return items;
-        }
-    }
 }

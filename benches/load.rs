@@ -16,11 +16,9 @@ mod common;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use common::registration_as_sent;
 use serde_json::json;
-use singlet::serve::auth::Authorizer;
-use singlet::serve::{engine, front_door};
+use singlet::serve::engine;
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
-use singlet_functions::routes;
 use singlet_functions::store::key_item;
 use singlet_shared::keys;
 use std::future::Future;
@@ -149,29 +147,12 @@ fn row(name: &str, api: &Measured, direct: &Measured) {
 
 #[tokio::main]
 async fn main() {
-    let per_client: usize = std::env::args()
-        .skip(1)
-        .find_map(|arg| arg.parse().ok())
-        .unwrap_or(REQUESTS_PER_CLIENT);
+    let per_client = common::requests_per_client(REQUESTS_PER_CLIENT);
     let (client, _) = engine::start_in_memory("singlet").await;
     let ctx = Ctx::new(client, "singlet", CursorKeys::random());
 
-    let dir = std::env::temp_dir().join("singlet-bench-keys");
-    let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
-    let token = issuer.mint(
-        "bench",
-        &routes::all_scopes().join(" "),
-        &Default::default(),
-        3600,
-    );
-    let gateway = front_door::Gateway {
-        ctx: ctx.clone(),
-        authorizer: Arc::new(authorizer),
-        issuer: None,
-    };
-    let base = front_door::serve_on_loopback(gateway).await.unwrap();
+    let (base, bearer) = common::front_door_on_loopback(&ctx).await;
     let http = reqwest::Client::new();
-    let bearer = format!("Bearer {token}");
 
     let vehicle = http
         .post(format!("{base}/vehicles"))

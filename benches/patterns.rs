@@ -21,13 +21,7 @@ const RUNS: usize = 300;
 /// The runner's authorizer, and a token with every scope it grants.
 fn tokens() -> &'static (Authorizer, String) {
     static TOKENS: std::sync::OnceLock<(Authorizer, String)> = std::sync::OnceLock::new();
-    TOKENS.get_or_init(|| {
-        let dir = std::env::temp_dir().join("singlet-bench-keys");
-        let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
-        let scopes = singlet_functions::routes::all_scopes().join(" ");
-        let token = issuer.mint("bench", &scopes, &Default::default(), 3600);
-        (authorizer, token)
-    })
+    TOKENS.get_or_init(common::authorizer_and_token)
 }
 
 /// The request API Gateway would hand the function, through the runner's own route matcher.

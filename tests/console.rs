@@ -64,18 +64,9 @@ fn publish(event_id: &Value) {
     writeln!(file, "{line}").unwrap();
 }
 
-/// A console endpoint, as the page calls it.
+/// A console endpoint, as the page calls it: its answer, which must be a `200`.
 async fn console(base: &str, path: &str, body: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{base}/_console/api/{path}"))
-        .header("content-type", "application/json")
-        .header("x-singlet-console", singlet::console::secret())
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.unwrap();
+    let (status, body) = answered(base, path, body).await;
     assert_eq!(status, 200, "{path}: {body}");
     body
 }
@@ -287,8 +278,9 @@ async fn a_cancelled_transaction_shows_its_reasons_next_to_the_field_errors() {
     assert_eq!(stale["answer"]["status"], 412);
 }
 
-/// A console endpoint that refuses: its status and error.
-async fn refused(base: &str, path: &str, body: Value) -> (u16, Value) {
+/// A console endpoint, as the page calls it: its status and answer (the error, for one that
+/// refuses).
+async fn answered(base: &str, path: &str, body: Value) -> (u16, Value) {
     let response = reqwest::Client::new()
         .post(format!("{base}/_console/api/{path}"))
         .header("content-type", "application/json")
@@ -362,7 +354,7 @@ async fn a_free_query_or_scan_answers_its_items_and_what_it_consumed() {
     assert_eq!(scan["operations"][0]["operation"], "Scan");
 
     // What it cannot run, it says.
-    let (status, error) = refused(
+    let (status, error) = answered(
         &base,
         "explore",
         json!({"mode": "query", "index": "GSI9", "partition": "x"}),
@@ -370,7 +362,7 @@ async fn a_free_query_or_scan_answers_its_items_and_what_it_consumed() {
     .await;
     assert_eq!(status, 400);
     assert!(error["error"].as_str().unwrap().contains("GSI9"), "{error}");
-    let (status, _) = refused(&base, "explore", json!({"mode": "query"})).await;
+    let (status, _) = answered(&base, "explore", json!({"mode": "query"})).await;
     assert_eq!(status, 400);
 }
 
@@ -980,6 +972,25 @@ impl Driver {
         serde_json::from_value(items).unwrap()
     }
 
+    /// The status of the answer the page shows (`"201"`).
+    async fn answer_status(&self) -> Value {
+        self.js(
+            "return document.querySelector('.answer').dataset.status",
+            json!([]),
+        )
+        .await
+    }
+
+    /// The entity types of the items the table view marks added by the last run.
+    async fn added_entities(&self) -> BTreeSet<String> {
+        self.shown_items()
+            .await
+            .into_iter()
+            .filter(|i| i.3 == "added")
+            .map(|i| i.2)
+            .collect()
+    }
+
     async fn text(&self, selector: &str) -> String {
         self.js(
             "const el = document.querySelector(arguments[0]); return el ? el.innerText : '';",
@@ -1074,22 +1085,8 @@ async fn the_page_in_a_real_browser() {
 
     // Fleet: register a vehicle; its two locks and its event's outbox item appear with it.
     driver.click("[data-run='register-vehicle']").await;
-    assert_eq!(
-        driver
-            .js(
-                "return document.querySelector('.answer').dataset.status",
-                json!([])
-            )
-            .await,
-        "201"
-    );
-    let added: BTreeSet<String> = driver
-        .shown_items()
-        .await
-        .into_iter()
-        .filter(|i| i.3 == "added")
-        .map(|i| i.2)
-        .collect();
+    assert_eq!(driver.answer_status().await, "201");
+    let added = driver.added_entities().await;
     assert_eq!(
         added,
         ["ChassisLock", "DomainEvent", "PlateLock", "Vehicle"]
@@ -1158,15 +1155,7 @@ async fn the_page_in_a_real_browser() {
         .await;
     assert_eq!(kept, edited, "the edit survives its run");
     assert!(driver.text(".hint.edited").await.contains("kept"));
-    assert_eq!(
-        driver
-            .js(
-                "return document.querySelector('.answer').dataset.status",
-                json!([])
-            )
-            .await,
-        "201"
-    );
+    assert_eq!(driver.answer_status().await, "201");
 
     // A free query of one partition of the table, with what it consumed.
     let snapshot = table::scan(&ctx).await.unwrap();
@@ -1332,13 +1321,7 @@ async fn the_page_in_a_real_browser() {
         "what happened"
     );
     driver.click("[data-run='create-account']").await;
-    let added: BTreeSet<String> = driver
-        .shown_items()
-        .await
-        .into_iter()
-        .filter(|i| i.3 == "added")
-        .map(|i| i.2)
-        .collect();
+    let added = driver.added_entities().await;
     assert_eq!(
         added,
         ["Account", "DomainEvent", "EmailLock", "UsernameLock"]
@@ -1351,15 +1334,7 @@ async fn the_page_in_a_real_browser() {
     // Audit: a change under if-match: CURRENT changes, the next event appears.
     driver.tab("audit").await;
     driver.click("[data-run='change-resource']").await;
-    assert_eq!(
-        driver
-            .js(
-                "return document.querySelector('.answer').dataset.status",
-                json!([])
-            )
-            .await,
-        "200"
-    );
+    assert_eq!(driver.answer_status().await, "200");
     let touched: BTreeSet<(String, String)> = driver
         .shown_items()
         .await
@@ -1382,22 +1357,8 @@ async fn the_page_in_a_real_browser() {
     // Library: a checkout, then mark-overdue now: the loans already due move to GSI3.
     driver.tab("library").await;
     driver.click("[data-run='checkout-book']").await;
-    assert_eq!(
-        driver
-            .js(
-                "return document.querySelector('.answer').dataset.status",
-                json!([])
-            )
-            .await,
-        "201"
-    );
-    let added: BTreeSet<String> = driver
-        .shown_items()
-        .await
-        .into_iter()
-        .filter(|i| i.3 == "added")
-        .map(|i| i.2)
-        .collect();
+    assert_eq!(driver.answer_status().await, "201");
+    let added = driver.added_entities().await;
     assert_eq!(added, ["DomainEvent", "Loan"].map(String::from).into());
     driver.click("[data-run='mark-overdue']").await;
     let moved = driver

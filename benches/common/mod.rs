@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 use aws_sdk_dynamodb::types::TransactWriteItem;
+use singlet::serve::auth::Authorizer;
+use singlet::serve::front_door;
 use singlet_functions::Ctx;
 use singlet_functions::clock;
 use singlet_functions::events::{Event, EventType};
@@ -13,6 +15,39 @@ use singlet_functions::model::Entity;
 use singlet_functions::recording::outbox_by;
 use singlet_functions::store::{Item, Put, bulk, lock};
 use singlet_shared::{Chassis, Plate};
+use std::sync::Arc;
+
+/// The bench's first argument that is a number, how many requests each client sends; `default`
+/// without one (`cargo bench --bench load -- 500`).
+pub fn requests_per_client(default: usize) -> usize {
+    std::env::args()
+        .skip(1)
+        .find_map(|arg| arg.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The runner's authorizer (its key kept in the system's temporary directory), and a token it
+/// takes with every scope of the route table.
+pub fn authorizer_and_token() -> (Authorizer, String) {
+    let dir = std::env::temp_dir().join("singlet-bench-keys");
+    let (authorizer, issuer) = Authorizer::local(&dir).unwrap();
+    let scopes = singlet_functions::routes::all_scopes().join(" ");
+    let token = issuer.mint("bench", &scopes, &Default::default(), 3600);
+    (authorizer, token)
+}
+
+/// The runner's front door serving `ctx` on a loopback port, with the runner's own authorizer:
+/// its base URL, and the `authorization` header of a token with every scope.
+pub async fn front_door_on_loopback(ctx: &Ctx) -> (String, String) {
+    let (authorizer, token) = authorizer_and_token();
+    let gateway = front_door::Gateway {
+        ctx: ctx.clone(),
+        authorizer: Arc::new(authorizer),
+        issuer: None,
+    };
+    let base = front_door::serve_on_loopback(gateway).await.unwrap();
+    (base, format!("Bearer {token}"))
+}
 
 /// A vehicle to register, with plate `D-n` and chassis `DC-n`.
 fn vehicle(n: usize) -> Vehicle {

@@ -32,6 +32,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
+use singlet_functions::store::bulk;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -239,35 +240,9 @@ fn write_replacing(path: &Path, text: String) -> Result<(), String> {
 /// Every outbox item of the table (a consistent scan), as the `INSERT` record each would have
 /// had, in its event's `occurredAt` order.
 async fn list(ctx: &Ctx) -> Result<Vec<Value>, String> {
-    let mut items: Vec<HashMap<String, AttributeValue>> = Vec::new();
-    let mut start = None;
-    loop {
-        let page = ctx
-            .db
-            .scan()
-            .table_name(&*ctx.table)
-            .consistent_read(true)
-            .filter_expression("begins_with(#pk, :outbox)")
-            .expression_attribute_names("#pk", singlet_shared::schema::PK)
-            .expression_attribute_values(
-                ":outbox",
-                AttributeValue::S(singlet_shared::keys::OUTBOX_PREFIX.into()),
-            )
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(|e| {
-                format!(
-                    "cannot list the outbox items written before the stream: {}",
-                    crate::serve::engine::cause_chain(&e)
-                )
-            })?;
-        items.extend(page.items().iter().cloned());
-        start = page.last_evaluated_key().cloned();
-        if start.is_none() {
-            break;
-        }
-    }
+    let mut items = bulk::scan_all(&ctx.db, &ctx.table, singlet_shared::keys::OUTBOX_PREFIX)
+        .await
+        .map_err(|e| format!("cannot list the outbox items written before the stream: {e}"))?;
     let occurred = |item: &HashMap<String, AttributeValue>| {
         item.get("detail")
             .and_then(|d| d.as_s().ok())

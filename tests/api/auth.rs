@@ -154,27 +154,27 @@ fn signed_with_kid(kid: Option<&str>) -> String {
 /// (`404`: no such vehicle); another scheme is no token it can decode (`401`). A token the
 /// runner's own `token` command prints carries the `kid` of its key, and passes either way.
 async fn the_token_is_taken_alone_or_after_bearer(api: Api) {
+    /// A read of a vehicle that does not exist (`404` once the token passes) with `value` as
+    /// the whole `authorization` header.
+    async fn get_with_authorization(api: &Api, value: &str) -> Reply {
+        api.call("GET", "/vehicles/x1")
+            .anonymous()
+            .header("authorization", value)
+            .send()
+            .await
+    }
+
     let good = signed(&[]);
     for value in [
         good.clone(),
         format!("Bearer {good}"),
         format!("bearer {good}"),
     ] {
-        let reply = api
-            .call("GET", "/vehicles/x1")
-            .anonymous()
-            .header("authorization", &value)
-            .send()
-            .await;
+        let reply = get_with_authorization(&api, &value).await;
         assert_eq!(reply.status, 404, "{value}: {reply:?}");
     }
     for value in [format!("Basic {good}"), "Bearer".to_owned(), String::new()] {
-        let reply = api
-            .call("GET", "/vehicles/x1")
-            .anonymous()
-            .header("authorization", &value)
-            .send()
-            .await;
+        let reply = get_with_authorization(&api, &value).await;
         assert_eq!(reply.status, 401, "{value}: {reply:?}");
     }
 
@@ -191,12 +191,7 @@ async fn the_token_is_taken_alone_or_after_bearer(api: Api) {
         "the printed token names its key"
     );
     for value in [printed.clone(), format!("Bearer {printed}")] {
-        let reply = api
-            .call("GET", "/vehicles/x1")
-            .anonymous()
-            .header("authorization", &value)
-            .send()
-            .await;
+        let reply = get_with_authorization(&api, &value).await;
         assert_eq!(reply.status, 404, "{reply:?}");
     }
 }

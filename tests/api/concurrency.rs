@@ -123,24 +123,11 @@ async fn forward(
         .wait_for(|n| *n >= front.gate)
         .await;
     let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-    let mut request = front
+    let request = front
         .http
         .request(method, format!("{}{path}", front.engine))
         .body(body);
-    for (name, value) in &headers {
-        if name != "host" && name != "content-length" {
-            request = request.header(name, value);
-        }
-    }
-    let response = request.send().await.expect("the engine answers");
-    let status = response.status();
-    let mut answer_headers = HeaderMap::new();
-    for (name, value) in response.headers() {
-        if name != "content-length" && name != "transfer-encoding" && name != "connection" {
-            answer_headers.insert(name, value.clone());
-        }
-    }
-    (status, answer_headers, response.bytes().await.unwrap())
+    crate::relay::relay(request, &headers).await
 }
 
 /// The Lambda binary serving `function`, its stdout read line by line on a thread of its own;

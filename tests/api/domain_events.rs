@@ -9,7 +9,6 @@
 use crate::fixtures::{self, ISBN};
 use crate::harness::mark_overdue;
 use crate::harness::{Api, Mode, Reply};
-use aws_sdk_dynamodb::types::AttributeValue;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 use singlet::serve::engine::streams_client;
@@ -62,33 +61,15 @@ impl Published {
     /// Every outbox item in the table: its event's `eventId` (`None` for one that does not
     /// decode).
     async fn outbox(&self) -> Vec<Option<String>> {
-        let mut ids = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .api
-                .ctx
-                .db
-                .scan()
-                .table_name(&*self.api.ctx.table)
-                .filter_expression("begins_with(PK, :outbox)")
-                .expression_attribute_values(":outbox", AttributeValue::S("OUTBOX#".into()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .unwrap();
-            for item in page.items() {
-                let item: Option<OutboxItem> = serde_dynamo::from_item(item.clone()).ok();
-                ids.push(
-                    item.and_then(|item| item.entry())
-                        .map(|entry| entry.event_id),
-                );
-            }
-            start = page.last_evaluated_key().cloned();
-            if start.is_none() {
-                return ids;
-            }
-        }
+        crate::harness::outbox_items(&self.api.ctx.db, &self.api.ctx.table)
+            .await
+            .into_iter()
+            .map(|item| {
+                let item: Option<OutboxItem> = serde_dynamo::from_item(item).ok();
+                item.and_then(|item| item.entry())
+                    .map(|entry| entry.event_id)
+            })
+            .collect()
     }
 }
 

@@ -6,7 +6,6 @@
 
 use crate::harness::{Api, Mode};
 use crate::process::{self, Running};
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet::serve::engine::streams_client;
 use singlet::serve::event_source::{EventSource, Faults};
@@ -184,27 +183,14 @@ async fn published(events: &Path, done: impl Fn(&[Value]) -> bool) -> Vec<Value>
 /// Every outbox item's `eventId` in the table a runner serves (through its engine's endpoint).
 async fn outbox_event_ids(runner: &Running) -> BTreeSet<String> {
     let db = singlet::serve::engine::local_client(runner.engine.as_deref().unwrap());
-    let mut ids = BTreeSet::new();
-    let mut start = None;
-    loop {
-        let page = db
-            .scan()
-            .table_name("singlet")
-            .filter_expression("begins_with(PK, :outbox)")
-            .expression_attribute_values(":outbox", AttributeValue::S("OUTBOX#".into()))
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .unwrap();
-        for item in page.items() {
+    crate::harness::outbox_items(&db, "singlet")
+        .await
+        .iter()
+        .map(|item| {
             let detail: Value = serde_json::from_str(item["detail"].as_s().unwrap()).unwrap();
-            ids.insert(detail["eventId"].as_str().unwrap().to_owned());
-        }
-        start = page.last_evaluated_key().cloned();
-        if start.is_none() {
-            return ids;
-        }
-    }
+            detail["eventId"].as_str().unwrap().to_owned()
+        })
+        .collect()
 }
 
 /// The runner serving `data` publishes the event of every outbox item the table holds, each
@@ -234,18 +220,7 @@ async fn publishes_each_outbox_item_once(dir: &Path, data: &Path) -> Vec<String>
     drop(runner);
 
     let runner = serve(data, &events);
-    let reply = reqwest::Client::new()
-        .post(format!("{}/vehicles", runner.api))
-        .bearer_auth(crate::harness::token(
-            "tester",
-            &crate::harness::all_scopes(),
-            &[],
-        ))
-        .json(&json!({"plate": "AFTER 1", "chassis": "AFTER-C1", "depot": "north"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(reply.status(), 201);
+    register(&runner, "AFTER 1").await;
     let second = published(&events, |now| {
         now.last()
             .is_some_and(|last| last["detail"]["data"]["plate"] == "after 1")

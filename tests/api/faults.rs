@@ -1,5 +1,6 @@
 //! Faults through real sockets: an engine that accepts connections and never answers.
 
+use crate::slow_proxy::slow_proxy;
 use singlet::invoke::invoke;
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
@@ -367,41 +368,6 @@ async fn a_response_lost_after_the_commit_is_answered_once() {
             .all(|loan| crate::harness::n(loan, "renewalCount") == 1),
         "every loan renewed exactly once"
     );
-}
-
-/// A real TCP proxy in front of the engine that holds every chunk of the engine's answers for
-/// `delay` before passing it on: an engine that answers, slowly.
-async fn slow_proxy(engine: &str, delay: Duration) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let target = engine.trim_start_matches("http://").to_owned();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let endpoint = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let target = target.clone();
-            tokio::spawn(async move {
-                let Ok(upstream) = tokio::net::TcpStream::connect(&target).await else {
-                    return;
-                };
-                let (mut from_client, mut to_client) = client.into_split();
-                let (mut from_engine, mut to_engine) = upstream.into_split();
-                tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut from_client, &mut to_engine).await;
-                });
-                let mut chunk = [0u8; 16384];
-                while let Ok(n) = from_engine.read(&mut chunk).await {
-                    if n == 0 {
-                        break;
-                    }
-                    tokio::time::sleep(delay).await;
-                    if to_client.write_all(&chunk[..n]).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    endpoint
 }
 
 /// One deadline around the handler: an engine slow enough that a request's calls add up past it

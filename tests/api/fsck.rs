@@ -433,6 +433,12 @@ async fn a_copy_lent_again_while_a_finding_is_confirmed_raises_nothing() {
         &[(":s", str_attr("checked_out"))],
     )
     .await;
+    // What every check below finds: the broken copy alone.
+    let broken_copy = Found::from([finding(
+        "copy-status",
+        "BRANCH#central",
+        &format!("COPY#{broken}"),
+    )]);
     let copy = fixtures::copy(&api, "central").await;
     let third = fixtures::patron(&api, "central", "RACE-3", "standard").await;
     let loan = lend_copy(&api, &third, &copy).await;
@@ -443,24 +449,8 @@ async fn a_copy_lent_again_while_a_finding_is_confirmed_raises_nothing() {
     })
     .await
     .unwrap();
-    assert_eq!(
-        found(&report),
-        Found::from([finding(
-            "copy-status",
-            "BRANCH#central",
-            &format!("COPY#{broken}")
-        )]),
-        "{:?}",
-        report.findings
-    );
-    assert_eq!(
-        found(&check(&api.ctx).await),
-        Found::from([finding(
-            "copy-status",
-            "BRANCH#central",
-            &format!("COPY#{broken}")
-        )])
-    );
+    assert_eq!(found(&report), broken_copy, "{:?}", report.findings);
+    assert_eq!(found(&check(&api.ctx).await), broken_copy);
 
     // A patron registered while the scan ran: it read the card's lock, and the branch before the
     // patron was in it. The lock's holder is looked for by a scan, not by an index that may
@@ -475,16 +465,7 @@ async fn a_copy_lent_again_while_a_finding_is_confirmed_raises_nothing() {
     let report = fsck::judge_items(&api.ctx, scanned, Options::default())
         .await
         .unwrap();
-    assert_eq!(
-        found(&report),
-        Found::from([finding(
-            "copy-status",
-            "BRANCH#central",
-            &format!("COPY#{broken}")
-        )]),
-        "{:?}",
-        report.findings
-    );
+    assert_eq!(found(&report), broken_copy, "{:?}", report.findings);
     let late_card = api
         .items_with_pk_prefix("CARD#")
         .await
@@ -1119,6 +1100,16 @@ async fn around<F: std::future::Future<Output = ()>>(
     (before, written)
 }
 
+/// fsck's judgement of `kept`, read by a scan while a write committed: the confirmation re-reads
+/// what looks torn, sees the table whole, and raises nothing.
+async fn judged_in_flight(api: &Api, kept: &[Item]) -> Report {
+    let report = fsck::judge_items(&api.ctx, kept.to_vec(), Options::default())
+        .await
+        .unwrap();
+    assert_eq!(found(&report), Found::new(), "{:?}", report.findings);
+    report
+}
+
 fn at(item: &Item) -> (String, String) {
     (s(item, "PK").to_owned(), s(item, "SK").to_owned())
 }
@@ -1147,27 +1138,24 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
         .iter()
         .find(|i| s(i, "SK").starts_with("CHECKOUT#"))
         .unwrap();
+    // What a check finds of a restore that kept part of the checkout: the patron's count of open
+    // loans and the copy's status disagree with the loans there are.
+    let torn_checkout = Found::from([
+        finding(
+            "active-loans",
+            "BRANCH#central",
+            &format!("PATRON#{patron}"),
+        ),
+        finding("copy-status", "BRANCH#central", &format!("COPY#{copy}")),
+    ]);
     let mut kept = before.clone();
     kept.push(loan.clone());
     let torn = api.table_holding("torn-checkout", &kept).await;
     // A scan that read these items while the checkout committed (the loan after it, the copy and
     // the patron before) raises nothing: the re-read sees the table whole.
-    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
-        .await
-        .unwrap();
-    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
+    let in_flight = judged_in_flight(&api, &kept).await;
     assert_eq!(in_flight.scanned as usize, kept.len());
-    assert_eq!(
-        found(&check(&torn).await),
-        Found::from([
-            finding(
-                "active-loans",
-                "BRANCH#central",
-                &format!("PATRON#{patron}")
-            ),
-            finding("copy-status", "BRANCH#central", &format!("COPY#{copy}")),
-        ])
-    );
+    assert_eq!(found(&check(&torn).await), torn_checkout);
     // ... or everything but the loan.
     let mut kept = before.clone();
     kept.retain(|i| !written.iter().any(|w| at(w) == at(i)));
@@ -1179,21 +1167,8 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
     );
     let torn = api.table_holding("torn-checkout-2", &kept).await;
     // The copy `checked_out` with no loan in the scan: its loan is found by the second scan.
-    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
-        .await
-        .unwrap();
-    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
-    assert_eq!(
-        found(&check(&torn).await),
-        Found::from([
-            finding(
-                "active-loans",
-                "BRANCH#central",
-                &format!("PATRON#{patron}")
-            ),
-            finding("copy-status", "BRANCH#central", &format!("COPY#{copy}")),
-        ])
-    );
+    judged_in_flight(&api, &kept).await;
+    assert_eq!(found(&check(&torn).await), torn_checkout);
 
     // Repaired, the copy goes back on the shelf, which makes its branch's count of copies on the
     // shelf one short: the same `--repair` checks again and repairs that too, so nothing is
@@ -1225,10 +1200,7 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
     kept.retain(|i| at(i) == at(count) || !written.iter().any(|w| at(w) == at(i)));
     kept.extend(written.iter().filter(|i| at(i) != at(count)).cloned());
     let torn = api.table_holding("torn-checkout-3", &kept).await;
-    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
-        .await
-        .unwrap();
-    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
+    judged_in_flight(&api, &kept).await;
     assert_eq!(
         found(&check(&torn).await),
         Found::from([finding("copy-status", s(count, "PK"), "AVAILABLE#central")])
@@ -1289,10 +1261,7 @@ async fn a_torn_restore_is_flagged_with_exactly_its_missing_halves() {
             .clone(),
     );
     let torn = api.table_holding("torn-plate-2", &kept).await;
-    let in_flight = fsck::judge_items(&api.ctx, kept.clone(), Options::default())
-        .await
-        .unwrap();
-    assert_eq!(found(&in_flight), Found::new(), "{:?}", in_flight.findings);
+    judged_in_flight(&api, &kept).await;
     let vehicle_key = format!("VEHICLE#{vehicle_id}");
     assert_eq!(
         found(&check(&torn).await),

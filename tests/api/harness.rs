@@ -13,6 +13,7 @@ use singlet::serve::{engine, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use singlet_functions::request::answer;
+use singlet_functions::store::bulk;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -156,18 +157,114 @@ impl Call<'_> {
 
     async fn send_unchecked(self) -> Reply {
         match self.api.mode {
-            Mode::Direct => {
-                self.api
-                    .direct(self.method, &self.path, &self.headers, self.body)
-                    .await
-            }
-            Mode::Http => {
-                self.api
-                    .over_http(self.method, &self.path, &self.headers, self.body)
-                    .await
-            }
+            Mode::Direct => self.direct().await,
+            Mode::Http => self.over_http().await,
         }
     }
+
+    /// The handler called directly, with the request API Gateway would hand it.
+    async fn direct(self) -> Reply {
+        let mut header_map = axum::http::HeaderMap::new();
+        for (name, value) in &self.headers {
+            header_map.insert(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                axum::http::HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        let (route, request) = match front_door::lambda_request(
+            &tokens().0,
+            &self.method.parse().unwrap(),
+            &self.path.parse().unwrap(),
+            &header_map,
+            &self.body.unwrap_or_default(),
+        ) {
+            Ok(found) => found,
+            Err(refused) => {
+                return Reply {
+                    status: refused.0.as_u16(),
+                    headers: HashMap::from([(
+                        "content-type".to_owned(),
+                        "application/json".to_owned(),
+                    )]),
+                    body: serde_json::json!({"message": refused.1}),
+                };
+            }
+        };
+        let answer =
+            singlet::serve::iam::serving(route.function, answer(&self.api.ctx, route, request))
+                .await;
+        let response = answer.response;
+        let status = response.status().as_u16();
+        let mut headers: HashMap<String, String> = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        // What the runner's front door reports over HTTP, so that both modes can read it.
+        headers.insert(
+            front_door::CONSUMED_CAPACITY.to_owned(),
+            format!(
+                "rcu={}; wcu={}",
+                answer.consumed.read_units, answer.consumed.write_units
+            ),
+        );
+        let body = match response.body() {
+            Body::Empty => Value::Null,
+            other => json_body(other.as_ref()),
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    async fn over_http(self) -> Reply {
+        let mut request = self.api.http.request(
+            self.method.parse().unwrap(),
+            format!("{}{}", self.api.base, self.path),
+        );
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        if let Some(body) = self.body {
+            request = request.body(body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        let bytes = response.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            json_body(&bytes)
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+/// The JSON body `request` is answered with, whatever its status.
+pub async fn json_answer(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.unwrap();
+    response.json().await.unwrap()
+}
+
+/// A reply's body, which must be JSON.
+fn json_body(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or_else(|_| {
+        panic!(
+            "a body that is not JSON: {:?}",
+            String::from_utf8_lossy(bytes)
+        )
+    })
 }
 
 /// Every scope of the route table.
@@ -229,13 +326,14 @@ impl Api {
         answer: impl Fn(&str) -> (u16, Value) + Send + Sync + 'static,
     ) -> Api {
         use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-        let http = canned::Canned(Arc::new(answer));
+        use aws_smithy_runtime_api::client::http::{SharedHttpConnector, http_client_fn};
+        let canned = SharedHttpConnector::new(canned::Canned(Arc::new(answer)));
         let config = aws_sdk_dynamodb::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new("test", "test", None, None, "test"))
             .endpoint_url("http://127.0.0.1:1")
-            .http_client(http)
+            .http_client(http_client_fn(move |_, _| canned.clone()))
             .interceptor(singlet::serve::iam::Enforce)
             .build();
         let mut api = Api::start(Mode::Direct).await;
@@ -289,127 +387,9 @@ impl Api {
         self.call("DELETE", path).send().await
     }
 
-    /// The handler called directly, with the request API Gateway would hand it.
-    async fn direct(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(String, String)],
-        body: Option<Vec<u8>>,
-    ) -> Reply {
-        let mut header_map = axum::http::HeaderMap::new();
-        for (name, value) in headers {
-            header_map.insert(
-                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-                axum::http::HeaderValue::from_str(value).unwrap(),
-            );
-        }
-        let (route, request) = match front_door::lambda_request(
-            &tokens().0,
-            &method.parse().unwrap(),
-            &path.parse().unwrap(),
-            &header_map,
-            &body.unwrap_or_default(),
-        ) {
-            Ok(found) => found,
-            Err(refused) => {
-                return Reply {
-                    status: refused.0.as_u16(),
-                    headers: HashMap::from([(
-                        "content-type".to_owned(),
-                        "application/json".to_owned(),
-                    )]),
-                    body: serde_json::json!({"message": refused.1}),
-                };
-            }
-        };
-        let answer =
-            singlet::serve::iam::serving(route.function, answer(&self.ctx, route, request)).await;
-        let response = answer.response;
-        let status = response.status().as_u16();
-        let mut headers: HashMap<String, String> = response
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
-            .collect();
-        // What the runner's front door reports over HTTP, so that both modes can read it.
-        headers.insert(
-            front_door::CONSUMED_CAPACITY.to_owned(),
-            format!(
-                "rcu={}; wcu={}",
-                answer.consumed.read_units, answer.consumed.write_units
-            ),
-        );
-        let body = match response.body() {
-            Body::Empty => Value::Null,
-            other => serde_json::from_slice(other.as_ref()).unwrap_or_else(|_| {
-                panic!(
-                    "a body that is not JSON: {:?}",
-                    String::from_utf8_lossy(other.as_ref())
-                )
-            }),
-        };
-        Reply {
-            status,
-            headers,
-            body,
-        }
-    }
-
-    async fn over_http(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(String, String)],
-        body: Option<Vec<u8>>,
-    ) -> Reply {
-        let mut request = self
-            .http
-            .request(method.parse().unwrap(), format!("{}{}", self.base, path));
-        for (name, value) in headers {
-            request = request.header(name, value);
-        }
-        if let Some(body) = body {
-            request = request.body(body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
-            .collect();
-        let bytes = response.bytes().await.unwrap();
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| {
-                panic!(
-                    "a body that is not JSON: {:?}",
-                    String::from_utf8_lossy(&bytes)
-                )
-            })
-        };
-        Reply {
-            status,
-            headers,
-            body,
-        }
-    }
-
     /// The item at a key, read straight from the table.
     pub async fn item(&self, pk: &str, sk: &str) -> Option<Item> {
-        self.ctx
-            .db
-            .get_item()
-            .table_name(&*self.ctx.table)
-            .key("PK", AttributeValue::S(pk.into()))
-            .key("SK", AttributeValue::S(sk.into()))
-            .consistent_read(true)
-            .send()
-            .await
-            .unwrap()
-            .item
+        item_at(&self.ctx.db, &self.ctx.table, pk, sk).await
     }
 
     /// Every item in the table but the events' outbox items (a Scan: tests only). What a
@@ -423,25 +403,9 @@ impl Api {
 
     /// Every item in the table, outbox items included.
     pub async fn all_items(&self) -> Vec<Item> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .ctx
-                .db
-                .scan()
-                .table_name(&*self.ctx.table)
-                .set_exclusive_start_key(start)
-                .consistent_read(true)
-                .send()
-                .await
-                .unwrap();
-            items.extend(page.items.unwrap_or_default());
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return items;
-            }
-        }
+        bulk::scan_all(&self.ctx.db, &self.ctx.table, "")
+            .await
+            .unwrap()
     }
 
     /// Every item whose PK starts with `prefix`.
@@ -504,6 +468,31 @@ pub fn str_attr(value: &str) -> AttributeValue {
     AttributeValue::S(value.to_owned())
 }
 
+/// The item at a key of `table`, read straight from the engine (strongly consistent).
+pub async fn item_at(
+    db: &aws_sdk_dynamodb::Client,
+    table: &str,
+    pk: &str,
+    sk: &str,
+) -> Option<Item> {
+    db.get_item()
+        .table_name(table)
+        .key("PK", str_attr(pk))
+        .key("SK", str_attr(sk))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+}
+
+/// Every outbox item of `table`, read straight from the engine.
+pub async fn outbox_items(db: &aws_sdk_dynamodb::Client, table: &str) -> Vec<Item> {
+    bulk::scan_all(db, table, singlet_shared::keys::OUTBOX_PREFIX)
+        .await
+        .unwrap()
+}
+
 /// Puts `item` as it is.
 pub async fn put_raw(ctx: &Ctx, item: Item) {
     ctx.db
@@ -517,8 +506,8 @@ pub async fn put_raw(ctx: &Ctx, item: Item) {
 
 /// Puts `items` as they are, a `BatchWriteItem` at a time.
 pub async fn put_raw_all(ctx: &Ctx, items: Vec<Item>) {
-    for chunk in items.chunks(singlet_functions::store::bulk::BATCH_LIMIT) {
-        singlet_functions::store::bulk::put_batch(&ctx.db, &ctx.table, chunk.to_vec())
+    for chunk in items.chunks(bulk::BATCH_LIMIT) {
+        bulk::put_batch(&ctx.db, &ctx.table, chunk.to_vec())
             .await
             .unwrap();
     }
@@ -640,13 +629,9 @@ macro_rules! both {
 /// changes `serde_json`'s features for the whole test build, and so `cargo run` after
 /// `cargo test` would rebuild half the dependencies.)
 mod canned {
-    use aws_smithy_runtime_api::client::http::{
-        HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
-    };
+    use aws_smithy_runtime_api::client::http::{HttpConnector, HttpConnectorFuture};
     use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-    use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
     use aws_smithy_runtime_api::http::StatusCode;
-    use aws_smithy_runtime_api::shared::IntoShared;
     use aws_smithy_types::body::SdkBody;
     use serde_json::Value;
     use std::sync::Arc;
@@ -659,16 +644,6 @@ mod canned {
     impl std::fmt::Debug for Canned {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("Canned")
-        }
-    }
-
-    impl HttpClient for Canned {
-        fn http_connector(
-            &self,
-            _: &HttpConnectorSettings,
-            _: &RuntimeComponents,
-        ) -> SharedHttpConnector {
-            self.clone().into_shared()
         }
     }
 

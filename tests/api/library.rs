@@ -518,19 +518,8 @@ async fn both_isbn_forms_are_one_book(api: Api) {
     let reply = create_book(&api, ISBN10).await;
     assert_eq!(reply.status, 201, "{reply:?}");
     assert_eq!(reply.header("location"), Some("/books/9780306406157"));
-    assert_eq!(
-        reply.body,
-        json!({
-            "isbn": ISBN,
-            "title": "Fundamentals of Data Structures",
-            "author": "Ellis Horowitz",
-            "publisher": "Computer Science Press",
-            "publishYear": 1976,
-            "genre": "Computer science",
-            "description": "Arrays, stacks, queues, lists, trees and graphs.",
-            "pageCount": 564,
-        })
-    );
+    // The book as sent, its ISBN-10 as the ISBN-13 it is.
+    assert_eq!(reply.body, book_body(ISBN));
     let item = api
         .item("BOOK#9780306406157", "BOOK#9780306406157")
         .await

@@ -7,7 +7,9 @@ mod contract;
 mod fixtures;
 mod harness;
 mod process;
+mod relay;
 mod runtime_api;
+mod slow_proxy;
 
 mod accounts;
 mod audit;

@@ -70,6 +70,16 @@ pub(crate) async fn write_old_vehicles(api: &Api, count: usize) {
     put_raw_all(&api.ctx, (0..count).flat_map(old_vehicle).collect()).await;
 }
 
+/// A dry run of `migration` over four segments: what it would change, nothing written.
+async fn dry_run(api: &Api, migration: &'static migrations::Migration) -> migrate::Report {
+    let options = Options {
+        segments: 4,
+        dry_run: true,
+        ..Options::default()
+    };
+    migrate::run(&api.ctx, migration, &options).await.unwrap()
+}
+
 pub(crate) fn migration() -> &'static migrations::Migration {
     migrations::by_name("vehicles-by-depot").unwrap()
 }
@@ -152,17 +162,7 @@ async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once(
     let before = api.items().await;
 
     // A dry run plans every vehicle and writes nothing, not even a checkpoint.
-    let dry = migrate::run(
-        &api.ctx,
-        migration(),
-        &Options {
-            segments: 4,
-            dry_run: true,
-            ..Options::default()
-        },
-    )
-    .await
-    .unwrap();
+    let dry = dry_run(&api, migration()).await;
     assert_eq!(dry.changed, COUNT as u64);
     assert_eq!(dry.scanned, before.len() as u64);
     assert_eq!(dry.sample.len(), 5);
@@ -505,17 +505,7 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
 
     let expected_conflicts: Vec<String> =
         (0..COLLIDING).map(|i| format!("VEHICLE#v{i:06}")).collect();
-    let dry = migrate::run(
-        &api.ctx,
-        plates_compact(),
-        &Options {
-            segments: 4,
-            dry_run: true,
-            ..Options::default()
-        },
-    )
-    .await
-    .unwrap();
+    let dry = dry_run(&api, plates_compact()).await;
     assert_eq!(dry.changed, (OLD_PLATES - COLLIDING) as u64);
     let pks: Vec<&str> = dry.conflicts.iter().map(|c| c.pk.as_str()).collect();
     assert_eq!(pks, expected_conflicts);

@@ -66,30 +66,13 @@ async fn put(
 }
 
 async fn exists(client: &Client, pk: &str, sk: &str) -> bool {
-    client
-        .get_item()
-        .table_name(TABLE)
-        .key("PK", AttributeValue::S(pk.into()))
-        .key("SK", AttributeValue::S(sk.into()))
-        .consistent_read(true)
-        .send()
+    crate::harness::item_at(client, TABLE, pk, sk)
         .await
-        .unwrap()
-        .item
         .is_some()
 }
 
 async fn table_arn(client: &Client) -> String {
-    client
-        .describe_table()
-        .table_name(TABLE)
-        .send()
-        .await
-        .unwrap()
-        .table
-        .unwrap()
-        .table_arn
-        .unwrap()
+    crate::s3_layout::table_arn(client, TABLE).await
 }
 
 /// The reason and resource of a refused put, or why it was not the refusal it should be.

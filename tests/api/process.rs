@@ -30,6 +30,18 @@ pub fn singlet() -> Command {
     command
 }
 
+/// What `command` printed on standard output, as JSON, once it succeeded (what it printed on
+/// standard error, if it did not).
+pub fn json_printed(command: &mut Command) -> Value {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// A runner serving the API: its base URL, and its embedded engine's endpoint if it serves one.
 pub struct Running {
     child: Child,

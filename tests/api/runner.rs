@@ -155,23 +155,13 @@ async fn the_engines_endpoint_refuses_web_pages() {
 
 /// `singlet --in-memory invoke <function> --event events/<function>.json`: what it printed.
 fn invoke(function: &str) -> Value {
-    let output = process::singlet()
-        .current_dir(ROOT)
-        .args([
-            "--in-memory",
-            "invoke",
-            function,
-            "--event",
-            &format!("events/{function}.json"),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    process::json_printed(process::singlet().current_dir(ROOT).args([
+        "--in-memory",
+        "invoke",
+        function,
+        "--event",
+        &format!("events/{function}.json"),
+    ]))
 }
 
 #[test]
@@ -238,19 +228,13 @@ async fn the_console_needs_the_printed_secret_and_can_be_left_out() {
 /// "now" is the clock's (were it the event's, the clock would cap it at the clock plus 5 minutes).
 #[test]
 fn invoke_runs_a_function_on_a_clock_of_ones_choosing() {
-    let output = process::singlet()
-        .current_dir(ROOT)
-        .args(["--in-memory", "invoke", "mark-overdue"])
-        .args(["--event", "events/mark-overdue.json"])
-        .args(["--clock", "2026-11-01T00:00:00Z"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let report = process::json_printed(
+        process::singlet()
+            .current_dir(ROOT)
+            .args(["--in-memory", "invoke", "mark-overdue"])
+            .args(["--event", "events/mark-overdue.json"])
+            .args(["--clock", "2026-11-01T00:00:00Z"]),
     );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["now"], "2026-11-01T00:00:00Z", "{report}");
     let refused = process::singlet()
         .current_dir(ROOT)
@@ -395,14 +379,9 @@ async fn the_runner_runs_mark_overdue_on_its_schedule() {
     )
     .await;
     for _ in 0..50 {
-        let overdue: Value = client()
-            .get(format!("{base}/branches/central/overdue"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let overdue =
+            crate::harness::json_answer(client().get(format!("{base}/branches/central/overdue")))
+                .await;
         if overdue["items"]
             .as_array()
             .is_some_and(|items| !items.is_empty())

@@ -359,6 +359,24 @@ fn alarms_on(template: &Value, namespace: &str, metric: &str, name: &str, value:
     alarms_watching(template, namespace, metric, name, value).len()
 }
 
+/// The function `logical` (`who` in a failure) has one alarm on its Lambda `Errors` and one on
+/// its `Throttles`.
+fn assert_one_errors_and_one_throttles_alarm(template: &Value, logical: &str, who: &str) {
+    for metric in ["Errors", "Throttles"] {
+        assert_eq!(
+            alarms_on(
+                template,
+                "AWS/Lambda",
+                metric,
+                "FunctionName",
+                &reference(logical)
+            ),
+            1,
+            "{who} has one {metric} alarm"
+        );
+    }
+}
+
 /// Whether a metric-math alarm adds up all its metrics, each `FILL(id, 0)`: a metric with no
 /// datapoint in a period (DynamoDB reports no `ThrottledRequests` for an operation nobody was
 /// throttled on) would otherwise make the whole sum missing, and the alarm would never fire.
@@ -495,19 +513,7 @@ fn every_function_logs_to_its_own_log_group_and_alarms_on_errors_and_throttles()
             reference("LogRetentionInDays"),
             "{served}'s log retention"
         );
-        for metric in ["Errors", "Throttles"] {
-            assert_eq!(
-                alarms_on(
-                    &template,
-                    "AWS/Lambda",
-                    metric,
-                    "FunctionName",
-                    &reference(&logical)
-                ),
-                1,
-                "{served} has one {metric} alarm"
-            );
-        }
+        assert_one_errors_and_one_throttles_alarm(&template, &logical, &served);
     }
     for (name, alarm) in resources(&template, "AWS::CloudWatch::Alarm") {
         assert!(
@@ -1158,19 +1164,7 @@ fn tools_function_and_state_machine() {
         ),
         1
     );
-    for metric in ["Errors", "Throttles"] {
-        assert_eq!(
-            alarms_on(
-                &template,
-                "AWS/Lambda",
-                metric,
-                "FunctionName",
-                &reference(TOOLS_FUNCTION)
-            ),
-            1,
-            "the tools function has one {metric} alarm"
-        );
-    }
+    assert_one_errors_and_one_throttles_alarm(&template, TOOLS_FUNCTION, "the tools function");
 
     let machines = resources(&template, "AWS::Serverless::StateMachine");
     assert_eq!(machines.len(), 1, "one state machine, the tools'");

@@ -10,6 +10,7 @@ use singlet::serve::event_source::{EventSource, Faults};
 use singlet::serve::local_bus::LocalBus;
 use singlet_tools::transfer;
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 /// A table with every domain in it, written through the API.
 pub(crate) async fn filled() -> Api {
@@ -511,13 +512,8 @@ async fn a_bad_export_is_refused_before_anything_is_written() {
 fn the_cli_refuses_what_is_not_an_export_with_exit_2() {
     let dir = scratch("not-an-export");
     std::fs::create_dir_all(&dir).unwrap();
-    let output = singlet()
-        .args(["--in-memory", "load"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let output = exited(singlet().args(["--in-memory", "load"]).arg(&dir), 2);
+    let stderr = stderr_of(&output);
     assert!(stderr.contains("is not an export"), "{stderr}");
 
     // A data line that is not DynamoDB JSON names its file and line.
@@ -528,13 +524,8 @@ fn the_cli_refuses_what_is_not_an_export_with_exit_2() {
         "{\"Item\": {\"PK\": {\"Q\": \"x\"}}}\n",
     )
     .unwrap();
-    let output = singlet()
-        .args(["--in-memory", "load"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let output = exited(singlet().args(["--in-memory", "load"]).arg(&dir), 2);
+    let stderr = stderr_of(&output);
     assert!(stderr.contains("00000000.json:1"), "{stderr}");
 }
 
@@ -543,41 +534,35 @@ fn the_cli_exports_and_loads_with_a_json_summary() {
     let dir = scratch("cli");
     let data = scratch("cli-data").with_extension("db");
     // A data file that is not there is not made up and exported empty: a typo is told.
-    let refused = singlet()
-        .arg("--data")
-        .arg(&data)
-        .args(["export", "--json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let export = || {
+        let mut command = singlet();
+        command
+            .arg("--data")
+            .arg(&data)
+            .args(["export", "--json"])
+            .arg(&dir);
+        command
+    };
+    let refused = exited(&mut export(), 2);
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("there is no data file"),
+        stderr_of(&refused).contains("there is no data file"),
         "{refused:?}"
     );
     assert!(!data.exists() && !dir.exists(), "nothing made");
     // Nor is an in-memory engine, empty and gone when the command ends.
-    let refused = singlet()
-        .args(["--in-memory", "export", "--json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let refused = exited(
+        singlet()
+            .args(["--in-memory", "export", "--json"])
+            .arg(&dir),
+        2,
+    );
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("--in-memory is an empty table"),
+        stderr_of(&refused).contains("--in-memory is an empty table"),
         "{refused:?}"
     );
     assert!(!dir.exists(), "nothing made");
     crate::process::an_empty_table(&data);
-    let seeded = singlet()
-        .arg("--data")
-        .arg(&data)
-        .args(["export", "--json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(seeded.status.code(), Some(0), "{seeded:?}");
-    let summary: Value = serde_json::from_slice(&seeded.stdout).unwrap();
+    let summary = summary_of(&export().output().unwrap());
     assert_eq!(
         summary,
         json!({"exported": 0, "files": 4, "consistent": true})
@@ -588,8 +573,7 @@ fn the_cli_exports_and_loads_with_a_json_summary() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
-    let summary: Value = serde_json::from_slice(&loaded.stdout).unwrap();
+    let summary = summary_of(&loaded);
     assert_eq!(
         summary,
         json!({"loaded": 0, "outboxLeftOut": 0, "ownerLocksMoved": 0, "hottestKey": null})
@@ -962,27 +946,17 @@ async fn load_creates_the_table_on_an_external_engine_that_lacks_it() {
             .is_empty(),
         "the engine starts empty"
     );
-    let output = tokio::task::spawn_blocking({
-        let (dir, endpoint) = (dir.clone(), endpoint.clone());
-        move || {
-            singlet()
-                .args([
-                    "--endpoint",
-                    &endpoint,
-                    "--table",
-                    "elsewhere",
-                    "load",
-                    "--json",
-                ])
-                .arg(&dir)
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let mut summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut load = singlet();
+    load.args([
+        "--endpoint",
+        &endpoint,
+        "--table",
+        "elsewhere",
+        "load",
+        "--json",
+    ])
+    .arg(&dir);
+    let mut summary = summary_of(&output_of(load).await);
     let loaded = loaded_from(&original);
     // Through an endpoint the load is paced per key, and names its hottest (a table key here).
     let hottest = summary
@@ -1037,8 +1011,28 @@ fn on_data(data: &std::path::Path, args: &[&str], path: &std::path::Path) -> std
         .unwrap()
 }
 
-fn stderr_of(output: &std::process::Output) -> String {
+fn stderr_of(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `command` run to its end, having exited with `code`.
+fn exited(command: &mut Command, code: i32) -> Output {
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(code), "{output:?}");
+    output
+}
+
+/// `command` run to its end off the test's runtime, which serves the engine it calls.
+async fn output_of(mut command: Command) -> Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// The JSON summary a command printed, having exited `0`.
+fn summary_of(output: &Output) -> Value {
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// `branches.jsonl` in `dir`: two branches' rows, as `import branches` takes them.
@@ -1359,8 +1353,7 @@ async fn an_export_taken_while_the_api_writes_loads_into_a_table_fsck_finds_clea
         written += writer.await.unwrap();
     }
     drop(runner);
-    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
-    let summary: Value = serde_json::from_slice(&exported.stdout).unwrap();
+    let summary = summary_of(&exported);
     assert_eq!(summary["consistent"], true, "{summary}");
     assert!(written > 0, "the API wrote while the export ran");
 
@@ -1389,20 +1382,12 @@ async fn an_export_taken_while_the_api_writes_loads_into_a_table_fsck_finds_clea
 async fn an_export_through_an_endpoint_says_it_may_be_torn() {
     let (_, endpoint) = engine::start_in_memory("singlet").await;
     let dir = scratch("through-endpoint");
-    let output = tokio::task::spawn_blocking({
-        let dir = dir.clone();
-        move || {
-            singlet()
-                .args(["--endpoint", &endpoint, "export", "--json"])
-                .arg(&dir)
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut export = singlet();
+    export
+        .args(["--endpoint", &endpoint, "export", "--json"])
+        .arg(&dir);
+    let output = output_of(export).await;
+    let summary = summary_of(&output);
     assert_eq!(summary["consistent"], false, "{summary}");
     assert!(
         stderr_of(&output).contains("can leave the export torn"),

@@ -23,15 +23,14 @@
 //! `if-match` already makes a retry harmless (a retry of a change that committed gets `412`
 //! naming the version it produced).
 
-use super::{Event, MAX_TEXT_LEN, Resource, ResourceEvent, load, state};
+use super::{Event, MAX_TEXT_LEN, Resource, load, recorded, state};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{self, EventType};
+use crate::events::EventType;
 use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
-use crate::recording::outbox;
-use crate::store::{Commit, Condition, Put, Transaction, Update, decode};
+use crate::store::{Commit, Condition, Transaction, Update, decode};
 use lambda_http::Request;
 use singlet_shared::Status;
 use singlet_shared::keys::{self, MAX_VERSION};
@@ -86,6 +85,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         to_status: status,
     };
 
+    let (event, domain_event) = recorded(&req, &after, event, EventType::ResourceChanged);
     let commit = Transaction::new()
         .update(
             Part::Current,
@@ -96,20 +96,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 .when(Condition::equals(Resource::VERSION, expected))
                 .old_on_failure(),
         )
-        .put(
-            Part::Event,
-            Put::new_only(&ResourceEvent {
-                resource_id: resource_id.clone(),
-                event,
-            }),
-        )
-        .put(
-            Part::DomainEvent,
-            outbox(
-                &req,
-                events::Event::new(EventType::ResourceChanged, &resource_id, &after).sequence(next),
-            ),
-        )
+        .put(Part::Event, event)
+        .put(Part::DomainEvent, domain_event)
         .commit(ctx)
         .await?;
 

@@ -7,15 +7,14 @@
 //! `Idempotency-Key`: the id is the client's, so a retry names the same resource and gets the
 //! first response back.
 
-use super::{CREATE_ACTION, Event, Resource, ResourceEvent, with_etag};
+use super::{CREATE_ACTION, Event, Resource, recorded, with_etag};
 use crate::claims::principal;
 use crate::clock;
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::events::{self, EventType};
+use crate::events::EventType;
 use crate::http::{AllValid, HandlerResult, JsonBody, created};
 use crate::idempotency::{IdFrom, Idempotency, commit};
-use crate::recording::outbox;
 use crate::store::{Put, Transaction};
 use lambda_http::Request;
 use singlet_shared::{Id, Status};
@@ -57,22 +56,11 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         &resource,
     );
 
+    let (event, domain_event) = recorded(&req, &resource, event, EventType::ResourceCreated);
     let transaction = Transaction::new()
         .put(Part::Current, Put::new_only(&resource))
-        .put(
-            Part::FirstEvent,
-            Put::new_only(&ResourceEvent {
-                resource_id: resource_id.clone(),
-                event,
-            }),
-        )
-        .put(
-            Part::DomainEvent,
-            outbox(
-                &req,
-                events::Event::new(EventType::ResourceCreated, &resource_id, &resource).sequence(1),
-            ),
-        );
+        .put(Part::FirstEvent, event)
+        .put(Part::DomainEvent, domain_event);
 
     // The id is the client's, not derived from the key: its own guard is its lock.
     let done = commit(ctx, transaction, &idempotency, IdFrom::Request, response).await?;

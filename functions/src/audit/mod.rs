@@ -19,10 +19,13 @@ pub mod resource_history;
 
 use crate::context::Ctx;
 use crate::error::ApiError;
+use crate::events::EventType;
 use crate::headers::etag;
 use crate::http::ok;
+use crate::recording::outbox;
+use crate::store::Put;
 use lambda_http::http::header;
-use lambda_http::{Body, Response};
+use lambda_http::{Body, Request, Response};
 use singlet_shared::{Id, keys};
 
 pub use crate::model::audit::{Event, Resource, ResourceEvent};
@@ -50,4 +53,21 @@ pub fn with_etag(mut response: Response<Body>, resource: &Resource) -> Response<
 /// `200` state with its `etag`.
 pub fn state(resource: &Resource) -> Response<Body> {
     with_etag(ok(resource), resource)
+}
+
+/// The two puts that record the change that made `state`, beside its `CURRENT`: its `event`
+/// (`EVENT#<version>`, only if there is none: a version has one event), and its domain event
+/// `kind` carrying `state`, numbered by its version.
+pub fn recorded(req: &Request, state: &Resource, event: Event, kind: EventType) -> (Put, Put) {
+    let resource_id = &state.resource_id;
+    (
+        Put::new_only(&ResourceEvent {
+            resource_id: resource_id.clone(),
+            event,
+        }),
+        outbox(
+            req,
+            crate::events::Event::new(kind, resource_id, state).sequence(state.version),
+        ),
+    )
 }

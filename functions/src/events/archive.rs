@@ -200,24 +200,9 @@ mod tests {
 
     mod seam {
         use super::Bucket;
-        use aws_smithy_runtime_api::client::http::{
-            HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings,
-            SharedHttpConnector,
-        };
+        use aws_smithy_runtime_api::client::http::{HttpConnector, HttpConnectorFuture};
         use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-        use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-        use aws_smithy_runtime_api::shared::IntoShared;
         use aws_smithy_types::body::SdkBody;
-
-        impl HttpClient for Bucket {
-            fn http_connector(
-                &self,
-                _: &HttpConnectorSettings,
-                _: &RuntimeComponents,
-            ) -> SharedHttpConnector {
-                self.clone().into_shared()
-            }
-        }
 
         impl HttpConnector for Bucket {
             fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
@@ -252,6 +237,7 @@ mod tests {
     }
 
     fn archive_on(bucket: &Bucket) -> S3Archive {
+        use aws_smithy_runtime_api::client::http::{SharedHttpConnector, http_client_fn};
         let config = aws_sdk_s3::Config::builder()
             .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
             .region(aws_sdk_s3::config::Region::new("us-east-1"))
@@ -260,7 +246,10 @@ mod tests {
             ))
             .endpoint_url("http://127.0.0.1:1")
             .force_path_style(true)
-            .http_client(bucket.clone())
+            .http_client(http_client_fn({
+                let bucket = SharedHttpConnector::new(bucket.clone());
+                move |_, _| bucket.clone()
+            }))
             .build();
         S3Archive::new(aws_sdk_s3::Client::from_conf(config), "archive")
     }

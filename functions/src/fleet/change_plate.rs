@@ -11,7 +11,7 @@
 //!
 //! Another spelling of the plate the vehicle holds (`KA19XTR` → `KA 19 XTR`) meets the lock it
 //! holds already: nothing is claimed or released, the lock and the vehicle take the new spelling
-//! together (`respell`).
+//! together (`lock::swap_spelling`).
 
 use super::{PlateLock, Vehicle, load_with_locks, plate_free_before_compact};
 use crate::context::Ctx;
@@ -20,9 +20,9 @@ use crate::events::{Event, EventType};
 use crate::http::{AllValid, HandlerResult, JsonBody, ok, path_id};
 use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
-use crate::store::{Commit, Condition, Put, RACE_ATTEMPTS, Transaction, Update};
+use crate::store::{Condition, RACE_ATTEMPTS, Update};
 use lambda_http::Request;
-use singlet_shared::{Id, Plate, keys};
+use singlet_shared::{Plate, keys};
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
@@ -55,8 +55,18 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                 },
             ),
         );
+        // Another spelling of its own plate: the lock it holds takes the new spelling with the
+        // vehicle, and the new spelling's key under the old rule is checked free, as a claim
+        // would check it.
         let swapped = if locks.plate == keys::plate_lock(&plate) {
-            respell(ctx, &vehicle_id, &plate, update, event).await?
+            lock::swap_spelling(
+                ctx,
+                &lock_of(&plate),
+                plate_free_before_compact(&lock_of(&plate)),
+                update,
+                event,
+            )
+            .await?
         } else {
             lock::swap_from(
                 ctx,
@@ -85,49 +95,4 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         }
     }
     Err(ApiError::Unavailable)
-}
-
-/// The vehicle's plate changed to another spelling of itself: one transaction rewrites the
-/// spelling in the lock it holds (while the lock still names it) and in the vehicle (while it has
-/// the plate read), checks the new spelling's key under the old rule free, as a claim would, and
-/// puts the event.
-async fn respell(
-    ctx: &Ctx,
-    vehicle_id: &Id,
-    plate: &Plate,
-    vehicle: Update<Vehicle>,
-    event: Put,
-) -> Result<Swapped, ApiError> {
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    enum Part {
-        Lock,
-        LockBefore,
-        Vehicle,
-        Event,
-    }
-    let lock = PlateLock {
-        plate: plate.clone(),
-        vehicle_id: vehicle_id.clone(),
-    };
-    let commit = Transaction::new()
-        .put(Part::Lock, lock::respell(&lock))
-        .check_if_some(Part::LockBefore, plate_free_before_compact(&lock))
-        .update(Part::Vehicle, vehicle)
-        .put(Part::Event, event)
-        .commit(ctx)
-        .await?;
-    Ok(match commit {
-        Commit::Done => Swapped::Done,
-        Commit::Cancelled(cancelled) => {
-            let taken =
-                |part| lock::held_by_other::<PlateLock>(cancelled.old(part), vehicle_id.as_str());
-            if taken(Part::LockBefore) || taken(Part::Lock) {
-                Swapped::Taken
-            } else if cancelled.failed(Part::Vehicle) {
-                Swapped::OwnerChanged(cancelled.old(Part::Vehicle).cloned())
-            } else {
-                Swapped::LockDisagrees
-            }
-        }
-    })
 }

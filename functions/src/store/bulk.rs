@@ -4,7 +4,8 @@
 use super::Item;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use singlet_shared::schema::PK;
 use std::time::Duration;
 
 /// `BatchWriteItem` takes at most this many puts.
@@ -36,6 +37,37 @@ pub async fn scan_page(
         page.items.unwrap_or_default(),
         page.last_evaluated_key.filter(|key| !key.is_empty()),
     ))
+}
+
+/// Every item of `table` whose partition key begins with `pk_prefix` (every item, for `""`),
+/// read by a strongly consistent `Scan` to its end: for a table, or a part of one, small enough
+/// to hold in memory (the outbox items the runner delivers at start, the tests' and benches'
+/// look at a whole table).
+pub async fn scan_all(client: &Client, table: &str, pk_prefix: &str) -> Result<Vec<Item>, String> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let mut scan = client
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start);
+        if !pk_prefix.is_empty() {
+            scan = scan
+                .filter_expression("begins_with(#pk, :prefix)")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_values(":prefix", AttributeValue::S(pk_prefix.to_owned()));
+        }
+        let page = scan
+            .send()
+            .await
+            .map_err(|e| format!("cannot scan {table}: {}", DisplayErrorContext(e)))?;
+        items.extend(page.items.unwrap_or_default());
+        start = page.last_evaluated_key.filter(|key| !key.is_empty());
+        if start.is_none() {
+            return Ok(items);
+        }
+    }
 }
 
 /// Whether `table` holds any item (one item read).

@@ -6,35 +6,9 @@ use crate::error::ApiError;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use tracing::{error, warn};
 
-/// Error and cancellation-reason codes that mean "try again later", in every spelling DynamoDB
-/// uses (a transaction's cancellation reasons drop the `Exception` suffix).
-const TRANSIENT: &[&str] = &[
-    "ThrottlingException",
-    "Throttling",
-    "ThrottlingError",
-    "ProvisionedThroughputExceededException",
-    "ProvisionedThroughputExceeded",
-    "RequestLimitExceeded",
-    "RequestLimitExceededException",
-    "InternalServerError",
-    "InternalServerErrorException",
-    "ServiceUnavailable",
-    "ServiceUnavailableException",
-    "TransactionInProgressException",
-    "TransactionInProgress",
-    "TransactionConflict",
-    "TransactionConflictException",
-    "ReplicatedWriteConflictException",
-    "ReplicatedWriteConflict",
-    "ThrottlingReason",
-];
-
-pub fn is_transient(code: &str) -> bool {
-    TRANSIENT.contains(&code)
-}
-
-/// Codes that mean the table refused the request's units (a hot key, the table's throughput):
-/// answered as [`ApiError::Throttled`], the rest of [`TRANSIENT`] as [`ApiError::Unavailable`].
+/// Codes that mean the table refused the request's units (a hot key, the table's throughput), in
+/// every spelling DynamoDB uses (a transaction's cancellation reasons drop the `Exception`
+/// suffix): answered as [`ApiError::Throttled`].
 const THROTTLED: &[&str] = &[
     "ThrottlingException",
     "Throttling",
@@ -45,6 +19,26 @@ const THROTTLED: &[&str] = &[
     "RequestLimitExceededException",
     "ThrottlingReason",
 ];
+
+/// The other codes that mean "try again later", in the same spellings: answered as
+/// [`ApiError::Unavailable`].
+const UNAVAILABLE: &[&str] = &[
+    "InternalServerError",
+    "InternalServerErrorException",
+    "ServiceUnavailable",
+    "ServiceUnavailableException",
+    "TransactionInProgressException",
+    "TransactionInProgress",
+    "TransactionConflict",
+    "TransactionConflictException",
+    "ReplicatedWriteConflictException",
+    "ReplicatedWriteConflict",
+];
+
+/// An error or cancellation-reason code that means "try again later": throttled or unavailable.
+pub fn is_transient(code: &str) -> bool {
+    is_throttling(code) || UNAVAILABLE.contains(&code)
+}
 
 pub fn is_throttling(code: &str) -> bool {
     THROTTLED.contains(&code)

@@ -8,7 +8,8 @@
 //!   release the old one, update the owner only if it still holds the old value, and put the
 //!   change's domain event (its outbox item);
 //! - [`respell`] rewrites the spelling a lock holds when its holder changes to a look-alike of
-//!   its own value (one key, so nothing is claimed or released);
+//!   its own value (one key, so nothing is claimed or released), and [`swap_spelling`] moves
+//!   an owner to such a spelling as [`swap`] moves it to another value;
 //! - [`free_at`] checks, in the same transaction as a claim, that no lock is at a key an earlier
 //!   rule made of the value (a plate lock before `plates-compact`), which the claim cannot meet.
 //!
@@ -170,10 +171,51 @@ pub async fn swap_from<L: Held, O: Entity>(
     owner: Update<O>,
     event: Put,
 ) -> Result<Swapped, ApiError> {
-    let commit = Transaction::new()
-        .put(Part::NewLock, claim(new))
-        .check_if_some(Part::NewLockBefore, new_free_before)
-        .delete(Part::OldLock, release_old)
+    move_owner(
+        ctx,
+        new,
+        claim(new),
+        new_free_before,
+        Some(release_old),
+        owner,
+        event,
+    )
+    .await
+}
+
+/// [`swap`] to another spelling of the value the owner holds already (a look-alike of its own
+/// value: one key): the lock takes the new spelling ([`respell`]) while it names the owner, and
+/// nothing is claimed or released; `new_free_before` as for [`swap_from`]. Ends as a swap does:
+/// [`Swapped::Taken`] when the lock or the earlier rule's key is another owner's.
+pub async fn swap_spelling<L: Held, O: Entity>(
+    ctx: &Ctx,
+    new: &L,
+    new_free_before: Option<Check<()>>,
+    owner: Update<O>,
+    event: Put,
+) -> Result<Swapped, ApiError> {
+    move_owner(ctx, new, respell(new), new_free_before, None, owner, event).await
+}
+
+/// The one transaction of [`swap_from`] and [`swap_spelling`]: `new_lock` (the put of `new`),
+/// the check of the earlier rule's key, the release of the old lock if there is one to release,
+/// the owner's update and the event.
+async fn move_owner<L: Held, O: Entity>(
+    ctx: &Ctx,
+    new: &L,
+    new_lock: Put,
+    new_free_before: Option<Check<()>>,
+    release_old: Option<Delete<L>>,
+    owner: Update<O>,
+    event: Put,
+) -> Result<Swapped, ApiError> {
+    let mut transaction = Transaction::new()
+        .put(Part::NewLock, new_lock)
+        .check_if_some(Part::NewLockBefore, new_free_before);
+    if let Some(release_old) = release_old {
+        transaction = transaction.delete(Part::OldLock, release_old);
+    }
+    let commit = transaction
         .update(Part::Owner, owner)
         .put(Part::Event, event)
         .commit(ctx)

@@ -229,14 +229,7 @@ impl Put {
 /// An update of the item of `E` at a key.
 #[derive(Debug, Clone)]
 pub struct Update<E> {
-    key: Key,
-    set: Vec<(&'static str, AttributeValue)>,
-    /// The `_v` a migration moves the item to.
-    version: Option<u32>,
-    add: Vec<(&'static str, i64)>,
-    remove: Vec<&'static str>,
-    clauses: Vec<Clause>,
-    old_on_failure: bool,
+    raw: RawUpdate,
     entity: PhantomData<fn() -> E>,
 }
 
@@ -260,24 +253,15 @@ impl<E: Entity> Update<E> {
         if E::TYPE.version == 1 {
             set.push((VERSION, AttributeValue::N("1".to_owned())));
         }
-        Self {
-            key,
-            set,
-            version: None,
-            add: Vec::new(),
-            remove: Vec::new(),
-            clauses: Vec::new(),
-            old_on_failure: false,
-            entity: PhantomData,
-        }
+        Self::typed(RawUpdate::new(key, set, Vec::new()))
     }
 
     /// Moves the item to `version` of `E`, on condition that it is of an earlier one (a missing
     /// `_v` is version 1): only a migration says this, with the attributes that version adds.
     pub fn to_version(mut self, version: u32) -> Self {
-        self.set.retain(|(attribute, _)| *attribute != VERSION);
-        self.version = Some(version);
-        self.clauses.push(Clause::MissingOrBelow(
+        self.raw.set.retain(|(attribute, _)| *attribute != VERSION);
+        self.raw.version = Some(version);
+        self.raw.clauses.push(Clause::MissingOrBelow(
             VERSION,
             AttributeValue::N(version.to_string()),
         ));
@@ -286,50 +270,38 @@ impl<E: Entity> Update<E> {
 
     /// Sets `field` to `value`.
     pub fn set(mut self, field: Field<E>, value: impl Serialize) -> Self {
-        self.set.push((field.name(), attribute(value)));
+        self.raw.set.push((field.name(), attribute(value)));
         self
     }
 
     /// Adds `by` (negative: subtracts) to the number `field`, in place.
     pub fn add(mut self, field: Field<E>, by: i64) -> Self {
-        self.add.push((field.name(), by));
+        self.raw.add.push((field.name(), by));
         self
     }
 
     /// Sets the item's keys in `index`.
     pub fn set_index(mut self, index: Index, key: IndexKey) -> Self {
-        self.set.push((index.pk, AttributeValue::S(key.pk)));
-        self.set.push((index.sk, AttributeValue::S(key.sk)));
+        self.raw.set.push((index.pk, AttributeValue::S(key.pk)));
+        self.raw.set.push((index.sk, AttributeValue::S(key.sk)));
         self
     }
 
     /// Sets the item's sort key in `index` (its partition stays).
     pub fn set_index_sort(mut self, index: Index, sort: String) -> Self {
-        self.set.push((index.sk, AttributeValue::S(sort)));
+        self.raw.set.push((index.sk, AttributeValue::S(sort)));
         self
     }
 
     /// Takes the item out of `index`.
     pub fn remove_index(mut self, index: Index) -> Self {
-        self.remove.extend([index.pk, index.sk]);
+        self.raw.remove.extend([index.pk, index.sk]);
         self
     }
 
     /// Removes `field` (fsck: `expiresAt` from an item that must never expire).
     pub fn remove(mut self, field: Field<E>) -> Self {
-        self.remove.push(field.name());
-        self
-    }
-
-    /// Applies only if `condition` holds.
-    pub fn when(mut self, condition: Condition<E>) -> Self {
-        self.clauses.extend(condition.clauses);
-        self
-    }
-
-    /// When the condition fails, the cancellation hands back the item as it stood.
-    pub fn old_on_failure(mut self) -> Self {
-        self.old_on_failure = true;
+        self.raw.remove.push(field.name());
         self
     }
 }
@@ -344,60 +316,35 @@ impl Update<AnyEntity> {
     /// the item at `key` where either is missing, keeping the one it has; only if the item exists
     /// and lacks one of them.
     pub fn stamp(key: Key, entity_type: &EntityType) -> Self {
-        Self {
+        let set = vec![
+            (ENTITY_TYPE, AttributeValue::S(entity_type.name.to_owned())),
+            (VERSION, AttributeValue::N("1".to_owned())),
+        ];
+        Self::typed(RawUpdate::new(
             key,
-            set: vec![
-                (ENTITY_TYPE, AttributeValue::S(entity_type.name.to_owned())),
-                (VERSION, AttributeValue::N("1".to_owned())),
-            ],
-            version: None,
-            add: Vec::new(),
-            remove: Vec::new(),
-            clauses: vec![Clause::Exists, Clause::Unstamped],
-            old_on_failure: false,
-            entity: PhantomData,
-        }
+            set,
+            vec![Clause::Exists, Clause::Unstamped],
+        ))
     }
 }
 
 /// A delete of the item of `E` at a key.
 #[derive(Debug, Clone)]
 pub struct Delete<E> {
-    key: Key,
-    clauses: Vec<Clause>,
-    old_on_failure: bool,
+    raw: RawDelete,
     entity: PhantomData<fn() -> E>,
 }
 
 impl<E> Delete<E> {
     pub fn at(key: Key) -> Self {
-        Self {
-            key,
-            clauses: Vec::new(),
-            old_on_failure: false,
-            entity: PhantomData,
-        }
-    }
-
-    /// Applies only if `condition` holds.
-    pub fn when(mut self, condition: Condition<E>) -> Self {
-        self.clauses.extend(condition.clauses);
-        self
-    }
-
-    /// When the condition fails, the cancellation hands back the item as it stood.
-    pub fn old_on_failure(mut self) -> Self {
-        self.old_on_failure = true;
-        self
+        Self::typed(RawDelete::new(key, Vec::new()))
     }
 }
 
 /// A condition on the item of `E` at a key, written nothing: a transaction's `ConditionCheck`.
 #[derive(Debug, Clone)]
 pub struct Check<E> {
-    key: Key,
-    clauses: Vec<Clause>,
-    old_on_failure: bool,
+    raw: RawCheck,
     entity: PhantomData<fn() -> E>,
 }
 
@@ -409,20 +356,44 @@ impl<E> Check<E> {
     }
 
     pub fn at(key: Key, condition: Condition<E>) -> Self {
-        Self {
-            key,
-            clauses: condition.clauses,
-            old_on_failure: false,
-            entity: PhantomData,
-        }
-    }
-
-    /// When the condition fails, the cancellation hands back the item as it stood.
-    pub fn old_on_failure(mut self) -> Self {
-        self.old_on_failure = true;
-        self
+        Self::typed(RawCheck::new(key, condition.clauses))
     }
 }
+
+/// What the typed writes that name their item by key ([`Update`], [`Delete`], [`Check`]) have
+/// alike: each is its untyped part (what a transaction holds) and the entity type whose
+/// [`Condition`]s it takes.
+macro_rules! typed_by_key {
+    ($($write:ident($raw:ident)),+) => {$(
+        impl<E> $write<E> {
+            fn typed(raw: $raw) -> Self {
+                Self {
+                    raw,
+                    entity: PhantomData,
+                }
+            }
+
+            /// Applies only if `condition` holds (and any condition given before).
+            pub fn when(mut self, condition: Condition<E>) -> Self {
+                self.raw.clauses.extend(condition.clauses);
+                self
+            }
+
+            /// When the condition fails, the cancellation hands back the item as it stood.
+            pub fn old_on_failure(mut self) -> Self {
+                self.raw.old_on_failure = true;
+                self
+            }
+
+            /// The write without its entity type.
+            pub(super) fn raw(self) -> $raw {
+                self.raw
+            }
+        }
+    )+};
+}
+
+typed_by_key!(Update(RawUpdate), Delete(RawDelete), Check(RawCheck));
 
 /// Any of the four, untyped: what a transaction holds.
 #[derive(Debug, Clone)]
@@ -437,6 +408,7 @@ pub(super) enum Write {
 pub(super) struct RawUpdate {
     key: Key,
     set: Vec<(&'static str, AttributeValue)>,
+    /// The `_v` a migration moves the item to.
     version: Option<u32>,
     add: Vec<(&'static str, i64)>,
     remove: Vec<&'static str>,
@@ -444,6 +416,21 @@ pub(super) struct RawUpdate {
     old_on_failure: bool,
 }
 
+impl RawUpdate {
+    fn new(key: Key, set: Vec<(&'static str, AttributeValue)>, clauses: Vec<Clause>) -> Self {
+        Self {
+            key,
+            set,
+            version: None,
+            add: Vec::new(),
+            remove: Vec::new(),
+            clauses,
+            old_on_failure: false,
+        }
+    }
+}
+
+/// A delete's or a check's untyped part: a key and a condition on its item.
 #[derive(Debug, Clone)]
 pub(super) struct RawDelete {
     key: Key,
@@ -451,12 +438,18 @@ pub(super) struct RawDelete {
     old_on_failure: bool,
 }
 
-#[derive(Debug, Clone)]
-pub(super) struct RawCheck {
-    key: Key,
-    clauses: Vec<Clause>,
-    old_on_failure: bool,
+impl RawDelete {
+    fn new(key: Key, clauses: Vec<Clause>) -> Self {
+        Self {
+            key,
+            clauses,
+            old_on_failure: false,
+        }
+    }
 }
+
+/// A check names its item as a delete does, and writes nothing.
+pub(super) type RawCheck = RawDelete;
 
 impl Put {
     /// The partition keys this put writes under, the table's and each index's the item has.
@@ -504,45 +497,13 @@ impl<E> From<Update<E>> for Write {
 
 impl<E> From<Delete<E>> for Write {
     fn from(delete: Delete<E>) -> Self {
-        Write::Delete(RawDelete {
-            key: delete.key,
-            clauses: delete.clauses,
-            old_on_failure: delete.old_on_failure,
-        })
+        Write::Delete(delete.raw())
     }
 }
 
 impl<E> From<Check<E>> for Write {
     fn from(check: Check<E>) -> Self {
-        Write::Check(RawCheck {
-            key: check.key,
-            clauses: check.clauses,
-            old_on_failure: check.old_on_failure,
-        })
-    }
-}
-
-impl<E> Update<E> {
-    pub(super) fn raw(self) -> RawUpdate {
-        RawUpdate {
-            key: self.key,
-            set: self.set,
-            version: self.version,
-            add: self.add,
-            remove: self.remove,
-            clauses: self.clauses,
-            old_on_failure: self.old_on_failure,
-        }
-    }
-}
-
-impl<E> Delete<E> {
-    pub(super) fn raw(self) -> RawDelete {
-        RawDelete {
-            key: self.key,
-            clauses: self.clauses,
-            old_on_failure: self.old_on_failure,
-        }
+        Write::Check(check.raw())
     }
 }
 

@@ -109,9 +109,7 @@ async fn confirm_one(
 /// The book and branch whose count of available copies `finding` is about, if it is.
 fn counted(finding: &Finding) -> Option<(&Isbn13, &Id)> {
     match &finding.repair {
-        Some(Repair::SetAvailableCopies {
-            isbn, branch_id, ..
-        }) => Some((isbn, branch_id)),
+        Some(Repair::SetAvailableCopies(count)) => Some((&count.isbn, &count.branch_id)),
         _ => None,
     }
 }

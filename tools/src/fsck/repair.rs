@@ -42,6 +42,23 @@ pub enum Holder {
     },
 }
 
+/// A branch's count of a book's available copies, to set to `to`, the copies' count, if it is
+/// still `seen` (`None`: if there is still no count).
+#[derive(Debug, Clone)]
+pub struct AvailableCopies {
+    pub isbn: Isbn13,
+    pub branch_id: Id,
+    pub seen: Option<i64>,
+    pub to: i64,
+}
+
+impl AvailableCopies {
+    /// The count's key.
+    fn key(&self) -> Key {
+        keys::book_availability(&self.isbn, &self.branch_id)
+    }
+}
+
 /// A write that makes a finding hold no more.
 #[derive(Debug, Clone)]
 pub enum Repair {
@@ -81,12 +98,7 @@ pub enum Repair {
     },
     /// `copy-status`, for a branch's count of a book's available copies: set it to `to`, the
     /// copies' count, if it is still `seen` (`None`: if there is still no count).
-    SetAvailableCopies {
-        isbn: Isbn13,
-        branch_id: Id,
-        seen: Option<i64>,
-        to: i64,
-    },
+    SetAvailableCopies(AvailableCopies),
     /// `loan-index`: write the index keys the loan's state makes and remove any other, if the
     /// loan is still as read.
     RewriteLoanIndex {
@@ -214,14 +226,9 @@ impl Repair {
             Repair::SetActiveLoans { patron, seen, open } => {
                 format!("set activeLoans of {} from {seen} to {open}", at(patron))
             }
-            Repair::SetAvailableCopies {
-                isbn,
-                branch_id,
-                seen,
-                to,
-            } => {
-                let key = keys::book_availability(isbn, branch_id);
-                match seen {
+            Repair::SetAvailableCopies(count) => {
+                let (key, to) = (count.key(), count.to);
+                match count.seen {
                     Some(seen) => format!(
                         "set {} of {} from {seen} to {to}",
                         BookAvailability::AVAILABLE_COPIES.name(),
@@ -286,12 +293,7 @@ impl Repair {
                 (vec![table(&lock.key()), table(&account.key())], true)
             }
             Repair::SetActiveLoans { patron, .. } => (vec![table(patron)], false),
-            Repair::SetAvailableCopies {
-                isbn, branch_id, ..
-            } => (
-                vec![table(&keys::book_availability(isbn, branch_id))],
-                false,
-            ),
+            Repair::SetAvailableCopies(count) => (vec![table(&count.key())], false),
             Repair::SetCopyStatus { copy, to, loan } => {
                 let moved = Copy {
                     status: *to,
@@ -397,20 +399,15 @@ impl Repair {
                 .commit(ctx)
                 .await
                 .map(done),
-            Repair::SetAvailableCopies {
-                isbn,
-                branch_id,
-                seen,
-                to,
-            } => {
-                let unchanged = match seen {
+            Repair::SetAvailableCopies(count) => {
+                let unchanged = match count.seen {
                     Some(seen) => Condition::equals(BookAvailability::AVAILABLE_COPIES, seen),
                     None => Condition::absent(),
                 };
                 ctx.update_item(
-                    Update::<BookAvailability>::at(keys::book_availability(isbn, branch_id))
-                        .set(BookAvailability::BRANCH_ID, branch_id)
-                        .set(BookAvailability::AVAILABLE_COPIES, to)
+                    Update::<BookAvailability>::at(count.key())
+                        .set(BookAvailability::BRANCH_ID, &count.branch_id)
+                        .set(BookAvailability::AVAILABLE_COPIES, count.to)
                         .when(unchanged),
                 )
                 .await

@@ -7,7 +7,7 @@ use super::entity::{
     LockItem, LockKind, claims, decode, key_of, lock, must_expire, owner_key_by_id,
     why_never_expires,
 };
-use super::repair::{Holder, Repair, expiry_repairable, other_indexes};
+use super::repair::{AvailableCopies, Holder, Repair, expiry_repairable, other_indexes};
 use serde::Serialize;
 use singlet_functions::accounts::{AccountRow, OwnerLock, owner_lock_under};
 use singlet_functions::ids::IdKey;
@@ -749,12 +749,12 @@ pub fn availability(table: &Table, isbn: &Isbn13, branch_id: &Id) -> Option<Find
         about: AVAILABLE_COPIES,
         key,
         detail,
-        repair: Some(Repair::SetAvailableCopies {
+        repair: Some(Repair::SetAvailableCopies(AvailableCopies {
             isbn: isbn.clone(),
             branch_id: branch_id.clone(),
             seen,
             to: shelved,
-        }),
+        })),
     })
 }
 
