@@ -4,6 +4,7 @@
 //! its cold start and saying which binary serves it, a function that is the other's: a template
 //! that gave a function the wrong binary fails its first invocation, not a later one.
 
+use crate::domain_events::stream_of;
 use crate::runtime_api::{
     Invocation, RuntimeApi, binary_built, lambda_env, registration_event, trace_id,
 };
@@ -11,7 +12,7 @@ use aws_sdk_dynamodbstreams::types::ShardIteratorType;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
-use singlet::serve::engine::{start_in_memory, streams_client};
+use singlet::serve::engine::start_in_memory;
 use singlet::serve::event_source::{enable_stream, lambda_record};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -82,27 +83,7 @@ async fn eventbridge() -> (String, Arc<Mutex<Vec<Value>>>, tokio::task::JoinHand
 
 /// The table's stream from its start, as the Lambda event a mapping hands the publisher.
 async fn stream_event(db: &aws_sdk_dynamodb::Client, engine: &str) -> Value {
-    let streams = streams_client(db, engine).await;
-    let arn = streams
-        .list_streams()
-        .table_name(TABLE)
-        .send()
-        .await
-        .unwrap()
-        .streams()[0]
-        .stream_arn()
-        .unwrap()
-        .to_owned();
-    let described = streams
-        .describe_stream()
-        .stream_arn(&arn)
-        .send()
-        .await
-        .unwrap();
-    let shard = described.stream_description().unwrap().shards()[0]
-        .shard_id()
-        .unwrap()
-        .to_owned();
+    let (streams, arn, shard) = stream_of(db, engine, TABLE).await;
     let iterator = streams
         .get_shard_iterator()
         .stream_arn(&arn)

@@ -607,10 +607,19 @@ async fn under_faults_every_event_is_published_and_the_bad_item_fails_alone() {
 
 /// A streams client on `api`'s engine, the table's stream and its one shard (dynoxide keeps one).
 async fn the_stream(api: &Api) -> (aws_sdk_dynamodbstreams::Client, String, String) {
-    let streams = streams_client(&api.ctx.db, &api.engine).await;
+    stream_of(&api.ctx.db, &api.engine, &api.ctx.table).await
+}
+
+/// A streams client on the engine at `engine`, `table`'s stream and its one shard.
+pub(crate) async fn stream_of(
+    db: &aws_sdk_dynamodb::Client,
+    engine: &str,
+    table: &str,
+) -> (aws_sdk_dynamodbstreams::Client, String, String) {
+    let streams = streams_client(db, engine).await;
     let arn = streams
         .list_streams()
-        .table_name(&*api.ctx.table)
+        .table_name(table)
         .send()
         .await
         .unwrap()

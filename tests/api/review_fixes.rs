@@ -13,6 +13,7 @@
 
 use crate::harness::{Api, Item, Mode, put_raw_all, s};
 use crate::process::singlet;
+use crate::slow_proxy::slow_proxy;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 use singlet_functions::migrations;
@@ -277,41 +278,6 @@ fn serve_to_its_end(data: &Path) -> Output {
     }
     child.kill().unwrap();
     child.wait_with_output().unwrap()
-}
-
-/// A real TCP proxy in front of `engine` that holds each chunk of the engine's answers for
-/// `delay` before passing it on: an engine under load, answering every call, slowly.
-async fn slow_proxy(engine: &str, delay: std::time::Duration) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let target = engine.trim_start_matches("http://").to_owned();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let endpoint = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let target = target.clone();
-            tokio::spawn(async move {
-                let Ok(upstream) = tokio::net::TcpStream::connect(&target).await else {
-                    return;
-                };
-                let (mut from_client, mut to_client) = client.into_split();
-                let (mut from_engine, mut to_engine) = upstream.into_split();
-                tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut from_client, &mut to_engine).await;
-                });
-                let mut chunk = [0u8; 16384];
-                while let Ok(n) = from_engine.read(&mut chunk).await {
-                    if n == 0 {
-                        break;
-                    }
-                    tokio::time::sleep(delay).await;
-                    if to_client.write_all(&chunk[..n]).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    endpoint
 }
 
 /// The reviewer's L2: `fsck --endpoint` and `export --endpoint` used the API's budget for each
