@@ -20,7 +20,11 @@ async fn run() -> Result<(), lambda_runtime::Error> {
     let holds_keys =
         std::env::var(singlet_functions::secret::SERVER_SECRET_VAR).is_ok_and(|id| !id.is_empty());
     let ctx = match Ctx::from_lambda_env(holds_keys).await {
-        Ok(ctx) => &*Box::leak(Box::new(ctx)),
+        // A segment's page and its writes get the tools' budget, not an API request's 4 s.
+        Ok(mut ctx) => {
+            ctx.db = singlet_tools::budget::for_bulk_work(&ctx.db);
+            &*Box::leak(Box::new(ctx))
+        }
         Err(error) => {
             tracing::error!(error, "cannot start");
             return Err(error.into());

@@ -6,6 +6,7 @@
 //! entity it asks the model (`singlet_functions::model`).
 
 pub mod anonymise;
+pub mod budget;
 pub mod files;
 pub mod fsck;
 pub mod import;
