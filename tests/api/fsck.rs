@@ -576,16 +576,7 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
     // Delete a lock.
     delete_raw(ctx, "PLATE#v1", "PLATE#v1").await;
     // Orphan a lock: one naming no vehicle, and two whose account is gone.
-    put_raw(
-        ctx,
-        Item::from([
-            ("PK".into(), str_attr("CHASSIS#ghost")),
-            ("SK".into(), str_attr("CHASSIS#ghost")),
-            ("chassis".into(), str_attr("ghost")),
-            ("vehicleId".into(), str_attr("no-such-vehicle")),
-        ]),
-    )
-    .await;
+    put_ghost_chassis_lock(ctx).await;
     delete_raw(ctx, &format!("ACCT#{a1}"), "PROFILE").await;
     // Swap a lock's owner: V2's plate lock names V3.
     update_raw(
@@ -1383,4 +1374,18 @@ async fn the_command_exits_0_clean_1_with_findings_2_when_it_cannot_run() {
 /// An email lock's partition key: the address's confusable skeleton (docs/API.md, "Accounts").
 fn email_lock_pk(email: &str) -> String {
     singlet_shared::keys::email_lock(&singlet_shared::Email::parse(email).unwrap()).pk
+}
+
+/// A chassis lock naming no vehicle (`CHASSIS#ghost`), put as it is: an orphan lock.
+pub(crate) async fn put_ghost_chassis_lock(ctx: &singlet_functions::Ctx) {
+    put_raw(
+        ctx,
+        Item::from([
+            ("PK".into(), str_attr("CHASSIS#ghost")),
+            ("SK".into(), str_attr("CHASSIS#ghost")),
+            ("chassis".into(), str_attr("ghost")),
+            ("vehicleId".into(), str_attr("no-such-vehicle")),
+        ]),
+    )
+    .await;
 }

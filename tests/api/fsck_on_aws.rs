@@ -5,7 +5,7 @@
 //! command against a Step Functions and an S3 endpoint of the test's own.
 
 use crate::fake_aws::{self, FakeAws, json_1_0};
-use crate::harness::{Api, Item, Mode, delete_raw, put_raw, str_attr};
+use crate::harness::{Api, Item, Mode, delete_raw};
 use serde_json::{Value, json};
 use singlet_tools::fsck::{self, Options};
 use std::collections::BTreeSet;
@@ -74,16 +74,7 @@ async fn broken_fleet(api: &Api) {
         assert_eq!(api.post("/vehicles", body).await.status, 201);
     }
     delete_raw(&api.ctx, "PLATE#p7", "PLATE#p7").await;
-    put_raw(
-        &api.ctx,
-        Item::from([
-            ("PK".into(), str_attr("CHASSIS#ghost")),
-            ("SK".into(), str_attr("CHASSIS#ghost")),
-            ("chassis".into(), str_attr("ghost")),
-            ("vehicleId".into(), str_attr("no-such-vehicle")),
-        ]),
-    )
-    .await;
+    crate::fsck::put_ghost_chassis_lock(&api.ctx).await;
 }
 
 /// The segments invoked one by one (one of them stopped part way, then the run abandoned and
