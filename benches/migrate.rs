@@ -101,7 +101,7 @@ async fn floor(ctx: &Ctx, segments: u32) -> usize {
                 let id = Id::parse(key.trim_start_matches(keys::VEHICLE_PREFIX)).expect("an id");
                 let plate: singlet_shared::Plate =
                     serde_dynamo::from_attribute_value(plate).expect("a plate");
-                let update = Update::<Vehicle>::at(keys::vehicle(&id))
+                let update = Update::<Vehicle>::at(Vehicle::key_of(&id))
                     .set(Vehicle::PLATE, &plate)
                     .when(Condition::exists().and_not_in_index(GSI5));
                 if ctx

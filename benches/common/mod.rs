@@ -85,7 +85,7 @@ pub fn registration_as_sent(ctx: &Ctx, n: usize) -> Vec<TransactWriteItem> {
         vehicle
             .locks()
             .iter()
-            .filter_map(|held| held.earlier_key().map(lock::free_at))
+            .filter_map(|held| held.earlier_key().map(lock::free_any_at))
             .map(|check| check.transact_item(&ctx.table)),
     );
     let event = Event::new(EventType::VehicleRegistered, &vehicle.vehicle_id, &vehicle);

@@ -13,6 +13,7 @@ use crate::error::ApiError;
 use crate::events::outbox::OutboxItem;
 use crate::events::{Event, EventType};
 use crate::idempotency;
+use crate::model::KeyOf;
 use crate::store::{Delete, MAX_PARTS, Put, Query, Transaction};
 use lambda_http::Request;
 use singlet_shared::{Id, keys};
@@ -69,8 +70,8 @@ pub async fn forgetting<P: Copy + PartialEq + std::fmt::Debug>(
         );
     }
     for item in &page.items {
-        if let Some(key) = crate::model::key_of(item) {
-            transaction = transaction.delete(part, Delete::<OutboxItem>::at(key));
+        if let Some(key) = crate::model::key_of(item).and_then(KeyOf::<OutboxItem>::checked) {
+            transaction = transaction.delete(part, Delete::at(key));
         }
     }
     Ok(transaction)

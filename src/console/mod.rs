@@ -572,8 +572,7 @@ async fn reset(State(console): State<Console>, request: Request) -> Response {
             sk: sk.clone(),
         };
         // Unconditional: whatever entity it is, it goes.
-        let delete =
-            singlet_functions::store::Delete::<singlet_functions::model::TableEntity>::at(key);
+        let delete = singlet_functions::store::Delete::any(key);
         if let Err(error) = ctx.delete_item(delete).await {
             return failed(format!("cannot empty the table: {error:?}"));
         }

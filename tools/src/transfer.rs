@@ -358,8 +358,10 @@ impl Rekeying<'_> {
         let Some(owner) = self.owners.of_account.get(lock.account_id.as_str()) else {
             return item;
         };
-        let placed = owner_lock_under(self.key, owner, &lock.account_id).key();
-        if placed == lock.key()
+        let placed = owner_lock_under(self.key, owner, &lock.account_id)
+            .key()
+            .into_key();
+        if placed == *lock.key()
             || self.owners.keys.contains(&placed)
             || !self.given.insert(placed.clone())
         {

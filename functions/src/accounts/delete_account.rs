@@ -15,7 +15,6 @@ use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::recording::{self, outbox};
 use crate::store::{Commit, Condition, Delete, RACE_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
-use singlet_shared::keys;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (account_id,) = (path_id(&req, "accountId"),).all_valid()?;
@@ -26,7 +25,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         let mut transaction = Transaction::new()
             .delete(
                 Part::Account,
-                Delete::<AccountRow>::at(keys::account(&account_id)).when(
+                Delete::<AccountRow>::at(AccountRow::key_of(&account_id)).when(
                     Condition::equals(AccountRow::EMAIL, &account.email)
                         .and_equals(AccountRow::USERNAME, &account.username),
                 ),

@@ -25,7 +25,7 @@ use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
 use crate::store::{Commit, Condition, Put, RACE_ATTEMPTS, Transaction, Update};
 use lambda_http::Request;
-use singlet_shared::{Email, Id, Invalid, Key, Username, keys};
+use singlet_shared::{Email, Id, Invalid, Key, Username};
 
 pub use crate::model::accounts::{Account, AccountRow, EmailLock, OwnerLock, UsernameLock};
 
@@ -113,8 +113,8 @@ impl UniqueValue {
 
     pub fn lock_key(&self) -> Key {
         match self {
-            UniqueValue::Email(email) => keys::email_lock(email),
-            UniqueValue::Username(username) => keys::handle_lock(username),
+            UniqueValue::Email(email) => EmailLock::key_of(email).into_key(),
+            UniqueValue::Username(username) => UsernameLock::key_of(username).into_key(),
         }
     }
 
@@ -137,7 +137,7 @@ impl UniqueValue {
         event: Put,
     ) -> Result<Swapped, ApiError> {
         let attribute = self.kind().attribute();
-        let update = Update::<AccountRow>::at(keys::account(account_id))
+        let update = Update::<AccountRow>::at(AccountRow::key_of(account_id))
             .set(attribute, self.as_str())
             .when(Condition::equals(attribute, old.as_str()));
         match (self, old) {
@@ -238,7 +238,7 @@ pub async fn load(ctx: &Ctx, req: &Request, account_id: &Id) -> Result<Account, 
 
 /// [`load`], with what the account row keeps beside the account.
 pub async fn load_row(ctx: &Ctx, req: &Request, account_id: &Id) -> Result<AccountRow, ApiError> {
-    ctx.get::<AccountRow>(&keys::account(account_id))
+    ctx.get::<AccountRow>(&AccountRow::key_of(account_id))
         .await?
         .filter(|row| principal(req).may_reach_account(&row.owner))
         .ok_or_else(|| ApiError::not_found("account"))
@@ -284,7 +284,7 @@ pub async fn change_unique(ctx: &Ctx, req: Request, unique: Unique) -> HandlerRe
         // nothing is claimed or released.
         if value.lock_key() == old.lock_key() {
             let attribute = value.kind().attribute();
-            let update = Update::<AccountRow>::at(keys::account(&account_id))
+            let update = Update::<AccountRow>::at(AccountRow::key_of(&account_id))
                 .set(attribute, value.as_str())
                 .when(Condition::equals(attribute, old.as_str()));
             let respelled = Transaction::new()

@@ -33,7 +33,7 @@ use crate::http::{AllValid, HandlerResult, JsonBody, if_match, path_id};
 use crate::store::{Commit, Condition, Transaction, Update, decode};
 use lambda_http::Request;
 use singlet_shared::Status;
-use singlet_shared::keys::{self, MAX_VERSION};
+use singlet_shared::keys::MAX_VERSION;
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +89,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let commit = Transaction::new()
         .update(
             Part::Current,
-            Update::<Resource>::at(keys::resource_current(&resource_id))
+            Update::<Resource>::at(Resource::key_of(&resource_id))
                 .set(Resource::STATUS, &after.status)
                 .set(Resource::VERSION, next)
                 .set(Resource::UPDATED_AT, now)

@@ -26,7 +26,7 @@ use crate::recording::outbox;
 use crate::store::Put;
 use lambda_http::http::header;
 use lambda_http::{Body, Request, Response};
-use singlet_shared::{Id, keys};
+use singlet_shared::Id;
 
 pub use crate::model::audit::{Event, Resource, ResourceEvent};
 
@@ -37,7 +37,7 @@ pub const MAX_TEXT_LEN: usize = 200;
 
 /// One strongly consistent read of `CURRENT`, or `404`.
 pub async fn load(ctx: &Ctx, resource_id: &Id) -> Result<Resource, ApiError> {
-    ctx.get(&keys::resource_current(resource_id))
+    ctx.get(&Resource::key_of(resource_id))
         .await?
         .ok_or_else(|| ApiError::not_found("resource"))
 }

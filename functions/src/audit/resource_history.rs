@@ -121,7 +121,7 @@ async fn query(
 
 /// Whether `item` is the resource's `CURRENT` (it sorts before every event).
 fn is_current(item: &Item, resource_id: &singlet_shared::Id) -> bool {
-    let current = key_item(&keys::resource_current(resource_id));
+    let current = key_item(&Resource::key_of(resource_id));
     current
         .iter()
         .all(|(name, value)| item.get(name) == Some(value))

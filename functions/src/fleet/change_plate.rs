@@ -22,7 +22,7 @@ use crate::recording::outbox;
 use crate::store::lock::{self, Swapped};
 use crate::store::{Condition, RACE_ATTEMPTS, Update};
 use lambda_http::Request;
-use singlet_shared::{Plate, keys};
+use singlet_shared::Plate;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
@@ -41,7 +41,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
             plate: plate.clone(),
             vehicle_id: vehicle_id.clone(),
         };
-        let update = Update::<Vehicle>::at(keys::vehicle(&vehicle_id))
+        let update = Update::<Vehicle>::at(Vehicle::key_of(&vehicle_id))
             .set(Vehicle::PLATE, &plate)
             .when(Condition::equals(Vehicle::PLATE, &vehicle.plate));
         let event = outbox(
@@ -58,7 +58,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         // Another spelling of its own plate: the lock it holds takes the new spelling with the
         // vehicle, and the new spelling's key under the old rule is checked free, as a claim
         // would check it.
-        let swapped = if locks.plate == keys::plate_lock(&plate) {
+        let swapped = if locks.plate == PlateLock::key_of(&plate) {
             lock::swap_spelling(
                 ctx,
                 &lock_of(&plate),

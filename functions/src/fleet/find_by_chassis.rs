@@ -7,14 +7,14 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
 use lambda_http::Request;
-use singlet_shared::{Chassis, keys};
+use singlet_shared::Chassis;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (chassis,) = (path(&req, "chassis", Chassis::parse),).all_valid()?;
     let lock: ChassisLock = super::find_lock(
         ctx,
-        keys::chassis_lock(&chassis),
-        keys::chassis_lock_before_compact(&chassis),
+        ChassisLock::key_of(&chassis),
+        ChassisLock::key_before_compact(&chassis),
     )
     .await?
     .ok_or_else(|| ApiError::not_found("chassis"))?;

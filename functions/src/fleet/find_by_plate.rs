@@ -8,14 +8,14 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
 use lambda_http::Request;
-use singlet_shared::{Plate, keys};
+use singlet_shared::Plate;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (plate,) = (path(&req, "plate", Plate::parse),).all_valid()?;
     let lock: PlateLock = super::find_lock(
         ctx,
-        keys::plate_lock(&plate),
-        keys::plate_lock_before_compact(&plate),
+        PlateLock::key_of(&plate),
+        PlateLock::key_before_compact(&plate),
     )
     .await?
     .ok_or_else(|| ApiError::not_found("plate"))?;

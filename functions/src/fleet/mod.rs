@@ -15,9 +15,9 @@ pub mod retire_vehicle;
 
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::model::{Entity, Held, stored_version};
-use crate::store::{Check, decode, item::text, lock};
-use singlet_shared::{Id, Key, keys};
+use crate::model::{Entity, Held, KeyOf, stored_version};
+use crate::store::{AnyEntity, Check, decode, item::text, lock};
+use singlet_shared::Id;
 
 pub use crate::model::fleet::{ChassisLock, PlateLock, Vehicle};
 
@@ -25,7 +25,7 @@ pub const MAX_DEPOT_LEN: usize = 100;
 
 /// One strongly consistent read of a vehicle, or `404`.
 pub async fn load(ctx: &Ctx, vehicle_id: &Id) -> Result<Vehicle, ApiError> {
-    ctx.get(&keys::vehicle(vehicle_id))
+    ctx.get(&Vehicle::key_of(vehicle_id))
         .await?
         .ok_or_else(|| ApiError::not_found("vehicle"))
 }
@@ -35,8 +35,8 @@ pub async fn load(ctx: &Ctx, vehicle_id: &Id) -> Result<Vehicle, ApiError> {
 /// rule keyed them (`PLATE#ka19 xtr`), until `plates-compact` re-keys them and stamps it.
 #[derive(Debug, Clone)]
 pub struct LockKeys {
-    pub plate: Key,
-    pub chassis: Key,
+    pub plate: KeyOf<PlateLock>,
+    pub chassis: KeyOf<ChassisLock>,
 }
 
 /// One strongly consistent read of a vehicle and where its locks are, or `404`. A vehicle not yet
@@ -44,7 +44,7 @@ pub struct LockKeys {
 /// its old lock's, to see whether it is still there.
 pub async fn load_with_locks(ctx: &Ctx, vehicle_id: &Id) -> Result<(Vehicle, LockKeys), ApiError> {
     let item = ctx
-        .get_item(&keys::vehicle(vehicle_id))
+        .get_item(&Vehicle::key_of(vehicle_id))
         .await?
         .ok_or_else(|| ApiError::not_found("vehicle"))?;
     let vehicle: Vehicle = decode(&item)?;
@@ -52,16 +52,16 @@ pub async fn load_with_locks(ctx: &Ctx, vehicle_id: &Id) -> Result<(Vehicle, Loc
     let plate = held_at::<PlateLock>(
         ctx,
         compact,
-        keys::plate_lock(&vehicle.plate),
-        keys::plate_lock_before_compact(&vehicle.plate),
+        PlateLock::key_of(&vehicle.plate),
+        PlateLock::key_before_compact(&vehicle.plate),
         vehicle_id,
     )
     .await?;
     let chassis = held_at::<ChassisLock>(
         ctx,
         compact,
-        keys::chassis_lock(&vehicle.chassis),
-        keys::chassis_lock_before_compact(&vehicle.chassis),
+        ChassisLock::key_of(&vehicle.chassis),
+        ChassisLock::key_before_compact(&vehicle.chassis),
         vehicle_id,
     )
     .await?;
@@ -73,10 +73,10 @@ pub async fn load_with_locks(ctx: &Ctx, vehicle_id: &Id) -> Result<(Vehicle, Loc
 async fn held_at<L: Held>(
     ctx: &Ctx,
     migrated: bool,
-    compact: Key,
-    before: Key,
+    compact: KeyOf<L>,
+    before: KeyOf<L>,
     vehicle_id: &Id,
-) -> Result<Key, ApiError> {
+) -> Result<KeyOf<L>, ApiError> {
     if migrated || compact == before {
         return Ok(compact);
     }
@@ -89,8 +89,8 @@ async fn held_at<L: Held>(
 /// the key the old rule made of this spelling (`before`).
 pub async fn find_lock<L: Entity>(
     ctx: &Ctx,
-    compact: Key,
-    before: Key,
+    compact: KeyOf<L>,
+    before: KeyOf<L>,
 ) -> Result<Option<L>, ApiError> {
     if let Some(lock) = ctx.get(&compact).await? {
         return Ok(Some(lock));
@@ -112,6 +112,6 @@ pub async fn find_lock<L: Entity>(
 /// Another spelling of that plate (`KA-19-XTR`) meets neither key: one point read cannot know
 /// every spelling registered before. `plates-compact` then reports the two vehicles as a
 /// conflict, and `fsck` the second's lock (docs/guide/migrations.md, "Before `plates-compact` has run").
-pub fn plate_free_before_compact(lock: &PlateLock) -> Option<Check<()>> {
+pub fn plate_free_before_compact(lock: &PlateLock) -> Option<Check<AnyEntity>> {
     lock.earlier_key().map(lock::free_at)
 }

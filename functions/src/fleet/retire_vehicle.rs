@@ -16,7 +16,6 @@ use crate::http::{AllValid, HandlerResult, no_content, path_id};
 use crate::recording::{self, outbox};
 use crate::store::{Commit, Condition, Delete, RACE_ATTEMPTS, Transaction, lock};
 use lambda_http::Request;
-use singlet_shared::keys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -39,7 +38,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         let retire = Transaction::new()
             .delete(
                 Part::Vehicle,
-                Delete::<Vehicle>::at(keys::vehicle(&vehicle_id)).when(
+                Delete::<Vehicle>::at(Vehicle::key_of(&vehicle_id)).when(
                     Condition::equals(Vehicle::PLATE, &vehicle.plate)
                         .and_equals(Vehicle::CHASSIS, &vehicle.chassis),
                 ),

@@ -21,7 +21,7 @@ use crate::recording::outbox;
 use crate::store::{self, Check, Put, Transaction};
 use lambda_http::Request;
 use lambda_http::http::StatusCode;
-use singlet_shared::keys::{self, CopyStatus};
+use singlet_shared::keys::CopyStatus;
 use singlet_shared::{Id, Isbn13};
 
 /// The transaction's parts, in order.
@@ -77,8 +77,8 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let body = JsonBody::from_request(&req)?;
     let valid = validate(&body, path_id(&req, "branchId"))?;
     let idempotency = Idempotency::from_request(ctx, &req, &body.value())?;
-    let Some(book) = ctx.get::<Book>(&keys::book(&valid.isbn)).await? else {
-        let branch = ctx.get_item(&keys::branch(&valid.branch_id)).await?;
+    let Some(book) = ctx.get::<Book>(&Book::key_of(&valid.isbn)).await? else {
+        let branch = ctx.get_item(&Branch::key_of(&valid.branch_id)).await?;
         return Err(ApiError::not_found(if branch.is_none() {
             "branch and book"
         } else {
@@ -93,7 +93,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .check(
             Part::Branch,
-            Check::<Branch>::at(keys::branch(&branch_id), store::Condition::exists()),
+            Check::<Branch>::at(Branch::key_of(&branch_id), store::Condition::exists()),
         )
         .put(Part::Copy, Put::new_only(&copy))
         .update(Part::Available, count_available(&isbn, &branch_id, 1))

@@ -16,7 +16,7 @@
 use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path, path_id};
-use crate::model::library::Copy;
+use crate::model::library::{Book, Branch, Copy};
 use crate::paging::Page;
 use crate::store::Query;
 use lambda_http::Request;
@@ -71,7 +71,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 
 /// `404` naming the branch, the book or both, read at once; `Ok` when both exist.
 async fn missing(ctx: &Ctx, branch_id: &Id, isbn: &Isbn13) -> Result<(), ApiError> {
-    let (branch, book) = (keys::branch(branch_id), keys::book(isbn));
+    let (branch, book) = (Branch::key_of(branch_id), Book::key_of(isbn));
     let (branch, book) = tokio::try_join!(ctx.get_item(&branch), ctx.get_item(&book))?;
     match (branch.is_some(), book.is_some()) {
         (true, true) => Ok(()),

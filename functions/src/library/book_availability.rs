@@ -12,12 +12,12 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
 use crate::model::TableEntity;
+use crate::model::library::Book;
 use crate::store::Query;
 use crate::store::item::decode_any;
 use lambda_http::Request;
 use serde::Serialize;
 use singlet_shared::Isbn13;
-use singlet_shared::keys;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,7 +35,7 @@ pub struct BranchAvailability {
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (isbn,) = (path(&req, "isbn", Isbn13::parse),).all_valid()?;
-    let book = keys::book(&isbn);
+    let book = Book::key_of(&isbn);
     let mut found = false;
     let mut branches = Vec::new();
     let mut start = None;

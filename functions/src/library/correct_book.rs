@@ -28,7 +28,7 @@ use crate::http::{AllValid, HandlerResult, JsonBody, ok, path};
 use crate::recording::outbox;
 use crate::store::{Commit, Condition, RACE_ATTEMPTS, Transaction, Update};
 use lambda_http::Request;
-use singlet_shared::{Isbn13, keys};
+use singlet_shared::Isbn13;
 
 /// The transaction's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
 /// change is set, only if the book is still as read (the event holds the whole book as
 /// corrected, so no other correction may land in between).
 fn correction(book: &Book, corrected: &Book) -> Update<Book> {
-    Update::<Book>::at(keys::book(&book.isbn))
+    Update::<Book>::at(Book::key_of(&book.isbn))
         .set(Book::TITLE, &corrected.title)
         .set(Book::AUTHOR, &corrected.author)
         .set(Book::PUBLISHER, &corrected.publisher)

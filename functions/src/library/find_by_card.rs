@@ -7,12 +7,12 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path};
 use lambda_http::Request;
-use singlet_shared::{CardNumber, keys};
+use singlet_shared::CardNumber;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (card_number,) = (path(&req, "cardNumber", CardNumber::parse),).all_valid()?;
     let card: PatronCard = ctx
-        .get(&keys::card_lock(&card_number))
+        .get(&PatronCard::key_of(&card_number))
         .await?
         .ok_or_else(|| ApiError::not_found("card"))?;
     Ok(ok(&card))

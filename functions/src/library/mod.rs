@@ -67,21 +67,21 @@ pub const PAGE_COUNT: std::ops::RangeInclusive<i64> = 1..=100_000;
 
 /// One strongly consistent read of a branch, or `404`.
 pub async fn load_branch(ctx: &Ctx, branch_id: &Id) -> Result<Branch, ApiError> {
-    ctx.get(&keys::branch(branch_id))
+    ctx.get(&Branch::key_of(branch_id))
         .await?
         .ok_or_else(|| ApiError::not_found("branch"))
 }
 
 /// One strongly consistent read of a book, or `404`.
 pub async fn load_book(ctx: &Ctx, isbn: &Isbn13) -> Result<Book, ApiError> {
-    ctx.get(&keys::book(isbn))
+    ctx.get(&Book::key_of(isbn))
         .await?
         .ok_or_else(|| ApiError::not_found("book"))
 }
 
 /// One strongly consistent read of a copy at a branch, or `404`.
 pub async fn load_copy(ctx: &Ctx, branch_id: &Id, copy_id: &Id) -> Result<Copy, ApiError> {
-    ctx.get(&keys::copy(branch_id, copy_id))
+    ctx.get(&Copy::key_of(branch_id, copy_id))
         .await?
         .ok_or_else(|| ApiError::not_found("copy"))
 }
@@ -171,7 +171,7 @@ pub fn remove(patron: &Patron) -> Delete<Patron> {
 /// A loan takes one of the patron's slots, only if the patron still exists and is under its
 /// limit. A failure hands back the row (`None`: the patron was removed).
 pub fn take_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
-    Update::at(keys::patron(branch_id, patron_id))
+    Update::at(Patron::key_of(branch_id, patron_id))
         .add(Patron::ACTIVE_LOANS, 1)
         .when(store::Condition::exists().and_below_field(Patron::ACTIVE_LOANS, Patron::LOAN_LIMIT))
         .old_on_failure()
@@ -179,7 +179,7 @@ pub fn take_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
 
 /// A returned loan gives its slot back.
 pub fn free_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
-    Update::at(keys::patron(branch_id, patron_id))
+    Update::at(Patron::key_of(branch_id, patron_id))
         .add(Patron::ACTIVE_LOANS, -1)
         .when(store::Condition::above(Patron::ACTIVE_LOANS, 0))
 }
@@ -190,7 +190,7 @@ pub fn free_loan_slot(branch_id: &Id, patron_id: &Id) -> Update<Patron> {
 /// (`ADD` makes the item at its first copy); two transactions counting for one book at one branch
 /// conflict, and the later is sent again (`store::transaction`).
 pub fn count_available(isbn: &Isbn13, branch_id: &Id, delta: i64) -> Update<BookAvailability> {
-    Update::at(keys::book_availability(isbn, branch_id))
+    Update::at(BookAvailability::key_of(isbn, branch_id))
         .set(BookAvailability::BRANCH_ID, branch_id)
         .add(BookAvailability::AVAILABLE_COPIES, delta)
 }
@@ -204,7 +204,7 @@ pub fn move_copy(
     to: CopyStatus,
 ) -> Update<Copy> {
     let index = keys::copy_by_book(isbn, to, branch_id, copy_id);
-    Update::at(keys::copy(branch_id, copy_id))
+    Update::at(Copy::key_of(branch_id, copy_id))
         .set(Copy::STATUS, to.as_str())
         .set_index_sort(GSI2, index.sk)
         .when(store::Condition::equals(Copy::STATUS, from.as_str()))

@@ -23,7 +23,7 @@ use crate::recording::outbox;
 use crate::store::lock::{self, LockPart};
 use crate::store::{Check, Condition, Put, Transaction};
 use lambda_http::Request;
-use singlet_shared::{CardNumber, Email, Id, keys};
+use singlet_shared::{CardNumber, Email, Id};
 
 /// The transaction's parts, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let transaction = Transaction::new()
         .check(
             Part::Branch,
-            Check::<Branch>::at(keys::branch(&branch_id), Condition::exists()),
+            Check::<Branch>::at(Branch::key_of(&branch_id), Condition::exists()),
         )
         .put(Part::Patron, Put::new_only(&patron))
         .claim_locks_of(&patron, Part::Lock)

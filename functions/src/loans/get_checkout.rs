@@ -15,7 +15,6 @@ use crate::context::Ctx;
 use crate::error::ApiError;
 use crate::http::{AllValid, HandlerResult, ok, path_id};
 use lambda_http::Request;
-use singlet_shared::keys;
 
 pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     let (patron_id, checkout_id) =
@@ -24,12 +23,14 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         return Err(ApiError::not_found("checkout"));
     }
     let now = clock::now();
-    let active: Option<Checkout> = ctx.get(&keys::checkout(&patron_id, &checkout_id)).await?;
+    let active: Option<Checkout> = ctx
+        .get(&Checkout::active_key_of(&patron_id, &checkout_id))
+        .await?;
     let loan = match active {
         Some(loan) => loan,
         None => ctx
             .get_live(
-                &keys::returned_checkout(&patron_id, &checkout_id),
+                &Checkout::returned_key_of(&patron_id, &checkout_id),
                 now.unix_timestamp(),
             )
             .await?

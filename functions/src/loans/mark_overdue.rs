@@ -169,7 +169,7 @@ pub fn keys_written(loan: &Checkout) -> Vec<(KeyRef, f64)> {
         ..loan.clone()
     };
     let mut written = vec![
-        (KeyRef::table(loan.active_key().pk), 1.0),
+        (KeyRef::table(loan.active_key().into_key().pk), 1.0),
         (
             KeyRef::index(
                 GSI1.name,

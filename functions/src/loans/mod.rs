@@ -86,12 +86,15 @@ pub async fn load_active(
     patron_id: &Id,
     checkout_id: &Id,
 ) -> Result<Checkout, ApiError> {
-    if let Some(loan) = ctx.get(&keys::checkout(patron_id, checkout_id)).await? {
+    if let Some(loan) = ctx
+        .get(&Checkout::active_key_of(patron_id, checkout_id))
+        .await?
+    {
         return Ok(loan);
     }
     if ctx
         .get_live_item(
-            &keys::returned_checkout(patron_id, checkout_id),
+            &Checkout::returned_key_of(patron_id, checkout_id),
             clock::now().unix_timestamp(),
         )
         .await?
@@ -173,7 +176,7 @@ pub fn remove_active(loan: &Checkout) -> Delete<Checkout> {
 /// A complete run records its time, only ever moving it forward: of two overlapping runs, the
 /// one that completes last with the earlier time leaves the later time in place.
 pub fn record_run(time: &str) -> Update<MarkerRun> {
-    Update::at(keys::mark_overdue_run())
+    Update::at(MarkerRun::the_key())
         .set(MarkerRun::TIME, time)
         .when(Condition::missing_or_below(MarkerRun::TIME, time))
 }
@@ -182,7 +185,7 @@ pub fn record_run(time: &str) -> Update<MarkerRun> {
 /// strongly consistent `GetItem`.
 pub async fn overdue_as_of(ctx: &Ctx) -> Result<Option<String>, ApiError> {
     Ok(ctx
-        .get::<MarkerRun>(&keys::mark_overdue_run())
+        .get::<MarkerRun>(&MarkerRun::the_key())
         .await?
         .map(|run| run.time))
 }

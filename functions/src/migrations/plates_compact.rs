@@ -14,11 +14,12 @@
 use super::{Migration, Plan, Settings, Survey};
 use crate::fleet::{ChassisLock, PlateLock, Vehicle};
 use crate::model::Held;
+use crate::model::KeyOf;
 use crate::model::stored_version;
 use crate::store::migration::Change;
 use crate::store::{Condition, Delete, Item, Put, Update};
+use singlet_shared::keys;
 use singlet_shared::schema::{GSI5, PK};
-use singlet_shared::{Key, keys};
 
 /// The version this migration writes.
 pub const VERSION: u32 = Vehicle::COMPACT_LOCKS_SINCE;
@@ -44,8 +45,8 @@ fn claims(item: &Item) -> Vec<String> {
     vehicle_of(item)
         .map(|vehicle| {
             vec![
-                keys::plate_lock(&vehicle.plate).pk,
-                keys::chassis_lock(&vehicle.chassis).pk,
+                PlateLock::key_of(&vehicle.plate).into_key().pk,
+                ChassisLock::key_of(&vehicle.chassis).into_key().pk,
             ]
         })
         .unwrap_or_default()
@@ -68,12 +69,12 @@ fn plan(item: &Item, survey: &Survey, _: &Settings) -> Plan {
         );
     }
     let id = &vehicle.vehicle_id;
-    let pk = keys::vehicle(id).pk;
+    let pk = Vehicle::key_of(id).into_key().pk;
     let (plate, chassis) = (
-        keys::plate_lock(&vehicle.plate),
-        keys::chassis_lock(&vehicle.chassis),
+        PlateLock::key_of(&vehicle.plate),
+        ChassisLock::key_of(&vehicle.chassis),
     );
-    for (what, claim) in [("plate", &plate), ("chassis number", &chassis)] {
+    for (what, claim) in [("plate", &*plate), ("chassis number", &*chassis)] {
         let others = survey.others(&claim.pk, &pk);
         if !others.is_empty() {
             return Plan::Conflict(format!(
@@ -84,14 +85,14 @@ fn plan(item: &Item, survey: &Survey, _: &Settings) -> Plan {
     }
 
     let mut change = Change::update(
-        Update::<Vehicle>::at(keys::vehicle(id))
+        Update::<Vehicle>::at(Vehicle::key_of(id))
             .when(
                 Condition::equals(Vehicle::PLATE, &vehicle.plate)
                     .and_equals(Vehicle::CHASSIS, &vehicle.chassis),
             )
             .to_version(VERSION),
     );
-    let old_plate = keys::plate_lock_before_compact(&vehicle.plate);
+    let old_plate = PlateLock::key_before_compact(&vehicle.plate);
     if old_plate != plate {
         change = rekey::<PlateLock>(
             change,
@@ -102,7 +103,7 @@ fn plan(item: &Item, survey: &Survey, _: &Settings) -> Plan {
             old_plate,
         );
     }
-    let old_chassis = keys::chassis_lock_before_compact(&vehicle.chassis);
+    let old_chassis = ChassisLock::key_before_compact(&vehicle.chassis);
     if old_chassis != chassis {
         change = rekey::<ChassisLock>(
             change,
@@ -120,7 +121,7 @@ fn plan(item: &Item, survey: &Survey, _: &Settings) -> Plan {
 /// it. Either may be done already (by the API, which writes compact locks, or a run the API's write
 /// made refuse after it), so "absent or mine" holds for both; the vehicle's own condition is what
 /// makes the change apply once.
-fn rekey<L: Held + Clone>(change: Change, lock: &L, old: Key) -> Change {
+fn rekey<L: Held + Clone>(change: Change, lock: &L, old: KeyOf<L>) -> Change {
     let absent_or_mine = Condition::absent_or_equals(L::HOLDER, lock.holder());
     change
         .and_put(Put::new_if(lock, absent_or_mine.clone()))

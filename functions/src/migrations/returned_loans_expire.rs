@@ -8,8 +8,8 @@
 
 use super::{Migration, Plan, Settings, Survey};
 use crate::clock;
-use crate::model::key_of;
 use crate::model::loans::Checkout;
+use crate::model::{KeyOf, key_of};
 use crate::store::migration::Change;
 use crate::store::{Condition, Item, Update};
 use singlet_shared::keys;
@@ -23,12 +23,14 @@ pub const MIGRATION: Migration = Migration {
 };
 
 fn plan(item: &Item, _: &Survey, settings: &Settings) -> Plan {
-    let Some(key) = key_of(item) else {
+    // A returned loan's key (`PATRON#…`/`RETURNED#…`), not an active one's.
+    let Some(key) = key_of(item)
+        .filter(|key| key.sk.starts_with(keys::RETURNED_PREFIX))
+        .and_then(KeyOf::<Checkout>::checked)
+    else {
         return Plan::Skip;
     };
-    let returned_loan =
-        key.pk.starts_with(keys::PATRON_PREFIX) && key.sk.starts_with(keys::RETURNED_PREFIX);
-    if !returned_loan || item.contains_key(Checkout::EXPIRES_AT.name()) {
+    if item.contains_key(Checkout::EXPIRES_AT.name()) {
         return Plan::Skip;
     }
     let Ok(loan) = serde_dynamo::from_item::<_, Checkout>(item.clone()) else {

@@ -36,7 +36,7 @@ fn plan(item: &Item, _: &Survey, _: &Settings) -> Plan {
     };
     let index = keys::vehicle_by_depot(&depot, vehicle.added_at, &vehicle.vehicle_id);
     Plan::Change(Change::update(
-        Update::<Vehicle>::at(keys::vehicle(&vehicle.vehicle_id))
+        Update::<Vehicle>::at(Vehicle::key_of(&vehicle.vehicle_id))
             .set_index(GSI5, index)
             .to_version(VERSION)
             .when(Condition::exists().and_not_in_index(GSI5)),

@@ -1,11 +1,11 @@
 //! The accounts' entities: an account, and the locks that make its email and its username unique.
 
 use super::{
-    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyShape, Lock, Personal, PersonalField,
-    SortShape, TableEntity, fields, from_attributes, from_key_and_attributes,
+    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyOf, KeyShape, Lock, Personal,
+    PersonalField, SortShape, TableEntity, fields, from_attributes, from_key_and_attributes,
 };
 use serde::{Deserialize, Serialize};
-use singlet_shared::{Email, Id, Key, Username, keys};
+use singlet_shared::{Email, Id, Username, keys};
 
 /// An account as every account route answers it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,6 +35,13 @@ pub struct AccountRow {
     pub owners_one: bool,
 }
 
+impl AccountRow {
+    /// The key of the account `account_id`.
+    pub fn key_of(account_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::account(account_id))
+    }
+}
+
 impl Entity for AccountRow {
     const TYPE: &'static EntityType = &EntityType {
         name: "account",
@@ -55,8 +62,8 @@ impl Entity for AccountRow {
         display: "Account",
     };
 
-    fn key(&self) -> Key {
-        keys::account(&self.account.account_id)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.account.account_id)
     }
 
     /// Its email's and its username's. The owner lock of a subject's one account is keyed under
@@ -139,8 +146,8 @@ impl Entity for EmailLock {
         display: "EmailLock",
     };
 
-    fn key(&self) -> Key {
-        keys::email_lock(&self.value)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.value)
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -175,8 +182,8 @@ impl Entity for UsernameLock {
         display: "UsernameLock",
     };
 
-    fn key(&self) -> Key {
-        keys::handle_lock(&self.value)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.value)
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -188,11 +195,21 @@ impl EmailLock {
     /// The attribute holding the email the lock is of (for a tool that must find it in an item
     /// no entity reads, such as the anonymiser).
     pub const VALUE: Field<Self> = Field::new("value");
+
+    /// The key of the lock of `email`, which every look-alike of it meets.
+    pub fn key_of(email: &Email) -> KeyOf<Self> {
+        KeyOf::new(keys::email_lock(email))
+    }
 }
 
 impl UsernameLock {
     /// The attribute holding the username the lock is of.
     pub const VALUE: Field<Self> = Field::new("value");
+
+    /// The key of the lock of `username`.
+    pub fn key_of(username: &Username) -> KeyOf<Self> {
+        KeyOf::new(keys::handle_lock(username))
+    }
 }
 
 impl Held for EmailLock {
@@ -238,6 +255,13 @@ struct OwnerLockAttributes {
     account_id: Id,
 }
 
+impl OwnerLock {
+    /// The key of the lock of the subject whose keyed hash is `pseudonym`.
+    pub fn key_of(pseudonym: &str) -> KeyOf<Self> {
+        KeyOf::new(keys::owner_lock(pseudonym))
+    }
+}
+
 impl Entity for OwnerLock {
     const TYPE: &'static EntityType = &EntityType {
         name: "owner-lock",
@@ -258,8 +282,8 @@ impl Entity for OwnerLock {
         display: "OwnerLock",
     };
 
-    fn key(&self) -> Key {
-        keys::owner_lock(&self.pseudonym)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.pseudonym)
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {

@@ -1,11 +1,11 @@
 //! The change & audit log's entities: a resource's present state and each event of its history.
 
 use super::{
-    Domain, Entity, EntityType, Expiry, Item, KeyShape, Personal, PersonalField, SortShape, fields,
-    from_attributes, from_key_and_attributes,
+    Domain, Entity, EntityType, Expiry, Item, KeyOf, KeyShape, Personal, PersonalField, SortShape,
+    fields, from_attributes, from_key_and_attributes,
 };
 use serde::{Deserialize, Serialize};
-use singlet_shared::{Id, Key, Status, keys};
+use singlet_shared::{Id, Status, keys};
 
 /// A resource's present state (`RESOURCE#<resourceId>`/`CURRENT`), and the body of every route
 /// that returns it.
@@ -17,6 +17,13 @@ pub struct Resource {
     pub version: u64,
     /// Epoch milliseconds of the last change.
     pub updated_at: i64,
+}
+
+impl Resource {
+    /// The key of the present state of the resource `resource_id`.
+    pub fn key_of(resource_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::resource_current(resource_id))
+    }
 }
 
 impl Entity for Resource {
@@ -34,8 +41,8 @@ impl Entity for Resource {
         display: "CurrentState",
     };
 
-    fn key(&self) -> Key {
-        keys::resource_current(&self.resource_id)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.resource_id)
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -89,8 +96,8 @@ impl Entity for ResourceEvent {
         display: "ChangeEvent",
     };
 
-    fn key(&self) -> Key {
-        keys::resource_event(&self.resource_id, self.event.sequence)
+    fn key(&self) -> KeyOf<Self> {
+        KeyOf::new(keys::resource_event(&self.resource_id, self.event.sequence))
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {

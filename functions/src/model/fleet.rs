@@ -2,12 +2,12 @@
 //! unique across the fleet.
 
 use super::{
-    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyShape, Lock, Personal, PersonalField,
-    TableEntity, fields, from_attributes,
+    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyOf, KeyShape, Lock, Personal,
+    PersonalField, TableEntity, fields, from_attributes,
 };
 use serde::{Deserialize, Serialize};
 use singlet_shared::schema::{GSI5, Index};
-use singlet_shared::{Chassis, Depot, Id, IndexKey, Key, Plate, keys};
+use singlet_shared::{Chassis, Depot, Id, IndexKey, Plate, keys};
 
 /// A vehicle (`VEHICLE#<vehicleId>`), and the response body of every vehicle route.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,6 +25,11 @@ pub struct Vehicle {
 /// (`PLATE#ka19 xtr`); both carry the depot index keys (GSI5), which version 1, written before
 /// `GET /depots/{depot}/vehicles`, lacks until `vehicles-by-depot`.
 impl Vehicle {
+    /// The key of the vehicle `vehicle_id`.
+    pub fn key_of(vehicle_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::vehicle(vehicle_id))
+    }
+
     /// The lock that keeps its plate unique, naming it.
     pub fn plate_lock(&self) -> PlateLock {
         PlateLock {
@@ -61,8 +66,8 @@ impl Entity for Vehicle {
         display: "Vehicle",
     };
 
-    fn key(&self) -> Key {
-        keys::vehicle(&self.vehicle_id)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.vehicle_id)
     }
 
     fn locks(&self) -> Vec<TableEntity> {
@@ -119,14 +124,14 @@ impl Entity for PlateLock {
         display: "PlateLock",
     };
 
-    fn key(&self) -> Key {
-        keys::plate_lock(&self.plate)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.plate)
     }
 
     /// The plate as normalised, separators and all (`PLATE#ka19 xtr`): the rule before
     /// `plates-compact`.
-    fn earlier_key(&self) -> Option<Key> {
-        Some(keys::plate_lock_before_compact(&self.plate)).filter(|key| *key != self.key())
+    fn earlier_key(&self) -> Option<KeyOf<Self>> {
+        Some(Self::key_before_compact(&self.plate)).filter(|key| *key != self.key())
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -163,17 +168,41 @@ impl Entity for ChassisLock {
         display: "ChassisLock",
     };
 
-    fn key(&self) -> Key {
-        keys::chassis_lock(&self.chassis)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.chassis)
     }
 
     /// As a plate lock's ([`PlateLock`]'s `earlier_key`).
-    fn earlier_key(&self) -> Option<Key> {
-        Some(keys::chassis_lock_before_compact(&self.chassis)).filter(|key| *key != self.key())
+    fn earlier_key(&self) -> Option<KeyOf<Self>> {
+        Some(Self::key_before_compact(&self.chassis)).filter(|key| *key != self.key())
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
         from_attributes(item)
+    }
+}
+
+impl PlateLock {
+    /// The key of the lock of `plate`, as every spelling of it meets it.
+    pub fn key_of(plate: &Plate) -> KeyOf<Self> {
+        KeyOf::new(keys::plate_lock(plate))
+    }
+
+    /// Its key under the rule before `plates-compact`, read until the migration has re-keyed it.
+    pub fn key_before_compact(plate: &Plate) -> KeyOf<Self> {
+        KeyOf::new(keys::plate_lock_before_compact(plate))
+    }
+}
+
+impl ChassisLock {
+    /// The key of the lock of `chassis`.
+    pub fn key_of(chassis: &Chassis) -> KeyOf<Self> {
+        KeyOf::new(keys::chassis_lock(chassis))
+    }
+
+    /// As [`PlateLock::key_before_compact`].
+    pub fn key_before_compact(chassis: &Chassis) -> KeyOf<Self> {
+        KeyOf::new(keys::chassis_lock_before_compact(chassis))
     }
 }
 

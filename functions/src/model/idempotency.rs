@@ -2,7 +2,7 @@
 //! response, and the lock of an id derived from a key.
 
 use super::{
-    Domain, Entity, EntityType, Expiry, Item, KeyShape, Lock, Personal, PersonalField,
+    Domain, Entity, EntityType, Expiry, Item, KeyOf, KeyShape, Lock, Personal, PersonalField,
     from_key_and_attributes,
 };
 use serde::{Deserialize, Serialize};
@@ -70,8 +70,8 @@ impl Entity for IdempotencyRecord {
         display: "IdempotencyRecord",
     };
 
-    fn key(&self) -> Key {
-        self.key.clone()
+    fn key(&self) -> KeyOf<Self> {
+        KeyOf::new(self.key.clone())
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -108,8 +108,8 @@ impl Entity for IdLock {
         display: "IdLock",
     };
 
-    fn key(&self) -> Key {
-        keys::id_lock(&self.id)
+    fn key(&self) -> KeyOf<Self> {
+        KeyOf::new(keys::id_lock(&self.id))
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {

@@ -1,13 +1,13 @@
 //! The library's entities: branches, patrons and the locks of their cards, books, and copies.
 
 use super::{
-    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyShape, Lock, Personal, PersonalField,
-    SortShape, TableEntity, fields, from_attributes, from_key_and_attributes,
+    Domain, Entity, EntityType, Expiry, Field, Held, Item, KeyOf, KeyShape, Lock, Personal,
+    PersonalField, SortShape, TableEntity, fields, from_attributes, from_key_and_attributes,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI1, GSI2, Index};
-use singlet_shared::{CardNumber, Email, Id, IndexKey, Invalid, Isbn13, Key};
+use singlet_shared::{CardNumber, Email, Id, IndexKey, Invalid, Isbn13};
 
 /// A branch (`BRANCH#<branchId>`, listed on GSI1 `BRANCHES`), and the body of the branch routes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -19,6 +19,13 @@ pub struct Branch {
     pub city: String,
     pub phone: String,
     pub opening_hours: String,
+}
+
+impl Branch {
+    /// The key of the branch `branch_id`.
+    pub fn key_of(branch_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::branch(branch_id))
+    }
 }
 
 impl Entity for Branch {
@@ -36,8 +43,8 @@ impl Entity for Branch {
         display: "Branch",
     };
 
-    fn key(&self) -> Key {
-        keys::branch(&self.branch_id)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.branch_id)
     }
 
     fn index_keys(&self) -> Vec<(Index, IndexKey)> {
@@ -105,6 +112,11 @@ pub struct Patron {
 }
 
 impl Patron {
+    /// The key of the patron `patron_id`, registered at the branch `branch_id`.
+    pub fn key_of(branch_id: &Id, patron_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::patron(branch_id, patron_id))
+    }
+
     /// The lock that keeps its card number unique, naming it.
     pub fn card_lock(&self) -> PatronCard {
         PatronCard {
@@ -140,8 +152,8 @@ impl Entity for Patron {
         display: "Patron",
     };
 
-    fn key(&self) -> Key {
-        keys::patron(&self.branch_id, &self.patron_id)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.branch_id, &self.patron_id)
     }
 
     fn locks(&self) -> Vec<TableEntity> {
@@ -174,6 +186,13 @@ pub struct PatronCard {
     pub patron_id: Id,
 }
 
+impl PatronCard {
+    /// The key of the lock of the card `card_number`.
+    pub fn key_of(card_number: &CardNumber) -> KeyOf<Self> {
+        KeyOf::new(keys::card_lock(card_number))
+    }
+}
+
 impl Entity for PatronCard {
     const TYPE: &'static EntityType = &EntityType {
         name: "card-lock",
@@ -190,8 +209,8 @@ impl Entity for PatronCard {
         display: "CardLock",
     };
 
-    fn key(&self) -> Key {
-        keys::card_lock(&self.card_number)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.card_number)
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -214,6 +233,13 @@ pub struct Book {
     pub page_count: i64,
 }
 
+impl Book {
+    /// The key of the book `isbn`.
+    pub fn key_of(isbn: &Isbn13) -> KeyOf<Self> {
+        KeyOf::new(keys::book(isbn))
+    }
+}
+
 impl Entity for Book {
     const TYPE: &'static EntityType = &EntityType {
         name: "book",
@@ -226,8 +252,8 @@ impl Entity for Book {
         display: "Book",
     };
 
-    fn key(&self) -> Key {
-        keys::book(&self.isbn)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.isbn)
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {
@@ -301,8 +327,8 @@ impl Entity for Copy {
         display: "Copy",
     };
 
-    fn key(&self) -> Key {
-        keys::copy(&self.branch_id, &self.copy_id)
+    fn key(&self) -> KeyOf<Self> {
+        Self::key_of(&self.branch_id, &self.copy_id)
     }
 
     /// In the availability index under its status: moving between statuses moves it there.
@@ -319,6 +345,11 @@ impl Entity for Copy {
 }
 
 impl Copy {
+    /// The key of the copy `copy_id` at the branch `branch_id`.
+    pub fn key_of(branch_id: &Id, copy_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::copy(branch_id, copy_id))
+    }
+
     /// The copy an entry of the availability index names. The index projects keys only, so an
     /// entry is no whole copy: its id is read back out of the entry's sort key, which
     /// [`Entity::index_keys`] made.
@@ -373,6 +404,13 @@ pub struct BookAvailability {
     pub available_copies: i64,
 }
 
+impl BookAvailability {
+    /// The key of the count of the book `isbn`'s copies at the branch `branch_id`.
+    pub fn key_of(isbn: &Isbn13, branch_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::book_availability(isbn, branch_id))
+    }
+}
+
 impl Entity for BookAvailability {
     const TYPE: &'static EntityType = &EntityType {
         name: "book-availability",
@@ -388,12 +426,12 @@ impl Entity for BookAvailability {
         display: "BookAvailability",
     };
 
-    fn key(&self) -> Key {
+    fn key(&self) -> KeyOf<Self> {
         let isbn = self
             .isbn
             .as_ref()
             .expect("a count read from its item knows its book");
-        keys::book_availability(isbn, &self.branch_id)
+        Self::key_of(isbn, &self.branch_id)
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {

@@ -2,12 +2,12 @@
 //! the overdue marker's last complete run.
 
 use super::{
-    Domain, Entity, EntityType, Expiry, Item, KeyShape, SortShape, fields, from_attributes,
+    Domain, Entity, EntityType, Expiry, Item, KeyOf, KeyShape, SortShape, fields, from_attributes,
 };
 use serde::{Deserialize, Serialize};
 use singlet_shared::keys;
 use singlet_shared::schema::{GSI1, GSI3, GSI4, Index};
-use singlet_shared::{Id, IndexKey, Isbn13, Key};
+use singlet_shared::{Id, IndexKey, Isbn13};
 
 /// Where a loan is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,8 +54,18 @@ pub struct Checkout {
 
 impl Checkout {
     /// The key of the loan while it is active (open or overdue).
-    pub fn active_key(&self) -> Key {
-        keys::checkout(&self.patron_id, &self.checkout_id)
+    pub fn active_key(&self) -> KeyOf<Self> {
+        Self::active_key_of(&self.patron_id, &self.checkout_id)
+    }
+
+    /// The key of the loan `checkout_id` of the patron `patron_id` while it is active.
+    pub fn active_key_of(patron_id: &Id, checkout_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::checkout(patron_id, checkout_id))
+    }
+
+    /// The key of that loan once returned.
+    pub fn returned_key_of(patron_id: &Id, checkout_id: &Id) -> KeyOf<Self> {
+        KeyOf::new(keys::returned_checkout(patron_id, checkout_id))
     }
 
     /// The version from which every returned loan carries `expiresAt`: the return writes it, and
@@ -92,10 +102,10 @@ impl Entity for Checkout {
         display: "Loan",
     };
 
-    fn key(&self) -> Key {
+    fn key(&self) -> KeyOf<Self> {
         match self.status {
             LoanStatus::Open | LoanStatus::Overdue => self.active_key(),
-            LoanStatus::Returned => keys::returned_checkout(&self.patron_id, &self.checkout_id),
+            LoanStatus::Returned => Self::returned_key_of(&self.patron_id, &self.checkout_id),
         }
     }
 
@@ -141,6 +151,13 @@ pub struct MarkerRun {
     pub time: String,
 }
 
+impl MarkerRun {
+    /// The key of the one marker run item.
+    pub fn the_key() -> KeyOf<Self> {
+        KeyOf::new(keys::mark_overdue_run())
+    }
+}
+
 impl Entity for MarkerRun {
     const TYPE: &'static EntityType = &EntityType {
         name: "marker-run",
@@ -153,8 +170,8 @@ impl Entity for MarkerRun {
         display: "MarkerRun",
     };
 
-    fn key(&self) -> Key {
-        keys::mark_overdue_run()
+    fn key(&self) -> KeyOf<Self> {
+        Self::the_key()
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {

@@ -2,7 +2,9 @@
 //! (`MIGRATION#<name>` / `SEGMENT#<segment>`), so a killed run resumes there. Written only by the
 //! `migrate` runner, read back by it and by the registry like every other item.
 
-use super::{Domain, Entity, EntityType, Expiry, Item, KeyShape, SortShape, from_attributes};
+use super::{
+    Domain, Entity, EntityType, Expiry, Item, KeyOf, KeyShape, SortShape, from_attributes,
+};
 use serde::{Deserialize, Serialize};
 use singlet_shared::{Key, keys};
 
@@ -30,11 +32,11 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl MigrationCheckpoint {
-    pub fn key_of(migration: &str, segment: u32) -> Key {
-        Key {
+    pub fn key_of(migration: &str, segment: u32) -> KeyOf<Self> {
+        KeyOf::new(Key {
             pk: Self::partition(migration),
             sk: format!("{}{segment:04}", keys::SEGMENT_PREFIX),
-        }
+        })
     }
 
     /// The partition of one migration's checkpoints.
@@ -58,7 +60,7 @@ impl Entity for MigrationCheckpoint {
         display: "MigrationCheckpoint",
     };
 
-    fn key(&self) -> Key {
+    fn key(&self) -> KeyOf<Self> {
         Self::key_of(&self.migration, self.segment)
     }
 

@@ -3,7 +3,8 @@
 //! - its entity type ([`EntityType`]): the name written on every item as `_et`, the schema version
 //!   written as `_v`, the shapes its key takes, whether it is a lock and of what, whether it may
 //!   expire;
-//! - its key and its index keys, built by `singlet_shared::keys` from its own fields;
+//! - its key, typed by it ([`KeyOf`]), and its index keys, built by `singlet_shared::keys` from
+//!   its own fields;
 //! - how it becomes an item ([`Entity::to_item`], the one place `_et` and `_v` are written) and how
 //!   an item becomes it again ([`Entity::from_item`]).
 //!
@@ -19,12 +20,14 @@ pub mod audit;
 mod display;
 pub mod fleet;
 pub mod idempotency;
+mod key;
 pub mod library;
 pub mod loans;
 pub mod migration;
 pub mod outbox;
 mod registry;
 
+pub use key::KeyOf;
 pub use registry::{
     ENTITY_TYPES, TableEntity, Undecodable, decode, decode_as_a, entity_type, entity_type_of,
     type_of,
@@ -411,8 +414,8 @@ pub trait Entity: Serialize + Sized {
     /// This entity's type: `_et`, `_v`, key shapes, lock, expiry.
     const TYPE: &'static EntityType;
 
-    /// The item's primary key.
-    fn key(&self) -> Key;
+    /// The item's primary key, typed by the entity: what the store's reads and writes of it take.
+    fn key(&self) -> KeyOf<Self>;
 
     /// The item's global secondary index keys, as its state calls for (a loan's change with its
     /// status). Most entities have none.
@@ -430,7 +433,7 @@ pub trait Entity: Serialize + Sized {
     /// The key an earlier rule made of the entity's fields, where it differs from [`Entity::key`]:
     /// a plate lock keyed before `plates-compact` (`PLATE#ka19 xtr`), read until the migration
     /// has re-keyed it.
-    fn earlier_key(&self) -> Option<Key> {
+    fn earlier_key(&self) -> Option<KeyOf<Self>> {
         None
     }
 
@@ -443,7 +446,7 @@ pub trait Entity: Serialize + Sized {
     /// place an item is made from an entity.
     fn to_item(&self) -> Item {
         let mut item: Item = serde_dynamo::to_item(self).expect("entities serialise to items");
-        let key = self.key();
+        let key = self.key().into_key();
         item.insert(PK.to_owned(), AttributeValue::S(key.pk));
         item.insert(SK.to_owned(), AttributeValue::S(key.sk));
         for (index, key) in self.index_keys() {

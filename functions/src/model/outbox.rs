@@ -4,7 +4,7 @@
 //! day after it was written (`expiresAt`), the stream's own retention.
 
 use super::{
-    Domain, Entity, EntityType, Expiry, Item, KeyShape, Personal, PersonalField, SortShape,
+    Domain, Entity, EntityType, Expiry, Item, KeyOf, KeyShape, Personal, PersonalField, SortShape,
     from_key_and_attributes,
 };
 use serde::{Deserialize, Serialize};
@@ -40,8 +40,8 @@ impl Entity for OutboxItem {
         display: "DomainEvent",
     };
 
-    fn key(&self) -> Key {
-        self.key.clone()
+    fn key(&self) -> KeyOf<Self> {
+        KeyOf::new(self.key.clone())
     }
 
     fn from_item(item: &Item) -> Result<Self, String> {

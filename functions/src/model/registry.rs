@@ -9,7 +9,7 @@ use super::library::{Book, BookAvailability, Branch, Copy, Patron, PatronCard};
 use super::loans::{Checkout, MarkerRun};
 use super::migration::MigrationCheckpoint;
 use super::outbox::OutboxItem;
-use super::{ENTITY_TYPE, Entity, EntityType, Item, VERSION, key_of, stored_version};
+use super::{ENTITY_TYPE, Entity, EntityType, Item, KeyOf, VERSION, key_of, stored_version};
 use singlet_shared::Key;
 use std::fmt;
 
@@ -37,7 +37,7 @@ macro_rules! registry {
             /// The key the entity is stored under (made from its fields).
             pub fn key(&self) -> Key {
                 match self {
-                    $(TableEntity::$variant(entity) => entity.key()),+
+                    $(TableEntity::$variant(entity) => entity.key().into_key()),+
                 }
             }
 
@@ -51,7 +51,7 @@ macro_rules! registry {
             /// The key an earlier rule made of the entity's fields ([`Entity::earlier_key`]).
             pub fn earlier_key(&self) -> Option<Key> {
                 match self {
-                    $(TableEntity::$variant(entity) => entity.earlier_key()),+
+                    $(TableEntity::$variant(entity) => entity.earlier_key().map(KeyOf::into_key)),+
                 }
             }
 
@@ -468,7 +468,7 @@ mod tests {
             unreachable!()
         };
         assert_eq!(
-            vehicle.plate_lock().earlier_key(),
+            vehicle.plate_lock().earlier_key().map(KeyOf::into_key),
             Some(singlet_shared::keys::plate_lock_before_compact(
                 &vehicle.plate
             ))

@@ -21,7 +21,7 @@ use super::transaction::{Cancelled, Commit, Transaction};
 use super::write::{AnyEntity, Check, Condition, Delete, Put, Update};
 use crate::context::Ctx;
 use crate::error::{ApiError, Code, FieldError};
-use crate::model::{Entity, EntityType, Field, Held, TableEntity};
+use crate::model::{Entity, EntityType, Field, Held, KeyOf, TableEntity};
 use singlet_shared::{Id, Key};
 
 /// Puts `lock` unless its key is taken.
@@ -43,7 +43,7 @@ impl<P: Copy + PartialEq + std::fmt::Debug> Transaction<P> {
             let part = part(lock.entity_type());
             transaction
                 .put(part, claim_any(lock))
-                .check_if_some(part, lock.earlier_key().map(free_at))
+                .check_if_some(part, lock.earlier_key().map(free_any_at))
         })
     }
 }
@@ -77,7 +77,7 @@ pub fn release_declared(lock: &TableEntity) -> Option<Delete<AnyEntity>> {
     let of = lock.entity_type().lock_of()?;
     let item = lock.to_item();
     let holder = text(&item, of.holder).to_owned();
-    Some(Delete::at(lock.key()).when(Condition::equals(Field::new(of.holder), holder)))
+    Some(Delete::any(lock.key()).when(Condition::equals(Field::new(of.holder), holder)))
 }
 
 /// Puts `lock`, a new spelling of the value its holder holds already (a look-alike of its own
@@ -96,7 +96,7 @@ pub fn release<L: Held>(lock: &L) -> Delete<L> {
 
 /// Deletes the lock at `key` only if it names `holder`: a lock written under an earlier rule
 /// for its key (a plate lock before `plates-compact`).
-pub fn release_at<L: Held>(key: Key, holder: &Id) -> Delete<L> {
+pub fn release_at<L: Held>(key: KeyOf<L>, holder: &Id) -> Delete<L> {
     Delete::at(key).when(Condition::equals(L::HOLDER, holder))
 }
 
@@ -105,8 +105,13 @@ pub fn release_at<L: Held>(key: Key, holder: &Id) -> Delete<L> {
 /// lock before `plates-compact`, `PLATE#ka19 xtr`): a claim of its current key
 /// (`PLATE#ka19xtr`) cannot meet that lock, so the transaction checks its key too. Of no entity
 /// type: the condition is that none is there.
-pub fn free_at(key: Key) -> Check<()> {
-    Check::at(key, Condition::absent()).old_on_failure()
+pub fn free_at<L: Held>(key: KeyOf<L>) -> Check<AnyEntity> {
+    free_any_at(key.into_key())
+}
+
+/// [`free_at`], at the key of a lock of whichever type (an owner's declared locks).
+pub fn free_any_at(key: Key) -> Check<AnyEntity> {
+    Check::any(key, Condition::absent()).old_on_failure()
 }
 
 /// Who holds a lock of type `L` whose claim failed, from the item the cancellation returned.
@@ -166,7 +171,7 @@ pub async fn swap<L: Held, O: Entity>(
 pub async fn swap_from<L: Held, O: Entity>(
     ctx: &Ctx,
     new: &L,
-    new_free_before: Option<Check<()>>,
+    new_free_before: Option<Check<AnyEntity>>,
     release_old: Delete<L>,
     owner: Update<O>,
     event: Put,
@@ -190,7 +195,7 @@ pub async fn swap_from<L: Held, O: Entity>(
 pub async fn swap_spelling<L: Held, O: Entity>(
     ctx: &Ctx,
     new: &L,
-    new_free_before: Option<Check<()>>,
+    new_free_before: Option<Check<AnyEntity>>,
     owner: Update<O>,
     event: Put,
 ) -> Result<Swapped, ApiError> {
@@ -204,7 +209,7 @@ async fn move_owner<L: Held, O: Entity>(
     ctx: &Ctx,
     new: &L,
     new_lock: Put,
-    new_free_before: Option<Check<()>>,
+    new_free_before: Option<Check<AnyEntity>>,
     release_old: Option<Delete<L>>,
     owner: Update<O>,
     event: Put,

@@ -29,11 +29,11 @@ pub mod write;
 pub use failure::{AccessDenied, access_denied, is_transient};
 pub use item::{Item, decode, key_item, s};
 pub use transaction::{CONFLICT_ATTEMPTS, Cancelled, Commit, MAX_PARTS, TokenCommit, Transaction};
-pub use write::{Check, Condition, Delete, Put, Update};
+pub use write::{AnyEntity, Check, Condition, Delete, Put, Update};
 
 use crate::context::Ctx;
 use crate::error::ApiError;
-use crate::model::Entity;
+use crate::model::{Entity, KeyOf};
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
@@ -215,7 +215,7 @@ impl Scan {
 impl Ctx {
     /// One strongly consistent `GetItem`, decoded through the registry: an item of another type
     /// at `key`, or of a later version, is a `500`, never a `T` read from look-alike attributes.
-    pub async fn get<T: Entity>(&self, key: &Key) -> Result<Option<T>, ApiError> {
+    pub async fn get<T: Entity>(&self, key: &KeyOf<T>) -> Result<Option<T>, ApiError> {
         self.get_item(key)
             .await?
             .map(|item| decode(&item))
@@ -226,7 +226,11 @@ impl Ctx {
     /// seconds): an expired item is not there, to every reader, though TTL has not deleted it yet
     /// (that takes up to a few days). `GetItem` takes no filter, so the check is made here, on
     /// the item read: it costs what the read costs.
-    pub async fn get_live<T: Entity>(&self, key: &Key, now: i64) -> Result<Option<T>, ApiError> {
+    pub async fn get_live<T: Entity>(
+        &self,
+        key: &KeyOf<T>,
+        now: i64,
+    ) -> Result<Option<T>, ApiError> {
         self.get_live_item(key, now)
             .await?
             .map(|item| decode(&item))

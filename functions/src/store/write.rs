@@ -8,7 +8,7 @@
 //! writes `_et` when the item lacks it; `_v` comes only with a whole item (a put, a migration).
 
 use super::item::{Item, key_item};
-use crate::model::{ENTITY_TYPE, Entity, EntityType, Field, TableEntity, VERSION};
+use crate::model::{ENTITY_TYPE, Entity, EntityType, Field, KeyOf, TableEntity, VERSION};
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete as SdkDelete, Put as SdkPut,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update as SdkUpdate,
@@ -239,14 +239,10 @@ impl<E: Entity> Update<E> {
     /// put (or a migration, which writes what the new version adds) may say the item is of a
     /// later version. An item without `_v` is version 1 and stays so until migrated.
     ///
-    /// `key` must be a key of `E` (one of its declared shapes): an update of another entity's
-    /// item under `E`'s fields is a bug the tests catch here.
-    pub fn at(key: Key) -> Self {
-        debug_assert!(
-            E::TYPE.keys.iter().any(|shape| shape.fits(&key)),
-            "{key:?} is no key of a {}",
-            E::TYPE.name
-        );
+    /// `key` is typed by `E`: an update of another entity's item under `E`'s fields does not
+    /// compile.
+    pub fn at(key: KeyOf<E>) -> Self {
+        let key = key.into_key();
         let mut set = vec![(ENTITY_TYPE, AttributeValue::S(E::TYPE.name.to_owned()))];
         // While an entity type has only its first version, every item of it is that version, so
         // saying so is true (and an update that creates its item, an upsert, writes it whole).
@@ -335,8 +331,17 @@ pub struct Delete<E> {
     entity: PhantomData<fn() -> E>,
 }
 
-impl<E> Delete<E> {
-    pub fn at(key: Key) -> Self {
+impl<E: Entity> Delete<E> {
+    pub fn at(key: KeyOf<E>) -> Self {
+        Self::typed(RawDelete::new(key.into_key(), Vec::new()))
+    }
+}
+
+impl Delete<AnyEntity> {
+    /// A delete of whatever item is at `key`, a key that came as text (the console's delete,
+    /// a lock of whichever type `fsck` or a release found): its conditions name attributes, not
+    /// one entity's fields.
+    pub fn any(key: Key) -> Self {
         Self::typed(RawDelete::new(key, Vec::new()))
     }
 }
@@ -354,8 +359,18 @@ impl<E> Check<E> {
     pub fn transact_item(self, table: &str) -> TransactWriteItem {
         Write::from(self).transact_item(table)
     }
+}
 
-    pub fn at(key: Key, condition: Condition<E>) -> Self {
+impl<E: Entity> Check<E> {
+    pub fn at(key: KeyOf<E>, condition: Condition<E>) -> Self {
+        Self::typed(RawCheck::new(key.into_key(), condition.clauses))
+    }
+}
+
+impl Check<AnyEntity> {
+    /// A condition on whatever item is at `key`: an owner `fsck` found by its key, a lock an
+    /// earlier rule keyed (which must be absent, whoever it would be).
+    pub fn any(key: Key, condition: Condition<AnyEntity>) -> Self {
         Self::typed(RawCheck::new(key, condition.clauses))
     }
 }
@@ -796,11 +811,11 @@ mod tests {
     use crate::model::loans::MarkerRun;
     use singlet_shared::schema::GSI1;
 
-    fn key() -> Key {
-        Key {
+    fn key() -> KeyOf<Patron> {
+        KeyOf::new(Key {
             pk: "BRANCH#b".into(),
             sk: "PATRON#p".into(),
-        }
+        })
     }
 
     #[test]
@@ -841,7 +856,7 @@ mod tests {
 
     #[test]
     fn a_missing_or_earlier_time_is_one_clause() {
-        let update = Update::<MarkerRun>::at(singlet_shared::keys::mark_overdue_run())
+        let update = Update::<MarkerRun>::at(MarkerRun::the_key())
             .set(MarkerRun::TIME, "t")
             .when(Condition::missing_or_below(MarkerRun::TIME, "t"))
             .raw();

@@ -321,9 +321,9 @@ async fn reread(
                 // it there too decides whether this one is surplus.
                 if let Some(Ok(TableEntity::Account(row))) = table.entity(&account)
                     && let Some(held) = table.owner_lock_of(row)
-                    && held.key() != *key
+                    && *held.key() != *key
                 {
-                    keys.push(held.key());
+                    keys.push(held.key().into_key());
                 }
                 fill(&mut fresh, snapshot(ctx, &keys).await?);
                 return Ok(Some(fresh));
@@ -431,7 +431,7 @@ async fn reread(
                     table
                         .open_loans_of_copy(&id.0, &id.1)
                         .into_iter()
-                        .map(|loan| loan.active_key()),
+                        .map(|loan| loan.active_key().into_key()),
                 );
                 keys.extend(found.open_loans(&id));
             }
@@ -468,7 +468,7 @@ fn locks_of(table: &Table, entity: &TableEntity) -> Vec<Key> {
         .collect();
     if let TableEntity::Account(row) = entity {
         if let Some(owner_lock) = table.owner_lock_of(row) {
-            keys.push(owner_lock.key());
+            keys.push(owner_lock.key().into_key());
         }
         // And the owner locks naming it from elsewhere, as the scan found them: one there
         // leaves the account's missing lock to a person.

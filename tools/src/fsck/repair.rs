@@ -17,9 +17,8 @@ use singlet_functions::idempotency;
 use singlet_functions::library::{BookAvailability, Copy, Patron, PatronCard};
 use singlet_functions::loans::Checkout;
 use singlet_functions::model::idempotency::{IdLock, IdempotencyRecord};
-use singlet_functions::model::{Entity, Field, Held, TableEntity};
+use singlet_functions::model::{Entity, Field, Held, KeyOf, TableEntity};
 use singlet_functions::store::pace::{KeyRef, units_per_key};
-use singlet_functions::store::write::AnyEntity;
 use singlet_functions::store::{Check, Commit, Condition, Transaction, Update, lock};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{INDEXES, Index, TTL_ATTRIBUTE};
@@ -54,8 +53,8 @@ pub struct AvailableCopies {
 
 impl AvailableCopies {
     /// The count's key.
-    fn key(&self) -> Key {
-        keys::book_availability(&self.isbn, &self.branch_id)
+    fn key(&self) -> KeyOf<BookAvailability> {
+        BookAvailability::key_of(&self.isbn, &self.branch_id)
     }
 }
 
@@ -94,7 +93,7 @@ pub enum Repair {
     SetCopyStatus {
         copy: Copy,
         to: CopyStatus,
-        loan: Option<Key>,
+        loan: Option<KeyOf<Checkout>>,
     },
     /// `copy-status`, for a branch's count of a book's available copies: set it to `to`, the
     /// copies' count, if it is still `seen` (`None`: if there is still no count).
@@ -306,7 +305,7 @@ impl Repair {
                         .chain(moved.index_keys())
                         .map(|(index, key)| KeyRef::index(index.name, key.pk)),
                 );
-                keys.extend(loan.iter().map(table));
+                keys.extend(loan.iter().map(|loan| table(loan)));
                 (keys, true)
             }
             Repair::RewriteLoanIndex { key, set, seen, .. } => {
@@ -368,7 +367,7 @@ impl Repair {
                     .map(done)
             }
             Repair::ReleaseOwnerLock { lock, account } => {
-                let account_key = keys::account(&lock.account_id);
+                let account_key = AccountRow::key_of(&lock.account_id);
                 let as_it_was = match account {
                     None => Condition::absent(),
                     Some(row) => {
@@ -415,7 +414,7 @@ impl Repair {
             }
             Repair::SetActiveLoans { patron, seen, open } => ctx
                 .update_item(
-                    Update::<Patron>::at(patron.clone())
+                    Update::<Patron>::at(typed(patron)?)
                         .set(Patron::ACTIVE_LOANS, open)
                         .when(Condition::equals(Patron::ACTIVE_LOANS, seen)),
                 )
@@ -434,10 +433,8 @@ impl Repair {
                 }
                 let mut transaction = Transaction::new().update(Part::Copy, update);
                 if let Some(loan) = loan {
-                    transaction = transaction.check(
-                        Part::Loan,
-                        Check::<Checkout>::at(loan.clone(), Condition::exists()),
-                    );
+                    transaction =
+                        transaction.check(Part::Loan, Check::at(loan.clone(), Condition::exists()));
                 }
                 transaction.commit(ctx).await.map(done)
             }
@@ -456,7 +453,7 @@ impl Repair {
                         condition.and_index_as(*index, pk.as_deref(), sk.as_deref())
                     },
                 );
-                let mut update = Update::<Checkout>::at(key.clone()).when(as_read);
+                let mut update = Update::<Checkout>::at(typed(key)?).when(as_read);
                 for (index, index_key) in set {
                     update = update.set_index(*index, index_key.clone());
                 }
@@ -469,10 +466,12 @@ impl Repair {
             }
             Repair::SetExpiry { key, entity } => match *entity {
                 "idempotency-record" => {
-                    set_expiry::<IdempotencyRecord>(ctx, key, idempotency::KEEP_SECONDS).await
+                    set_expiry::<IdempotencyRecord>(ctx, typed(key)?, idempotency::KEEP_SECONDS)
+                        .await
                 }
                 "outbox" => {
-                    set_expiry::<OutboxItem>(ctx, key, outbox::KEEP_SECONDS.unsigned_abs()).await
+                    set_expiry::<OutboxItem>(ctx, typed(key)?, outbox::KEEP_SECONDS.unsigned_abs())
+                        .await
                 }
                 other => {
                     return Err(Refused::Cannot(format!(
@@ -483,17 +482,17 @@ impl Repair {
             Repair::RemoveExpiry { key, entity, seen } => {
                 let (key, seen) = (key.clone(), *seen);
                 match *entity {
-                    "vehicle" => remove_expiry::<Vehicle>(ctx, key, seen).await,
-                    "account" => remove_expiry::<AccountRow>(ctx, key, seen).await,
-                    "patron" => remove_expiry::<Patron>(ctx, key, seen).await,
-                    "plate-lock" => remove_expiry::<PlateLock>(ctx, key, seen).await,
-                    "chassis-lock" => remove_expiry::<ChassisLock>(ctx, key, seen).await,
-                    "email-lock" => remove_expiry::<EmailLock>(ctx, key, seen).await,
-                    "username-lock" => remove_expiry::<UsernameLock>(ctx, key, seen).await,
-                    "card-lock" => remove_expiry::<PatronCard>(ctx, key, seen).await,
-                    "id-lock" => remove_expiry::<IdLock>(ctx, key, seen).await,
-                    "loan" => remove_expiry::<Checkout>(ctx, key, seen).await,
-                    "owner-lock" => remove_expiry::<OwnerLock>(ctx, key, seen).await,
+                    "vehicle" => remove_expiry::<Vehicle>(ctx, typed(&key)?, seen).await,
+                    "account" => remove_expiry::<AccountRow>(ctx, typed(&key)?, seen).await,
+                    "patron" => remove_expiry::<Patron>(ctx, typed(&key)?, seen).await,
+                    "plate-lock" => remove_expiry::<PlateLock>(ctx, typed(&key)?, seen).await,
+                    "chassis-lock" => remove_expiry::<ChassisLock>(ctx, typed(&key)?, seen).await,
+                    "email-lock" => remove_expiry::<EmailLock>(ctx, typed(&key)?, seen).await,
+                    "username-lock" => remove_expiry::<UsernameLock>(ctx, typed(&key)?, seen).await,
+                    "card-lock" => remove_expiry::<PatronCard>(ctx, typed(&key)?, seen).await,
+                    "id-lock" => remove_expiry::<IdLock>(ctx, typed(&key)?, seen).await,
+                    "loan" => remove_expiry::<Checkout>(ctx, typed(&key)?, seen).await,
+                    "owner-lock" => remove_expiry::<OwnerLock>(ctx, typed(&key)?, seen).await,
                     other => {
                         return Err(Refused::Cannot(format!(
                             "cannot remove the expiry of a {other}"
@@ -531,10 +530,20 @@ fn check_owner(
         Some(value) => Condition::equals(Field::new(kind.value), value),
         None => Condition::absent(),
     };
-    transaction.check(
-        Part::Owner,
-        Check::<AnyEntity>::at(owner.clone(), condition),
-    )
+    transaction.check(Part::Owner, Check::any(owner.clone(), condition))
+}
+
+/// `key` as a key of `E`, or the repair refused: a finding's key is text read from the table,
+/// and a repair writes an `E` only where an `E` lives.
+fn typed<E: Entity>(key: &Key) -> Result<KeyOf<E>, Refused> {
+    KeyOf::checked(key.clone()).ok_or_else(|| {
+        Refused::Cannot(format!(
+            "{} {} is no key of a {}",
+            key.pk,
+            key.sk,
+            E::TYPE.name
+        ))
+    })
 }
 
 /// The table's TTL attribute as a field of `E`: the store's conditions and updates take fields.
@@ -546,12 +555,12 @@ fn expires_at<E>() -> Field<E> {
 /// gives one it writes now.
 async fn set_expiry<E: Entity>(
     ctx: &Ctx,
-    key: &Key,
+    key: KeyOf<E>,
     keep: u64,
 ) -> Result<bool, singlet_functions::ApiError> {
     let at = now_seconds() + keep;
     ctx.update_item(
-        Update::<E>::at(key.clone())
+        Update::<E>::at(key)
             .set(expires_at(), at)
             .when(Condition::exists().and_missing(expires_at())),
     )
@@ -561,7 +570,7 @@ async fn set_expiry<E: Entity>(
 
 async fn remove_expiry<E: Entity>(
     ctx: &Ctx,
-    key: Key,
+    key: KeyOf<E>,
     seen: u64,
 ) -> Result<bool, singlet_functions::ApiError> {
     ctx.update_item(

@@ -194,7 +194,7 @@ impl Table {
             }
             Ok(TableEntity::Patron(patron)) => {
                 self.patrons
-                    .insert(patron.patron_id.to_string(), patron.key());
+                    .insert(patron.patron_id.to_string(), patron.key().into_key());
             }
             Ok(TableEntity::Copy(copy)) => {
                 self.copies_by_book
@@ -557,7 +557,7 @@ pub fn owner_locks_under_another_key(table: &Table) -> bool {
             && let Some(held) = table.owner_lock_of(row)
         {
             named += 1;
-            placed += usize::from(held.key() == stored.key);
+            placed += usize::from(*held.key() == stored.key);
         }
     }
     named > 0 && placed == 0
@@ -576,7 +576,7 @@ fn owner_lock_orphan(table: &Table, key: &Key, lock: &OwnerLock, found: &mut Vec
     let detail = match row {
         None => format!("names accountId {}, which does not exist", lock.account_id),
         Some(row) => match table.owner_lock_of(row) {
-            Some(held) if held.key() == *key => return,
+            Some(held) if *held.key() == *key => return,
             // The account is its subject's one, and this lock names it from another key than
             // this run's key gives the subject. Either the lock was keyed under another server
             // secret than this run's (the API's own, when this run has the wrong one), or it is
@@ -629,7 +629,7 @@ fn owner_lock_missing(table: &Table, row: &AccountRow, found: &mut Vec<Finding>)
     };
     let finding = |detail: String, repair: Option<Repair>| Finding {
         rule: Rule::LockMissing,
-        key: row.key(),
+        key: row.key().into_key(),
         about: OWNER,
         detail,
         repair,

@@ -43,7 +43,7 @@ use singlet_functions::model::{Entity, Held};
 use singlet_functions::store::capacity;
 use singlet_functions::store::item::text;
 use singlet_functions::store::{
-    Check, Commit, Condition, Item, Put, TokenCommit, Transaction, lock,
+    AnyEntity, Check, Commit, Condition, Item, Put, TokenCommit, Transaction, lock,
 };
 use singlet_shared::{Id, Isbn13, Key, keys};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -281,7 +281,7 @@ struct Claim {
     put: Option<Put>,
     /// The check that no lock holds the value at the key an earlier rule made of it (a plate
     /// spelled with separators, before `plates-compact`); its failure is the claim's.
-    free_before: Option<Check<()>>,
+    free_before: Option<Check<AnyEntity>>,
     /// The lock's attribute naming its holder.
     holder: &'static str,
 }
@@ -361,7 +361,7 @@ fn declared_locks<E: Entity>(owner: &E) -> Vec<Claim> {
                 code: "taken",
                 key: held.key(),
                 put: Some(lock::claim_any(held)),
-                free_before: held.earlier_key().map(lock::free_at),
+                free_before: held.earlier_key().map(lock::free_any_at),
                 holder: of.holder,
             }
         })
@@ -372,7 +372,7 @@ fn lock_claim<L: Held>(field: &'static str, code: &'static str, lock: &L) -> Cla
     Claim {
         field,
         code,
-        key: lock.key(),
+        key: lock.key().into_key(),
         put: Some(lock::claim(lock)),
         free_before: None,
         holder: L::HOLDER.name(),
@@ -506,13 +506,13 @@ fn plan(
                 &branch.branch_id,
                 &branch,
             ));
-            let claims = vec![Claim::own_key("branchId", branch.key())];
+            let claims = vec![Claim::own_key("branchId", branch.key().into_key())];
             Planned::new(row, branch.branch_id.to_string(), &branch, claims, event)
         }
         Kind::Books => {
             let book = create_book::book_from(&body, at.year()).map_err(invalid)?;
             let event = event(Event::new(EventType::BookAdded, &book.isbn, &book));
-            let claims = vec![Claim::own_key("isbn", book.key())];
+            let claims = vec![Claim::own_key("isbn", book.key().into_key())];
             Planned::new(row, book.isbn.to_string(), &book, claims, event)
         }
         Kind::Patrons => {
@@ -585,7 +585,7 @@ async fn read_known(ctx: &Ctx, kind: Kind, rows: &[Row]) -> Result<Known, String
             .collect();
         for isbn in isbns {
             let book = ctx
-                .get::<Book>(&keys::book(&isbn))
+                .get::<Book>(&Book::key_of(&isbn))
                 .await
                 .map_err(|e| format!("cannot read book {isbn}: {e:?}"))?;
             known.books.insert(isbn.to_string(), book);
@@ -1121,7 +1121,7 @@ fn transaction(batch: &[Planned], open: &[usize]) -> (Transaction<Slot>, Vec<Id>
     for (b, branch) in branches.iter().enumerate() {
         transaction = transaction.check(
             Slot::Branch(b),
-            Check::<Branch>::at(keys::branch(branch), Condition::exists()),
+            Check::<Branch>::at(Branch::key_of(branch), Condition::exists()),
         );
     }
     // One count per book and branch, by the number of the batch's copies of it there.
