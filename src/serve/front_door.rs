@@ -390,9 +390,13 @@ pub fn lambda_request(
 /// The header in which the local runner reports the capacity units a request consumed.
 pub const CONSUMED_CAPACITY: &str = "x-consumed-capacity";
 
-/// The percent-decoded segments of a path, as the route matcher takes them.
+/// The percent-decoded segments of a path, as the route matcher takes them. Only the one
+/// leading `/` is dropped: an empty segment is part of a path (RFC 3986, section 3.3), so
+/// `//vehicles/x`, like `/vehicles//x` or `/vehicles/x/`, matches no route (`404`). AWS
+/// documents no merging of slashes; this is the strict reading (docs/guide/authentication.md).
 pub fn segments(path: &str) -> Vec<String> {
-    path.trim_start_matches('/')
+    path.strip_prefix('/')
+        .unwrap_or(path)
         .split('/')
         .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
         .collect()

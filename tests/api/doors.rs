@@ -5,8 +5,9 @@
 //! its head, before a byte of its body is sent. A head over API Gateway's quota is `431`, and a
 //! head of 100 KB is refused by both doors; a path with an empty segment matches no route.
 
-use crate::harness::{all_scopes, token, tokens};
+use crate::harness::{Api, Mode, all_scopes, token, tokens};
 use crate::process;
+use serde_json::json;
 use singlet::serve::door_limits::{self, ReadTimeouts};
 use singlet::serve::{engine, engine_door, front_door};
 use singlet_functions::Ctx;
@@ -290,4 +291,46 @@ async fn a_head_of_100_kb_is_refused_by_both_doors() {
         sending.abort();
         assert!(sent.starts_with("HTTP/1.1 431"), "{addr}: {sent}");
     }
+}
+
+/// A path with an empty segment matches no route: `//vehicles/{id}`, `/vehicles//{id}` and
+/// `/vehicles/{id}/` are API Gateway's `404 {"message":"Not Found"}`, as any path no route
+/// declares, while `/vehicles/{id}` reads the vehicle; a write to such a path changes nothing.
+#[tokio::test]
+async fn a_path_with_an_empty_segment_matches_no_route() {
+    let api = Api::start(Mode::Http).await;
+    let created = api
+        .post(
+            "/vehicles",
+            json!({"plate": "KA01AB1234", "chassis": "CH-1", "depot": "north"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    let id = created.body["vehicleId"].as_str().unwrap().to_owned();
+    assert_eq!(api.get(format!("/vehicles/{id}")).await.status, 200);
+    for path in [
+        format!("//vehicles/{id}"),
+        format!("///vehicles/{id}"),
+        format!("/vehicles//{id}"),
+        format!("/vehicles/{id}/"),
+    ] {
+        let reply = api.get(&path).await;
+        assert_eq!(
+            (reply.status, &reply.body),
+            (404, &json!({"message": "Not Found"})),
+            "{path}"
+        );
+    }
+    let before = api.items().await;
+    let reply = api
+        .put(
+            format!("//vehicles/{id}/plate"),
+            json!({"plate": "KA02CD5678"}),
+        )
+        .await;
+    assert_eq!(
+        (reply.status, &reply.body),
+        (404, &json!({"message": "Not Found"}))
+    );
+    assert_eq!(api.items().await, before, "nothing changed");
 }
