@@ -2,8 +2,8 @@
 //! authorizer does ("Control access to HTTP APIs with JWT authorizers in API Gateway",
 //! <https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-jwt-authorizer.html>):
 //! the token alone or after `Bearer ` in `authorization`; its signature and `alg` (RSA); a `kid`
-//! that names a key of the issuer's keys (a token without one is refused); `iss`, `aud`, `exp`,
-//! `nbf` and `iat`; then the route's scopes. It answers what API Gateway answers
+//! that names a key of the issuer's keys (a token without one is refused); no `crit` header
+//! parameter (RFC 7515); `iss`, `aud`, `exp`, `nbf` and `iat`; then the route's scopes. It answers what API Gateway answers
 //! (`401 {"message":"Unauthorized"}`,
 //! `403 {"message":"Forbidden"}`); a valid token's claims go to the function in
 //! `requestContext.authorizer.jwt`, as on AWS.
@@ -198,7 +198,7 @@ impl Authorizer {
     fn check(&self, token: &str) -> Option<Claims> {
         // `alg: none`, or any algorithm but the issuer's, never verifies.
         let header = jsonwebtoken::decode_header(token).ok()?;
-        if header.alg != ALGORITHM {
+        if header.alg != ALGORITHM || names_critical_extensions(token) {
             return None;
         }
         let key = match &self.keys {
@@ -234,6 +234,24 @@ impl Authorizer {
     }
 }
 
+/// Whether the token's header has a `crit` parameter. RFC 7515 (section 4.1.11): a recipient
+/// that does not understand every extension `crit` names must refuse the token; this authorizer
+/// understands none, so any `crit` is refused (as is a header that is not a JSON object, which
+/// `decode_header` refuses too). AWS documents nothing of `crit`: this is the strict reading.
+fn names_critical_extensions(token: &str) -> bool {
+    use base64::Engine;
+    let Some(header) = token.split('.').next() else {
+        return true;
+    };
+    let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header) else {
+        return true;
+    };
+    match serde_json::from_slice::<Map<String, Value>>(&bytes) {
+        Ok(header) => header.contains_key("crit"),
+        Err(_) => true,
+    }
+}
+
 /// The token in an `authorization` value, as API Gateway's JWT authorizer reads its identity
 /// source: the token alone, or after `Bearer ` (any case).
 fn bearer_token(value: &str) -> &str {
@@ -263,19 +281,22 @@ fn in_window(claims: &Claims, now: u64) -> bool {
     matches!(date("exp"), Some(Some(exp)) if exp >= now) && reached("nbf") && reached("iat")
 }
 
-/// The token's scopes, from `scope` (OAuth 2.0) and `scp` (Entra ID, Okta), each a
-/// space-separated string or a list of strings, as API Gateway's JWT authorizer reads them.
+/// The token's scopes, from `scope` and `scp`, the two claims API Gateway's JWT authorizer
+/// names. `scope` is what RFC 8693 (section 4.2) and RFC 9068 (section 2.2.3) define: one string
+/// of space-separated scopes, so a `scope` of any other form (a list) grants nothing. `scp` has
+/// no standard form (Entra ID writes a string, Okta a list of strings): both are read. AWS
+/// documents neither claim's form; this is the strict reading (docs/guide/authentication.md).
 pub fn scopes(claims: &Claims) -> Vec<String> {
     let mut scopes = Vec::new();
     for claim in ["scope", "scp"] {
         match claims.get(claim) {
             Some(Value::String(list)) => {
-                // Space-separated (RFC 8693's `scope`): a tab or a line break is part of a
-                // scope, as the authorizer reads it.
+                // Space-separated: a tab or a line break is part of a scope, as the authorizer
+                // reads it.
                 scopes.extend(list.split(' ').filter(|s| !s.is_empty()).map(str::to_owned));
             }
             // Each element is one scope, whole: `["fleet:read library:staff"]` grants neither.
-            Some(Value::Array(list)) => {
+            Some(Value::Array(list)) if claim == "scp" => {
                 scopes.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
             }
             _ => {}

@@ -14,6 +14,12 @@
 //! machine: 10 s for a head (hyper's own default is 30 s), 30 s for a body (API Gateway's
 //! integration timeout, in which 10 MB crosses any local link many times over).
 //!
+//! A request's head is bounded in size too: a head over [`MAX_HEAD_BYTES`] (request line, names,
+//! values and line ends) is answered `431` with no body by either door and its connection closed,
+//! before the rest of it is read (hyper's own limit, about 400 KB, held 100 KB of headers a
+//! request). The API's door then holds a smaller head to API Gateway's quota itself
+//! (`front_door`, 10,240 bytes of request line and header values).
+//!
 //! `SINGLET_HEAD_TIMEOUT_MS` and `SINGLET_BODY_TIMEOUT_MS` set them (milliseconds) for a test or a
 //! slow link; a value that is not a whole number of milliseconds from 1 to 3,600,000 is refused.
 
@@ -26,6 +32,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
+
+/// The largest request head either door reads (request line and header section, in bytes): over
+/// three times API Gateway's 10,240 bytes of request line and header values, so that a head API
+/// Gateway would take, with its header names and line ends, reaches the front door's own exact
+/// check ([`crate::serve::front_door::GATEWAY_MAX_HEAD`]).
+pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 
 /// The variables that set [`ReadTimeouts`], in milliseconds.
 pub const HEAD_TIMEOUT_VAR: &str = "SINGLET_HEAD_TIMEOUT_MS";
@@ -98,7 +110,8 @@ pub async fn serve(
     use tower::ServiceExt;
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(timeouts.head);
+        .header_read_timeout(timeouts.head)
+        .max_header_size(MAX_HEAD_BYTES);
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,

@@ -23,6 +23,11 @@ use tokio::net::TcpListener;
 /// API Gateway's own limit on an HTTP API request body.
 const GATEWAY_MAX_BODY: usize = 10 * 1024 * 1024;
 
+/// API Gateway's quota on an HTTP API request's "total combined size of request line and header
+/// values" ("Quotas for configuring and running an HTTP API in API Gateway",
+/// <https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html>).
+pub const GATEWAY_MAX_HEAD: usize = 10240;
+
 /// What the front door serves with: the functions' context, the authorizer it stands in for,
 /// and the runner's own issuer when it is one (the console mints its person's token with it).
 #[derive(Clone)]
@@ -230,9 +235,16 @@ pub async fn serve_on_loopback(gateway: Gateway) -> std::io::Result<String> {
 
 async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    // Everything API Gateway decides from the head is decided before the body is read: a body
-    // declared too large, a route that is not there and a token that does not pass are answered
-    // without reading (or holding) a byte of it.
+    // Everything API Gateway decides from the head is decided before the body is read: a head or
+    // a body declared too large, a route that is not there and a token that does not pass are
+    // answered without reading (or holding) a byte of it.
+    if head_size(&parts.method, &parts.uri, &parts.headers) > GATEWAY_MAX_HEAD {
+        // AWS documents the quota but not its answer: `431` (RFC 6585) in API Gateway's shape.
+        return closing(gateway_message(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "Request Header Fields Too Large",
+        ));
+    }
     if crate::serve::door_limits::declared_length(&parts.headers)
         .is_some_and(|length| length > GATEWAY_MAX_BODY as u64)
     {
@@ -283,6 +295,16 @@ async fn dispatch(State(gateway): State<Gateway>, req: Request) -> Response {
         response.headers_mut().insert(CONSUMED_CAPACITY, value);
     }
     response
+}
+
+/// What API Gateway's head quota counts of a request: its request line
+/// (`METHOD SP target SP HTTP/1.1`) and the bytes of its header values.
+fn head_size(method: &axum::http::Method, uri: &axum::http::Uri, headers: &HeaderMap) -> usize {
+    let target = uri
+        .path_and_query()
+        .map_or(1, |target| target.as_str().len());
+    let line = method.as_str().len() + 1 + target + " HTTP/1.1".len();
+    line + headers.values().map(|value| value.len()).sum::<usize>()
 }
 
 /// Whether a request declares a body (a length above zero, or chunks).
@@ -368,9 +390,13 @@ pub fn lambda_request(
 /// The header in which the local runner reports the capacity units a request consumed.
 pub const CONSUMED_CAPACITY: &str = "x-consumed-capacity";
 
-/// The percent-decoded segments of a path, as the route matcher takes them.
+/// The percent-decoded segments of a path, as the route matcher takes them. Only the one
+/// leading `/` is dropped: an empty segment is part of a path (RFC 3986, section 3.3), so
+/// `//vehicles/x`, like `/vehicles//x` or `/vehicles/x/`, matches no route (`404`). AWS
+/// documents no merging of slashes; this is the strict reading (docs/guide/authentication.md).
 pub fn segments(path: &str) -> Vec<String> {
-    path.trim_start_matches('/')
+    path.strip_prefix('/')
+        .unwrap_or(path)
         .split('/')
         .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
         .collect()

@@ -16,16 +16,17 @@ both!(
     an_account_is_its_owners,
     a_patron_token_reaches_its_own_patron_only,
     the_audit_actor_is_the_tokens_subject,
-    scopes_come_from_scope_or_scp_as_a_string_or_a_list,
+    scopes_come_from_a_scope_string_or_an_scp_string_or_list,
     the_token_is_taken_alone_or_after_bearer,
+    a_token_with_a_crit_header_is_refused,
 );
 
-/// `scp` (Entra ID, Okta) grants scopes as `scope` does, as a space-separated string or a list.
-async fn scopes_come_from_scope_or_scp_as_a_string_or_a_list(api: Api) {
-    let forms: [(&str, Value); 4] = [
+/// `scp` (Entra ID, Okta) grants scopes as a space-separated string or a list; `scope` only as
+/// the space-separated string RFC 8693 and RFC 9068 define: a `scope` list grants nothing.
+async fn scopes_come_from_a_scope_string_or_an_scp_string_or_list(api: Api) {
+    let forms: [(&str, Value); 3] = [
         ("scp", "fleet:read fleet:write".into()),
         ("scp", json!(["fleet:read", "fleet:write"])),
-        ("scope", json!(["fleet:read"])),
         ("scope", "fleet:write".into()),
     ];
     for (claim, value) in forms {
@@ -36,6 +37,23 @@ async fn scopes_come_from_scope_or_scp_as_a_string_or_a_list(api: Api) {
         let bearer = tokens().1.sign(&claims);
         let reply = api.as_token(bearer).get("/vehicles/x1").await;
         assert_eq!(reply.status, 404, "{claim}={value} is let in: {reply:?}");
+    }
+    // A `scope` that is a list is no `scope` at all: `403`, whatever it lists, on every route.
+    for listed in [
+        json!(["fleet:read"]),
+        json!(crate::harness::all_scopes().split(' ').collect::<Vec<_>>()),
+    ] {
+        let bearer = tokens().1.sign(&claims(&[("scope", listed.clone())]));
+        for route in ROUTES {
+            let path = sample_path(route.path);
+            let reply = call(&api, route.method, &path, Some(&bearer)).await;
+            assert_eq!(
+                (reply.status, &reply.body),
+                (403, &json!({"message": "Forbidden"})),
+                "{} {path} with scope={listed}",
+                route.method
+            );
+        }
     }
     // A scope string is split on spaces only: a tab is part of a scope, and grants nothing.
     let tabbed = claims(&[("scope", json!("fleet:write\tfleet:read"))]);
@@ -77,6 +95,60 @@ async fn scopes_come_from_scope_or_scp_as_a_string_or_a_list(api: Api) {
     assert_eq!(
         api.as_token(malformed).get("/vehicles/x1").await.status,
         401
+    );
+}
+
+/// A token signed with the runner's own key whose header is `header` exactly (the JWT library
+/// writes no `crit`): tokens no issuer of ours makes.
+fn signed_with_header(header: &Value) -> String {
+    use base64::Engine;
+    tokens();
+    let pem = std::fs::read(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-keys/token-signing-key.pem"),
+    )
+    .unwrap();
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(&pem).unwrap();
+    let b64 = |bytes: Vec<u8>| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let message = format!(
+        "{}.{}",
+        b64(header.to_string().into_bytes()),
+        b64(Value::Object(claims(&[])).to_string().into_bytes())
+    );
+    let signature =
+        jsonwebtoken::crypto::sign(message.as_bytes(), &key, jsonwebtoken::Algorithm::RS256)
+            .unwrap();
+    format!("{message}.{signature}")
+}
+
+/// RFC 7515 (section 4.1.11): a recipient must refuse a token whose `crit` names an extension it
+/// does not understand. The authorizer understands none, so a token with any `crit` is `401` on
+/// every route, whatever it names; the same token without `crit` passes (the control).
+async fn a_token_with_a_crit_header_is_refused(api: Api) {
+    let kid = tokens().1.jwks()["keys"][0]["kid"].clone();
+    let plain = signed_with_header(&json!({"alg": "RS256", "typ": "JWT", "kid": kid}));
+    let reply = api.as_token(plain).get("/vehicles/x1").await;
+    assert_eq!(reply.status, 404, "the hand-made token passes: {reply:?}");
+    for crit in [
+        json!({"alg": "RS256", "typ": "JWT", "kid": kid, "crit": ["x-unknown"], "x-unknown": true}),
+        json!({"alg": "RS256", "typ": "JWT", "kid": kid, "crit": ["exp"], "exp": 1}),
+        json!({"alg": "RS256", "typ": "JWT", "kid": kid, "crit": []}),
+        json!({"alg": "RS256", "kid": kid, "crit": ["b64"], "b64": true}),
+    ] {
+        let bearer = signed_with_header(&crit);
+        for route in ROUTES {
+            let path = sample_path(route.path);
+            let reply = call(&api, route.method, &path, Some(&bearer)).await;
+            assert_eq!(
+                (reply.status, &reply.body),
+                (401, &json!({"message": "Unauthorized"})),
+                "{} {path} with header {crit}",
+                route.method
+            );
+        }
+    }
+    assert!(
+        api.items().await.is_empty(),
+        "no refused request wrote anything"
     );
 }
 

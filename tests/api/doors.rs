@@ -2,12 +2,14 @@
 //! connections to the real front door and the real engine's door: a connection that sends
 //! nothing, a head sent a byte at a time and a body that stops are closed within the door's
 //! read timeouts (short ones, set for the test); a large upload without a token is refused from
-//! its head, before a byte of its body is sent.
+//! its head, before a byte of its body is sent. A head over API Gateway's quota is `431`, and a
+//! head of 100 KB is refused by both doors; a path with an empty segment matches no route.
 
-use crate::harness::{all_scopes, token, tokens};
+use crate::harness::{Api, Mode, all_scopes, token, tokens};
 use crate::process;
+use serde_json::json;
 use singlet::serve::door_limits::{self, ReadTimeouts};
-use singlet::serve::{engine, front_door};
+use singlet::serve::{engine, engine_door, front_door};
 use singlet_functions::Ctx;
 use singlet_functions::cursor::CursorKeys;
 use std::net::SocketAddr;
@@ -221,4 +223,114 @@ fn a_malformed_read_timeout_is_refused_at_start() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(var), "{stderr}");
     }
+}
+
+/// API Gateway's HTTP API takes at most 10,240 bytes of request line and header values ("Quotas
+/// for configuring and running an HTTP API in API Gateway"): a head of exactly that reaches its
+/// route (`404`: no such vehicle); one byte more is `431 {"message":"Request Header Fields Too
+/// Large"}` from the front door, the route and the token never looked at, and the connection
+/// closed.
+#[tokio::test]
+async fn a_head_over_api_gateways_quota_is_431() {
+    let (addr, _) = api_with(ReadTimeouts::default()).await;
+    let token = format!("Bearer {}", token("tester", &all_scopes(), &[]));
+    let line = "GET /vehicles/x1 HTTP/1.1";
+    // Every header value the request carries but the padding.
+    let values = ["127.0.0.1", token.as_str(), "close"];
+    let fixed = line.len() + values.iter().map(|v| v.len()).sum::<usize>();
+    let quota = front_door::GATEWAY_MAX_HEAD;
+    for (padding, status) in [(quota - fixed, "404"), (quota - fixed + 1, "431")] {
+        let head = format!(
+            "{line}\r\nhost: 127.0.0.1\r\nauthorization: {token}\r\nconnection: close\r\n\
+             x-padding: {}\r\n\r\n",
+            "a".repeat(padding)
+        );
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let (sent, _) = until_closed(&mut stream).await;
+        assert!(
+            sent.starts_with(&format!("HTTP/1.1 {status}")),
+            "{padding} bytes of padding: {sent}"
+        );
+        if status == "431" {
+            assert!(
+                sent.ends_with(r#"{"message":"Request Header Fields Too Large"}"#),
+                "{sent}"
+            );
+        }
+    }
+}
+
+/// A head of 100 KB is refused by both doors, the API's and the engine's, with `431` and the
+/// connection closed, once [`door_limits::MAX_HEAD_BYTES`] of it are read: neither holds it
+/// whole (the doors' HTTP library alone would read about 400 KB).
+#[tokio::test]
+async fn a_head_of_100_kb_is_refused_by_both_doors() {
+    let (api, _) = api_with(ReadTimeouts::default()).await;
+    let (_, engine) = engine::start_in_memory("singlet").await;
+    let door = engine_door::serve(engine, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let padding = format!("x-padding: {}\r\n", "a".repeat(100 * 1024));
+    let to_api = authorized_head("GET", "/vehicles/x1", &padding);
+    let to_engine = format!(
+        "POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/x-amz-json-1.0\r\n\
+         x-amz-target: DynamoDB_20120810.ListTables\r\ncontent-length: 2\r\n{padding}\r\n{{}}"
+    );
+    for (addr, head) in [
+        (api.to_string(), to_api),
+        (door.trim_start_matches("http://").to_owned(), to_engine),
+    ] {
+        let (mut reading, mut writing) = TcpStream::connect(&addr).await.unwrap().into_split();
+        // Sent beside the reading: the door answers before it has read it all, and a write
+        // into a closed connection fails, which is no matter here.
+        let sending = tokio::spawn(async move {
+            let _ = writing.write_all(head.as_bytes()).await;
+        });
+        let (sent, _) = until_closed(&mut reading).await;
+        sending.abort();
+        assert!(sent.starts_with("HTTP/1.1 431"), "{addr}: {sent}");
+    }
+}
+
+/// A path with an empty segment matches no route: `//vehicles/{id}`, `/vehicles//{id}` and
+/// `/vehicles/{id}/` are API Gateway's `404 {"message":"Not Found"}`, as any path no route
+/// declares, while `/vehicles/{id}` reads the vehicle; a write to such a path changes nothing.
+#[tokio::test]
+async fn a_path_with_an_empty_segment_matches_no_route() {
+    let api = Api::start(Mode::Http).await;
+    let created = api
+        .post(
+            "/vehicles",
+            json!({"plate": "KA01AB1234", "chassis": "CH-1", "depot": "north"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    let id = created.body["vehicleId"].as_str().unwrap().to_owned();
+    assert_eq!(api.get(format!("/vehicles/{id}")).await.status, 200);
+    for path in [
+        format!("//vehicles/{id}"),
+        format!("///vehicles/{id}"),
+        format!("/vehicles//{id}"),
+        format!("/vehicles/{id}/"),
+    ] {
+        let reply = api.get(&path).await;
+        assert_eq!(
+            (reply.status, &reply.body),
+            (404, &json!({"message": "Not Found"})),
+            "{path}"
+        );
+    }
+    let before = api.items().await;
+    let reply = api
+        .put(
+            format!("//vehicles/{id}/plate"),
+            json!({"plate": "KA02CD5678"}),
+        )
+        .await;
+    assert_eq!(
+        (reply.status, &reply.body),
+        (404, &json!({"message": "Not Found"}))
+    );
+    assert_eq!(api.items().await, before, "nothing changed");
 }

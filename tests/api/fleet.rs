@@ -454,6 +454,82 @@ async fn one_plate_raced_by_16_changes_has_one_holder() {
     );
 }
 
+/// Six changes of one vehicle's plate at once, each to a plate of its own, over real concurrent
+/// requests. Each change reads the vehicle and commits only if its plate is still the one read;
+/// one that keeps losing to the others gives up after `RACE_ATTEMPTS` reads with `503` and
+/// `retry-after` (docs/API.md: the route's only `409` is a plate taken, which these are not, and
+/// it takes no `if-match`, so no `412`; a retry succeeds). Whatever the split, the table holds one
+/// plate lock, naming the vehicle, for the plate the vehicle has, which is a winner's; no lock is
+/// left for a plate the vehicle does not hold; and one change event is recorded per `200`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_vehicle_raced_by_6_plate_changes_keeps_one_lock_for_its_plate() {
+    let api = Api::start(Mode::Http).await;
+    let id = register(&api, "OLD-1", "C-1").await.body["vehicleId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let replies = futures::future::join_all((0..6).map(|i| {
+        let api = api.clone();
+        let path = format!("/vehicles/{id}/plate");
+        async move { api.put(path, json!({"plate": format!("NEW-{i}")})).await }
+    }))
+    .await;
+    let mut winners = Vec::new();
+    for reply in &replies {
+        match reply.status {
+            200 => winners.push(reply.body["plate"].as_str().unwrap().to_owned()),
+            _ => {
+                reply.assert_problem(503, &[]);
+                assert!(reply.header("retry-after").is_some(), "{reply:?}");
+            }
+        }
+    }
+    assert!(!winners.is_empty(), "{replies:?}");
+
+    let vehicle = api
+        .item(&format!("VEHICLE#{id}"), &format!("VEHICLE#{id}"))
+        .await
+        .unwrap();
+    let plate = s(&vehicle, "plate").to_owned();
+    assert!(
+        winners.contains(&plate),
+        "{plate} is a winner's: {winners:?}"
+    );
+    let locks = api.items_with_pk_prefix("PLATE#").await;
+    assert_eq!(locks.len(), 1, "one plate lock, no orphan: {locks:?}");
+    assert_eq!(s(&locks[0], "vehicleId"), id, "the lock names the vehicle");
+    assert_eq!(
+        s(&locks[0], "PK"),
+        format!("PLATE#{}", plate.replace('-', "")),
+        "the lock is the vehicle's plate's"
+    );
+    assert_eq!(
+        api.get(format!("/vehicles/{id}")).await.body["plate"],
+        plate
+    );
+    assert_eq!(
+        api.get(format!("/plates/{plate}")).await.body["vehicleId"],
+        id
+    );
+    let changes = api
+        .outbox_of("vehicle", &id)
+        .await
+        .iter()
+        .filter(|item| format!("{item:?}").contains("VehiclePlateChanged"))
+        .count();
+    assert_eq!(
+        changes,
+        winners.len(),
+        "one change event per 200, none per 503"
+    );
+    // A change that was refused succeeds when sent again.
+    let again = api
+        .put(format!("/vehicles/{id}/plate"), json!({"plate": "NEW-9"}))
+        .await;
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!(api.items_with_pk_prefix("PLATE#").await.len(), 1);
+}
+
 /// `KA19XTR` re-spelled `KA 19 XTR`: both spellings meet the lock the vehicle holds, so the lock
 /// stays and takes the new spelling with the vehicle (a claim of it and a release of it in one
 /// transaction would be two actions on one item, which DynamoDB refuses).
