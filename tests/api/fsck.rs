@@ -965,6 +965,65 @@ async fn two_repairs_at_once_write_each_repair_once() {
     assert_eq!(check(ctx).await.findings.len(), 0);
 }
 
+/// An orphan lock keyed under the rule before `plates-compact` (`PLATE#ka 19 xtr`, naming a
+/// vehicle that does not exist) is released where it is, not at the key its value makes now
+/// (`PLATE#ka19xtr`, where nothing is): the repair used to miss it for good, and the plate stayed
+/// taken. Afterwards the value registers.
+#[tokio::test]
+async fn an_orphan_lock_an_earlier_rule_keyed_is_released_where_it_is() {
+    let api = Api::start(Mode::Direct).await;
+    let ctx = &api.ctx;
+    for (pk, field, value) in [
+        ("PLATE#ka 19 xtr", "plate", "ka 19 xtr"),
+        ("CHASSIS#wvw-1 a", "chassis", "wvw-1 a"),
+    ] {
+        put_raw(
+            ctx,
+            Item::from([
+                ("PK".into(), str_attr(pk)),
+                ("SK".into(), str_attr(pk)),
+                (field.into(), str_attr(value)),
+                ("vehicleId".into(), str_attr("v000001")),
+            ]),
+        )
+        .await;
+    }
+    let orphans = Found::from([
+        finding("lock-orphan", "PLATE#ka 19 xtr", "PLATE#ka 19 xtr"),
+        finding("lock-orphan", "CHASSIS#wvw-1 a", "CHASSIS#wvw-1 a"),
+    ]);
+    assert_eq!(found(&check(ctx).await), orphans);
+    let planned = repair(ctx, true).await;
+    for finding in &planned.findings {
+        let described = finding.repair.as_ref().unwrap();
+        assert!(
+            described.starts_with(&format!("delete {} / {}", finding.pk, finding.sk)),
+            "{described}"
+        );
+    }
+    let repaired = repair(ctx, false).await;
+    assert_eq!(repaired.repaired, 2, "{:#?}", repaired.findings);
+    assert!(
+        api.item("PLATE#ka 19 xtr", "PLATE#ka 19 xtr")
+            .await
+            .is_none()
+    );
+    assert!(
+        api.item("CHASSIS#wvw-1 a", "CHASSIS#wvw-1 a")
+            .await
+            .is_none()
+    );
+    assert_eq!(check(ctx).await.findings.len(), 0);
+    assert_eq!(repair(ctx, false).await.repaired, 0);
+    let registered = api
+        .post(
+            "/vehicles",
+            json!({"plate": "KA 19 XTR", "chassis": "WVW-1 A", "depot": "d"}),
+        )
+        .await;
+    assert_eq!(registered.status, 201, "{registered:?}");
+}
+
 /// The API as `subject` without `accounts:admin`: its first account is its one, holding an owner
 /// lock.
 fn own(api: &Api, subject: &str) -> Api {

@@ -70,14 +70,16 @@ pub fn taken<P: PartialEq, E: Entity>(
         .collect()
 }
 
-/// [`release`], of a lock of a unique value of whichever type: deleted only if it still names
-/// the holder it names now, in the attribute its type declares ([`EntityType::lock_of`]).
+/// [`release`], of a lock of a unique value of whichever type, read at `at`: deleted only if it
+/// still names the holder it names now, in the attribute its type declares
+/// ([`EntityType::lock_of`]). `at` is where the lock was read, not the key its value makes under
+/// the current rule: a lock an earlier rule keyed (`PLATE#ka 19 xtr`) is released where it is.
 /// `None` for an entity that is no such lock.
-pub fn release_declared(lock: &TableEntity) -> Option<Delete<AnyEntity>> {
+pub fn release_declared_at(lock: &TableEntity, at: Key) -> Option<Delete<AnyEntity>> {
     let of = lock.entity_type().lock_of()?;
     let item = lock.to_item();
     let holder = text(&item, of.holder).to_owned();
-    Some(Delete::any(lock.key()).when(Condition::equals(Field::new(of.holder), holder)))
+    Some(Delete::any(at).when(Condition::equals(Field::new(of.holder), holder)))
 }
 
 /// Puts `lock`, a new spelling of the value its holder holds already (a look-alike of its own

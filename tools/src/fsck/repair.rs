@@ -65,6 +65,9 @@ pub enum Repair {
     /// still as it was (absent, or holding another value).
     ReleaseLock {
         lock: TableEntity,
+        /// Where the lock was read: under an earlier rule's key (`PLATE#ka 19 xtr`) it is not
+        /// where its value's key is now.
+        at: Key,
         kind: LockKind,
         holder_owner: Holder,
     },
@@ -181,9 +184,9 @@ impl Repair {
     pub fn describe(&self) -> String {
         let at = |key: &Key| format!("{} / {}", key.pk, key.sk);
         match self {
-            Repair::ReleaseLock { lock, kind, .. } => format!(
+            Repair::ReleaseLock { at: key, kind, .. } => format!(
                 "delete {} if it still names the same {}",
-                at(&lock.key()),
+                at(key),
                 kind.holder
             ),
             Repair::ClaimLock { claim, over } => {
@@ -274,9 +277,9 @@ impl Repair {
         };
         let (keys, transactional): (Vec<KeyRef>, bool) = match self {
             Repair::ReleaseLock {
-                lock, holder_owner, ..
+                at, holder_owner, ..
             } => (
-                std::iter::once(table(&lock.key()))
+                std::iter::once(table(at))
                     .chain(holder(holder_owner))
                     .collect(),
                 true,
@@ -339,10 +342,11 @@ impl Repair {
         let written = match self {
             Repair::ReleaseLock {
                 lock,
+                at,
                 kind,
                 holder_owner,
             } => {
-                let Some(release) = lock::release_declared(lock) else {
+                let Some(release) = lock::release_declared_at(lock, at.clone()) else {
                     return Err(Refused::Cannot(format!(
                         "{} is not a lock",
                         lock.entity_type().name

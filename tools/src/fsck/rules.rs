@@ -473,6 +473,7 @@ fn lock_orphan(
         detail,
         repair: Some(Repair::ReleaseLock {
             lock: entity.clone(),
+            at: key.clone(),
             kind: lock.kind,
             holder_owner: holder,
         }),
