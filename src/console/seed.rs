@@ -12,12 +12,12 @@ use super::api_client::{ApiClient, Sent};
 use super::patterns::{Data, isbn13, names};
 use super::table;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 use serde_json::{Value, json};
 use singlet_functions::clock;
 use singlet_functions::model::library::Tier;
-use std::collections::{BTreeMap, HashMap};
+use singlet_tools::seed_marker;
+use std::collections::BTreeMap;
 use time::OffsetDateTime;
 use tracing::instrument::WithSubscriber;
 
@@ -240,7 +240,7 @@ pub struct SeedReport {
     /// Domains left alone because they already had data.
     pub skipped: Vec<String>,
     /// Of those, the domains a seed stopped part way left partial (its mark,
-    /// [`UNFINISHED_PK`], is still there): a seed cannot tell which of their requests were
+    /// [`seed_marker::PARTITION`], is still there): a seed cannot tell which of their requests were
     /// made, so it neither repeats nor finishes them, and says so.
     pub partial: Vec<String>,
     /// Loans lent in the past: due already, or in the coming days.
@@ -338,31 +338,13 @@ fn steps(fleet: bool, accounts: bool, audit: bool, library: bool) -> u64 {
     total as u64
 }
 
-/// The partition of the marks of domains being seeded: one item per domain (`SK` `SEED#<domain>`),
-/// written before the domain's first request and deleted after its last. No entity's key starts
-/// so, and its `_et` ([`UNFINISHED_ENTITY_TYPE`]) is no stream filter's and no route's.
-pub const UNFINISHED_PK: &str = "SEED#UNFINISHED";
-pub const UNFINISHED_ENTITY_TYPE: &str = "seed-unfinished";
-
-fn mark_key(domain: &str) -> HashMap<String, AttributeValue> {
-    HashMap::from([
-        ("PK".to_owned(), AttributeValue::S(UNFINISHED_PK.to_owned())),
-        ("SK".to_owned(), AttributeValue::S(format!("SEED#{domain}"))),
-    ])
-}
-
 /// Marks `domain` as being seeded.
 async fn mark(api: &ApiClient, domain: &str) -> Result<(), String> {
-    let mut item = mark_key(domain);
-    item.insert(
-        "_et".to_owned(),
-        AttributeValue::S(UNFINISHED_ENTITY_TYPE.to_owned()),
-    );
     api.ctx
         .db
         .put_item()
         .table_name(&*api.ctx.table)
-        .set_item(Some(item))
+        .set_item(Some(seed_marker::item(domain)))
         .send()
         .await
         .map(|_| ())
@@ -380,13 +362,14 @@ async fn unmark(api: &ApiClient, domain: &str) -> Result<(), String> {
         .db
         .delete_item()
         .table_name(&*api.ctx.table)
-        .set_key(Some(mark_key(domain)))
+        .set_key(Some(seed_marker::key(domain)))
         .send()
         .await
         .map(|_| ())
         .map_err(|e| {
             format!(
-                "{domain} is seeded, but its mark ({UNFINISHED_PK}) could not be deleted: {}",
+                "{domain} is seeded, but its mark ({}) could not be deleted: {}",
+                seed_marker::PARTITION,
                 DisplayErrorContext(e)
             )
         })
@@ -409,8 +392,11 @@ pub async fn seed_stopping_after(
     stop_after: Option<u64>,
 ) -> Result<SeedReport, String> {
     let snapshot = table::scan(&api.ctx).await?;
-    let marked =
-        |domain: &str| snapshot.contains_key(&(UNFINISHED_PK.to_owned(), format!("SEED#{domain}")));
+    let marked = |domain: &str| {
+        snapshot
+            .keys()
+            .any(|(pk, sk)| seed_marker::is_mark_of(pk, sk, domain))
+    };
     let data = Data::read(&snapshot);
     let fleet = data.vehicles.is_empty();
     let accounts = data.accounts.is_empty();
@@ -662,8 +648,9 @@ pub async fn run_cli(api: &ApiClient, stop_after: Option<u64>) -> Result<(), Str
     for domain in &report.skipped {
         match report.partial.contains(domain) {
             true => eprintln!(
-                "{domain}: partial: a seed stopped part way through it (its mark {UNFINISHED_PK} \
-                 is still there), and which of its requests were made is not known; left alone"
+                "{domain}: partial: a seed stopped part way through it (its mark {} \
+                 is still there), and which of its requests were made is not known; left alone",
+                seed_marker::PARTITION
             ),
             false => eprintln!("{domain}: already has data, left alone"),
         }

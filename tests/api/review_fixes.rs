@@ -376,4 +376,17 @@ fn a_rerun_of_a_killed_seed_reports_the_partial_domain() {
     let third = seed(&[]);
     assert_eq!(third.status.code(), Some(2), "{third:?}");
     assert!(said(&third).contains("fleet: partial"), "{}", said(&third));
+
+    // `fsck` refuses the table, as it refuses a stopped load's, naming the domain: its mark is
+    // no entity (it was reported `undecodable`), and part of a seed is no table to repair.
+    let fsck = singlet()
+        .arg("--data")
+        .arg(&table)
+        .arg("fsck")
+        .output()
+        .unwrap();
+    assert_eq!(fsck.status.code(), Some(2), "{fsck:?}");
+    let told = said(&fsck);
+    assert!(told.contains("holds part of a seed: a seed of fleet"), "{told}");
+    assert!(!told.contains("undecodable"), "{told}");
 }

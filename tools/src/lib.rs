@@ -15,6 +15,7 @@ pub mod migrate;
 pub mod on_aws;
 pub mod progress;
 pub mod results;
+pub mod seed_marker;
 pub mod segment;
 pub mod throttle;
 pub mod transfer;

@@ -136,12 +136,17 @@ pub async fn judge_decoded(
 }
 
 /// Part of an export is no table: its missing halves are no finding to repair, and a repair
-/// would make a table the export never was.
+/// would make a table the export never was. Part of a seed is none either: its mark is no
+/// entity, and which of its requests were made is not known.
 async fn refuse_unfinished_load(ctx: &Ctx) -> Result<(), String> {
-    match crate::load_marker::read(&ctx.db, &ctx.table).await? {
-        Some(unfinished) => Err(unfinished.describe(&ctx.table)),
-        None => Ok(()),
+    if let Some(unfinished) = crate::load_marker::read(&ctx.db, &ctx.table).await? {
+        return Err(unfinished.describe(&ctx.table));
     }
+    let seeding = crate::seed_marker::read(&ctx.db, &ctx.table).await?;
+    if !seeding.is_empty() {
+        return Err(crate::seed_marker::describe(&ctx.table, &seeding));
+    }
+    Ok(())
 }
 
 async fn judge_rounds(
