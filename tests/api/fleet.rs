@@ -24,7 +24,40 @@ both!(
     retire_removes_the_vehicle_and_both_locks,
     separators_are_formatting_and_other_scripts_are_refused,
     a_depots_vehicles_are_paged_newest_first_and_only_its_own,
+    a_vehicle_whose_plate_lock_is_lost_is_a_500_naming_fsck_not_a_retry,
 );
+
+/// A vehicle whose plate lock is gone (a torn restore, a hand edit: fsck's `lock-missing`):
+/// changing its plate or retiring it cannot be done as the table stands, and no retry mends it,
+/// so it is a `500` whose log names `fsck` (it was a `503` "retry shortly" for good, with no log
+/// line), and nothing is written.
+async fn a_vehicle_whose_plate_lock_is_lost_is_a_500_naming_fsck_not_a_retry(api: Api) {
+    let reply = register(&api, "LOST-1", "LOSTC-1").await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let id = reply.body["vehicleId"].as_str().unwrap().to_owned();
+    crate::harness::delete_raw(&api.ctx, "PLATE#lost1", "PLATE#lost1").await;
+    let before = api.items().await;
+
+    let changed = api
+        .put(format!("/vehicles/{id}/plate"), json!({"plate": "LOST-2"}))
+        .await;
+    assert_eq!(changed.status, 500, "{changed:?}");
+    let retired = api.delete(format!("/vehicles/{id}")).await;
+    assert_eq!(retired.status, 500, "{retired:?}");
+    assert_eq!(api.items().await, before, "nothing is written");
+    let logged = crate::logs::captured();
+    for said in [
+        "the vehicle's plate lock is missing or names another vehicle: `singlet fsck` finds it",
+        "a lock of this vehicle is missing or names another vehicle: `singlet fsck` finds it",
+    ] {
+        assert!(
+            logged
+                .lines()
+                .any(|line| line.contains(said) && line.contains(&id)),
+            "no line says {said:?} of {id}"
+        );
+    }
+}
 
 /// `GET /depots/{depot}/vehicles`: the depot folded as plates are, newest first, paged with a
 /// cursor that belongs to its depot; a depot with no vehicles is an empty page, a blank one `400`.

@@ -44,7 +44,7 @@ fn holds_an_address(line: &str) -> bool {
         .any(|word| word.contains('@') && word.contains('.') && !word.starts_with('@'))
 }
 
-fn captured() -> String {
+pub fn captured() -> String {
     String::from_utf8_lossy(&LINES.lock().unwrap()).into_owned()
 }
 

@@ -387,6 +387,9 @@ fn a_rerun_of_a_killed_seed_reports_the_partial_domain() {
         .unwrap();
     assert_eq!(fsck.status.code(), Some(2), "{fsck:?}");
     let told = said(&fsck);
-    assert!(told.contains("holds part of a seed: a seed of fleet"), "{told}");
+    assert!(
+        told.contains("holds part of a seed: a seed of fleet"),
+        "{told}"
+    );
     assert!(!told.contains("undecodable"), "{told}");
 }

@@ -32,6 +32,7 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
     )
         .all_valid()?;
 
+    let mut lock_disagreed = false;
     for _ in 0..RACE_ATTEMPTS {
         let (mut vehicle, locks) = load_with_locks(ctx, &vehicle_id).await?;
         if vehicle.plate == plate {
@@ -90,9 +91,21 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
                     Code::Taken,
                 )]));
             }
-            // The vehicle changed (or its new plate became its own) since we read it: again.
-            Swapped::OwnerChanged(_) | Swapped::LockDisagrees => {}
+            // The vehicle changed since we read it: again.
+            Swapped::OwnerChanged(_) => lock_disagreed = false,
+            // Its plate is as read, but its lock is not where we read it: `plates-compact` may
+            // have re-keyed it since. Read again, and find it there.
+            Swapped::LockDisagrees => lock_disagreed = true,
         }
+    }
+    // Every read found the lock elsewhere than the vehicle says: the table disagrees with
+    // itself (a lost or foreign lock), which no retry mends; `fsck --repair` does.
+    if lock_disagreed {
+        tracing::error!(
+            %vehicle_id,
+            "the vehicle's plate lock is missing or names another vehicle: `singlet fsck` finds it"
+        );
+        return Err(ApiError::Internal);
     }
     Err(ApiError::Unavailable)
 }

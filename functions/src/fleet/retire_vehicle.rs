@@ -81,7 +81,10 @@ pub async fn handle(ctx: &Ctx, req: Request) -> HandlerResult {
         }
     }
     if lock_disagreed {
-        tracing::error!(%vehicle_id, "a lock of this vehicle names another vehicle");
+        tracing::error!(
+            %vehicle_id,
+            "a lock of this vehicle is missing or names another vehicle: `singlet fsck` finds it"
+        );
         return Err(ApiError::Internal);
     }
     Err(ApiError::Unavailable)
