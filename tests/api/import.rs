@@ -561,12 +561,32 @@ async fn every_kind_imports_as_its_route_creates() {
     );
     let reply = api.get("/emails/ada@example.com").await;
     assert_eq!(reply.body["available"], false);
+    // A row whose email and username are both taken names both, as `POST /accounts` does: held
+    // in the table, and claimed by an earlier line of the same file.
+    let accounts = write(
+        "accounts-2.jsonl",
+        &[
+            json!({"email": "ada@example.com", "username": "ada", "owner": "sub-x"}),
+            json!({"email": "cy@example.com", "username": "cyrus", "owner": "sub-cy"}),
+            json!({"email": "cy@example.com", "username": "cyrus", "owner": "sub-cy2"}),
+        ]
+        .map(|a| a.to_string())
+        .join("\n"),
+    );
+    let (summary, refused) = run(Kind::Accounts, accounts).await;
+    assert_eq!((summary.created, summary.rejected), (1, 2), "{refused:?}");
+    let both = json!([{"field": "email", "code": "taken"}, {"field": "username", "code": "taken"}]);
+    assert_eq!(refused[0]["errors"], both, "{refused:?}");
+    let holder = refused[0]["holder"].as_str().unwrap();
+    let ada = api.get(format!("/accounts/{holder}")).await;
+    assert_eq!(ada.body["username"], "ada", "{ada:?}");
+    assert_eq!(refused[1]["errors"], both, "{refused:?}");
 
     // One event per created row, as the routes write them.
     let events = of_type(&api.all_items().await, "outbox").len();
     assert_eq!(
         events,
-        1 + 1 + 3 + 1 + 1 + 1,
+        1 + 1 + 3 + 1 + 1 + 1 + 1,
         "the fixture's branch, then each import"
     );
     assert_fsck_clean(&api.ctx).await;

@@ -249,6 +249,24 @@ impl Reject {
         }
     }
 
+    /// Names another field at fault (once).
+    fn also(&mut self, field: &str, code: &str) {
+        let error = RejectError {
+            field: field.to_owned(),
+            code: code.to_owned(),
+        };
+        if !self.errors.contains(&error) {
+            self.errors.push(error);
+        }
+    }
+
+    /// Whether every field it names is one whose value another holds.
+    fn all_taken(&self) -> bool {
+        self.errors
+            .iter()
+            .all(|e| e.code == "taken" || e.code == "limit_reached")
+    }
+
     fn one(line: u64, field: &str, code: &str, holder: Option<String>) -> Self {
         Self {
             line,
@@ -743,15 +761,22 @@ pub async fn write(ctx: &Ctx, rows: Rows, options: &Options) -> Result<Summary, 
                 continue;
             }
         };
-        let duplicate = row_plan.claims.iter().find_map(|claim| {
-            claimed
-                .get(&(claim.key.pk.clone(), claim.key.sk.clone()))
-                .map(|holder| {
+        // Every value of the row an earlier row claims, as the route names every taken field;
+        // the holder named is the first's.
+        let mut duplicate: Option<(Reject, String, &'static str)> = None;
+        for claim in &row_plan.claims {
+            let Some(holder) = claimed.get(&(claim.key.pk.clone(), claim.key.sk.clone())) else {
+                continue;
+            };
+            match &mut duplicate {
+                None => {
                     let reject =
                         Reject::one(row.line, claim.field, claim.code, Some(holder.clone()));
-                    (reject, holder.clone(), claim.field)
-                })
-        });
+                    duplicate = Some((reject, holder.clone(), claim.field));
+                }
+                Some((reject, _, _)) => reject.also(claim.field, claim.code),
+            }
+        }
         if let Some((reject, holder, field)) = duplicate {
             claimed_in_file.push((rejects.len(), holder, field));
             rejects.push(reject);
@@ -1056,13 +1081,20 @@ async fn write_batch(ctx: &Ctx, run: &str, batch: &[Planned]) -> Result<(Vec<End
                     let (row, claim) = (&batch[i], &batch[i].claims[c]);
                     let holder = old.map(|old| text(old, claim.holder).to_owned());
                     // The row's own entity failed too when an earlier run wrote both: decided.
-                    if ends[i].is_none() {
-                        ends[i] = Some(Ended::Rejected(Reject::one(
-                            row.line,
-                            claim.field,
-                            claim.code,
-                            holder,
-                        )));
+                    match &mut ends[i] {
+                        None => {
+                            ends[i] = Some(Ended::Rejected(Reject::one(
+                                row.line,
+                                claim.field,
+                                claim.code,
+                                holder,
+                            )));
+                        }
+                        // Another of its values is taken too: named as well, as the route does.
+                        Some(Ended::Rejected(reject)) if reject.all_taken() => {
+                            reject.also(claim.field, claim.code);
+                        }
+                        Some(_) => {}
                     }
                 }
                 Slot::Branch(b) => {
