@@ -421,8 +421,21 @@ async fn an_events_file_is_never_written_through_a_link_and_is_its_users_alone()
             .arg(events)
             .arg("--events-failed")
             .arg(failed)
-            .output()
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .unwrap();
+        // A runner that does not refuse serves until killed: given 30 s to exit.
+        let mut child = output;
+        let exited = (0..300).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            child.try_wait().unwrap().is_some()
+        });
+        if !exited {
+            let _ = child.kill();
+        }
+        let output = child.wait_with_output().unwrap();
+        assert!(exited, "{what}: the runner served instead of refusing");
         assert_eq!(output.status.code(), Some(2), "{what}: {output:?}");
         let said = String::from_utf8_lossy(&output.stderr);
         assert!(said.contains("symbolic link"), "{what}: {said}");
