@@ -84,6 +84,8 @@ pub async fn run(runner: &RunnerArgs, args: &ServeArgs, human: bool) -> Result<(
              anyone who can reach this address and port can read and write the table"
         );
     }
+    // An events file that cannot be written safely is refused, not served without events.
+    args.events.refuse_unsafe_files(&runner.events_out)?;
     let (ctx, engine_url, embedded_engine, endpoint) =
         connect_engine(runner, Some(engine_addr), Missing::Create).await?;
     // Part of an export is no table to serve: its missing halves would be 404s and broken

@@ -588,10 +588,8 @@ impl EventSource {
             start = %sequence(first),
             "stream records sent to the on-failure destination"
         );
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.on_failure)
+        // The records hold whole entities: the file is opened as the events file is.
+        let mut file = singlet_tools::files::open_private_append(&self.on_failure)
             .map_err(|e| format!("cannot open {}: {e}", self.on_failure.display()))?;
         writeln!(file, "{line}").map_err(|e| format!("cannot append to the on-failure file: {e}"))
     }

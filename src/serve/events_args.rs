@@ -59,6 +59,27 @@ impl EventsArgs {
         })
     }
 
+    /// Refuses, before anything is served, an events file or on-failure file that could not be
+    /// written safely (a symbolic link, not a regular file, another file's hard link), and makes
+    /// an existing one its user's alone (`0600`): they hold whole entities. The on-failure file
+    /// is made only when a record fails for good, so it is looked at only when it exists. Nothing
+    /// to refuse with `--no-events`, which opens neither.
+    pub fn refuse_unsafe_files(&self, events_out: &Path) -> Result<(), String> {
+        if self.no_events {
+            return Ok(());
+        }
+        LocalBus::open(events_out)?;
+        if std::fs::symlink_metadata(&self.events_failed).is_ok() {
+            singlet_tools::files::open_private_append(&self.events_failed).map_err(|e| {
+                format!(
+                    "cannot open the on-failure file {}: {e}",
+                    self.events_failed.display()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
     pub fn faults(&self) -> Faults {
         Faults {
             publisher_error_every: self.fault_publisher_error_every,

@@ -31,14 +31,10 @@ impl LocalBus {
             singlet_tools::files::create_private_dir(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
-        let mut options = std::fs::OpenOptions::new();
-        options.create(true).append(true);
-        // The events carry the entities whole (emails, names, card numbers): a new file is its
-        // user's alone wherever `--events-out` puts it; an existing one keeps its mode.
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options
-            .open(path)
+        // The events carry the entities whole (emails, names, card numbers): the file is its
+        // user's alone wherever `--events-out` puts it, an existing one made so, and a symbolic
+        // link planted at its name is refused rather than written through.
+        let file = singlet_tools::files::open_private_append(path)
             .map_err(|e| format!("cannot open the events file {}: {e}", path.display()))?;
         Ok(Self {
             path: path.to_owned(),

@@ -135,7 +135,8 @@ pub async fn before_the_stream(
     }
     tracing::info!(
         items = records.len(),
-        "the table's stream is off: its outbox items were never published, and will be first"
+        "the table's stream is off: its outbox items are listed and published first (any an \
+         earlier stream published go out again, with the same eventIds)"
     );
     if let Some(kept) = &kept {
         let mut text = serde_json::to_string(&described.header).expect("a header is JSON");

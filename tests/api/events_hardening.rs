@@ -394,3 +394,82 @@ fn a_stream_poll_interval_out_of_range_is_a_usage_error() {
         assert!(said.contains("--stream-poll-ms"), "{bad}: {said}");
     }
 }
+
+/// The events files hold whole entities (emails, names, card numbers). A symbolic link planted
+/// at `--events-out` or `--events-failed` (in a shared drop folder, say) is refused before
+/// anything is served, with exit 2 and words naming the file, and its target is left untouched;
+/// an existing events file with a wider mode is made its user's alone (`0600`), its lines kept.
+/// Before, the runner appended each event to the link's target and kept an existing file's mode.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_events_file_is_never_written_through_a_link_and_is_its_users_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("private");
+    let target = dir.join("someone-elses.jsonl");
+    std::fs::write(&target, "kept\n").unwrap();
+    let refuse = |events: &Path, failed: &Path, what: &str| {
+        let output = process::singlet()
+            .args([
+                "--in-memory",
+                "--port",
+                "0",
+                "--engine-port",
+                "0",
+                "--no-console",
+            ])
+            .arg("--events-out")
+            .arg(events)
+            .arg("--events-failed")
+            .arg(failed)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A runner that does not refuse serves until killed: given 30 s to exit.
+        let mut child = output;
+        let exited = (0..300).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            child.try_wait().unwrap().is_some()
+        });
+        if !exited {
+            let _ = child.kill();
+        }
+        let output = child.wait_with_output().unwrap();
+        assert!(exited, "{what}: the runner served instead of refusing");
+        assert_eq!(output.status.code(), Some(2), "{what}: {output:?}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains("symbolic link"), "{what}: {said}");
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "kept\n",
+            "{what}"
+        );
+    };
+    let link = dir.join("events.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    refuse(&link, &dir.join("failed.jsonl"), "--events-out a link");
+    let failed_link = dir.join("failed-link.jsonl");
+    std::os::unix::fs::symlink(&target, &failed_link).unwrap();
+    refuse(
+        &dir.join("own.jsonl"),
+        &failed_link,
+        "--events-failed a link",
+    );
+
+    // An existing events file, left 0644 by an earlier run or another tool.
+    let events = dir.join("wide.jsonl");
+    std::fs::write(&events, "{\"earlier\":1}\n").unwrap();
+    std::fs::set_permissions(&events, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let failed = events.with_file_name("events-failed.jsonl");
+    std::fs::write(&failed, "").unwrap();
+    std::fs::set_permissions(&failed, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let runner = serve_with(&dir.join("table.db"), &events, &[]);
+    for file in [&events, &failed] {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
+    register(&runner, "PRIV 1").await;
+    let got = published(&events, |now| now.len() >= 2).await;
+    assert_eq!(got[0], json!({"earlier": 1}), "appended to, not emptied");
+    assert_eq!(got[1]["detail"]["data"]["plate"], "priv 1");
+}
