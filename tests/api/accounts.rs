@@ -261,11 +261,14 @@ async fn availability_checks_read_the_normalised_lock(api: Api) {
         api.get("/emails/countess@example.com").await.body["available"],
         false
     );
-    assert_eq!(
-        api.get("/usernames/ada.lovelace").await.consumed(),
-        (1.0, 0.0),
-        "one strongly consistent GetItem of the lock, and no write"
-    );
+    let read = api.get("/usernames/ada.lovelace").await;
+    if crate::harness::capacity_as_dynamodb() {
+        assert_eq!(
+            read.consumed(),
+            (1.0, 0.0),
+            "one strongly consistent GetItem of the lock, and no write"
+        );
+    }
     assert_eq!(api.items().await.len(), 3, "a check writes nothing");
 }
 
@@ -604,6 +607,9 @@ async fn one_email_raced_by_64_sign_ups_has_one_holder() {
 /// Whatever wins, no value has two holders and no lock outlives its account.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cross_claims_never_leave_two_holders_or_an_orphan() {
+    if crate::harness::skip_on_external_engine(crate::harness::NO_RETRIED_TRANSACTIONS) {
+        return;
+    }
     let api = Api::start(Mode::Http).await;
     let mut claims = Vec::new();
     for pair in 0..32 {

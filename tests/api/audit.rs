@@ -678,6 +678,9 @@ async fn thirty_changes_of_one_version_have_one_winner() {
 /// none is applied twice, and the history is 1..=201 with no gap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_writers_retrying_on_412_leave_a_gapless_history() {
+    if crate::harness::skip_on_external_engine(crate::harness::NO_RETRIED_TRANSACTIONS) {
+        return;
+    }
     const WRITERS: usize = 10;
     const CHANGES: usize = 20;
     let api = Api::start(Mode::Http).await;

@@ -50,6 +50,9 @@ fn loans(status: LoanStatus, count: usize, branches: usize) -> Vec<singlet_funct
 /// none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_marker_keeps_overdue_under_its_key_budget_however_many_fall_due() {
+    if crate::harness::skip_on_external_engine(crate::harness::CAPACITY_NOT_DYNAMODBS) {
+        return;
+    }
     const LOANS: usize = 2_000;
     const BUDGET: f64 = 800.0;
     let api = Api::start(Mode::Direct).await;
@@ -102,6 +105,9 @@ async fn the_marker_keeps_overdue_under_its_key_budget_however_many_fall_due() {
 /// A small run is not held back: its hottest key took what it wrote, far under the budget.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_marker_run_reports_its_hottest_key_unpaced() {
+    if crate::harness::skip_on_external_engine(crate::harness::CAPACITY_NOT_DYNAMODBS) {
+        return;
+    }
     let api = Api::start(Mode::Direct).await;
     put_raw_all(&api.ctx, due_loans(30, 3)).await;
     let clock = Clock::reading(time::macros::datetime!(2026-12-01 09:00 UTC));

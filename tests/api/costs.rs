@@ -125,6 +125,9 @@ fn every_pattern_costs_its_key_designs_minimum() {
 }
 
 async fn every_pattern() {
+    if crate::harness::skip_on_external_engine(crate::harness::CAPACITY_NOT_DYNAMODBS) {
+        return;
+    }
     let api = Api::start(Mode::Direct).await;
     let api = api.with_ctx(console::instrument(api.ctx.clone()));
     let mut rows = Vec::new();

@@ -450,6 +450,9 @@ async fn workload(api: &Api, calls: usize, mut between: impl AsyncFnMut(usize)) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_committed_change_is_exactly_one_event() {
+    if crate::harness::skip_on_external_engine(crate::harness::SLOWER_AS_THE_TABLE_GROWS) {
+        return;
+    }
     let mut published = Published::start("exact", 0.0, Faults::default()).await;
     let api = published.api.clone();
     let expected = workload(&api, 600, async |_| {}).await;
@@ -529,6 +532,9 @@ async fn every_committed_change_is_exactly_one_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_faults_every_event_is_published_and_the_bad_item_fails_alone() {
+    if crate::harness::skip_on_external_engine(crate::harness::SLOWER_AS_THE_TABLE_GROWS) {
+        return;
+    }
     let faults = Faults {
         publisher_error_every: 13,
         duplicate_batch_every: 50,

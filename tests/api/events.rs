@@ -72,7 +72,7 @@ async fn every_event_replays_through_its_handler() {
     // secret, as `cargo run -- invoke` derives them.
     api.ctx = singlet_functions::Ctx::new(
         api.ctx.db.clone(),
-        "singlet",
+        api.ctx.table.clone(),
         singlet_functions::cursor::CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     );
     let mut first_bodies = std::collections::HashMap::new();

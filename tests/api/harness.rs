@@ -4,6 +4,19 @@
 //! Test bodies take an [`Api`] and run twice (the wewerewondering pattern): once calling the
 //! handlers directly with the `lambda_http::Request` API Gateway would build, once over HTTP
 //! through the local runner's front door.
+//!
+//! On another engine: with `SINGLET_TEST_ENDPOINT` set (`http://127.0.0.1:<port>`: moto,
+//! DynamoDB Local, LocalStack, a runner's engine), [`Api::start`] talks to that engine through the
+//! runner's own external-engine client (`--endpoint`, `engine::external_client`), each test on a
+//! fresh table of its own (`singlet-<process>-<time>-<n>`, made by `ensure_table`, deleted when
+//! the test's last `Api` goes), so tests running at once share nothing. What runs there: every
+//! [`both!`] body, and every test that starts its API with [`Api::start`] (the races, `fsck`,
+//! `migrate`, the marker, the costs, ...). What keeps an embedded engine of its own, whatever the
+//! variable says: the tests that start one themselves (`engine::start_in_memory*`: a settable
+//! clock moving the engine's TTL and stream time, the engine's file, a copy or a second engine,
+//! the runner spawned as a process), and [`Api::on_canned_engine`] (the SDK's canned answers). A
+//! test that depends on what only dynoxide does calls [`skip_on_external_engine`], which prints
+//! why (docs/guide/testing.md, "On another engine").
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::Body;
@@ -35,6 +48,9 @@ pub struct Api {
     pub base: String,
     /// The engine's own DynamoDB endpoint (and its stream's).
     pub engine: String,
+    /// The table when it is one of an external engine's (`SINGLET_TEST_ENDPOINT`): deleted when
+    /// the test's last `Api` goes.
+    external: Option<Arc<ExternalTable>>,
     http: reqwest::Client,
 }
 
@@ -291,11 +307,136 @@ pub fn token(subject: &str, scopes: &str, claims: &[(&str, &str)]) -> String {
     tokens().1.mint(subject, scopes, &extra, 600)
 }
 
+/// The variable naming an external engine for the suite (see the module's comment).
+pub const TEST_ENDPOINT: &str = "SINGLET_TEST_ENDPOINT";
+
+/// The external engine the suite runs on, if `SINGLET_TEST_ENDPOINT` names one.
+pub fn external_engine() -> Option<String> {
+    std::env::var(TEST_ENDPOINT).ok().filter(|e| !e.is_empty())
+}
+
+/// Whether the calling test should stop here, because the suite runs on an external engine
+/// and the test checks something that engine does not do as DynamoDB does (`why`, printed).
+/// Use as `if skip_on_external_engine("...") { return; }`.
+pub fn skip_on_external_engine(why: &str) -> bool {
+    let skip = external_engine().is_some();
+    if skip {
+        eprintln!("skipped on the external engine ${TEST_ENDPOINT}: {why}");
+    }
+    skip
+}
+
+/// Whether the engine reports consumed capacity as DynamoDB does, so that a test may assert
+/// it: the embedded engine does; moto reports a constant per call (1 unit for a write or a
+/// query, 0.5 for a `GetItem` whatever its consistency and size), where DynamoDB counts 4 KB
+/// read units (halved for an eventually consistent read) and 1 KB write units per item
+/// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html).
+/// On an external engine it prints that the check is skipped and answers `false`.
+pub fn capacity_as_dynamodb() -> bool {
+    !skip_on_external_engine(&format!("its capacity check: {CAPACITY_NOT_DYNAMODBS}"))
+}
+
+/// Why a test of what a call costs is skipped on an external engine ([`capacity_as_dynamodb`]).
+pub const CAPACITY_NOT_DYNAMODBS: &str =
+    "the consumed capacity the engine reports is not DynamoDB's (moto's is a constant per call)";
+
+/// Why a race whose requests queue on the engine past the SDK's 1.5 s attempt timeout is skipped
+/// on an external engine: the SDK sends a timed-out `TransactWriteItems` again with the same
+/// `ClientRequestToken`, which DynamoDB answers without writing twice ("Idempotency",
+/// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html);
+/// moto ignores the token and commits it twice, and answers one request at a time, so many at
+/// once pass the API's 4 s budget (`503`).
+pub const NO_RETRIED_TRANSACTIONS: &str = "the engine commits a transaction sent again with the \
+     same ClientRequestToken twice (moto ignores the token), and this race's requests queue past \
+     the SDK's attempt timeout there";
+
+/// A test's table on an external engine, deleted when the last [`Api`] on it goes (whether the
+/// test passed or not), so that the engine does not keep every test's table till the run ends.
+struct ExternalTable {
+    endpoint: String,
+    table: String,
+}
+
+impl Drop for ExternalTable {
+    fn drop(&mut self) {
+        let (endpoint, table) = (self.endpoint.clone(), std::mem::take(&mut self.table));
+        // A drop cannot await: the delete runs on a runtime of its own, on a thread of its own.
+        let deleting = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async {
+                if let Ok(client) = engine::external_client(&endpoint).await {
+                    let _ = client.delete_table().table_name(table).send().await;
+                }
+            });
+        });
+        let _ = deleting.join();
+    }
+}
+
+/// Why a long workload on one table is skipped on an external engine: moto copies the whole
+/// table for each transaction (to roll it back), so its transactions slow as the table grows,
+/// and hundreds of changes with the publisher reading the stream take engine calls past the
+/// API's 4 s budget (`503`); DynamoDB's latency does not grow with a table's size ("What is
+/// Amazon DynamoDB?": single-digit millisecond performance at any scale,
+/// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Introduction.html).
+pub const SLOWER_AS_THE_TABLE_GROWS: &str = "the engine's transactions slow as its table grows \
+     (moto copies the whole table for each), and this workload takes engine calls past the API's \
+     4 s budget there";
+
+/// A table name no other test of any run on the same engine uses.
+fn fresh_table_name() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() % 1_000_000_000)
+        .unwrap_or(0);
+    format!(
+        "singlet-{}-{started}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 impl Api {
+    /// The test's API on an engine of its own: an embedded one, or a fresh table on the engine
+    /// `SINGLET_TEST_ENDPOINT` names.
     pub async fn start(mode: Mode) -> Api {
+        match external_engine() {
+            Some(endpoint) => Api::start_external(mode, &endpoint).await,
+            None => Api::start_embedded(mode).await,
+        }
+    }
+
+    /// The test's API on an in-memory dynoxide of its own, whatever `SINGLET_TEST_ENDPOINT`
+    /// says.
+    pub async fn start_embedded(mode: Mode) -> Api {
         let (client, endpoint) = engine::start_in_memory("singlet").await;
         let mut api = Api::start_on(mode, Ctx::new(client, "singlet", CursorKeys::random())).await;
         api.engine = endpoint;
+        api
+    }
+
+    /// The test's API on a fresh table of the engine at `endpoint`, through the runner's
+    /// external-engine client.
+    async fn start_external(mode: Mode, endpoint: &str) -> Api {
+        let client = engine::external_client(endpoint)
+            .await
+            .unwrap_or_else(|e| panic!("${TEST_ENDPOINT}: {e}"));
+        let table = fresh_table_name();
+        singlet_functions::table::ensure_table(&client, &table)
+            .await
+            .unwrap_or_else(|e| panic!("cannot create {table} at {endpoint}: {e:?}"));
+        let mut api =
+            Api::start_on(mode, Ctx::new(client, table.as_str(), CursorKeys::random())).await;
+        api.engine = endpoint.to_owned();
+        api.external = Some(Arc::new(ExternalTable {
+            endpoint: endpoint.to_owned(),
+            table,
+        }));
         api
     }
 
@@ -315,6 +456,7 @@ impl Api {
             mode,
             base,
             engine: String::new(),
+            external: None,
             http: reqwest::Client::new(),
         }
     }
@@ -336,7 +478,7 @@ impl Api {
             .http_client(http_client_fn(move |_, _| canned.clone()))
             .interceptor(singlet::serve::iam::Enforce)
             .build();
-        let mut api = Api::start(Mode::Direct).await;
+        let mut api = Api::start_embedded(Mode::Direct).await;
         api.ctx = Ctx::new(
             aws_sdk_dynamodb::Client::from_conf(config),
             "singlet",
@@ -580,11 +722,18 @@ pub async fn update_raw(
 impl Api {
     /// A fresh table `name` in the same engine, holding exactly `items`: a restore that kept
     /// these.
+    /// On an external engine the name is the test's table's with `-name` after it, so that
+    /// tests running at once make different tables.
     pub async fn table_holding(&self, name: &str, items: &[Item]) -> Ctx {
-        singlet_functions::table::ensure_table(&self.ctx.db, name)
+        let name = if self.external.is_some() {
+            format!("{}-{name}", self.ctx.table)
+        } else {
+            name.to_owned()
+        };
+        singlet_functions::table::ensure_table(&self.ctx.db, &name)
             .await
             .unwrap();
-        let ctx = Ctx::new(self.ctx.db.clone(), name, CursorKeys::random());
+        let ctx = Ctx::new(self.ctx.db.clone(), name.as_str(), CursorKeys::random());
         put_raw_all(&ctx, items.to_vec()).await;
         ctx
     }

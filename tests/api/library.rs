@@ -943,12 +943,14 @@ async fn availability_costs_the_same_whatever_the_number_of_copies() {
         many.body["branches"],
         json!([{"branchId": "central", "availableCopies": 21}, {"branchId": "east", "availableCopies": 20}])
     );
-    assert_eq!(
-        one.consumed(),
-        many.consumed(),
-        "the same cost at 1 and 41 copies"
-    );
-    assert_eq!(many.consumed(), (1.0, 0.0));
+    if crate::harness::capacity_as_dynamodb() {
+        assert_eq!(
+            one.consumed(),
+            many.consumed(),
+            "the same cost at 1 and 41 copies"
+        );
+        assert_eq!(many.consumed(), (1.0, 0.0));
+    }
     // A checkout takes one off its branch's count, a return puts it back.
     let reader = fixtures::patron(&api, "east", "c-east", "standard").await;
     let copies = api.get("/branches/east/copies").await;
@@ -1014,7 +1016,10 @@ async fn branches_are_listed_in_id_order(api: Api) {
         .await
         .assert_problem(400, &[("limit", "invalid")]);
     // One Query of the index: half a read unit for a page of a few branches.
-    assert_eq!(api.get("/branches").await.consumed(), (0.5, 0.0));
+    let branches = api.get("/branches").await;
+    if crate::harness::capacity_as_dynamodb() {
+        assert_eq!(branches.consumed(), (0.5, 0.0));
+    }
 }
 
 /// Only this book's copies, only at this branch (not at `b10` for `b1`), only on the shelf.
@@ -1079,7 +1084,9 @@ async fn available_copies_lists_one_branchs_shelf(api: Api) {
     assert_eq!(page.body["items"].as_array().unwrap().len(), 4);
     assert_eq!(page.body["nextCursor"], Value::Null);
     // One Query on the keys-only index: half a read unit.
-    assert_eq!(page.consumed(), (0.5, 0.0));
+    if crate::harness::capacity_as_dynamodb() {
+        assert_eq!(page.consumed(), (0.5, 0.0));
+    }
 
     // Cursors are bound to the book and the branch.
     let first = api
@@ -1389,7 +1396,9 @@ async fn correct_book_sets_the_fields_given(api: Api) {
     // update, conditioned on the book as read, and the event's outbox item.
     let again = patch(ISBN, json!({"genre": "Algorithms"})).await;
     assert_eq!(again.body["genre"], "Algorithms");
-    assert_eq!(again.consumed(), (1.0, 4.0));
+    if crate::harness::capacity_as_dynamodb() {
+        assert_eq!(again.consumed(), (1.0, 4.0));
+    }
 }
 
 /// Two patrons reissued onto one card number at the same moment, round after round: one wins,

@@ -642,6 +642,9 @@ async fn a_patron_at_the_limit_never_goes_over_it() {
 /// due loans among 20 or among 200 open ones cost the same, by `ReturnConsumedCapacity`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_markers_cost_grows_with_newly_due_loans_only() {
+    if crate::harness::skip_on_external_engine(crate::harness::CAPACITY_NOT_DYNAMODBS) {
+        return;
+    }
     let mut costs = Vec::new();
     for open_loans in [20, 200] {
         let api = Api::start(Mode::Direct).await;
@@ -995,14 +998,18 @@ async fn one_loan_is_read_active_or_returned(api: Api) {
     let active = api.get(one_loan_path(&loan)).await;
     assert_eq!(active.status, 200, "{active:?}");
     assert_eq!(active.body, loan, "the loan as the checkout answered it");
-    assert_eq!(active.consumed(), (1.0, 0.0), "an active loan: one GetItem");
+    if crate::harness::capacity_as_dynamodb() {
+        assert_eq!(active.consumed(), (1.0, 0.0), "an active loan: one GetItem");
+    }
 
     let returned = api.post(loan_path(&loan, "return"), json!({})).await;
     let read = api.get(one_loan_path(&loan)).await;
     assert_eq!(read.status, 200, "{read:?}");
     assert_eq!(read.body, returned.body);
     assert_eq!(read.body["status"], "returned");
-    assert_eq!(read.consumed(), (2.0, 0.0), "a returned loan: two GetItems");
+    if crate::harness::capacity_as_dynamodb() {
+        assert_eq!(read.consumed(), (2.0, 0.0), "a returned loan: two GetItems");
+    }
 
     let checkout_id = loan["checkoutId"].as_str().unwrap();
     for path in [
@@ -1173,7 +1180,9 @@ async fn loans_made_after_a_correction_carry_the_corrected_title(api: Api) {
         "checkout consumed {:?} (read, write) units",
         later.consumed()
     );
-    assert_eq!(later.consumed().0, 2.5);
+    if crate::harness::capacity_as_dynamodb() {
+        assert_eq!(later.consumed().0, 2.5);
+    }
     // An earlier loan keeps the title it was lent under; a copy, the title it was added with.
     assert_eq!(
         api.get(one_loan_path(&earlier)).await.body["title"],
@@ -1236,6 +1245,9 @@ async fn a_removal_racing_a_checkout_never_leaves_a_loan_for_a_removed_patron() 
 /// more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_library_wide_overdue_lists_cost_grows_with_overdue_loans_only() {
+    if crate::harness::skip_on_external_engine(crate::harness::CAPACITY_NOT_DYNAMODBS) {
+        return;
+    }
     let mut costs = Vec::new();
     for (overdue_patrons, open_loans) in [(1, 10), (1, 100), (6, 10)] {
         let api = Api::start(Mode::Direct).await;

@@ -512,7 +512,8 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
 
     // The command, on the same engine: conflicts are exit 1.
     let ran = singlet()
-        .args(["--endpoint", &api.engine, "migrate", "plates-compact"])
+        .args(["--endpoint", &api.engine, "--table", &api.ctx.table])
+        .args(["migrate", "plates-compact"])
         .args(["--segments", "4", "--max-wcu", "2000", "--json"])
         .output()
         .unwrap();
@@ -735,12 +736,12 @@ async fn a_run_killed_before_its_first_checkpoint_is_listed_in_progress() {
     const COUNT: usize = 50;
     let api = Api::start(Mode::Direct).await;
     write_old_vehicles(&api, COUNT).await;
-    let endpoint = api.engine.clone();
+    let (endpoint, table) = (api.engine.clone(), api.ctx.table.to_string());
     let cli = move |args: &'static [&'static str]| {
-        let endpoint = endpoint.clone();
+        let (endpoint, table) = (endpoint.clone(), table.clone());
         tokio::task::spawn_blocking(move || {
             singlet()
-                .args(["--endpoint", &endpoint])
+                .args(["--endpoint", &endpoint, "--table", &table])
                 .args(args)
                 .output()
                 .unwrap()

@@ -214,6 +214,8 @@ async fn another_spelling_gets_through_and_plates_compact_and_fsck_report_the_pa
         .args([
             "--endpoint",
             &api.engine,
+            "--table",
+            &api.ctx.table,
             "migrate",
             "plates-compact",
             "--json",

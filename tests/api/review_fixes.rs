@@ -300,14 +300,16 @@ async fn the_tools_through_an_endpoint_have_a_budget_for_bulk_work() {
     let dir = scratch("slow-endpoint");
     let out = dir.join("export");
     let checked = {
-        let proxy = proxy.clone();
+        let (proxy, table) = (proxy.clone(), api.ctx.table.to_string());
         tokio::task::spawn_blocking(move || {
             let checked = singlet()
-                .args(["--endpoint", &proxy, "fsck", "--segments", "1", "--json"])
+                .args(["--endpoint", &proxy, "--table", &table])
+                .args(["fsck", "--segments", "1", "--json"])
                 .output()
                 .unwrap();
             let exported = singlet()
-                .args(["--endpoint", &proxy, "export", "--segments", "1", "--json"])
+                .args(["--endpoint", &proxy, "--table", &table])
+                .args(["export", "--segments", "1", "--json"])
                 .arg(&out)
                 .output()
                 .unwrap();
