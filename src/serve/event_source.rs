@@ -23,6 +23,7 @@
 //! [`Faults`] breaks it on purpose: a publisher error every n-th invocation, every n-th batch
 //! delivered twice (the bus's failing entries are `LocalBus::failing`).
 
+use crate::serve::published_outbox::Published;
 use crate::serve::unstreamed_outbox::Unstreamed;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use aws_sdk_dynamodbstreams::error::SdkError;
@@ -101,6 +102,9 @@ pub struct EventSource {
     /// The outbox items the table held before its stream was on, delivered before the stream's
     /// records.
     unstreamed: Option<Unstreamed>,
+    /// The outbox items published already (by this runner or an earlier one on this table),
+    /// never delivered again ([`crate::serve::published_outbox`]).
+    published: Published,
     /// How long [`Self::run`] waits after a read that found nothing new.
     poll_every: Duration,
     pub report: Report,
@@ -195,6 +199,7 @@ impl EventSource {
             batches: 0,
             position_file: None,
             unstreamed: None,
+            published: Published::none(),
             poll_every: POLL_EVERY,
             report: Report::default(),
         })
@@ -245,6 +250,20 @@ impl EventSource {
         self
     }
 
+    /// The same mapping, delivering no outbox item `published` holds, and writing there each it
+    /// delivers.
+    pub fn publishing_once(mut self, published: Published) -> Self {
+        self.published = published;
+        self
+    }
+
+    /// Delivers `batch`, and writes its outbox items down as published.
+    async fn deliver_once(&mut self, batch: Vec<Value>) -> Result<(), String> {
+        let now = self.ctx.clock.now().unix_timestamp();
+        self.deliver(batch.clone()).await?;
+        self.published.add(&batch, now)
+    }
+
     /// Delivers the outbox items listed before the stream was on, a batch at a time, each
     /// counted once delivered; gone once all were.
     async fn deliver_unstreamed(&mut self) -> Result<(), String> {
@@ -258,7 +277,7 @@ impl EventSource {
             }
             let count = batch.len();
             self.report.records_unstreamed += count as u64;
-            self.deliver(batch).await?;
+            self.deliver_once(batch).await?;
             if let Some(unstreamed) = &mut self.unstreamed {
                 unstreamed.delivered(count)?;
             }
@@ -373,12 +392,14 @@ impl EventSource {
             .iter()
             .map(|record| lambda_record(record, &self.stream_arn))
             .filter(passes_filters)
+            // A stream switched on again may hold the old one's records (dynoxide's does).
+            .filter(|record| !self.published.holds(record))
             .collect();
         self.report.records_delivered += delivered.len() as u64;
         // A delivery that fails returns here with no iterator kept and the checkpoint where it
         // was, so the next poll reads these records again, as Lambda does.
         for batch in delivered.chunks(BATCH_SIZE) {
-            self.deliver(batch.to_vec()).await?;
+            self.deliver_once(batch.to_vec()).await?;
         }
         if let Some(last) = records
             .last()

@@ -6,7 +6,8 @@
 use crate::serve::engine::streams_client;
 use crate::serve::event_source::{EventSource, Faults};
 use crate::serve::local_bus::LocalBus;
-use crate::serve::unstreamed_outbox::{Kept, before_the_stream};
+use crate::serve::published_outbox::Published;
+use crate::serve::unstreamed_outbox::{Kept, before_the_stream, table_identity};
 use singlet_functions::Ctx;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -110,8 +111,16 @@ impl EventsArgs {
         }
         let ctx = ctx.with_bus(Arc::new(self.bus(events_out)?));
         let streams = streams_client(&ctx.db, endpoint).await;
+        let published = match &position_file {
+            Some(file) => Published::beside(
+                file,
+                &table_identity(&ctx).await?,
+                ctx.clock.now().unix_timestamp(),
+            )?,
+            None => Published::none(),
+        };
         let unstreamed =
-            before_the_stream(&ctx, position_file.as_deref().map(Kept::beside)).await?;
+            before_the_stream(&ctx, position_file.as_deref().map(Kept::beside), &published).await?;
         let source = EventSource::start(
             ctx.clone(),
             streams,
@@ -120,6 +129,7 @@ impl EventsArgs {
         )
         .await?
         .first_delivering(unstreamed)
+        .publishing_once(published)
         .polling_every(Duration::from_millis(self.stream_poll_ms));
         let source = match position_file {
             Some(file) => source.remember_in(file),

@@ -17,6 +17,7 @@ pub mod local_bus;
 pub mod logging;
 pub mod loopback;
 pub mod partition_limits;
+pub mod published_outbox;
 pub mod refusal;
 pub mod retention;
 pub mod unstreamed_outbox;

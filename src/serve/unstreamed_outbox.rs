@@ -29,6 +29,7 @@
 //! listed in their events' `occurredAt` order, so a subject's events keep their order (the
 //! table's order, `EVENT#<eventId>`, is not the order they happened in).
 
+use crate::serve::published_outbox::Published;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
@@ -79,6 +80,13 @@ struct Header {
     table_created: f64,
 }
 
+/// The table as a kept file names it: its name and its creation time, one line of JSON (a table
+/// made again under the same name is another table).
+pub async fn table_identity(ctx: &Ctx) -> Result<String, String> {
+    let header = describe(ctx).await?.header;
+    Ok(serde_json::to_string(&header).expect("a header is JSON"))
+}
+
 /// What the table's stream is, read once before the mapping starts.
 struct Described {
     stream_on: bool,
@@ -119,13 +127,23 @@ async fn describe(ctx: &Ctx) -> Result<Described, String> {
 pub async fn before_the_stream(
     ctx: &Ctx,
     kept: Option<Kept>,
+    published: &Published,
 ) -> Result<Option<Unstreamed>, String> {
     let described = describe(ctx).await?;
     if described.stream_on {
         let Some(kept) = kept else { return Ok(None) };
         return Ok(resume(kept, &described.header));
     }
-    let records = list(ctx).await?;
+    // An item an earlier stream delivered is not listed: it was published once already.
+    let mut records = list(ctx).await?;
+    let earlier = records.len();
+    records.retain(|record| !published.holds(record));
+    if records.len() < earlier {
+        tracing::info!(
+            items = earlier - records.len(),
+            "outbox items an earlier stream published are not listed again"
+        );
+    }
     if let Some(kept) = &kept {
         // A count left by an earlier list is not this one's.
         kept.remove();
@@ -135,8 +153,8 @@ pub async fn before_the_stream(
     }
     tracing::info!(
         items = records.len(),
-        "the table's stream is off: its outbox items are listed and published first (any an \
-         earlier stream published go out again, with the same eventIds)"
+        "the table's stream is off: the outbox items no stream published are listed and \
+         published first"
     );
     if let Some(kept) = &kept {
         let mut text = serde_json::to_string(&described.header).expect("a header is JSON");
