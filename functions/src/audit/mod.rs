@@ -3,9 +3,9 @@
 //!
 //! One partition per resource, `RESOURCE#<resourceId>`, holds exactly two kinds of item:
 //! `CURRENT` (status, version, updatedAt) and one `EVENT#<seq>` per change, `seq` zero-padded to
-//! [`keys::SEQUENCE_WIDTH`] digits so that string order is numeric order. `CURRENT` sorts before
-//! every `EVENT#`, so one `Query` on the partition reads the present and then the history, oldest
-//! first.
+//! [`singlet_shared::keys::SEQUENCE_WIDTH`] digits so that string order is numeric order.
+//! `CURRENT` sorts before every `EVENT#`, so one `Query` on the partition reads the present and
+//! then the history, oldest first.
 //!
 //! The version is the number of events: a change updates `CURRENT` only if its version is the one
 //! the client read (`if-match`), sets it to the next number, and appends the event with that
