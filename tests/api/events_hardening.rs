@@ -312,17 +312,7 @@ async fn outbox_items_written_before_the_stream_was_on_are_published_once() {
         singlet_functions::table::ensure_table(&db, "singlet")
             .await
             .unwrap();
-        db.update_table()
-            .table_name("singlet")
-            .stream_specification(
-                aws_sdk_dynamodb::types::StreamSpecification::builder()
-                    .stream_enabled(false)
-                    .build()
-                    .unwrap(),
-            )
-            .send()
-            .await
-            .unwrap();
+        switch_stream_off(&db).await;
         let described = db
             .describe_table()
             .table_name("singlet")
@@ -359,17 +349,7 @@ async fn a_stream_switched_off_and_on_again_publishes_nothing_twice() {
     assert_eq!(first.len(), 5, "{first:#?}");
     checkpoint_settled(&data).await;
     let db = singlet::serve::engine::local_client(runner.engine.as_deref().unwrap());
-    db.update_table()
-        .table_name("singlet")
-        .stream_specification(
-            aws_sdk_dynamodb::types::StreamSpecification::builder()
-                .stream_enabled(false)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
+    switch_stream_off(&db).await;
     drop(runner);
 
     let runner = serve(&data, &events);
@@ -391,6 +371,21 @@ async fn a_stream_switched_off_and_on_again_publishes_nothing_twice() {
     assert_eq!(ids.len(), 6, "each change's event once: {after:#?}");
     assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), 6);
     assert!(lines(&dir.join("events-failed.jsonl")).is_empty());
+}
+
+/// Switches the table `singlet`'s stream off, as an operator's `UpdateTable` would.
+async fn switch_stream_off(db: &aws_sdk_dynamodb::Client) {
+    db.update_table()
+        .table_name("singlet")
+        .stream_specification(
+            aws_sdk_dynamodb::types::StreamSpecification::builder()
+                .stream_enabled(false)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
 }
 
 async fn register(runner: &Running, plate: &str) {

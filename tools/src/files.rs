@@ -26,6 +26,31 @@ pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true);
+    let file = open_private(path, options, "remove it (the file is made anew)")?;
+    file.set_len(0)?;
+    Ok(file)
+}
+
+/// Opens the file `path` to append to, creating it when missing, readable and writable by its
+/// owner alone (`0600`) whether it is new or not: the runner's events files (`--events-out`,
+/// `--events-failed`) hold whole entities, personal data included, and are kept across runs.
+/// As [`create_private_file`]: a symbolic link is never followed (`O_NOFOLLOW`), only a regular
+/// file is written, never one with other names (a hard link), and an existing file is made
+/// `0600` before anything is appended. Nothing already in the file is touched.
+pub fn open_private_append(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    open_private(path, options, "remove it, or name another file")
+}
+
+/// `path` opened with `options`, as [`create_private_file`] and [`open_private_append`] say:
+/// never through a symbolic link, only a regular file with no other name, made `0600`. `remedy`
+/// tells a person what to do about a link.
+fn open_private(
+    path: &std::path::Path,
+    mut options: std::fs::OpenOptions,
+    remedy: &str,
+) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -40,8 +65,7 @@ pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::F
         if e.raw_os_error() == Some(libc::ELOOP) {
             return std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                "it is a symbolic link, which is never written through: remove it (the file is \
-                 made anew)",
+                format!("it is a symbolic link, which is never written through: {remedy}"),
             );
         }
         e
@@ -56,67 +80,14 @@ pub fn create_private_file(path: &std::path::Path) -> std::io::Result<std::fs::F
     #[cfg(unix)]
     {
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        // A hard link planted under that name is the same file as its target, which truncating
-        // would empty (`O_NOFOLLOW` stops only symbolic links).
+        // A hard link planted under that name is the same file as its target, which writing
+        // would overwrite or show under its other names (`O_NOFOLLOW` stops only symbolic links).
         if metadata.nlink() > 1 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                "it has other names (hard links), whose file would be overwritten: remove it \
-                 (the file is made anew)",
-            ));
-        }
-        if metadata.permissions().mode() & 0o7777 != 0o600 {
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        }
-    }
-    file.set_len(0)?;
-    Ok(file)
-}
-
-/// Opens the file `path` to append to, creating it when missing, readable and writable by its
-/// owner alone (`0600`) whether it is new or not: the runner's events files (`--events-out`,
-/// `--events-failed`) hold whole entities, personal data included, and are kept across runs.
-/// As [`create_private_file`]: a symbolic link is never followed (`O_NOFOLLOW`), only a regular
-/// file is written, never one with other names (a hard link), and an existing file is made
-/// `0600` before anything is appended. Nothing already in the file is touched.
-pub fn open_private_append(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.append(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // `O_NONBLOCK` only so that opening a FIFO fails rather than waits for a reader.
-        options
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(|e| {
-        #[cfg(unix)]
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            return std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "it is a symbolic link, which is never written through: remove it, or name \
-                 another file",
-            );
-        }
-        e
-    })?;
-    let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "it is not a regular file",
-        ));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        // A hard link planted under that name would show what is appended under its other names.
-        if metadata.nlink() > 1 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "it has other names (hard links), which would see what is written: remove it, \
-                 or name another file",
+                format!(
+                    "it has other names (hard links), which would see what is written: {remedy}"
+                ),
             ));
         }
         if metadata.permissions().mode() & 0o7777 != 0o600 {
