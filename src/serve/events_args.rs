@@ -6,8 +6,7 @@
 use crate::serve::engine::streams_client;
 use crate::serve::event_source::{EventSource, Faults};
 use crate::serve::local_bus::LocalBus;
-use crate::serve::published_outbox::Published;
-use crate::serve::unstreamed_outbox::{Kept, before_the_stream, table_identity};
+use crate::serve::unstreamed_outbox::before_the_stream;
 use singlet_functions::Ctx;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -111,16 +110,7 @@ impl EventsArgs {
         }
         let ctx = ctx.with_bus(Arc::new(self.bus(events_out)?));
         let streams = streams_client(&ctx.db, endpoint).await;
-        let published = match &position_file {
-            Some(file) => Published::beside(
-                file,
-                &table_identity(&ctx).await?,
-                ctx.clock.now().unix_timestamp(),
-            )?,
-            None => Published::none(),
-        };
-        let unstreamed =
-            before_the_stream(&ctx, position_file.as_deref().map(Kept::beside), &published).await?;
+        let (unstreamed, published) = before_the_stream(&ctx, position_file.as_deref()).await?;
         let source = EventSource::start(
             ctx.clone(),
             streams,

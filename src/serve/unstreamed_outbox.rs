@@ -80,13 +80,6 @@ struct Header {
     table_created: f64,
 }
 
-/// The table as a kept file names it: its name and its creation time, one line of JSON (a table
-/// made again under the same name is another table).
-pub async fn table_identity(ctx: &Ctx) -> Result<String, String> {
-    let header = describe(ctx).await?.header;
-    Ok(serde_json::to_string(&header).expect("a header is JSON"))
-}
-
 /// What the table's stream is, read once before the mapping starts.
 struct Described {
     stream_on: bool,
@@ -120,20 +113,42 @@ async fn describe(ctx: &Ctx) -> Result<Described, String> {
     })
 }
 
-/// Before the mapping starts (and switches the stream on): with the stream off, every outbox
-/// item of `ctx`'s table, listed (and kept, when `kept` says where); with it on, the list a
-/// runner stopped midway kept for this table, if any. `None`: nothing to publish before the
-/// stream.
+/// Before the mapping starts (and switches the stream on): the outbox items published already
+/// ([`Published`], kept beside `position_file` when there is one, for this table), and the
+/// items to publish before the stream: with the stream off, every outbox item of `ctx`'s table
+/// not published yet, listed (and kept beside `position_file`); with it on, the list a runner
+/// stopped midway kept for this table, if any (`None`: nothing to publish before the stream).
 pub async fn before_the_stream(
     ctx: &Ctx,
+    position_file: Option<&Path>,
+) -> Result<(Option<Unstreamed>, Published), String> {
+    let described = describe(ctx).await?;
+    let published = match position_file {
+        // The table as the file names it: a table made again under the same name is another.
+        Some(file) => Published::beside(
+            file,
+            &serde_json::to_string(&described.header).expect("a header is JSON"),
+            ctx.clock.now().unix_timestamp(),
+        )?,
+        None => Published::none(),
+    };
+    let kept = position_file.map(Kept::beside);
+    let unstreamed = if described.stream_on {
+        kept.and_then(|kept| resume(kept, &described.header))
+    } else {
+        list_unstreamed(ctx, kept, &described.header, &published).await?
+    };
+    Ok((unstreamed, published))
+}
+
+/// With the stream off: every outbox item of `ctx`'s table that `published` does not hold,
+/// listed (and kept, when `kept` says where).
+async fn list_unstreamed(
+    ctx: &Ctx,
     kept: Option<Kept>,
+    header: &Header,
     published: &Published,
 ) -> Result<Option<Unstreamed>, String> {
-    let described = describe(ctx).await?;
-    if described.stream_on {
-        let Some(kept) = kept else { return Ok(None) };
-        return Ok(resume(kept, &described.header));
-    }
     // An item an earlier stream delivered is not listed: it was published once already.
     let mut records = list(ctx).await?;
     let earlier = records.len();
@@ -157,7 +172,7 @@ pub async fn before_the_stream(
          published first"
     );
     if let Some(kept) = &kept {
-        let mut text = serde_json::to_string(&described.header).expect("a header is JSON");
+        let mut text = serde_json::to_string(header).expect("a header is JSON");
         text.push('\n');
         for record in &records {
             text.push_str(&record.to_string());
