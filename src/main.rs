@@ -8,6 +8,10 @@
 //! token key lives, how to log) are accepted before or after any command. A new command is one
 //! more file, one more [`Command`] variant and one more arm in [`run`].
 
+// What a command prints goes through `commands::output`, which a reader that closed the pipe
+// does not turn into a panic.
+#![deny(clippy::print_stdout)]
+
 mod commands;
 
 use clap::{Parser, Subcommand};

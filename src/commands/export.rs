@@ -4,6 +4,7 @@
 
 use super::connect::connect_existing;
 use super::on_s3::S3JobArgs;
+use super::output;
 use super::runner::RunnerArgs;
 use clap::Args;
 use singlet_tools::{on_aws, transfer};
@@ -108,14 +109,11 @@ pub async fn run(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Stri
         }
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({
+        output::line(serde_json::json!({
                 "exported": exported.items,
                 "files": exported.files.len(),
                 "consistent": snapshot.is_some(),
-            })
-        );
+            }));
     } else {
         eprintln!(
             "exported {} items to {}{}",
@@ -158,10 +156,7 @@ async fn run_on_aws(runner: &RunnerArgs, args: &ExportArgs, url: &str) -> Result
         }
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&exported).expect("a report is JSON")
-        );
+        output::line(serde_json::to_string(&exported).expect("a report is JSON"));
     }
     if exported.completed() {
         if !args.json {

@@ -3,6 +3,7 @@
 
 use super::connect::connect_existing;
 use super::on_sfn::StateMachineArgs;
+use super::output;
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet_functions::Ctx;
@@ -97,12 +98,9 @@ async fn report(ctx: &Ctx, args: &FsckArgs) -> ExitCode {
         Err(reason) => return could_not_run(&reason),
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).expect("a report serialises")
-        );
+        output::line(serde_json::to_string(&report).expect("a report serialises"));
     } else {
-        print!("{}", fsck::text(&report, options));
+        output::text(fsck::text(&report, options));
     }
     if report.remaining() == 0 {
         ExitCode::SUCCESS
@@ -144,16 +142,13 @@ async fn on_aws(args: &FsckArgs) -> Result<ExitCode, String> {
         )
         .await?;
     if ended.status != "SUCCEEDED" {
-        println!(
-            "{}",
-            serde_json::json!({
+        output::line(serde_json::json!({
                 "run": run,
                 "executionArn": ended.execution_arn,
                 "status": ended.status,
                 "error": ended.error,
                 "cause": ended.cause,
-            })
-        );
+            }));
         return Err(format!(
             "the execution ended {}: start it again with --run {run} --attempt {} (its \
              segments go on from their checkpoints)",
@@ -177,14 +172,14 @@ async fn on_aws(args: &FsckArgs) -> Result<ExitCode, String> {
     if args.json {
         whole["executionArn"] = ended.execution_arn.into();
         whole["report"] = url.into();
-        println!("{whole}");
+        output::line(&whole);
     } else {
         let options = fsck::Options {
             repair: args.repair,
             dry_run: args.dry_run,
             ..fsck::Options::default()
         };
-        print!("{}", fsck::text(&report, options));
+        output::text(fsck::text(&report, options));
     }
     Ok(if report.remaining() == 0 {
         ExitCode::SUCCESS

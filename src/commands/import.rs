@@ -2,6 +2,7 @@
 //! routes would write them; refused rows go to `<file>.rejects.jsonl` (exit 1 when there are some).
 
 use super::connect::{OWNER_KEYS, connect_for_bulk_work, refuse_the_published_secret_elsewhere};
+use super::output;
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu, parse_clock};
 use clap::Args;
 use singlet_tools::import;
@@ -75,7 +76,7 @@ pub async fn run(runner: &RunnerArgs, args: ImportArgs) -> Result<ExitCode, Stri
         return Ok(ExitCode::from(1));
     }
     if args.json {
-        println!("{}", serde_json::to_string(&summary).expect("JSON"));
+        output::line(serde_json::to_string(&summary).expect("JSON"));
     } else {
         eprintln!(
             "read {}, created {}, rejected {}, already imported {}",

@@ -2,6 +2,7 @@
 //! functions listed.
 
 use super::connect::{connect, refuse_handlers_elsewhere};
+use super::output;
 use super::runner::{RunnerArgs, parse_clock};
 use clap::Args;
 use singlet::invoke;
@@ -35,7 +36,7 @@ pub struct InvokeArgs {
 /// Runs the function, or lists them.
 pub async fn run(runner: &RunnerArgs, args: InvokeArgs) -> Result<ExitCode, String> {
     let (Some(function), Some(event)) = (args.function, args.event) else {
-        print!("{}", invoke::list());
+        output::text(invoke::list());
         return Ok(ExitCode::SUCCESS);
     };
     // The name first: a typo is told before any engine is opened.
@@ -51,7 +52,7 @@ pub async fn run(runner: &RunnerArgs, args: InvokeArgs) -> Result<ExitCode, Stri
         .with_bus(Arc::new(LocalBus::open(&runner.events_out)?))
         .with_archive(Arc::new(DirArchive::open(&runner.archive_dir)?));
     let response = invoke::invoke(&ctx, &function, &event).await?;
-    println!("{}", serde_json::to_string_pretty(&response).expect("JSON"));
+    output::line(serde_json::to_string_pretty(&response).expect("JSON"));
     Ok(ExitCode::SUCCESS)
 }
 

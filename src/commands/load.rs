@@ -7,6 +7,7 @@ use super::connect::{
     OWNER_KEYS, connect_for_bulk_work, connect_to, refuse_the_published_secret_elsewhere,
 };
 use super::on_s3::S3JobArgs;
+use super::output;
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet::serve::engine;
@@ -137,15 +138,12 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
         }
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({
+        output::line(serde_json::json!({
                 "loaded": loaded.items,
                 "outboxLeftOut": loaded.outbox_left_out,
                 "ownerLocksMoved": loaded.owner_locks_moved,
                 "hottestKey": loaded.hottest_key,
-            })
-        );
+            }));
     } else {
         eprintln!("loaded {} items into {}", loaded.items, ctx.table);
         if loaded.owner_locks_moved > 0 {
@@ -226,10 +224,7 @@ async fn run_on_aws(runner: &RunnerArgs, args: &LoadArgs, url: &str) -> Result<E
         }
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&imported).expect("a report is JSON")
-        );
+        output::line(serde_json::to_string(&imported).expect("a report is JSON"));
     }
     let of = imported
         .export_items

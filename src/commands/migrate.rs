@@ -3,6 +3,7 @@
 
 use super::connect::connect_existing;
 use super::on_sfn::StateMachineArgs;
+use super::output;
 use super::runner::{RunnerArgs, check_max_key_wcu, check_max_wcu};
 use clap::Args;
 use singlet_tools::migrate;
@@ -68,7 +69,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
     let Some(migration) = migration else {
         let states = migrate::states(&ctx).await?;
         if args.json {
-            println!("{}", serde_json::json!({ "migrations": states }));
+            output::line(serde_json::json!({ "migrations": states }));
         } else {
             let name_width = states.iter().map(|s| s.migration.len()).max().unwrap_or(0);
             let shown = |state: &migrate::State| match state.state {
@@ -78,12 +79,12 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
             };
             let state_width = states.iter().map(|s| shown(s).len()).max().unwrap_or(0);
             for state in &states {
-                println!(
+                output::line(format_args!(
                     "{:<name_width$}  {:<state_width$}  {}",
                     state.migration,
                     shown(state),
                     state.summary
-                );
+                ));
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -99,7 +100,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
     };
     let report = migrate::run(&ctx, migration, &options).await?;
     if args.json {
-        println!("{}", serde_json::to_string(&report).expect("JSON"));
+        output::line(serde_json::to_string(&report).expect("JSON"));
     } else {
         eprintln!(
             "{}: scanned {}, {} {}, {} already changed by another writer, {} conflicts{}",
@@ -154,7 +155,7 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
             "cause": ended.cause,
             "complete": false,
         });
-        println!("{report}");
+        output::line(&report);
         eprintln!(
             "migrate {migration} on AWS: the execution ended {}: the segments' checkpoints \
              are kept; run it again with --attempt {} to resume",
@@ -169,9 +170,9 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
     report["executionArn"] = ended.execution_arn.into();
     report["status"] = ended.status.into();
     if args.json {
-        println!("{report}");
+        output::line(&report);
     } else {
-        println!("{}", serde_json::to_string_pretty(&report).expect("JSON"));
+        output::line(serde_json::to_string_pretty(&report).expect("JSON"));
     }
     let clean = report["conflictCount"] == 0 && report["complete"] == true;
     Ok(if clean {

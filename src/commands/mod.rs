@@ -10,6 +10,7 @@ pub mod load;
 pub mod migrate;
 pub mod on_s3;
 pub mod on_sfn;
+pub mod output;
 pub mod plan;
 pub mod render;
 pub mod runner;

@@ -2,6 +2,7 @@
 //! (docs/guide/capacity.md): each key family's busiest key against DynamoDB's per-key limits,
 //! the bulk work paced, storage and cost.
 
+use super::output;
 use super::runner::RunnerArgs;
 use clap::Args;
 use singlet::plan;
@@ -61,14 +62,11 @@ pub async fn run(runner: &RunnerArgs, args: PlanArgs) -> ExitCode {
         if let Some(simulation) = &simulation {
             out["simulation"] = serde_json::to_value(simulation).expect("it serialises");
         }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).expect("a plan serialises")
-        );
+        output::line(serde_json::to_string_pretty(&out).expect("a plan serialises"));
     } else {
-        print!("{}", plan::text(&report));
+        output::text(plan::text(&report));
         if let Some(simulation) = &simulation {
-            print!("{}", plan::simulate::text(simulation));
+            output::text(plan::simulate::text(simulation));
         }
     }
     let held = simulation.as_ref().is_none_or(|s| s.holds());

@@ -1,6 +1,7 @@
 //! `singlet token`: a bearer token that a runner started in this directory accepts, minted
 //! with the runner's own key (`singlet::serve::auth`).
 
+use super::output;
 use super::runner::RunnerArgs;
 use clap::Args;
 use singlet::serve::auth::Authorizer;
@@ -42,7 +43,7 @@ pub fn run(runner: &RunnerArgs, args: TokenArgs) -> Result<ExitCode, String> {
         );
     }
     let extra = args.claim.into_iter().collect();
-    println!("{}", issuer.mint(&args.sub, &args.scope, &extra, args.ttl));
+    output::line(issuer.mint(&args.sub, &args.scope, &extra, args.ttl));
     Ok(ExitCode::SUCCESS)
 }
 
