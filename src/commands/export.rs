@@ -110,10 +110,10 @@ pub async fn run(runner: &RunnerArgs, args: ExportArgs) -> Result<ExitCode, Stri
     };
     if args.json {
         output::line(serde_json::json!({
-                "exported": exported.items,
-                "files": exported.files.len(),
-                "consistent": snapshot.is_some(),
-            }));
+            "exported": exported.items,
+            "files": exported.files.len(),
+            "consistent": snapshot.is_some(),
+        }));
     } else {
         eprintln!(
             "exported {} items to {}{}",

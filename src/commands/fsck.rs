@@ -143,12 +143,12 @@ async fn on_aws(args: &FsckArgs) -> Result<ExitCode, String> {
         .await?;
     if ended.status != "SUCCEEDED" {
         output::line(serde_json::json!({
-                "run": run,
-                "executionArn": ended.execution_arn,
-                "status": ended.status,
-                "error": ended.error,
-                "cause": ended.cause,
-            }));
+            "run": run,
+            "executionArn": ended.execution_arn,
+            "status": ended.status,
+            "error": ended.error,
+            "cause": ended.cause,
+        }));
         return Err(format!(
             "the execution ended {}: start it again with --run {run} --attempt {} (its \
              segments go on from their checkpoints)",

@@ -139,11 +139,11 @@ pub async fn run(runner: &RunnerArgs, args: LoadArgs) -> Result<ExitCode, String
     };
     if args.json {
         output::line(serde_json::json!({
-                "loaded": loaded.items,
-                "outboxLeftOut": loaded.outbox_left_out,
-                "ownerLocksMoved": loaded.owner_locks_moved,
-                "hottestKey": loaded.hottest_key,
-            }));
+            "loaded": loaded.items,
+            "outboxLeftOut": loaded.outbox_left_out,
+            "ownerLocksMoved": loaded.owner_locks_moved,
+            "hottestKey": loaded.hottest_key,
+        }));
     } else {
         eprintln!("loaded {} items into {}", loaded.items, ctx.table);
         if loaded.owner_locks_moved > 0 {

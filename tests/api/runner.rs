@@ -711,13 +711,15 @@ fn a_token_without_scope_is_warned_about() {
 }
 
 /// A reader that closes standard output before a command prints (`singlet token | true`,
-/// `singlet import … --json | head -c 0`) stops the printing and nothing else: no panic, exit
+/// `singlet invoke --list | head -1`) stops the printing and nothing else: no panic, exit
 /// `101` before, and the command's own exit code and work stand. Its pipe's read end is closed
 /// before the command starts, so every write it makes fails as a reader gone would make it fail.
 #[test]
 fn a_reader_that_closes_standard_output_stops_the_printing_not_the_command() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("runner-closed-stdout-{:016x}", rand::random::<u64>()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "runner-closed-stdout-{:016x}",
+        rand::random::<u64>()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("vehicles.jsonl"),
@@ -741,14 +743,26 @@ fn a_reader_that_closes_standard_output_stops_the_printing_not_the_command() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         (output.status.code(), stderr)
     };
-    assert_eq!(closed(&["token", "--scope", "fleet:read"]).0, Some(0));
-    assert_eq!(closed(&["invoke"]).0, Some(0));
+    for args in [
+        &["token", "--scope", "fleet:read"][..],
+        &["invoke", "--list"],
+    ] {
+        let (code, stderr) = closed(args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    }
     // One row created, one rejected: exit 1 as with a reader, and the row is in the table.
     let (code, stderr) = closed(&["import", "vehicles", "vehicles.jsonl", "--json"]);
     assert_eq!(code, Some(1), "{stderr}");
     let again = process::singlet()
         .current_dir(&dir)
-        .args(["--data", data, "import", "vehicles", "vehicles.jsonl", "--json"])
+        .args([
+            "--data",
+            data,
+            "import",
+            "vehicles",
+            "vehicles.jsonl",
+            "--json",
+        ])
         .output()
         .unwrap();
     let summary: Value = serde_json::from_slice(&again.stdout).unwrap();
