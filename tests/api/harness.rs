@@ -720,16 +720,23 @@ pub async fn update_raw(
 }
 
 impl Api {
+    /// The name of a second table `name` beside the test's, in the same engine: `name` itself
+    /// on an engine of the test's own, the test's table's name with `-name` after it on an
+    /// external engine, so that no two tests (nor two runs on one engine) make the same table.
+    pub fn table_beside(&self, name: &str) -> String {
+        if self.external.is_some() {
+            format!("{}-{name}", self.ctx.table)
+        } else {
+            name.to_owned()
+        }
+    }
+
     /// A fresh table `name` in the same engine, holding exactly `items`: a restore that kept
     /// these.
     /// On an external engine the name is the test's table's with `-name` after it, so that
     /// tests running at once make different tables.
     pub async fn table_holding(&self, name: &str, items: &[Item]) -> Ctx {
-        let name = if self.external.is_some() {
-            format!("{}-{name}", self.ctx.table)
-        } else {
-            name.to_owned()
-        };
+        let name = self.table_beside(name);
         singlet_functions::table::ensure_table(&self.ctx.db, &name)
             .await
             .unwrap();

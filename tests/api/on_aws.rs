@@ -640,11 +640,11 @@ async fn an_export_is_asked_for_the_table_and_followed_to_its_end() {
         ..Plan::default()
     };
     let aws = FakeAws::start(&api.engine, "export", plan).await;
-    let report = aws.export("singlet", "nightly/prod").await.unwrap();
+    let report = aws.export(&api.ctx.table, "nightly/prod").await.unwrap();
 
     let started = aws.calls("ExportTableToPointInTime").await;
     assert_eq!(started.len(), 1);
-    let arn = table_arn(&api.ctx.db, "singlet").await;
+    let arn = table_arn(&api.ctx.db, &api.ctx.table).await;
     assert_eq!(started[0]["TableArn"], arn);
     assert_eq!(started[0]["S3Bucket"], BUCKET);
     assert_eq!(started[0]["S3Prefix"], "nightly/prod");
@@ -687,8 +687,8 @@ async fn a_start_sent_again_is_applied_once() {
         ..Plan::default()
     };
     let aws = FakeAws::start(&api.engine, "retried", plan).await;
-    let first = aws.export("singlet", "x").await.unwrap();
-    let again = aws.export("singlet", "x").await.unwrap();
+    let first = aws.export(&api.ctx.table, "x").await.unwrap();
+    let again = aws.export(&api.ctx.table, "x").await.unwrap();
     let starts = aws.calls("ExportTableToPointInTime").await;
     assert_eq!(
         starts.len(),
@@ -701,7 +701,7 @@ async fn a_start_sent_again_is_applied_once() {
     assert_eq!(first.export_arn, again.export_arn);
     assert!(!first.started_earlier && again.started_earlier);
     // Another prefix is another question: another token, another export.
-    aws.export("singlet", "y").await.unwrap();
+    aws.export(&api.ctx.table, "y").await.unwrap();
     assert_eq!(aws.jobs(Kind::Export).await, 2);
 }
 
@@ -715,7 +715,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         ..Plan::default()
     };
     let aws = FakeAws::start(&api.engine, "failed", plan).await;
-    let report = aws.export("singlet", "x").await.unwrap();
+    let report = aws.export(&api.ctx.table, "x").await.unwrap();
     assert!(!report.completed());
     assert_eq!(report.status, "FAILED");
     assert_eq!(report.failure_code.as_deref(), Some("S3AccessDenied"));
@@ -733,7 +733,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         ..Plan::default()
     })
     .await;
-    let refused = aws.export("singlet", "z").await.unwrap_err();
+    let refused = aws.export(&api.ctx.table, "z").await.unwrap_err();
     assert!(
         refused.contains("point-in-time recovery is off"),
         "{refused}"
@@ -743,7 +743,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         ..Plan::default()
     })
     .await;
-    let denied = aws.export("singlet", "z").await.unwrap_err();
+    let denied = aws.export(&api.ctx.table, "z").await.unwrap_err();
     assert!(denied.contains("IAM permissions"), "{denied}");
 
     // A describe failing every time (each after the SDK's own retries): after `describe_failures`
@@ -753,7 +753,7 @@ async fn a_failed_export_says_why_and_one_that_cannot_run_says_so() {
         ..Plan::default()
     })
     .await;
-    let lost = aws.export("singlet", "w").await.unwrap_err();
+    let lost = aws.export(&api.ctx.table, "w").await.unwrap_err();
     assert!(lost.contains("the export goes on in DynamoDB"), "{lost}");
 }
 
@@ -848,9 +848,10 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
         ..Plan::default()
     };
     let aws = FakeAws::start(&api.engine, "import", plan).await;
-    let exported = aws.export("singlet", "restore").await.unwrap();
+    let copy = api.table_beside("copy");
+    let exported = aws.export(&api.ctx.table, "restore").await.unwrap();
 
-    let report = aws.import("copy", "restore").await.unwrap();
+    let report = aws.import(&copy, "restore").await.unwrap();
 
     let imports = aws.calls("ImportTable").await;
     assert_eq!(imports.len(), 1);
@@ -865,7 +866,7 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
     assert_eq!(asked["ClientToken"].as_str().unwrap().len(), 32);
     let parameters = &asked["TableCreationParameters"];
     let (keys, attributes, indexes) = schema_as_json();
-    assert_eq!(parameters["TableName"], "copy");
+    assert_eq!(parameters["TableName"], copy.as_str());
     assert_eq!(parameters["KeySchema"], keys);
     assert_eq!(parameters["AttributeDefinitions"], attributes);
     assert_eq!(parameters["GlobalSecondaryIndexes"], indexes);
@@ -888,10 +889,10 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
 
     // The copy: every item but the outbox's, its indexes answering as the original's.
     let client = api.ctx.db.clone();
-    a_copy_of(&api, &original, client.clone(), "copy").await;
+    a_copy_of(&api, &original, client.clone(), &copy).await;
     let described = client
         .describe_table()
-        .table_name("copy")
+        .table_name(&copy)
         .send()
         .await
         .unwrap()
@@ -905,7 +906,7 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
     );
     let ttl = client
         .describe_time_to_live()
-        .table_name("copy")
+        .table_name(&copy)
         .send()
         .await
         .unwrap();
@@ -916,13 +917,13 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
     );
     assert_eq!(ttl.attribute_name(), Some("expiresAt"));
     assert_eq!(
-        stream_records(&api, "copy").await,
+        stream_records(&api, &copy).await,
         0,
         "the outbox went before the stream was on: nothing to publish"
     );
 
     // The same command again: the import it started is followed, nothing is started or done twice.
-    let again = aws.import("copy", "restore").await.unwrap();
+    let again = aws.import(&copy, "restore").await.unwrap();
     assert_eq!(aws.calls("ImportTable").await.len(), 1);
     assert!(again.started_earlier);
     assert_eq!(again.import_arn, report.import_arn);
@@ -943,14 +944,14 @@ async fn an_import_makes_the_models_table_then_deletes_the_outbox_before_the_str
 async fn a_failed_cancelled_or_partial_import_is_reported_as_such() {
     let api = filled().await;
     let aws = FakeAws::start(&api.engine, "import-ends", Plan::default()).await;
-    aws.export("singlet", "e").await.unwrap();
+    aws.export(&api.ctx.table, "e").await.unwrap();
 
     aws.replan(Plan {
         end: End::Failed("InvalidS3Object", "The S3 object could not be read"),
         ..Plan::default()
     })
     .await;
-    let failed = aws.import("failed", "e").await.unwrap();
+    let failed = aws.import(&api.table_beside("failed"), "e").await.unwrap();
     assert_eq!(failed.status, "FAILED");
     assert_eq!(failed.failure_code.as_deref(), Some("InvalidS3Object"));
     assert!(failed.finished.is_none() && !failed.whole());
@@ -960,7 +961,10 @@ async fn a_failed_cancelled_or_partial_import_is_reported_as_such() {
         ..Plan::default()
     })
     .await;
-    let cancelled = aws.import("cancelled", "e").await.unwrap();
+    let cancelled = aws
+        .import(&api.table_beside("cancelled"), "e")
+        .await
+        .unwrap();
     assert_eq!(cancelled.status, "CANCELLED");
     assert!(cancelled.finished.is_none() && !cancelled.whole());
 
@@ -969,7 +973,7 @@ async fn a_failed_cancelled_or_partial_import_is_reported_as_such() {
         ..Plan::default()
     })
     .await;
-    let partial = aws.import("partial", "e").await.unwrap();
+    let partial = aws.import(&api.table_beside("partial"), "e").await.unwrap();
     assert_eq!(partial.status, "COMPLETED");
     assert_eq!(partial.errors, 2);
     assert_eq!(partial.imported_items + 2, partial.export_items.unwrap());
@@ -984,23 +988,27 @@ async fn a_failed_cancelled_or_partial_import_is_reported_as_such() {
 async fn an_import_is_refused_an_existing_table_and_an_export_it_cannot_tell() {
     let api = filled().await;
     let aws = FakeAws::start(&api.engine, "import-refusals", Plan::default()).await;
-    let first = aws.export("singlet", "two").await.unwrap();
+    let (copy, other) = (api.table_beside("copy"), api.table_beside("other"));
+    let first = aws.export(&api.ctx.table, "two").await.unwrap();
 
-    let exists = aws.import("singlet", "two").await.unwrap_err();
-    assert!(exists.contains("the table singlet exists"), "{exists}");
+    let exists = aws.import(&api.ctx.table, "two").await.unwrap_err();
+    assert!(
+        exists.contains(&format!("the table {} exists", api.ctx.table)),
+        "{exists}"
+    );
     assert!(aws.calls("ImportTable").await.is_empty());
 
-    let none = aws.import("copy", "nothing-here").await.unwrap_err();
+    let none = aws.import(&copy, "nothing-here").await.unwrap_err();
     assert!(none.contains("no completed export"), "{none}");
     assert!(none.contains("AWSDynamoDB/<exportId>"), "{none}");
 
     // A second export under the same prefix: of another table here, another question, so
     // another token and another export (the same table exported again later is the usual case).
-    singlet_functions::table::ensure_table(&api.ctx.db, "other")
+    singlet_functions::table::ensure_table(&api.ctx.db, &other)
         .await
         .unwrap();
-    let second = aws.export("other", "two").await.unwrap();
-    let several = aws.import("copy", "two").await.unwrap_err();
+    let second = aws.export(&other, "two").await.unwrap();
+    let several = aws.import(&copy, "two").await.unwrap_err();
     assert!(several.contains("2 completed exports"), "{several}");
     assert!(
         several.contains(&first.export_id) && several.contains(&second.export_id),
@@ -1010,7 +1018,7 @@ async fn an_import_is_refused_an_existing_table_and_an_export_it_cannot_tell() {
     // Named, it loads.
     let named = on_aws::import_from_s3(
         &aws.client(),
-        "copy",
+        &copy,
         &from(&format!("two/AWSDynamoDB/{}", first.export_id)),
         &settings(),
     )
@@ -1131,7 +1139,7 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
     };
 
     let exported = run(on_s3(
-        "singlet",
+        &api.ctx.table,
         "export",
         "s3://singlet-exports/cli",
         &["--json"],
@@ -1153,7 +1161,13 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
             .ends_with("/manifest-summary.json")
     );
 
-    let loaded = run(on_s3("copy", "load", &export, &["--json"])).await;
+    let loaded = run(on_s3(
+        &api.table_beside("copy"),
+        "load",
+        &export,
+        &["--json"],
+    ))
+    .await;
     assert_eq!(loaded.status.code(), Some(0), "{loaded:?}");
     let summary: Value = serde_json::from_slice(&loaded.stdout).unwrap();
     assert_eq!(summary["status"], "COMPLETED");
@@ -1164,7 +1178,7 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
     );
     assert_eq!(summary["finished"]["streamSwitchedOn"], true);
 
-    let human = run(on_s3("copy2", "load", &export, &[])).await;
+    let human = run(on_s3(&api.table_beside("copy2"), "load", &export, &[])).await;
     assert_eq!(human.status.code(), Some(0), "{human:?}");
     let said = String::from_utf8_lossy(&human.stderr);
     assert!(
@@ -1182,7 +1196,7 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
     })
     .await;
     let failed = run(on_s3(
-        "singlet",
+        &api.ctx.table,
         "export",
         "s3://singlet-exports/failing",
         &[],
@@ -1198,7 +1212,7 @@ async fn the_cli_exports_and_loads_on_aws_with_exit_codes_and_json() {
     // The same command again: DynamoDB answers its token with the failed export, and the
     // command says how to start another.
     let again = run(on_s3(
-        "singlet",
+        &api.ctx.table,
         "export",
         "s3://singlet-exports/failing",
         &[],
