@@ -36,7 +36,7 @@ async fn every_call_a_function_makes_is_one_its_rendered_policy_allows() {
     // The events' ids are derived under the runner's local secret (as in `events.rs`).
     let ctx = instrument(singlet_functions::Ctx::new(
         api.ctx.db.clone(),
-        "singlet",
+        api.ctx.table.clone(),
         singlet_functions::cursor::CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     ));
     let mut refusals = Vec::new();
@@ -174,7 +174,7 @@ async fn a_handler_beyond_its_policy_is_answered_500_and_writes_nothing() {
     let api = Api::start(Mode::Direct).await;
     let ctx = singlet_functions::Ctx::new(
         api.ctx.db.clone(),
-        "singlet",
+        api.ctx.table.clone(),
         singlet_functions::cursor::CursorKeys::new(singlet_functions::cursor::LOCAL_SECRET),
     );
     let event = std::fs::read_to_string(format!("{ROOT}/events/register-vehicle.json")).unwrap();
