@@ -326,6 +326,22 @@ pub fn skip_on_external_engine(why: &str) -> bool {
     skip
 }
 
+/// How many clients a load test runs at once: `wanted` on the embedded engine, at most 4 on an
+/// external one (said on standard error). moto answers one request at a time (`.ci/moto`'s lock),
+/// so 32 clients queue each other's calls, and the tool's they run beside, past the SDK's 1.5 s
+/// attempt timeout; DynamoDB serves them at once.
+pub fn clients_at_once(wanted: u64) -> u64 {
+    match external_engine() {
+        Some(_) if wanted > 4 => {
+            eprintln!(
+                "${TEST_ENDPOINT}: 4 clients at once, not {wanted}: the engine answers one request at a time"
+            );
+            4
+        }
+        _ => wanted,
+    }
+}
+
 /// Whether the engine reports consumed capacity as DynamoDB does, so that a test may assert
 /// it: the embedded engine does; moto reports a constant per call (1 unit for a write or a
 /// query, 0.5 for a `GetItem` whatever its consistency and size), where DynamoDB counts 4 KB

@@ -114,8 +114,15 @@ impl Query {
         self
     }
 
+    /// Sort keys that start with `prefix`. An empty prefix is every sort key, asked with no sort
+    /// condition at all: DynamoDB refuses an empty string as a key attribute's value in a key
+    /// condition too (`ValidationException`: "The AttributeValue for a key attribute cannot
+    /// contain an empty string value"; a string "can be zero" long only where it is not a key,
+    /// <https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html>),
+    /// as moto does; the embedded engine took it.
     pub fn sort_begins_with(mut self, prefix: impl Into<String>) -> Self {
-        self.sort = Some(SortKey::BeginsWith(prefix.into()));
+        let prefix = prefix.into();
+        self.sort = (!prefix.is_empty()).then_some(SortKey::BeginsWith(prefix));
         self
     }
 
@@ -445,5 +452,19 @@ impl Ctx {
             }
             Err(err) => Err(err.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_prefix_asks_for_the_whole_partition() {
+        assert!(Query::table("P").sort_begins_with("").sort.is_none());
+        assert!(matches!(
+            Query::table("P").sort_begins_with("A#").sort,
+            Some(SortKey::BeginsWith(prefix)) if prefix == "A#"
+        ));
     }
 }
