@@ -17,10 +17,15 @@ use std::collections::BTreeSet;
 
 pub(crate) const DEPOTS: [&str; 4] = ["north", "South", "east yard", "WEST"];
 
-/// Vehicles in the old shape for `vehicles-by-depot`.
-const VEHICLES: usize = 2000;
+/// Vehicles in the old shape for `vehicles-by-depot` (fewer on an engine whose scans slow as
+/// its table grows: `harness::sized`).
+fn vehicle_count() -> usize {
+    crate::harness::sized(2000)
+}
 /// Vehicles whose plate lock the old rule keyed with separators, for `plates-compact`.
-const OLD_PLATES: usize = 1000;
+fn old_plate_count() -> usize {
+    crate::harness::sized(1000)
+}
 /// Of those, how many collide (in pairs) under the new rule.
 const COLLIDING: usize = 10;
 
@@ -157,13 +162,13 @@ pub(crate) fn vehicles(items: &[Item]) -> Vec<&Item> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once() {
     let api = Api::start(Mode::Direct).await;
-    const COUNT: usize = VEHICLES;
-    write_old_vehicles(&api, COUNT).await;
+    let count = vehicle_count();
+    write_old_vehicles(&api, count).await;
     let before = api.items().await;
 
     // A dry run plans every vehicle and writes nothing, not even a checkpoint.
     let dry = dry_run(&api, migration()).await;
-    assert_eq!(dry.changed, COUNT as u64);
+    assert_eq!(dry.changed, count as u64);
     assert_eq!(dry.scanned, before.len() as u64);
     assert_eq!(dry.sample.len(), 5);
     assert!(!dry.complete);
@@ -182,14 +187,14 @@ async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once(
         &api.ctx,
         migration(),
         &Options {
-            stop_after: Some(COUNT as u64 / 2),
+            stop_after: Some(count as u64 / 2),
             ..options.clone()
         },
     )
     .await
     .unwrap();
     assert!(!first.complete);
-    assert!(first.changed >= COUNT as u64 / 2, "{first:?}");
+    assert!(first.changed >= count as u64 / 2, "{first:?}");
     let states = migrate::states(&api.ctx).await.unwrap();
     let state = states
         .iter()
@@ -216,7 +221,7 @@ async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once(
     // depot keys, version below 2) to hold again, and the two runs' writes add up to the count.
     assert_eq!(
         first.changed + second.changed,
-        COUNT as u64,
+        count as u64,
         "{first:?} {second:?}"
     );
     assert_eq!(
@@ -244,10 +249,10 @@ async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once(
     let mut all = BTreeSet::new();
     for depot in ["NORTH", " south ", "East   Yard", "west"] {
         let ids = listed(&api, &depot.replace(' ', "%20")).await;
-        assert_eq!(ids.len(), COUNT / DEPOTS.len(), "{depot}");
+        assert_eq!(ids.len(), count / DEPOTS.len(), "{depot}");
         all.extend(ids);
     }
-    assert_eq!(all.len(), COUNT);
+    assert_eq!(all.len(), count);
 
     // Run again: a new pass that finds nothing to change.
     let third = migrate::run(&api.ctx, migration(), &options).await.unwrap();
@@ -260,14 +265,14 @@ async fn vehicles_by_depot_killed_half_way_resumes_and_writes_each_vehicle_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vehicles_by_depot_runs_while_the_api_writes_the_same_vehicles() {
     let api = Api::start(Mode::Direct).await;
-    const COUNT: usize = VEHICLES;
+    let count = vehicle_count();
     // A tenth of the vehicles written by the API during the run, a third of those retired.
-    const WRITES: usize = VEHICLES / 10;
-    write_old_vehicles(&api, COUNT).await;
+    let write_count = count / 10;
+    write_old_vehicles(&api, count).await;
 
     let writes = api_writes(
         &api,
-        0..WRITES,
+        0..write_count,
         |i| i * 7,
         |i| format!("NEW {i:04}"),
         |i| (format!("FRESH {i:04}"), format!("FR{i:04}")),
@@ -294,9 +299,9 @@ async fn vehicles_by_depot_runs_while_the_api_writes_the_same_vehicles() {
     // vehicle was never brought back as half an item.
     let items = api.items().await;
     let live: Vec<&Item> = vehicles(&items);
-    let retired = WRITES.div_ceil(3);
-    let registered = WRITES / 3;
-    assert_eq!(live.len(), COUNT - retired + registered);
+    let retired = write_count.div_ceil(3);
+    let registered = write_count / 3;
+    assert_eq!(live.len(), count - retired + registered);
     for vehicle in &live {
         assert!(vehicle.contains_key("GSI5PK"), "{vehicle:?}");
         assert!(vehicle.contains_key("plate") && vehicle.contains_key("depot"));
@@ -484,7 +489,9 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
     let api = Api::start(Mode::Direct).await;
     put_raw_all(
         &api.ctx,
-        (0..OLD_PLATES).flat_map(old_plated_vehicle).collect(),
+        (0..old_plate_count())
+            .flat_map(old_plated_vehicle)
+            .collect(),
     )
     .await;
 
@@ -496,7 +503,7 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
     let indexed = migrate::run(&api.ctx, migration(), &Options::default())
         .await
         .unwrap();
-    assert_eq!(indexed.changed, OLD_PLATES as u64);
+    assert_eq!(indexed.changed, old_plate_count() as u64);
     // fsck reads the locks the old rule keyed as the vehicles' own, before the run and after.
     let checked = fsck::fsck(&api.ctx, fsck::Options::default())
         .await
@@ -506,7 +513,7 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
     let expected_conflicts: Vec<String> =
         (0..COLLIDING).map(|i| format!("VEHICLE#v{i:06}")).collect();
     let dry = dry_run(&api, plates_compact()).await;
-    assert_eq!(dry.changed, (OLD_PLATES - COLLIDING) as u64);
+    assert_eq!(dry.changed, (old_plate_count() - COLLIDING) as u64);
     let pks: Vec<&str> = dry.conflicts.iter().map(|c| c.pk.as_str()).collect();
     assert_eq!(pks, expected_conflicts);
 
@@ -521,7 +528,7 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
     let report: Value = serde_json::from_slice(&ran.stdout).unwrap();
     assert_eq!(
         report["changed"],
-        (OLD_PLATES - COLLIDING) as u64,
+        (old_plate_count() - COLLIDING) as u64,
         "{report}"
     );
     assert_eq!(report["complete"], true);
@@ -539,7 +546,7 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
     // In the table: each re-keyed vehicle at version 3 with compact locks only; each conflict
     // as it was, version 2, its old lock in place.
     let items = api.items().await;
-    for i in 0..OLD_PLATES {
+    for i in 0..old_plate_count() {
         let (id, plate) = (format!("VEHICLE#v{i:06}"), old_plate(i));
         let vehicle = items.iter().find(|item| s(item, "PK") == id).unwrap();
         let compact: String = plate.chars().filter(|c| *c != ' ' && *c != '-').collect();
@@ -562,7 +569,7 @@ async fn plates_compact_rekeys_old_locks_and_reports_collisions_with_exit_1() {
     assert!(checked.findings.is_empty(), "{:?}", checked.findings);
 
     // Found by any spelling; a conflict by the one it was registered with.
-    for i in COLLIDING..OLD_PLATES {
+    for i in COLLIDING..old_plate_count() {
         let plate = old_plate(i);
         let id = format!("v{i:06}");
         for spelling in [
@@ -672,10 +679,12 @@ async fn stamp_entity_types_stamps_items_written_before_et_and_v() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plates_compact_runs_while_the_api_writes_the_same_vehicles() {
     let api = Api::start(Mode::Direct).await;
-    const WRITES: usize = OLD_PLATES / 10;
+    let writes = old_plate_count() / 10;
     put_raw_all(
         &api.ctx,
-        (0..OLD_PLATES).flat_map(old_plated_vehicle).collect(),
+        (0..old_plate_count())
+            .flat_map(old_plated_vehicle)
+            .collect(),
     )
     .await;
     migrate::run(&api.ctx, migration(), &Options::default())
@@ -684,7 +693,7 @@ async fn plates_compact_runs_while_the_api_writes_the_same_vehicles() {
 
     let writes = api_writes(
         &api,
-        0..WRITES,
+        0..writes,
         |i| COLLIDING + i * 9,
         |i| format!("NEW-{i:04} Q"),
         |i| (format!("FRESH {i:04}"), format!("FR-{i:04}")),

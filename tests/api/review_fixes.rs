@@ -67,6 +67,11 @@ const RACED_VEHICLES: usize = 240;
 /// registered a second vehicle on one chassis.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn plates_compact_racing_api_plate_changes_migrates_every_vehicle() {
+    // The race needs a run slow enough to be raced on 240 vehicles: moto's transactions, each a
+    // copy of the whole table, then queue the racing requests and the run past the 4 s budget.
+    if crate::harness::skip_on_external_engine(crate::harness::SLOWER_AS_THE_TABLE_GROWS) {
+        return;
+    }
     let api = Api::start(Mode::Http).await;
     put_raw_all(
         &api.ctx,
