@@ -5,7 +5,7 @@
 //! command against a Step Functions and an S3 endpoint of the test's own.
 
 use crate::fake_aws::{self, FakeAws, json_1_0};
-use crate::harness::{Api, Item, Mode, delete_raw};
+use crate::harness::{Api, Mode, delete_raw};
 use serde_json::{Value, json};
 use singlet_tools::fsck::{self, Options};
 use std::collections::BTreeSet;
@@ -467,16 +467,17 @@ async fn fsck_on_aws_finds_the_state_machine_follows_it_and_reads_the_report_bac
     assert!(stderr.contains("not both"), "{stderr}");
 }
 
-/// What the judge holds an item in: the resident memory 300,000 small items (vehicles and their
-/// two locks) take as read back, then decoded as the rules read them. A measurement for the
-/// guide, run alone (`--ignored --nocapture`): the process's memory is the test's only while
-/// nothing else runs in it.
+/// What the judge holds an item in: 300,000 small items (vehicles and their two locks) read back,
+/// decoded as the rules read them and gathered into the judge's table (its map of items and the
+/// lookups the rules need), as `fsck::judge` does; the peak resident memory over the count. A
+/// measurement for the guide, run alone (`--ignored --nocapture`): the process's memory is the
+/// test's only while nothing else runs in it.
 #[test]
 #[ignore]
 fn the_judges_memory_per_item() {
-    fn rss() -> u64 {
+    fn status(field: &str) -> u64 {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
         line.split_whitespace()
             .nth(1)
             .unwrap()
@@ -485,25 +486,30 @@ fn the_judges_memory_per_item() {
             * 1024
     }
     let count = 100_000;
-    let before = rss();
-    let items: Vec<Item> = (0..count)
+    let before = status("VmRSS:");
+    // Each item decoded as it is read, as the judge reads its parts back line by line.
+    let mut raw_bytes = 0;
+    let stored: Vec<_> = (0..count)
         .flat_map(|i| {
             crate::migrate::old_vehicle_with(i, &format!("old{i:06}"), &format!("ch{i:06}"))
         })
-        .collect();
-    let raw_bytes: usize = items.iter().map(singlet_tools::transfer::item_size).sum();
-    let with_items = rss();
-    let stored: Vec<_> = items
-        .into_iter()
+        .inspect(|item| raw_bytes += singlet_tools::transfer::item_size(item))
         .map(singlet_tools::fsck::rules::Stored::new)
         .collect();
-    let with_stored = rss();
+    let read = stored.len() as u64;
+    let decoded = status("VmRSS:");
+    let mut table = singlet_tools::fsck::rules::Table::new(std::sync::Arc::new(
+        singlet_functions::ids::IdKey::new(b"the judge's memory"),
+    ));
+    for stored in stored {
+        table.insert(stored);
+    }
+    let peak = status("VmHWM:");
     eprintln!(
-        "{} items, {} bytes as DynamoDB sizes them: items in memory {} bytes/item ({} /stored byte); stored {} bytes/item",
-        stored.len(),
-        raw_bytes,
-        (with_items - before) / stored.len() as u64,
-        (with_items - before) as f64 / raw_bytes as f64,
-        (with_stored.saturating_sub(before)) / stored.len() as u64,
+        "{read} items, {raw_bytes} bytes as DynamoDB sizes them: decoded {} bytes/item; \
+         the judge's table, at its peak, {} bytes/item",
+        (decoded - before) / read,
+        peak.saturating_sub(before) / read,
     );
+    assert_eq!(table.items.len() as u64, read);
 }

@@ -326,35 +326,26 @@ pub fn skip_on_external_engine(why: &str) -> bool {
     skip
 }
 
-/// How many clients a load test runs at once: `wanted` on the embedded engine, at most 4 on an
-/// external one (said on standard error). moto answers one request at a time (`.ci/moto`'s lock),
-/// so 32 clients queue each other's calls, and the tool's they run beside, past the SDK's 1.5 s
-/// attempt timeout; DynamoDB serves them at once.
-pub fn clients_at_once(wanted: u64) -> u64 {
-    match external_engine() {
-        Some(_) if wanted > 4 => {
-            eprintln!(
-                "${TEST_ENDPOINT}: 4 clients at once, not {wanted}: the engine answers one request at a time"
-            );
-            4
-        }
-        _ => wanted,
-    }
-}
+/// Why a load test is skipped on an external engine: moto answers one request at a time
+/// (`.ci/moto`'s lock), so the tool's reads queue behind the clients' transactions, each a copy
+/// of the whole table there, past the API's 4 s budget (`Unavailable`), even with a few clients;
+/// DynamoDB serves them at once.
+pub const ONE_REQUEST_AT_A_TIME: &str = "the engine answers one request at a time, and the \
+     clients' transactions queue the tool's reads past the API's 4 s budget there";
 
-/// A bulk workload's size: `n` items on the embedded engine, a tenth of them on an external
-/// one (said on standard error). moto sorts and walks its whole table for every page of a scan
+/// A bulk workload's size: `n` items on the embedded engine, a tenth of them (and no fewer than
+/// 200, or `n`) on an external one (said on standard error). moto sorts and walks its whole table for every page of a scan
 /// it answers (`Table.scan`, from the first item to the page's start key), so a tool's paged
 /// scans of thousands of items, beside the API's writes, pass the API's 4 s budget there
 /// (`Unavailable`); DynamoDB reads a page from where the last one ended.
 pub fn sized(n: usize) -> usize {
     match external_engine() {
         Some(_) => {
+            let fewer = (n / 10).max(n.min(200));
             eprintln!(
-                "${TEST_ENDPOINT}: {} items, not {n}: the engine's scans slow as its table grows",
-                n / 10
+                "${TEST_ENDPOINT}: {fewer} items, not {n}: the engine's scans slow as its table grows"
             );
-            n / 10
+            fewer
         }
         None => n,
     }

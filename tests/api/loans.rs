@@ -512,19 +512,29 @@ async fn the_marker_is_idempotent_and_resumable() {
     api.post(loan_path(&returned, "return"), json!({})).await;
     let now = days_from_now(22);
 
-    // Killed midway: a page of one loan at a time, stopped after 20 pages. A whole run takes 28
-    // (each of the 16 shards ends on a page without a due loan, and each due loan is a page), so
-    // this one stops short, having marked at least 20 - 16 = 4 loans.
+    // Killed midway: a page of one loan at a time, stopped after 20 pages. On DynamoDB a whole run
+    // takes 28 (a shard whose last page was full may end on a page without a due loan, and each
+    // due loan is a page), so this one stops short, having marked at least 20 - 16 = 4 loans.
+    // moto ends a shard on its last loan, with no empty page after, and reads all 12 in 20
+    // pages: there it stops after 8, having marked at most 8.
+    let stop_after: usize = if crate::harness::external_engine().is_some() {
+        8
+    } else {
+        20
+    };
     let mut pages = 0;
     let partial = mark_overdue(&api.ctx, now, 1, || {
         pages += 1;
-        pages <= 20
+        pages <= stop_after
     })
     .await
     .unwrap();
-    assert!(!partial.complete);
-    assert_eq!(partial.pages_read, 20);
-    assert!((4..12).contains(&partial.marked), "{partial:?}");
+    assert!(!partial.complete, "{partial:?}");
+    assert_eq!(partial.pages_read, stop_after as u64);
+    assert!(
+        (stop_after.saturating_sub(16)..=stop_after.min(11)).contains(&(partial.marked as usize)),
+        "{partial:?}"
+    );
     // Run again to the end, then once more: the same state as one run.
     let rest = run_marker(&api, now).await;
     assert!(rest.complete);

@@ -125,11 +125,11 @@ async fn an_export_copied_down_from_s3_loads_with_load_dir() {
     let api = filled().await;
     let original = dump(api.all_items().await);
     let local = scratch("s3-layout-local");
-    transfer::export(&api.ctx.db, "singlet", &local, 3, &|item| item)
+    transfer::export(&api.ctx.db, &api.ctx.table, &local, 3, &|item| item)
         .await
         .unwrap();
     let bucket = scratch("s3-layout-bucket");
-    let arn = table_arn(&api.ctx.db, "singlet").await;
+    let arn = table_arn(&api.ctx.db, &api.ctx.table).await;
     let export = as_dynamodb_lays_it_out(
         &local,
         &bucket,
@@ -207,7 +207,7 @@ async fn an_export_copied_down_from_s3_loads_with_load_dir() {
 async fn a_copied_down_export_that_is_not_whole_is_refused() {
     let api = filled().await;
     let local = scratch("s3-refusals-local");
-    transfer::export(&api.ctx.db, "singlet", &local, 2, &|item| item)
+    transfer::export(&api.ctx.db, &api.ctx.table, &local, 2, &|item| item)
         .await
         .unwrap();
     let fresh_bucket = |name: &str| {

@@ -122,7 +122,8 @@ pub struct Stored {
     pub key: Key,
     pub entity: Result<TableEntity, String>,
     pub expires_at: Option<String>,
-    pub index_keys: BTreeMap<&'static str, String>,
+    /// A slice, not a map: a `BTreeMap` holding any key allocates a node of eleven.
+    pub index_keys: Box<[(&'static str, String)]>,
 }
 
 impl Stored {
@@ -143,7 +144,9 @@ impl Stored {
     }
 
     fn index_key(&self, name: &str) -> Option<&String> {
-        self.index_keys.get(name)
+        self.index_keys
+            .iter()
+            .find_map(|(held, value)| (*held == name).then_some(value))
     }
 }
 
@@ -151,7 +154,9 @@ impl Stored {
 /// copies at a branch, a resource's partition; and the key an account's owner lock is keyed under
 /// (`Ctx::owners`).
 pub struct Table {
-    pub items: HashMap<At, Stored>,
+    /// Each item boxed: the map's buckets (a power of two of them, up to half empty after it
+    /// grows) then hold a pointer, not the 368-byte `Stored` itself.
+    pub items: HashMap<At, Box<Stored>>,
     pub ids: Arc<IdKey>,
     /// Patron ids and the keys of their rows: a card lock names its holder by id alone.
     pub patrons: HashMap<String, Key>,
@@ -216,11 +221,11 @@ impl Table {
             }
             _ => {}
         }
-        self.items.insert(at, stored);
+        self.items.insert(at, Box::new(stored));
     }
 
     pub fn get(&self, key: &Key) -> Option<&Stored> {
-        self.items.get(&at(key))
+        self.items.get(&at(key)).map(Box::as_ref)
     }
 
     pub fn entity(&self, key: &Key) -> Option<&Result<TableEntity, String>> {
