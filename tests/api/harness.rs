@@ -333,15 +333,15 @@ pub fn skip_on_external_engine(why: &str) -> bool {
 pub const ONE_REQUEST_AT_A_TIME: &str = "the engine answers one request at a time, and the \
      clients' transactions queue the tool's reads past the API's 4 s budget there";
 
-/// A bulk workload's size: `n` items on the embedded engine, a tenth of them (and no fewer than
-/// 200, or `n`) on an external one (said on standard error). moto sorts and walks its whole table for every page of a scan
+/// A bulk workload's size: `n` items on the embedded engine, a tenth of them on an external one
+/// (said on standard error). moto sorts and walks its whole table for every page of a scan
 /// it answers (`Table.scan`, from the first item to the page's start key), so a tool's paged
 /// scans of thousands of items, beside the API's writes, pass the API's 4 s budget there
 /// (`Unavailable`); DynamoDB reads a page from where the last one ended.
 pub fn sized(n: usize) -> usize {
     match external_engine() {
         Some(_) => {
-            let fewer = (n / 10).max(n.min(200));
+            let fewer = n / 10;
             eprintln!(
                 "${TEST_ENDPOINT}: {fewer} items, not {n}: the engine's scans slow as its table grows"
             );
