@@ -678,6 +678,11 @@ async fn stamp_entity_types_stamps_items_written_before_et_and_v() {
 /// pass finishes what the API's writes made the first refuse.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plates_compact_runs_while_the_api_writes_the_same_vehicles() {
+    // The API's writes racing the run's: on moto, whose transactions each copy the whole table,
+    // they queue the run's writes past the 4 s budget in a whole suite's run (not alone).
+    if crate::harness::skip_on_external_engine(crate::harness::SLOWER_AS_THE_TABLE_GROWS) {
+        return;
+    }
     let api = Api::start(Mode::Direct).await;
     let writes = old_plate_count() / 10;
     put_raw_all(
