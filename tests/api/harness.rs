@@ -756,10 +756,8 @@ impl Api {
         }
     }
 
-    /// A fresh table `name` in the same engine, holding exactly `items`: a restore that kept
-    /// these.
-    /// On an external engine the name is the test's table's with `-name` after it, so that
-    /// tests running at once make different tables.
+    /// A fresh table in the same engine, named as [`Api::table_beside`] names `name`, holding
+    /// exactly `items`: a restore that kept these.
     pub async fn table_holding(&self, name: &str, items: &[Item]) -> Ctx {
         let name = self.table_beside(name);
         singlet_functions::table::ensure_table(&self.ctx.db, &name)
