@@ -8,6 +8,7 @@
 //! cargo bench --bench cold_start                      # hello, get-vehicle, register-vehicle, mark-overdue
 //! cargo bench --bench cold_start -- get-book --spawns 9 --warm 100 --profile release
 //! cargo bench --bench cold_start -- --keys-in-env     # the keys in CURSOR_KEY, no secret to read
+//! cargo bench --bench cold_start -- --against /tmp/singlet-lambda-before   # each function on a second build too
 //! ```
 //!
 //! It builds the binaries itself (`cargo build --release --bin singlet-lambda --example hello` at
@@ -18,7 +19,12 @@
 //! - **init**: spawn → the first `GET /runtime/invocation/next`;
 //! - **first invoke**: the first event handed out → its response posted;
 //! - **warm**: the same for the next `--warm` events, back to back (p50/p99 over all spawns);
+//! - **cold**: init and first invoke of the same spawn together, what a caller of an on-demand
+//!   function waits for past its own request's work;
 //! - **peak RSS**: `VmHWM` from `/proc/<pid>/status`, read before the process is killed.
+//!
+//! `--against <binary>` runs each function on that build of `singlet-lambda` too (a row
+//! `<function>@against`), in the same rounds: a change's before and after, measured alike.
 //!
 //! Init, first invoke and RSS are medians over the spawns, which go round-robin over the hello
 //! and the functions so that a noisy neighbour hurts them all alike. The environment is the one Lambda sets (and no
@@ -66,7 +72,12 @@ struct Args {
     /// The keys in `CURSOR_KEY`, as a stack before the server secret had them: what the secret's
     /// round trip costs, by difference.
     keys_in_env: bool,
+    /// Another build of the Lambda binary, each function run on it too.
+    against: Option<PathBuf>,
 }
+
+/// The suffix of a row run on the `--against` build.
+const AGAINST: &str = "@against";
 
 fn args() -> Args {
     let mut args = Args {
@@ -75,6 +86,7 @@ fn args() -> Args {
         warm: 50,
         profile: "release".into(),
         keys_in_env: false,
+        against: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -89,6 +101,15 @@ fn args() -> Args {
             "--warm" => args.warm = number("--warm").max(1),
             "--profile" => args.profile = it.next().expect("--profile takes a profile's name"),
             "--keys-in-env" => args.keys_in_env = true,
+            "--against" => {
+                let binary = PathBuf::from(it.next().expect("--against takes a binary's path"));
+                assert!(
+                    binary.is_file(),
+                    "--against {}: no such binary",
+                    binary.display()
+                );
+                args.against = Some(binary);
+            }
             function => args.functions.push(function.to_owned()),
         }
     }
@@ -100,7 +121,7 @@ fn args() -> Args {
 
 /// Builds the hello and the Lambda binary with `profile` as `sam build` does (at the workspace
 /// root, so with the workspace's features); the executable of the hello and of each function.
-fn build(functions: &[String], profile: &str) -> Vec<(String, PathBuf)> {
+fn build(functions: &[String], profile: &str, against: Option<&FsPath>) -> Vec<(String, PathBuf)> {
     let mut command = runtime_api::cargo_at_the_root();
     command
         .args(["build", "--profile", profile])
@@ -129,12 +150,16 @@ fn build(functions: &[String], profile: &str) -> Vec<(String, PathBuf)> {
         exe.clone()
     };
     std::iter::once((HELLO.to_owned(), exe(HELLO)))
-        .chain(functions.iter().map(|f| (f.clone(), exe(LAMBDA))))
+        .chain(functions.iter().flat_map(|f| {
+            let against = against.map(|binary| (format!("{f}{AGAINST}"), binary.to_owned()));
+            std::iter::once((f.clone(), exe(LAMBDA))).chain(against)
+        }))
         .collect()
 }
 
 /// The event a function is invoked with: its file in `events/` (the hello takes get-vehicle's).
 fn event(function: &str) -> String {
+    let function = function.trim_end_matches(AGAINST);
     let file = if function == HELLO {
         "get-vehicle"
     } else {
@@ -232,7 +257,8 @@ struct Spawn {
     rss_kb: u64,
 }
 
-async fn spawn_once(function: &str, exe: &FsPath, event: &str, engine: &str, args: &Args) -> Spawn {
+async fn spawn_once(row: &str, exe: &FsPath, event: &str, engine: &str, args: &Args) -> Spawn {
+    let function = row.trim_end_matches(AGAINST);
     let warm = args.warm;
     let (give, invocations) = mpsc::channel(1);
     let (marks, mut seen) = mpsc::unbounded_channel();
@@ -435,7 +461,7 @@ fn ratio(value: f64, hello: f64) -> String {
 #[tokio::main]
 async fn main() {
     let args = args();
-    let binaries = build(&args.functions, &args.profile);
+    let binaries = build(&args.functions, &args.profile, args.against.as_deref());
 
     // The engine, its table, and the vehicle that get-vehicle's event asks for.
     let (client, endpoint) = engine::start_in_memory(TABLE).await;
@@ -476,6 +502,7 @@ async fn main() {
         name: String,
         init: Duration,
         first: Duration,
+        cold: Duration,
         p50: Duration,
         p99: Duration,
         rss: u64,
@@ -494,6 +521,7 @@ async fn main() {
                 name: name.clone(),
                 init: median(spawns.iter().map(|s| s.init).collect()),
                 first: median(spawns.iter().map(|s| s.first).collect()),
+                cold: median(spawns.iter().map(|s| s.init + s.first).collect()),
                 p50: percentile(warm.clone(), 0.50),
                 p99: percentile(warm, 0.99),
                 rss: median(spawns.iter().map(|s| s.rss_kb).collect()) * 1024,
@@ -508,12 +536,13 @@ async fn main() {
 
     let hello = &rows[0];
     println!(
-        "{:<18} {:>8} {:>7} {:>9} {:>7} {:>8} {:>8} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9}",
+        "{:<26} {:>8} {:>7} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9}",
         "binary",
         "init ms",
         "×hello",
         "1st inv",
         "×hello",
+        "cold ms",
         "warm p50",
         "warm p99",
         "RSS MB",
@@ -529,12 +558,13 @@ async fn main() {
             _ => "-".into(),
         };
         println!(
-            "{:<18} {:>8} {:>7} {:>9} {:>7} {:>8} {:>8} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9}",
+            "{:<26} {:>8} {:>7} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9}",
             row.name,
             ms(row.init),
             ratio(row.init.as_secs_f64(), hello.init.as_secs_f64()),
             ms(row.first),
             ratio(row.first.as_secs_f64(), hello.first.as_secs_f64()),
+            ms(row.cold),
             ms(row.p50),
             ms(row.p99),
             mb(row.rss),

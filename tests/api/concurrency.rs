@@ -9,6 +9,9 @@
 //! at the same time, and then that nothing of one reached another: each answer is its own
 //! event's, each log line and metric document carries its own invocation's ids, each AWS call
 //! its own invocation's trace id, and one invocation alone is the cold start.
+//!
+//! The same process, with a Secrets Manager on a socket of the test's own, shows how a function
+//! that holds the server's keys starts: the secret read once, before its first poll.
 
 use crate::runtime_api::{
     Answer, Invocation, RuntimeApi, lambda_binary, lambda_env, registration_event, trace_id,
@@ -392,4 +395,191 @@ async fn the_marker_runs_one_at_a_time_whatever_the_variable_says() {
         .iter()
         .any(|line| line.contains("serving one event at a time"));
     assert!(said_so, "the marker says why it ignores the variable");
+}
+
+/// What a mock Secrets Manager does with the next `GetSecretValue`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SecretAnswer {
+    /// Holds it until told otherwise, then does that.
+    Hold,
+    /// Refuses it as Secrets Manager refuses a secret it cannot find (not tried again).
+    Refuse,
+    /// Answers the secret.
+    Answer,
+}
+
+/// A Secrets Manager on a real socket, answering `GetSecretValue` as `answer` says, counting the
+/// requests it was sent.
+struct SecretsManagerMock {
+    url: String,
+    answer: watch::Sender<SecretAnswer>,
+    requests: watch::Sender<usize>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SecretsManagerMock {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// The secret's id in the function's `SERVER_SECRET_ARN`, and its keys: the function has no
+/// `CURSOR_KEY` variable, so any id it derives is derived under these.
+const SECRET_ID: &str = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:singlet-server";
+const SECRET_KEY: &str = "singlet-concurrency-secret-key-0123456789abcdef";
+
+impl SecretsManagerMock {
+    async fn start(first: SecretAnswer) -> Self {
+        let answer = watch::channel(first).0;
+        let requests = watch::channel(0).0;
+        let (told, counted) = (answer.clone(), requests.clone());
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::post(move |body: String| {
+                let (told, counted) = (told.clone(), counted.clone());
+                async move {
+                    let request: Value = serde_json::from_str(&body).unwrap();
+                    assert_eq!(request["SecretId"], SECRET_ID);
+                    counted.send_modify(|n| *n += 1);
+                    let mut told = told.subscribe();
+                    let said = *told
+                        .wait_for(|answer| *answer != SecretAnswer::Hold)
+                        .await
+                        .unwrap();
+                    let (status, body) = if said == SecretAnswer::Answer {
+                        let keys = serde_json::json!({ "CURSOR_KEY": SECRET_KEY }).to_string();
+                        (StatusCode::OK, serde_json::json!({ "SecretString": keys }))
+                    } else {
+                        (
+                            StatusCode::BAD_REQUEST,
+                            serde_json::json!({"__type": "ResourceNotFoundException",
+                                "message": "Secrets Manager can't find the specified secret."}),
+                        )
+                    };
+                    (
+                        status,
+                        [("content-type", "application/x-amz-json-1.1")],
+                        body.to_string(),
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            url,
+            answer,
+            requests,
+            server,
+        }
+    }
+
+    /// Waits until it has been sent `n` requests in all.
+    async fn sent(&self, n: usize) {
+        let mut requests = self.requests.subscribe();
+        tokio::time::timeout(WAIT, requests.wait_for(|sent| *sent >= n))
+            .await
+            .expect("the function reads the secret")
+            .unwrap();
+    }
+
+    fn requests(&self) -> usize {
+        *self.requests.borrow()
+    }
+}
+
+/// `lambda_env` for `function` as on AWS: its keys in the secret `SECRET_ID` at `secrets`, no
+/// `CURSOR_KEY` variable.
+fn keyed_env(
+    function: &str,
+    api: &RuntimeApi,
+    engine: &str,
+    secrets: &str,
+) -> Vec<(String, String)> {
+    let mut env = lambda_env(function, api.addr, engine, TABLE, "");
+    env.retain(|(name, _)| name != "CURSOR_KEY");
+    env.push(("SERVER_SECRET_ARN".into(), SECRET_ID.into()));
+    env.push(("AWS_ENDPOINT_URL_SECRETS_MANAGER".into(), secrets.into()));
+    env
+}
+
+/// On AWS a function that holds the server's keys reads them from the secret
+/// `SERVER_SECRET_ARN` names before it asks for its first invocation (the read is part of its
+/// init: docs/guide/cold-starts.md), once for the process's life, and serves under them: this
+/// process has no `CURSOR_KEY` variable, so its ids are the secret's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_function_reads_its_secret_once_before_its_first_poll() {
+    let (client, engine) = singlet::serve::engine::start_in_memory(TABLE).await;
+    let secrets = SecretsManagerMock::start(SecretAnswer::Hold).await;
+    let mut api = RuntimeApi::start(1).await;
+    let lambda = Lambda::start(keyed_env("register-vehicle", &api, &engine, &secrets.url));
+
+    // The read is out and held: no poll until it is answered.
+    secrets.sent(1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(api.most_polling(), 0, "polled before its keys were read");
+    secrets.answer.send_replace(SecretAnswer::Answer);
+
+    let answers = register_through(&mut api, 3).await;
+    let lines = lambda.stop();
+    assert_eq!(secrets.requests(), 1, "read once for the process's life");
+    each_answer_is_its_own_events(&answers, &client).await;
+    let mine = singlet_functions::Ctx::new(
+        client.clone(),
+        TABLE,
+        singlet_functions::cursor::CursorKeys::new(SECRET_KEY),
+    );
+    let expected = singlet::invoke::invoke(&mine, "register-vehicle", &registration_event(0))
+        .await
+        .unwrap();
+    let served: Value = serde_json::from_str(&answers[&0].body).unwrap();
+    let id = |response: &Value| {
+        let body: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
+        body["vehicleId"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        id(&served),
+        id(&expected),
+        "the id is derived under the secret's key (the same request again under it replays it)"
+    );
+    assert!(
+        lines.iter().all(|line| !line.contains(SECRET_KEY)),
+        "no line shows the keys"
+    );
+}
+
+/// A secret that cannot be read stops the cold start: the process asks for no invocation and
+/// exits, its one line naming the secret and Secrets Manager's error, and none of a key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_that_cannot_be_read_stops_the_cold_start() {
+    let (_, engine) = singlet::serve::engine::start_in_memory(TABLE).await;
+    let secrets = SecretsManagerMock::start(SecretAnswer::Refuse).await;
+    let api = RuntimeApi::start(1).await;
+    let mut lambda = Lambda::start(keyed_env("register-vehicle", &api, &engine, &secrets.url));
+    let exited = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(status) = lambda.child.try_wait().unwrap() {
+                break status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the process stops");
+    assert!(!exited.success(), "{exited}");
+    assert_eq!(api.most_polling(), 0, "asked for no invocation");
+    assert_eq!(secrets.requests(), 1, "a refusal is not tried again");
+    let lines = lambda.stop();
+    let said_why = lines
+        .iter()
+        .find(|line| line.contains("cannot start"))
+        .unwrap_or_else(|| panic!("no line says why: {lines:?}"));
+    assert!(
+        said_why.contains(SECRET_ID) && said_why.contains("ResourceNotFoundException"),
+        "{said_why}"
+    );
+    assert!(!said_why.contains(SECRET_KEY), "{said_why}");
 }
