@@ -533,6 +533,16 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
         .as_str()
         .unwrap()
         .to_owned();
+    // A returned loan: the judge checks it as it reads it and does not hold it (`Table::take`).
+    let p3 = fixtures::patron(&api, "central", "CARD-3", "standard").await;
+    let l3 = fixtures::lend(&api, &p3, "central").await["checkoutId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let returned = api
+        .post(format!("/patrons/{p3}/checkouts/{l3}/return"), json!({}))
+        .await;
+    assert_eq!(returned.status, 200, "{returned:?}");
     assert_eq!(
         api.post("/resources", json!({"resourceId": "r1", "status": "s0"}))
             .await
@@ -650,6 +660,18 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
         &format!("CHECKOUT#{l2}"),
         "REMOVE GSI1PK, GSI1SK",
         &[],
+    )
+    .await;
+    // A returned loan in the overdue index.
+    update_raw(
+        ctx,
+        &format!("PATRON#{p3}"),
+        &format!("RETURNED#{l3}"),
+        "SET GSI3PK = :pk, GSI3SK = :sk",
+        &[
+            (":pk", str_attr("OVERDUE#central")),
+            (":sk", str_attr(&format!("2026-01-01T00:00:00Z#{l3}"))),
+        ],
     )
     .await;
     // Drop an audit event.
@@ -780,6 +802,11 @@ async fn every_breakage_is_found_at_its_key_and_the_repairable_ones_are_repaired
             "loan-index",
             &format!("PATRON#{p2}"),
             &format!("CHECKOUT#{l2}"),
+        ),
+        finding(
+            "loan-index",
+            &format!("PATRON#{p3}"),
+            &format!("RETURNED#{l3}"),
         ),
         finding("expiry", "CHASSIS#vc4", "CHASSIS#vc4"),
         finding("expiry", &record.0, &record.1),

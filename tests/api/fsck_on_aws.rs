@@ -467,14 +467,20 @@ async fn fsck_on_aws_finds_the_state_machine_follows_it_and_reads_the_report_bac
     assert!(stderr.contains("not both"), "{stderr}");
 }
 
-/// What the judge holds an item in: 300,000 small items (vehicles and their two locks) read back,
-/// decoded as the rules read them and gathered into the judge's table (its map of items and the
-/// lookups the rules need), as `fsck::judge` does; the peak resident memory over the count. A
-/// measurement for the guide, run alone (`--ignored --nocapture`): the process's memory is the
-/// test's only while nothing else runs in it.
+/// What the judge holds an item in, with the capacity plan's mix of items: 163,000 items, 100,000
+/// of them loans (a fifth of those open, as 2.1 million of the plan's 10 million are) and the
+/// rest vehicles with their two locks, each decoded as it is read back and taken straight into
+/// the judge's table (its map of items and the lookups the rules need; a returned loan judged as
+/// it comes and not held), as `fsck::on_aws::judge` does; the peak resident memory over the
+/// count. A measurement for the guide, run alone
+/// (`--ignored --nocapture`): the process's memory is the test's only while nothing else runs in
+/// it.
 #[test]
 #[ignore]
 fn the_judges_memory_per_item() {
+    use singlet_functions::model::Entity;
+    use singlet_functions::model::loans::{Checkout, LoanStatus};
+    use singlet_shared::{Id, Isbn13};
     fn status(field: &str) -> u64 {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
         let line = status.lines().find(|l| l.starts_with(field)).unwrap();
@@ -485,31 +491,61 @@ fn the_judges_memory_per_item() {
             .unwrap()
             * 1024
     }
-    let count = 100_000;
+    const LOANS: usize = 100_000;
+    const OPEN: usize = 21_000;
+    const VEHICLES: usize = 21_000;
+    let id = |raw: String| Id::parse(&raw).unwrap();
+    let loan = |i: usize| {
+        let open = i < OPEN;
+        Checkout {
+            checkout_id: id(format!("k{i:06}")),
+            patron_id: id(format!("p{:06}", i % 10_000)),
+            patron_branch_id: id(format!("b{}", i % 1_000)),
+            branch_id: id(format!("b{}", i % 1_000)),
+            copy_id: id(format!("c{i:06}")),
+            isbn: Isbn13::parse(crate::fixtures::ISBN).unwrap(),
+            title: "A title of a usual length".into(),
+            status: if open {
+                LoanStatus::Open
+            } else {
+                LoanStatus::Returned
+            },
+            checked_out_at: "2026-01-01T00:00:00Z".into(),
+            due_date: "2026-01-22T00:00:00Z".into(),
+            renewal_count: 0,
+            loan_period_days: 21,
+            returned_date: (!open).then(|| "2026-01-20T00:00:00Z".into()),
+            expires_at: None,
+        }
+        .to_item()
+    };
+    let vehicle =
+        |i: usize| crate::migrate::old_vehicle_with(i, &format!("old{i:06}"), &format!("ch{i:06}"));
+    let items = (0..LOANS).map(loan).chain((0..VEHICLES).flat_map(vehicle));
+
     let before = status("VmRSS:");
-    // Each item decoded as it is read, as the judge reads its parts back line by line.
     let mut raw_bytes = 0;
-    let stored: Vec<_> = (0..count)
-        .flat_map(|i| {
-            crate::migrate::old_vehicle_with(i, &format!("old{i:06}"), &format!("ch{i:06}"))
-        })
-        .inspect(|item| raw_bytes += singlet_tools::transfer::item_size(item))
-        .map(singlet_tools::fsck::rules::Stored::new)
-        .collect();
-    let read = stored.len() as u64;
-    let decoded = status("VmRSS:");
+    // Each item decoded as it is read, and moved into the table, as the judge reads its parts
+    // back line by line.
     let mut table = singlet_tools::fsck::rules::Table::new(std::sync::Arc::new(
         singlet_functions::ids::IdKey::new(b"the judge's memory"),
     ));
-    for stored in stored {
-        table.insert(stored);
+    for item in items {
+        raw_bytes += singlet_tools::transfer::item_size(&item);
+        table.take(singlet_tools::fsck::rules::Stored::new(item));
     }
     let peak = status("VmHWM:");
+    let read = table.scanned();
+    assert_eq!(read, (LOANS + 3 * VEHICLES) as u64);
+    assert_eq!(
+        table.items.len(),
+        OPEN + 3 * VEHICLES,
+        "the returned loans judged, not held"
+    );
     eprintln!(
-        "{read} items, {raw_bytes} bytes as DynamoDB sizes them: decoded {} bytes/item; \
-         the judge's table, at its peak, {} bytes/item",
-        (decoded - before) / read,
+        "{read} items ({LOANS} loans, {OPEN} open; {VEHICLES} vehicles and their locks), \
+         {} bytes each as DynamoDB sizes them; the judge's table, at its peak, {} bytes/item",
+        raw_bytes as u64 / read,
         peak.saturating_sub(before) / read,
     );
-    assert_eq!(table.items.len() as u64, read);
 }

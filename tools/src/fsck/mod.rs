@@ -116,21 +116,14 @@ pub async fn judge_scanned(
     items: Vec<singlet_functions::model::Item>,
     options: Options,
 ) -> Result<Report, String> {
-    judge_decoded(
-        ctx,
-        items.into_iter().map(rules::Stored::new).collect(),
-        options,
-    )
-    .await
+    let scanned = Table::of(ctx, items.into_iter().map(rules::Stored::new));
+    judge_table(ctx, scanned, options).await
 }
 
-/// [`judge_scanned`] over items already decoded as the rules read them (the judge on AWS
-/// decodes each line as it reads it back, never holding the items and their decoding at once).
-pub async fn judge_decoded(
-    ctx: &Ctx,
-    scanned: Vec<rules::Stored>,
-    options: Options,
-) -> Result<Report, String> {
+/// [`judge_scanned`] over items already in the table the rules read (the judge on AWS puts each
+/// line in it as it reads it back, never holding a second copy of the items: see
+/// [`Table::of`]).
+pub async fn judge_table(ctx: &Ctx, scanned: Table, options: Options) -> Result<Report, String> {
     refuse_unfinished_load(ctx).await?;
     judge_rounds(ctx, scanned, options).await
 }
@@ -149,11 +142,7 @@ async fn refuse_unfinished_load(ctx: &Ctx) -> Result<(), String> {
     Ok(())
 }
 
-async fn judge_rounds(
-    ctx: &Ctx,
-    scanned: Vec<rules::Stored>,
-    options: Options,
-) -> Result<Report, String> {
+async fn judge_rounds(ctx: &Ctx, scanned: Table, options: Options) -> Result<Report, String> {
     // One pace for every round's repairs: a later round's writes count in the same seconds.
     let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(options.max_key_wcu);
     let mut report = judge(ctx, scanned, options, &throttle, Box::pin(async {})).await?;
@@ -205,7 +194,7 @@ impl Report {
 }
 
 /// One round's scan: the whole table read, every segment side by side.
-async fn scan_round(ctx: &Ctx, options: Options) -> Result<Vec<rules::Stored>, String> {
+async fn scan_round(ctx: &Ctx, options: Options) -> Result<Table, String> {
     let progress = std::sync::Arc::new(Progress::new(options.progress));
     let started = std::time::Instant::now();
     let counter = scan::Counter::default();
@@ -235,7 +224,7 @@ async fn scan_round(ctx: &Ctx, options: Options) -> Result<Vec<rules::Stored>, S
         scanned.len(),
         started.elapsed().as_secs_f64()
     ));
-    Ok(scanned)
+    Ok(Table::of(ctx, scanned))
 }
 
 /// Judges `items` as a scan read them (each item at its own moment, so possibly half of a
@@ -258,7 +247,7 @@ pub async fn judge_items_racing(
     options: Options,
     race: impl std::future::Future<Output = ()> + Send,
 ) -> Result<Report, String> {
-    let scanned = items.into_iter().map(rules::Stored::new).collect();
+    let scanned = Table::of(ctx, items.into_iter().map(rules::Stored::new));
     let throttle = Throttle::new(options.max_wcu).with_max_key_wcu(options.max_key_wcu);
     let mut report = judge(ctx, scanned, options, &throttle, Box::pin(race)).await?;
     if options.repair && !options.dry_run {
@@ -269,7 +258,7 @@ pub async fn judge_items_racing(
 
 async fn judge(
     ctx: &Ctx,
-    scanned: Vec<rules::Stored>,
+    table: Table,
     options: Options,
     throttle: &Throttle,
     race: futures::future::BoxFuture<'_, ()>,
@@ -280,11 +269,7 @@ async fn judge(
         }
     };
     let started = std::time::Instant::now();
-    let mut table = Table::new(ctx.owners.clone());
-    for stored in scanned {
-        table.insert(stored);
-    }
-    let scanned = table.items.len() as u64;
+    let scanned = table.scanned();
     if rules::owner_locks_under_another_key(&table) {
         return Err(
             "no owner lock is where this run's server secret puts it: the table's were \
@@ -366,7 +351,8 @@ async fn apply_paced(ctx: &Ctx, repair: &Repair, throttle: &Throttle) -> Result<
     unreachable!("the loop returns")
 }
 
-/// Every rule over every item, on every core: the rules only read the table.
+/// Every rule over every item, on every core (the rules only read the table), and what the
+/// items judged as they came broke.
 fn check_all(table: &Table) -> Vec<Finding> {
     let keys: Vec<&rules::At> = table.items.keys().collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -385,6 +371,7 @@ fn check_all(table: &Table) -> Vec<Finding> {
         workers
             .into_iter()
             .flat_map(|worker| worker.join().expect("a check does not panic"))
+            .chain(table.findings_alone().iter().cloned())
             .collect()
     })
 }

@@ -163,14 +163,14 @@ fn gzip_lines(items: &[Item]) -> Result<Vec<u8>, String> {
     gz.finish().map_err(|e| e.to_string())
 }
 
-fn gunzip_lines(bytes: &[u8], into: &mut Vec<super::rules::Stored>) -> Result<(), String> {
+fn gunzip_lines(bytes: &[u8], into: &mut super::rules::Table) -> Result<(), String> {
     for line in BufReader::new(GzDecoder::new(bytes)).lines() {
         let line = line.map_err(|e| e.to_string())?;
         if line.is_empty() {
             continue;
         }
         let value: Value = serde_json::from_str(&line).map_err(|e| e.to_string())?;
-        into.push(super::rules::Stored::new(crate::transfer::item_from_json(
+        into.take(super::rules::Stored::new(crate::transfer::item_from_json(
             &value,
         )?));
     }
@@ -186,7 +186,7 @@ pub async fn judge(
     results: &Results,
     options: Options,
 ) -> Result<(Report, Value), String> {
-    let mut items = Vec::new();
+    let mut items = super::rules::Table::of(ctx, []);
     for segment in 0..options.segments {
         let saved = checkpoint(results, segment, options.segments).await?;
         if saved["complete"] != true {
@@ -207,7 +207,7 @@ pub async fn judge(
                 .map_err(|e| format!("{} is unreadable: {e}", results.url(&name)))?;
         }
     }
-    let report = super::judge_decoded(ctx, items, options).await?;
+    let report = super::judge_table(ctx, items, options).await?;
     let whole = serde_json::to_value(&report).expect("a report serialises");
     results
         .put("report.json", serde_json::to_vec(&whole).expect("JSON"))

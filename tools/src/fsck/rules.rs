@@ -167,6 +167,10 @@ pub struct Table {
     resources: HashMap<String, BTreeSet<String>>,
     /// The owner locks naming each account, by account id, wherever they are keyed.
     owner_locks_by_account: HashMap<String, BTreeSet<At>>,
+    /// How many items were judged as they came and not kept ([`Table::take`]), and what they
+    /// broke.
+    judged_alone: u64,
+    findings_alone: Vec<Finding>,
 }
 
 impl Table {
@@ -180,7 +184,49 @@ impl Table {
             copies_by_book: HashMap::new(),
             resources: HashMap::new(),
             owner_locks_by_account: HashMap::new(),
+            judged_alone: 0,
+            findings_alone: Vec::new(),
         }
+    }
+
+    /// The table of a scan's `items`, keyed for `ctx`'s owner locks, each item taken as it comes
+    /// ([`Table::take`]): a judge reading millions holds each once, and returned loans not at
+    /// all (docs/guide/tools-on-step-functions.md, "At ten million items").
+    pub fn of(ctx: &singlet_functions::Ctx, items: impl IntoIterator<Item = Stored>) -> Self {
+        let mut table = Self::new(ctx.owners.clone());
+        for stored in items {
+            table.take(stored);
+        }
+        table
+    }
+
+    /// Puts a scanned item in the table, or, if no rule reads it beside another item, judges it
+    /// now and keeps only what it broke. A returned loan is such an item: the rules that join
+    /// loans to their patron and their copy count open loans only, it holds no lock and no lock
+    /// names it, so its findings (`loan-index`, `expiry`) are its own item's, and their
+    /// confirmation reads it again from the table. In the capacity plan's table they are
+    /// 7.9 million of 16.3 million items. (A table built to confirm a finding takes every item:
+    /// [`Table::insert`].)
+    pub fn take(&mut self, stored: Stored) {
+        if !matches!(&stored.entity, Ok(TableEntity::Loan(loan)) if loan.status == LoanStatus::Returned)
+        {
+            return self.insert(stored);
+        }
+        let at = at(&stored.key);
+        let mut alone = Table::new(self.ids.clone());
+        alone.insert(stored);
+        self.findings_alone.extend(check(&alone, &at));
+        self.judged_alone += 1;
+    }
+
+    /// How many items the table was given: those it holds and those judged as they came.
+    pub fn scanned(&self) -> u64 {
+        self.items.len() as u64 + self.judged_alone
+    }
+
+    /// What the items judged as they came broke ([`Table::take`]).
+    pub fn findings_alone(&self) -> &[Finding] {
+        &self.findings_alone
     }
 
     pub fn insert(&mut self, stored: Stored) {
