@@ -538,7 +538,7 @@ fn the_judges_memory_per_item() {
     let read = table.scanned();
     assert_eq!(read, (LOANS + 3 * VEHICLES) as u64);
     assert_eq!(
-        table.items.len(),
+        table.items().count(),
         OPEN + 3 * VEHICLES,
         "the returned loans judged, not held"
     );

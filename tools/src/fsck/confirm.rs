@@ -94,7 +94,7 @@ async fn confirm_one(
         let again = match counted(finding) {
             // A count no transaction wrote has no item to judge: its book's copies are.
             Some((isbn, branch_id)) => availability(&fresh, isbn, branch_id),
-            None => check(&fresh, &at(&finding.key))
+            None => check(&fresh, &finding.key)
                 .into_iter()
                 .find(|f| f.rule == finding.rule && f.about == finding.about),
         };

@@ -354,7 +354,7 @@ async fn apply_paced(ctx: &Ctx, repair: &Repair, throttle: &Throttle) -> Result<
 /// Every rule over every item, on every core (the rules only read the table), and what the
 /// items judged as they came broke.
 fn check_all(table: &Table) -> Vec<Finding> {
-    let keys: Vec<&rules::At> = table.items.keys().collect();
+    let keys: Vec<&singlet_shared::Key> = table.items().map(|stored| &stored.key).collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let chunk = keys.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
@@ -363,7 +363,7 @@ fn check_all(table: &Table) -> Vec<Finding> {
             .map(|keys| {
                 scope.spawn(move || {
                     keys.iter()
-                        .flat_map(|at| check(table, at))
+                        .flat_map(|key| check(table, key))
                         .collect::<Vec<_>>()
                 })
             })

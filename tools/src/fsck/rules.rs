@@ -8,6 +8,8 @@ use super::entity::{
     why_never_expires,
 };
 use super::repair::{AvailableCopies, Holder, Repair, expiry_repairable, other_indexes};
+use hashbrown::hash_table::Entry;
+use hashbrown::{DefaultHashBuilder, HashTable};
 use serde::Serialize;
 use singlet_functions::accounts::{AccountRow, OwnerLock, owner_lock_under};
 use singlet_functions::ids::IdKey;
@@ -18,6 +20,7 @@ use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI2, INDEXES, TTL_ATTRIBUTE};
 use singlet_shared::{Id, Isbn13, Key};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// A finding's `about` when it is about an account's owner lock (its email and username are
@@ -154,9 +157,11 @@ impl Stored {
 /// copies at a branch, a resource's partition; and the key an account's owner lock is keyed under
 /// (`Ctx::owners`).
 pub struct Table {
-    /// Each item boxed: the map's buckets (a power of two of them, up to half empty after it
-    /// grows) then hold a pointer, not the 368-byte `Stored` itself.
-    pub items: HashMap<At, Box<Stored>>,
+    /// Each item boxed, found by the key it holds: the table's buckets (a power of two of them,
+    /// up to half empty after it grows) hold a pointer, not the 368-byte `Stored` itself nor a
+    /// second copy of its key.
+    items: HashTable<Box<Stored>>,
+    hasher: DefaultHashBuilder,
     pub ids: Arc<IdKey>,
     /// Patron ids and the keys of their rows: a card lock names its holder by id alone.
     pub patrons: HashMap<String, Key>,
@@ -176,7 +181,8 @@ pub struct Table {
 impl Table {
     pub fn new(ids: Arc<IdKey>) -> Self {
         Self {
-            items: HashMap::new(),
+            items: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
             ids,
             patrons: HashMap::new(),
             open_loans_by_patron: HashMap::new(),
@@ -212,16 +218,34 @@ impl Table {
         {
             return self.insert(stored);
         }
-        let at = at(&stored.key);
+        let key = stored.key.clone();
         let mut alone = Table::new(self.ids.clone());
         alone.insert(stored);
-        self.findings_alone.extend(check(&alone, &at));
+        self.findings_alone.extend(check(&alone, &key));
         self.judged_alone += 1;
     }
 
     /// How many items the table was given: those it holds and those judged as they came.
     pub fn scanned(&self) -> u64 {
         self.items.len() as u64 + self.judged_alone
+    }
+
+    /// The items it holds, in no order.
+    pub fn items(&self) -> impl Iterator<Item = &Stored> {
+        self.items.iter().map(Box::as_ref)
+    }
+
+    fn hash(&self, pk: &str, sk: &str) -> u64 {
+        self.hasher.hash_one((pk, sk))
+    }
+
+    /// The item at `pk` and `sk`, if it holds one.
+    fn find(&self, pk: &str, sk: &str) -> Option<&Stored> {
+        self.items
+            .find(self.hash(pk, sk), |held| {
+                held.key.pk == pk && held.key.sk == sk
+            })
+            .map(Box::as_ref)
     }
 
     /// What the items judged as they came broke ([`Table::take`]).
@@ -267,11 +291,26 @@ impl Table {
             }
             _ => {}
         }
-        self.items.insert(at, Box::new(stored));
+        let hasher = &self.hasher;
+        let hash = hash_of(hasher, &stored.key);
+        match self.items.entry(
+            hash,
+            |held| held.key == stored.key,
+            |held| hash_of(hasher, &held.key),
+        ) {
+            Entry::Occupied(mut held) => **held.get_mut() = stored,
+            Entry::Vacant(place) => {
+                place.insert(Box::new(stored));
+            }
+        }
     }
 
     pub fn get(&self, key: &Key) -> Option<&Stored> {
-        self.items.get(&at(key)).map(Box::as_ref)
+        self.find(&key.pk, &key.sk)
+    }
+
+    fn get_at(&self, at: &At) -> Option<&Stored> {
+        self.find(&at.0, &at.1)
     }
 
     pub fn entity(&self, key: &Key) -> Option<&Result<TableEntity, String>> {
@@ -295,19 +334,19 @@ impl Table {
             .get(&(isbn.to_string(), branch_id.to_string()))
             .into_iter()
             .flatten()
-            .filter_map(|at| match self.items.get(at).map(|s| &s.entity) {
+            .filter_map(|at| match self.get_at(at).map(|s| &s.entity) {
                 Some(Ok(TableEntity::Copy(copy))) => Some(copy),
                 _ => None,
             })
             .collect()
     }
 
-    /// Whether the copy at `at` is the first, in key order, of its book's copies at its branch.
-    fn is_first_copy_of_book(&self, copy: &Copy, at: &At) -> bool {
+    /// Whether the copy at `key` is the first, in key order, of its book's copies at its branch.
+    fn is_first_copy_of_book(&self, copy: &Copy, key: &Key) -> bool {
         self.copies_by_book
             .get(&(copy.isbn.to_string(), copy.branch_id.to_string()))
             .and_then(|copies| copies.first())
-            == Some(at)
+            .is_some_and(|first| first.0 == key.pk && first.1 == key.sk)
     }
 
     /// The owner lock `row` must hold, if it is its owner's one account.
@@ -339,7 +378,7 @@ impl Table {
     fn loans(&self, keys: Option<&BTreeSet<At>>) -> Vec<&Checkout> {
         keys.into_iter()
             .flatten()
-            .filter_map(|at| match self.items.get(at).map(|s| &s.entity) {
+            .filter_map(|at| match self.get_at(at).map(|s| &s.entity) {
                 Some(Ok(TableEntity::Loan(loan))) => Some(loan),
                 _ => None,
             })
@@ -354,12 +393,12 @@ pub fn owner_key(kind: LockKind, holder: &str, patrons: &HashMap<String, Key>) -
     owner_key_by_id(kind, holder).or_else(|| patrons.get(holder).cloned())
 }
 
-/// Every finding whose subject is the item at `at`.
-pub fn check(table: &Table, at: &At) -> Vec<Finding> {
-    let Some(stored) = table.items.get(at) else {
+/// Every finding whose subject is the item at `key`.
+pub fn check(table: &Table, key: &Key) -> Vec<Finding> {
+    let Some(stored) = table.get(key) else {
         return Vec::new();
     };
-    let key = key(at);
+    let key = key.clone();
     let entity = match &stored.entity {
         Ok(entity) => entity,
         Err(why) => {
@@ -402,7 +441,7 @@ pub fn check(table: &Table, at: &At) -> Vec<Finding> {
             copy_status(table, &key, stored, copy, &mut found);
             // A count no transaction wrote is reported once, from its book's first copy.
             let count = keys::book_availability(&copy.isbn, &copy.branch_id);
-            if table.get(&count).is_none() && table.is_first_copy_of_book(copy, at) {
+            if table.get(&count).is_none() && table.is_first_copy_of_book(copy, &key) {
                 availability_settled(table, &copy.isbn, &copy.branch_id, &mut found);
             }
         }
@@ -602,7 +641,7 @@ fn lock_missing(table: &Table, owner: &TableEntity, found: &mut Vec<Finding>) {
 /// it. Every owner lock would then look orphaned, and every such account without its lock.
 pub fn owner_locks_under_another_key(table: &Table) -> bool {
     let (mut named, mut placed) = (0, 0);
-    for stored in table.items.values() {
+    for stored in table.items() {
         if let Ok(TableEntity::OwnerLock(lock)) = &stored.entity
             && let Some(Ok(TableEntity::Account(row))) =
                 table.entity(&keys::account(&lock.account_id))
@@ -613,6 +652,11 @@ pub fn owner_locks_under_another_key(table: &Table) -> bool {
         }
     }
     named > 0 && placed == 0
+}
+
+/// Where the table files the item at `key`: as [`Table::find`] looks for it.
+fn hash_of(hasher: &DefaultHashBuilder, key: &Key) -> u64 {
+    hasher.hash_one((key.pk.as_str(), key.sk.as_str()))
 }
 
 /// `lock-orphan`, for an owner lock: the account it names does not exist, or is not the one
