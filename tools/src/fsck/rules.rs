@@ -235,14 +235,10 @@ impl Table {
         self.items.iter().map(Box::as_ref)
     }
 
-    fn hash(&self, pk: &str, sk: &str) -> u64 {
-        self.hasher.hash_one((pk, sk))
-    }
-
     /// The item at `pk` and `sk`, if it holds one.
     fn find(&self, pk: &str, sk: &str) -> Option<&Stored> {
         self.items
-            .find(self.hash(pk, sk), |held| {
+            .find(hash_of(&self.hasher, pk, sk), |held| {
                 held.key.pk == pk && held.key.sk == sk
             })
             .map(Box::as_ref)
@@ -292,11 +288,11 @@ impl Table {
             _ => {}
         }
         let hasher = &self.hasher;
-        let hash = hash_of(hasher, &stored.key);
+        let hash = hash_of(hasher, &stored.key.pk, &stored.key.sk);
         match self.items.entry(
             hash,
             |held| held.key == stored.key,
-            |held| hash_of(hasher, &held.key),
+            |held| hash_of(hasher, &held.key.pk, &held.key.sk),
         ) {
             Entry::Occupied(mut held) => **held.get_mut() = stored,
             Entry::Vacant(place) => {
@@ -654,9 +650,9 @@ pub fn owner_locks_under_another_key(table: &Table) -> bool {
     named > 0 && placed == 0
 }
 
-/// Where the table files the item at `key`: as [`Table::find`] looks for it.
-fn hash_of(hasher: &DefaultHashBuilder, key: &Key) -> u64 {
-    hasher.hash_one((key.pk.as_str(), key.sk.as_str()))
+/// Where the table files the item at `pk` and `sk`: where [`Table::find`] looks for it.
+fn hash_of(hasher: &DefaultHashBuilder, pk: &str, sk: &str) -> u64 {
+    hasher.hash_one((pk, sk))
 }
 
 /// `lock-orphan`, for an owner lock: the account it names does not exist, or is not the one
