@@ -9,7 +9,13 @@
 //! cargo bench --bench cold_start -- get-book --spawns 9 --warm 100 --profile release
 //! cargo bench --bench cold_start -- --keys-in-env     # the keys in CURSOR_KEY, no secret to read
 //! cargo bench --bench cold_start -- --against /tmp/singlet-lambda-before   # each function on a second build too
+//! cargo bench --bench cold_start -- get-vehicle table-tools   # the tools' own bootstrap beside the API's
 //! ```
+//!
+//! `table-tools` is the stack's tools function, its own bootstrap (`singlet-tools-lambda`), run
+//! as `TableToolsFunction` is: no server secret, 512 MB, invoked with
+//! `events/tools/migrate-segment.json` (segment 0 of `vehicles-by-depot` over the seeded table:
+//! its first invoke reads and checkpoints the segment, the warm ones find it done).
 //!
 //! It builds the binaries itself (`cargo build --release --bin singlet-lambda --example hello` at
 //! the workspace root, as `sam build` does; each function is the one binary with its
@@ -53,8 +59,11 @@ use tokio::sync::{Mutex, mpsc};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const HELLO: &str = "hello";
-/// The one Lambda binary, which every function runs.
+/// The one Lambda binary, which every function of the API runs.
 const LAMBDA: &str = "singlet-lambda";
+/// The tools function (`table-tools`) and the binary it runs.
+const TOOLS_FUNCTION: &str = "table-tools";
+const TOOLS: &str = "singlet-tools-lambda";
 const DEFAULT_FUNCTIONS: &[&str] = &["get-vehicle", "register-vehicle", "mark-overdue"];
 const TABLE: &str = "singlet-bench";
 /// The server secret the sample events' ids are derived under: not a published one, which a
@@ -127,6 +136,14 @@ fn build(functions: &[String], profile: &str, against: Option<&FsPath>) -> Vec<(
         .args(["build", "--profile", profile])
         .args(["--message-format", "json-render-diagnostics"])
         .args(["--example", HELLO, "--bin", LAMBDA])
+        .args(
+            functions
+                .iter()
+                .any(|f| f == TOOLS_FUNCTION)
+                .then_some(["--bin", TOOLS])
+                .into_iter()
+                .flatten(),
+        )
         .stderr(Stdio::inherit());
     let output = command.output().expect("cargo runs");
     assert!(output.status.success(), "the release build failed");
@@ -151,8 +168,12 @@ fn build(functions: &[String], profile: &str, against: Option<&FsPath>) -> Vec<(
     };
     std::iter::once((HELLO.to_owned(), exe(HELLO)))
         .chain(functions.iter().flat_map(|f| {
-            let against = against.map(|binary| (format!("{f}{AGAINST}"), binary.to_owned()));
-            std::iter::once((f.clone(), exe(LAMBDA))).chain(against)
+            let binary = if f == TOOLS_FUNCTION { TOOLS } else { LAMBDA };
+            // `--against` is another build of the API's binary: the tools' is not run on it.
+            let against = against
+                .filter(|_| binary == LAMBDA)
+                .map(|other| (format!("{f}{AGAINST}"), other.to_owned()));
+            std::iter::once((f.clone(), exe(binary))).chain(against)
         }))
         .collect()
 }
@@ -160,10 +181,10 @@ fn build(functions: &[String], profile: &str, against: Option<&FsPath>) -> Vec<(
 /// The event a function is invoked with: its file in `events/` (the hello takes get-vehicle's).
 fn event(function: &str) -> String {
     let function = function.trim_end_matches(AGAINST);
-    let file = if function == HELLO {
-        "get-vehicle"
-    } else {
-        function
+    let file = match function {
+        HELLO => "get-vehicle",
+        TOOLS_FUNCTION => "tools/migrate-segment",
+        function => function,
     };
     std::fs::read_to_string(format!("{ROOT}/events/{file}.json"))
         .unwrap_or_else(|e| panic!("events/{file}.json: {e}"))
@@ -366,7 +387,10 @@ fn lambda_env(
     engine: &str,
     keys_in_env: bool,
 ) -> Vec<(&'static str, String)> {
-    let keys: Vec<(&'static str, String)> = if keys_in_env {
+    let keys: Vec<(&'static str, String)> = if function == TOOLS_FUNCTION {
+        // TableToolsFunction holds no server keys (template.yaml).
+        Vec::new()
+    } else if keys_in_env {
         vec![("CURSOR_KEY", CURSOR_KEY.to_owned())]
     } else {
         vec![
@@ -377,7 +401,10 @@ fn lambda_env(
     [
         ("AWS_LAMBDA_RUNTIME_API", api),
         ("AWS_LAMBDA_FUNCTION_NAME", function),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),
+        (
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+            if function == TOOLS_FUNCTION { "512" } else { "256" },
+        ),
         ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
         ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand"),
         ("AWS_LAMBDA_LOG_GROUP_NAME", &format!("/aws/lambda/{function}")),
@@ -516,7 +543,12 @@ async fn main() {
         .map(|((name, exe), spawns)| {
             let warm: Vec<Duration> = spawns.iter().flat_map(|s| s.warm.clone()).collect();
             let target = exe.parent().and_then(|p| p.parent()).unwrap();
-            let arm64 = target.join("lambda").join(LAMBDA).join("bootstrap.zip");
+            let binary = if name == TOOLS_FUNCTION {
+                TOOLS
+            } else {
+                LAMBDA
+            };
+            let arm64 = target.join("lambda").join(binary).join("bootstrap.zip");
             Row {
                 name: name.clone(),
                 init: median(spawns.iter().map(|s| s.init).collect()),

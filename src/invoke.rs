@@ -42,7 +42,9 @@ pub fn list() -> String {
     }
     text += &format!(
         "{:width$}  {:key_width$}  {}\n",
-        TOOLS, "(state machine)", "One segment of a table tool (migrate), its own bootstrap"
+        TOOLS,
+        "(state machine)",
+        "One segment of a table tool (migrate and its survey, fsck and its judge), its own bootstrap"
     );
     text
 }
@@ -147,9 +149,18 @@ pub async fn invoke(ctx: &Ctx, function: &str, event: &str) -> Result<Value, Str
         return serving(streamed.function, (streamed.handler)(ctx, parsed, None)).await;
     }
     if function == TOOLS {
-        // The tools function's policy is template.yaml's own (TableToolsFunction), not one
-        // rendered from the route table: the runner's policy check has none to hold it to.
-        return singlet_tools::segment::handle(ctx, parsed, None).await;
+        // Locally one name serves both tools functions; each event is held to the policy of
+        // the function the state machine would invoke with it (fsck's judge: the check one).
+        let as_function = match parsed["tool"].as_str() {
+            Some(singlet_tools::segment::JUDGE_TOOL) => singlet_tools::segment::CHECK_FUNCTION,
+            _ => TOOLS,
+        };
+        // Boxed: a segment's future is large, and a caller's stack need not hold it.
+        return serving(
+            as_function,
+            Box::pin(singlet_tools::segment::handle(ctx, parsed, None)),
+        )
+        .await;
     }
     let route = by_function(function).expect("checked");
     if let Some(other) = other_route(function, &parsed) {

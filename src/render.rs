@@ -128,11 +128,17 @@ pub const TOOLS_BINARY: &str = "singlet-tools-lambda";
 pub fn tools_policy() -> Vec<Statement> {
     vec![
         tools_table_statement(
-            "One segment of a migration: its Scan, its checkpoints, its conditioned writes.",
-            &[],
+            "One segment of a migration: its Scan, the load marker's and a refused item's \
+             consistent reads, its checkpoints, its conditioned writes.",
+            &[Action::GetItem],
         ),
-        fsck_results(
+        results(
             "One segment of fsck: what it read, and its checkpoint, in the run's results.",
+            FSCK_RESULTS_ARN,
+        ),
+        results(
+            "One segment of a migration: its survey, its report so far, a dry run's place.",
+            MIGRATE_RESULTS_ARN,
         ),
     ]
 }
@@ -164,14 +170,17 @@ fn tools_table_statement(why: &str, extra: &[Action]) -> Statement {
 /// `fsck/` prefix.
 pub const FSCK_RESULTS_ARN: &str = "!Sub \"${ToolsResultsBucket.Arn}/fsck/*\"";
 
-/// Reading and writing the objects of fsck's runs, and no other of the bucket (no listing, no
-/// delete: each run's objects are named by its checkpoints, and the bucket's lifecycle rule
-/// expires them).
-fn fsck_results(why: &str) -> Statement {
+/// The results of migrations' runs on AWS: the results bucket's `migrate/` prefix.
+pub const MIGRATE_RESULTS_ARN: &str = "!Sub \"${ToolsResultsBucket.Arn}/migrate/*\"";
+
+/// Reading and writing the objects of one tool's runs (`arn`: its prefix), and no other of the
+/// bucket (no listing, no delete: each run's objects are named by its checkpoints, and the
+/// bucket's lifecycle rule expires them).
+fn results(why: &str, arn: &str) -> Statement {
     Statement {
         why: Some(why.to_owned()),
         actions: vec!["s3:GetObject".to_owned(), "s3:PutObject".to_owned()],
-        resource: FSCK_RESULTS_ARN.to_owned(),
+        resource: arn.to_owned(),
         leading_keys: Vec::new(),
     }
 }
@@ -196,7 +205,10 @@ pub fn tools_check_policy() -> Vec<Statement> {
             "fsck's judge: the confirmation's consistent reads, the repairs' conditioned writes.",
             &[Action::GetItem],
         ),
-        fsck_results("fsck's judge: the segments' results read back, its report written."),
+        results(
+            "fsck's judge: the segments' results read back, its report written.",
+            FSCK_RESULTS_ARN,
+        ),
         // Where a subject's one-account lock is keyed is the owner key's (OWNER_KEY, else
         // CURSOR_KEY): without it every owner lock would look misplaced.
         server_secret(),

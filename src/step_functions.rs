@@ -14,8 +14,13 @@ use std::time::Duration;
 /// Which tool a run runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tool {
-    /// One migration, each segment writing its own items.
-    Migrate { migration: String },
+    /// One migration, each segment writing its own items (with `dry_run`, planning them and
+    /// writing nothing to the table). A migration that claims values (`plates-compact`) has its
+    /// segments survey what every item claims first (the map run twice,
+    /// `singlet_tools::migrate::on_aws`). Its results are the execution's own
+    /// (`s3://<results bucket>/migrate/<execution name>/`): a run started again (`--attempt`)
+    /// surveys again, and resumes its writes from the checkpoints in the table.
+    Migrate { migration: String, dry_run: bool },
     /// `fsck`: each segment reads its items into the run's results
     /// (`s3://<results bucket>/fsck/<run>/`), then one judge checks them all and repairs
     /// (`singlet_tools::fsck::on_aws`). `run` names the results: the same run started again
@@ -53,8 +58,8 @@ impl Run {
     /// that is not there fails the execution).
     pub fn input(&self) -> Value {
         let (tool, migration, run, repair, dry_run) = match &self.tool {
-            Tool::Migrate { migration } => {
-                ("migrate", Some(migration.as_str()), None, false, false)
+            Tool::Migrate { migration, dry_run } => {
+                ("migrate", Some(migration.as_str()), None, false, *dry_run)
             }
             Tool::Fsck {
                 run,
@@ -68,10 +73,14 @@ impl Run {
             Tool::Migrate { .. } => f64::from(self.max_concurrency.min(self.segments).max(1)),
             Tool::Fsck { .. } => 1.0,
         };
+        let survey = migration
+            .and_then(singlet_functions::migrations::by_name)
+            .is_some_and(|migration| migration.claims.is_some());
         json!({
             "tool": tool,
             "migration": migration,
-            "run": run.map_or_else(|| self.name_stem(), str::to_owned),
+            "survey": survey,
+            "run": run.map_or_else(|| self.execution_name(), str::to_owned),
             "repair": repair,
             "dryRun": dry_run,
             "segments": (0..self.segments).collect::<Vec<u32>>(),
@@ -87,7 +96,7 @@ impl Run {
     /// input (but its `run`, which is this name for a migration).
     fn name_stem(&self) -> String {
         let what = match &self.tool {
-            Tool::Migrate { migration } => format!("migrate-{migration}"),
+            Tool::Migrate { migration, .. } => format!("migrate-{migration}"),
             Tool::Fsck { run, .. } => format!("fsck-{run}"),
         };
         let mut input = self.clone();
@@ -283,9 +292,11 @@ pub async fn segment_reports(
 /// The segments' `reports` of a run of `segments`, gathered into one report as the laptop's
 /// `migrate --json` prints it: counts added, conflicts listed (each segment lists at most
 /// [`singlet_tools::segment::CONFLICTS_LISTED`]; `conflictCount` is all of them), complete
-/// when every segment is. `peakWcuPerSecond` is the segments' peaks added: an upper bound,
-/// their peaks need not have been in the same second.
-pub fn gather(migration: &str, reports: &[Value], segments: u64) -> Value {
+/// when every segment was read to its end and no item was left unsettled (never for a dry run,
+/// as the laptop's). `ended` says whether every segment was read to its end; `sample`, a dry
+/// run's, lists the first few keys its segments would change. `peakWcuPerSecond` is the
+/// segments' peaks added: an upper bound, their peaks need not have been in the same second.
+pub fn gather(migration: &str, reports: &[Value], segments: u64, dry_run: bool) -> Value {
     let sum = |field: &str| -> u64 { reports.iter().filter_map(|r| r[field].as_u64()).sum() };
     let peak: f64 = reports
         .iter()
@@ -303,6 +314,14 @@ pub fn gather(migration: &str, reports: &[Value], segments: u64) -> Value {
             units(a).total_cmp(&units(b))
         })
         .map(|r| r["hottestKey"].clone());
+    let ended = !reports.is_empty()
+        && reports.len() as u64 == segments
+        && reports.iter().all(|r| r["complete"] == true);
+    let sample: Vec<Value> = reports
+        .iter()
+        .flat_map(|r| r["sample"].as_array().cloned().unwrap_or_default())
+        .take(5)
+        .collect();
     json!({
         "migration": migration,
         "scanned": sum("scanned"),
@@ -311,10 +330,10 @@ pub fn gather(migration: &str, reports: &[Value], segments: u64) -> Value {
         "unsettled": sum("unsettled"),
         "conflicts": conflicts,
         "conflictCount": sum("conflictCount"),
-        "complete": !reports.is_empty()
-            && reports.len() as u64 == segments
-            && reports.iter().all(|r| r["complete"] == true),
-        "dryRun": false,
+        "complete": ended && sum("unsettled") == 0 && !dry_run,
+        "ended": ended,
+        "dryRun": dry_run,
+        "sample": sample,
         "peakWcuPerSecond": peak,
         "hottestKey": hottest,
         "segments": reports.len(),
@@ -380,6 +399,7 @@ mod tests {
                 .into(),
             tool: Tool::Migrate {
                 migration: migration.into(),
+                dry_run: false,
             },
             segments: 8,
             max_concurrency: 4,
@@ -436,16 +456,63 @@ mod tests {
         assert!(unlimited.input()["maxWcu"].is_null());
     }
 
-    /// The run is complete only when every segment's report says so and none is missing.
+    /// The run is complete only when every segment was read to its end, none is missing and
+    /// no item was left unsettled; a dry run never is, though its segments all ended.
     #[test]
     fn gathered_reports_are_complete_only_when_every_segment_is() {
         let report = |complete: bool| json!({"scanned": 2, "changed": 1, "complete": complete});
         let both = [report(true), report(true)];
-        assert_eq!(gather("m", &both, 2)["complete"], true);
-        assert_eq!(gather("m", &both, 2)["scanned"], 4);
-        assert_eq!(gather("m", &both, 3)["complete"], false, "one missing");
+        assert_eq!(gather("m", &both, 2, false)["complete"], true);
+        assert_eq!(gather("m", &both, 2, false)["scanned"], 4);
+        assert_eq!(
+            gather("m", &both, 3, false)["complete"],
+            false,
+            "one missing"
+        );
         let one_stopped = [report(true), report(false)];
-        assert_eq!(gather("m", &one_stopped, 2)["complete"], false);
-        assert_eq!(gather("m", &[], 0)["complete"], false);
+        assert_eq!(gather("m", &one_stopped, 2, false)["complete"], false);
+        assert_eq!(gather("m", &[], 0, false)["complete"], false);
+        let unsettled = [report(true), json!({"unsettled": 1, "complete": true})];
+        assert_eq!(gather("m", &unsettled, 2, false)["complete"], false);
+        assert_eq!(gather("m", &unsettled, 2, false)["ended"], true);
+        let dry = [
+            json!({"complete": true, "sample": ["VEHICLE#a", "VEHICLE#b"]}),
+            json!({"complete": true, "sample": ["VEHICLE#c", "VEHICLE#d", "VEHICLE#e", "VEHICLE#f"]}),
+        ];
+        let gathered = gather("m", &dry, 2, true);
+        assert_eq!(
+            (
+                &gathered["complete"],
+                &gathered["ended"],
+                &gathered["dryRun"]
+            ),
+            (&json!(false), &json!(true), &json!(true))
+        );
+        assert_eq!(gathered["sample"].as_array().unwrap().len(), 5);
+    }
+
+    /// A migration that claims values asks for its survey; the others do not. A migration's
+    /// results are its execution's own, so another attempt surveys again; a dry run is another
+    /// execution than the run that writes.
+    #[test]
+    fn a_migration_that_claims_values_is_surveyed_first_in_its_executions_own_results() {
+        let plates = run("plates-compact");
+        assert_eq!(plates.input()["survey"], true);
+        assert_eq!(run("vehicles-by-depot").input()["survey"], false);
+        assert_eq!(plates.input()["run"], plates.execution_name());
+        let again = Run {
+            attempt: 2,
+            ..run("plates-compact")
+        };
+        assert_ne!(again.input()["run"], plates.input()["run"]);
+        let dry = Run {
+            tool: Tool::Migrate {
+                migration: "plates-compact".into(),
+                dry_run: true,
+            },
+            ..run("plates-compact")
+        };
+        assert_eq!(dry.input()["dryRun"], true);
+        assert_ne!(dry.execution_name(), plates.execution_name());
     }
 }

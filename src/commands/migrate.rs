@@ -37,9 +37,10 @@ pub struct MigrateArgs {
     #[arg(long, hide = true)]
     stop_after: Option<u64>,
     /// Run it in the deployed stack: start the tools' state machine (`--stack` or
-    /// `--state-machine`) and follow the execution to its end (exit 0 complete, 1 conflicts or
-    /// the execution failed, timed out or was aborted, 2 could not start or follow it).
-    #[arg(long, requires = "name", conflicts_with_all = ["dry_run", "stop_after"])]
+    /// `--state-machine`) and follow the execution to its end (exit 0 complete, or with
+    /// `--dry-run` planned to its end; 1 conflicts or the execution failed, timed out or was
+    /// aborted; 2 could not start or follow it).
+    #[arg(long, requires = "name", conflicts_with = "stop_after")]
     on_aws: bool,
     #[command(flatten)]
     on_sfn: StateMachineArgs,
@@ -97,6 +98,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
         page_size: args.page_size,
         stop_after: args.stop_after,
         stop_at: None,
+        results: None,
     };
     let report = migrate::run(&ctx, migration, &options).await?;
     if args.json {
@@ -134,6 +136,7 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
     let client = aws_sdk_sfn::Client::new(&config);
     let tool = Tool::Migrate {
         migration: migration.to_owned(),
+        dry_run: args.dry_run,
     };
     let ended = args
         .on_sfn
@@ -166,7 +169,7 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
     }
     let output = ended.output.unwrap_or_default();
     let reports = segment_reports(&super::on_sfn::s3_client(&config), &output).await?;
-    let mut report = gather(migration, &reports, u64::from(args.segments));
+    let mut report = gather(migration, &reports, u64::from(args.segments), args.dry_run);
     report["executionArn"] = ended.execution_arn.into();
     report["status"] = ended.status.into();
     if args.json {
@@ -174,7 +177,12 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
     } else {
         output::line(serde_json::to_string_pretty(&report).expect("JSON"));
     }
-    let clean = report["conflictCount"] == 0 && report["complete"] == true;
+    // A dry run is clean when every segment planned its items to the end without a conflict.
+    let done = match args.dry_run {
+        true => report["ended"] == true,
+        false => report["complete"] == true,
+    };
+    let clean = report["conflictCount"] == 0 && done;
     Ok(if clean {
         ExitCode::SUCCESS
     } else {

@@ -6,10 +6,12 @@
 //! everywhere but on AWS, where it is `AccessDeniedException` after the deploy. So the runner
 //! applies the same statements, as IAM reads them: `dynamodb:LeadingKeys` on the partition key
 //! of every item a call touches (a transaction part by part), an index query against that
-//! index's own statement, nothing for `Scan` or a batch. Every request of the front door,
-//! `invoke`, the schedule and the stream runs inside [`serving`], which names its function; a
-//! call made outside one (`fsck`, `migrate`, `import`, `export`, `load`, a test's own reads)
-//! is an operator's, with the operator's rights, and is not checked.
+//! index's own statement, nothing for `Scan` or a batch but where a statement allows it on the
+//! whole table (the tools functions', declared whole in [`crate::render::tools_policy`]). Every
+//! request of the front door, `invoke` (the tools functions' segments included), the schedule
+//! and the stream runs inside [`serving`], which names its function; a call made outside one
+//! (`fsck`, `migrate`, `import`, `export`, `load` run from a machine, a test's own reads) is an
+//! operator's, with the operator's rights, and is not checked.
 //!
 //! A refused call fails before it is sent, with [`AccessDenied`] (logged at `ERROR` with the
 //! function, the action and the item's entity type, never its key, which may be a plate or an
@@ -17,7 +19,7 @@
 //! retried. The whole API test
 //! suite runs through this check, so every path a test takes is one its policy allows.
 
-use crate::render::{Statement, TABLE_ARN, index_arn, policy};
+use crate::render::{Statement, TABLE_ARN, index_arn, policy, tools_check_policy, tools_policy};
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use serde_json::Value;
@@ -60,6 +62,12 @@ fn statements(function: &str) -> Option<&'static [Statement]> {
                     .iter()
                     .map(|s| (s.function, policy(s.function, false, &s.access))),
             )
+            // The tools functions' policies are declared whole (`render::tools_policy`), not
+            // from the route table, and held to the same way.
+            .chain([
+                (singlet_tools::segment::FUNCTION, tools_policy()),
+                (singlet_tools::segment::CHECK_FUNCTION, tools_check_policy()),
+            ])
             .collect()
     })
     .get(function)
@@ -204,9 +212,16 @@ pub fn grant_for(statements: &[Statement], touch: &Touch) -> Option<Grant> {
     match touch {
         Touch::Item { action, key } => {
             let action = format!("dynamodb:{action}");
-            statements
-                .iter()
-                .filter(|s| s.resource == TABLE_ARN && s.actions.contains(&action))
+            let on_table = || {
+                statements
+                    .iter()
+                    .filter(|s| s.resource == TABLE_ARN && s.actions.contains(&action))
+            };
+            // A statement without `dynamodb:LeadingKeys` allows every item (a tools function's).
+            if on_table().any(|s| s.leading_keys.is_empty()) {
+                return Some((action.clone(), "*".to_owned()));
+            }
+            on_table()
                 .flat_map(|s| &s.leading_keys)
                 .find(|prefix| key.pk.starts_with(prefix.trim_end_matches('*')))
                 .map(|prefix| (action.clone(), prefix.clone()))
@@ -215,7 +230,19 @@ pub fn grant_for(statements: &[Statement], touch: &Touch) -> Option<Grant> {
             .iter()
             .find(|s| s.resource == index_arn(index) && s.actions == ["dynamodb:Query"])
             .map(|s| (s.actions[0].clone(), s.resource.clone())),
-        Touch::Other(_) => None,
+        // A `Scan` (or any call on the table as a whole) only where a statement allows it on
+        // the whole table, as a tools function's does.
+        Touch::Other(operation) => {
+            let action = format!("dynamodb:{operation}");
+            statements
+                .iter()
+                .find(|s| {
+                    s.resource == TABLE_ARN
+                        && s.leading_keys.is_empty()
+                        && s.actions.contains(&action)
+                })
+                .map(|s| (action.clone(), s.resource.clone()))
+        }
     }
 }
 

@@ -181,8 +181,8 @@ async fn fsck_segments_then_the_judge_find_and_repair_what_the_laptop_does_and_r
     let _ = std::fs::remove_dir_all(&results);
 }
 
-/// What the fsck segment and judge refuse: no results, results neither S3 nor a directory,
-/// `dryRun` without `repair`, a segment outside the run.
+/// What the fsck segment and judge refuse: no results, results neither S3 nor a directory, a
+/// judge's `dryRun` without `repair`, a segment outside the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fsck_segment_refusals_say_why() {
     let api = Api::start(Mode::Direct).await;
@@ -201,7 +201,12 @@ async fn fsck_segment_refusals_say_why() {
     assert!(no_results.contains("names its results"), "{no_results}");
     let http = refused(&|e| e["results"] = json!("https://example.com/x")).await;
     assert!(http.contains("neither s3://"), "{http}");
-    let dry = refused(&|e| e["dryRun"] = json!(true)).await;
+    // The judge's `dryRun` is for `repair`; a segment, which only reads, is handed the run's.
+    let dry = refused(&|e| {
+        e["tool"] = json!("fsck-judge");
+        e["dryRun"] = json!(true);
+    })
+    .await;
     assert!(dry.contains("dryRun is for repair"), "{dry}");
     let outside = refused(&|e| e["segment"] = json!(4)).await;
     assert!(outside.contains("not one of the run's 4"), "{outside}");

@@ -23,11 +23,11 @@ fn vehicle_count() -> usize {
     crate::harness::sized(2000)
 }
 /// Vehicles whose plate lock the old rule keyed with separators, for `plates-compact`.
-fn old_plate_count() -> usize {
+pub(crate) fn old_plate_count() -> usize {
     crate::harness::sized(1000)
 }
 /// Of those, how many collide (in pairs) under the new rule.
-const COLLIDING: usize = 10;
+pub(crate) const COLLIDING: usize = 10;
 
 /// A vehicle, its plate lock and its chassis lock as version 1 wrote them: no `_et`, no `_v`, no
 /// depot index keys. Plates without separators: their locks are keyed the same under the compact
@@ -89,7 +89,7 @@ pub(crate) fn migration() -> &'static migrations::Migration {
     migrations::by_name("vehicles-by-depot").unwrap()
 }
 
-fn plates_compact() -> &'static migrations::Migration {
+pub(crate) fn plates_compact() -> &'static migrations::Migration {
     migrations::by_name("plates-compact").unwrap()
 }
 
@@ -408,7 +408,7 @@ fn old_plate(i: usize) -> String {
     }
 }
 
-fn old_plated_vehicle(i: usize) -> [Item; 3] {
+pub(crate) fn old_plated_vehicle(i: usize) -> [Item; 3] {
     old_vehicle_with(i, &old_plate(i), &format!("ch{i:06}"))
 }
 

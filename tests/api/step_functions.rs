@@ -5,7 +5,10 @@
 
 use crate::fake_aws::{self, FakeAws, json_1_0};
 use crate::harness::{Api, Mode};
-use crate::migrate::{migration, vehicles, write_old_vehicles};
+use crate::migrate::{
+    COLLIDING, migration, old_plate_count, old_plated_vehicle, plates_compact, vehicles,
+    write_old_vehicles,
+};
 use serde_json::{Value, json};
 use singlet_tools::migrate::{self, Options};
 
@@ -170,8 +173,20 @@ async fn migrate_segment_refusals_say_why() {
             .await
             .contains("unknown field")
     );
+    // A dry run keeps what outlives an invocation in the run's results: without them, refused;
+    // a migration that waits for another is refused before anything else.
+    // (plates-compact's survey without results: `plates_compact_on_aws_surveys_first_...`.)
     let plates = refused(with("migration", json!("plates-compact"))).await;
-    assert!(plates.contains("from a machine"), "{plates}");
+    assert!(plates.contains("run vehicles-by-depot first"), "{plates}");
+    let dry = refused(with("dryRun", json!(true))).await;
+    assert!(dry.contains("dry run's place"), "{dry}");
+    let mut survey = with("tool", json!("migrate-survey"));
+    assert!(refused(survey.clone()).await.contains("names its results"));
+    survey["results"] = json!("file:///nowhere");
+    assert!(
+        refused(survey).await.contains("claims no values"),
+        "vehicles-by-depot has no survey"
+    );
 
     // Segment 0 of 2 started (and stopped): segment 1 of 4 is another run's.
     let stopped = singlet::invoke::invoke(
@@ -595,13 +610,14 @@ async fn migrate_segment_past_its_deadline_stops_between_pages_and_goes_on() {
     let (mut invocations, mut changed, mut already) = (0, 0, 0);
     loop {
         invocations += 1;
-        let report = migrate::run_one_segment(&api.ctx, migration(), 0, &options)
+        let (report, ended) = migrate::run_one_segment(&api.ctx, migration(), 0, &options)
             .await
             .unwrap();
         assert!(report.scanned <= 100, "one page an invocation: {report:?}");
         changed += report.changed;
         already += report.already_changed;
-        if report.complete {
+        assert_eq!(report.complete, ended);
+        if ended {
             break;
         }
         assert!(invocations < 20, "no progress");
@@ -611,5 +627,224 @@ async fn migrate_segment_past_its_deadline_stops_between_pages_and_goes_on() {
     assert_eq!(
         migrate::states(&api.ctx).await.unwrap()[0].state,
         "complete"
+    );
+}
+
+/// `plates-compact` on AWS: the map run twice. Each survey segment writes what its items claim
+/// to the run's results (one killed after a page goes on from its checkpoint); each segment
+/// then reads the whole survey and migrates its items, leaving the table as the laptop's run
+/// leaves it, with the same colliding pairs reported and left as they were. A segment that
+/// would migrate before the survey is done is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plates_compact_on_aws_surveys_first_then_migrates_as_the_laptop_does() {
+    let laptop = Api::start(Mode::Direct).await;
+    let aws = Api::start(Mode::Direct).await;
+    for api in [&laptop, &aws] {
+        let items = (0..old_plate_count())
+            .flat_map(old_plated_vehicle)
+            .collect();
+        crate::harness::put_raw_all(&api.ctx, items).await;
+        let indexed = migrate::run(&api.ctx, migration(), &Options::default())
+            .await
+            .unwrap();
+        assert!(indexed.complete, "{indexed:?}");
+    }
+    let ran = migrate::run(
+        &laptop.ctx,
+        plates_compact(),
+        &Options {
+            segments: SEGMENTS,
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(ran.conflicts.len(), COLLIDING);
+
+    let dir = tempfile::tempdir().unwrap();
+    let results = format!("file://{}", dir.path().display());
+    let event = |tool: &str, segment: u32, extra: Value| {
+        let mut event = json!({
+            "tool": tool, "migration": "plates-compact", "segment": segment,
+            "segments": SEGMENTS, "pageSize": 100, "results": results,
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            event[k] = v.clone();
+        }
+        event.to_string()
+    };
+    let invoke = |event: String| {
+        let ctx = aws.ctx.clone();
+        async move { singlet::invoke::invoke(&ctx, "table-tools", &event).await }
+    };
+
+    // Survey segment 2 stopped after one page, as its deadline would stop it.
+    let stopped = invoke(event("migrate-survey", 2, json!({"stopAfter": 1})))
+        .await
+        .unwrap();
+    assert_eq!(stopped["complete"], false, "{stopped}");
+    // No segment migrates on a survey not read to its end, or without its results, nor marks
+    // the migration started.
+    let early = invoke(event("migrate", 0, json!({}))).await.unwrap_err();
+    assert!(
+        early.contains("has not read its segment to its end"),
+        "{early}"
+    );
+    let mut no_results: Value = serde_json::from_str(&event("migrate", 0, json!({}))).unwrap();
+    no_results.as_object_mut().unwrap().remove("results");
+    let refused = invoke(no_results.to_string()).await.unwrap_err();
+    assert!(
+        refused.contains("survey") && refused.contains("name them"),
+        "{refused}"
+    );
+    let states = migrate::states(&aws.ctx).await.unwrap();
+    let state = states.iter().find(|s| s.migration == "plates-compact");
+    assert_eq!(state.unwrap().state, "not started");
+    let (mut scanned, mut claimed) = (0, 0);
+    for segment in 0..SEGMENTS {
+        let surveyed = invoke(event("migrate-survey", segment, json!({})))
+            .await
+            .unwrap();
+        assert_eq!(surveyed["complete"], true, "{surveyed}");
+        assert_eq!(surveyed["tool"], "migrate-survey");
+        scanned += surveyed["scanned"].as_u64().unwrap();
+        claimed += surveyed["claimed"].as_u64().unwrap();
+    }
+    // Every item read once (the stopped segment's page not twice), every vehicle's claim kept.
+    let items = aws.items().await.len() as u64;
+    assert_eq!(scanned, items);
+    assert_eq!(claimed, old_plate_count() as u64);
+
+    let mut conflicts = Vec::new();
+    let mut changed = 0;
+    for segment in 0..SEGMENTS {
+        let report = invoke(event("migrate", segment, json!({}))).await.unwrap();
+        assert_eq!(report["complete"], true, "{report}");
+        changed += report["changed"].as_u64().unwrap();
+        for conflict in report["conflicts"].as_array().unwrap() {
+            conflicts.push(conflict["pk"].as_str().unwrap().to_owned());
+        }
+    }
+    conflicts.sort();
+    let expected: Vec<String> = ran.conflicts.iter().map(|c| c.pk.clone()).collect();
+    assert_eq!(conflicts, expected);
+    assert_eq!(changed, ran.changed);
+    assert_eq!(migrated_items(&aws).await, migrated_items(&laptop).await);
+    let states = migrate::states(&aws.ctx).await.unwrap();
+    let state = states
+        .iter()
+        .find(|s| s.migration == "plates-compact")
+        .unwrap();
+    assert_eq!(
+        (state.state, state.conflicts),
+        ("conflicts", COLLIDING as u64)
+    );
+}
+
+/// `migrate --dry-run` on AWS: a segment writes nothing to the table, checkpoints included, and
+/// keeps its place and its counts in the run's results instead; stopped by its deadline after
+/// every page, it goes on from there, and its last report is the whole segment's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_segment_keeps_its_place_in_the_results_and_writes_nothing() {
+    let api = Api::start(Mode::Direct).await;
+    write_old_vehicles(&api, 200).await;
+    let before = migrated_items(&api).await;
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        segments: 1,
+        page_size: Some(100),
+        dry_run: true,
+        stop_at: Some(std::time::Instant::now()),
+        results: Some(singlet_tools::results::Results::Dir(dir.path().to_owned())),
+        ..Options::default()
+    };
+    let (mut invocations, mut last_scanned) = (0, 0);
+    let report = loop {
+        invocations += 1;
+        let (report, ended) = migrate::run_one_segment(&api.ctx, migration(), 0, &options)
+            .await
+            .unwrap();
+        assert!(!report.complete, "a dry run completes nothing");
+        assert!(report.dry_run);
+        // Each invocation adds one page to the counts of those before it (the last page,
+        // past the 600th item, is empty).
+        assert!(
+            report.scanned >= last_scanned && report.scanned <= last_scanned + 100,
+            "{report:?}"
+        );
+        last_scanned = report.scanned;
+        if ended {
+            break report;
+        }
+        assert!(invocations < 20, "no progress");
+    };
+    assert!(invocations >= 6, "600 items at 100 a page: {invocations}");
+    assert_eq!(report.scanned, 600);
+    assert_eq!(report.changed, 200);
+    assert_eq!(report.sample.len(), 5);
+    // Nothing written: the items as they were, no checkpoint, the migration not started.
+    assert_eq!(api.items().await.len(), 600);
+    assert_eq!(migrated_items(&api).await, before);
+    assert_eq!(
+        migrate::states(&api.ctx).await.unwrap()[0].state,
+        "not started"
+    );
+
+    // The same through the function's event: read to its end, it says so and reads no more.
+    let again = singlet::invoke::invoke(
+        &api.ctx,
+        "table-tools",
+        &json!({
+            "tool": "migrate", "migration": "vehicles-by-depot", "segment": 0, "segments": 1,
+            "dryRun": true, "results": format!("file://{}", dir.path().display()),
+        })
+        .to_string(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again["complete"], true, "{again}");
+    assert_eq!(
+        (again["scanned"].as_u64(), again["changed"].as_u64()),
+        (Some(600), Some(200))
+    );
+    assert_eq!(again["dryRun"], true);
+}
+
+/// `migrate <name> --on-aws --dry-run`: the execution's input asks for a dry run, and an
+/// execution whose segments all planned to their end without a conflict is exit 0, reported
+/// as a dry run (never `complete`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_on_aws_dry_run_asks_for_one_and_reports_it() {
+    let mut output: Value =
+        serde_json::from_str(succeeded_output(0)["output"].as_str().unwrap()).unwrap();
+    for report in output["reports"].as_array_mut().unwrap() {
+        report["dryRun"] = json!(true);
+        report["sample"] = json!(["VEHICLE#v1"]);
+    }
+    let fake = step_functions(
+        started(),
+        vec![described(
+            "SUCCEEDED",
+            json!({"output": output.to_string()}),
+        )],
+    )
+    .await;
+    let (code, stdout, stderr) = on_aws(&fake, &["--json", "--dry-run"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["dryRun"], true);
+    assert_eq!(report["complete"], false);
+    assert_eq!(report["ended"], true);
+    assert_eq!(report["sample"], json!(["VEHICLE#v1", "VEHICLE#v1"]));
+    let input: Value =
+        serde_json::from_str(requests_to(&fake)[0].1["input"].as_str().unwrap()).unwrap();
+    assert_eq!(input["dryRun"], true);
+    assert_eq!(input["survey"], false);
+    assert!(
+        input["run"]
+            .as_str()
+            .unwrap()
+            .starts_with("migrate-vehicles-by-depot-"),
+        "{input}"
     );
 }

@@ -1115,7 +1115,7 @@ fn tools_function_and_state_machine() {
         "invoked by the state machine only"
     );
     // Each tools function's policy: its rendered statements alone, on the table (no index,
-    // no secret) and on fsck's results in the results bucket (no other object, no listing).
+    // no secret) and on its tools' results in the results bucket (no other object, no listing).
     let check = &template["Resources"][TOOLS_CHECK_FUNCTION];
     assert_eq!(
         check["Metadata"], own_build,
@@ -1147,7 +1147,18 @@ fn tools_function_and_state_machine() {
                 reference("ServerSecret")
             } else {
                 assert_eq!(declared.actions, ["s3:GetObject", "s3:PutObject"]);
-                sub("${ToolsResultsBucket.Arn}/fsck/*")
+                // fsck's prefix for both; a migration's for the segments' function alone.
+                let prefix = declared.why.as_deref().unwrap_or_default();
+                match prefix.contains("migration") {
+                    true => {
+                        assert_eq!(
+                            function["Properties"]["FunctionName"],
+                            sub("${AWS::StackName}-table-tools")
+                        );
+                        sub("${ToolsResultsBucket.Arn}/migrate/*")
+                    }
+                    false => sub("${ToolsResultsBucket.Arn}/fsck/*"),
+                }
             };
             assert_eq!(statement["Resource"], Value::Sequence(vec![resource]));
             assert!(statement["Condition"].is_null());
@@ -1197,7 +1208,28 @@ fn tools_function_and_state_machine() {
         "States.Format('s3://${ToolsResultsBucket}/{}/{}/', $.tool, $.run)"
     );
     assert_eq!(start["ResultPath"], "$.results");
-    let map = &states[start["Next"].as_str().unwrap()];
+    // Then what the map's segments run (`step.tool`): a migration that claims values
+    // (`survey`) is surveyed first, the map run again afterwards; any other run, its tool.
+    let survey = &states[start["Next"].as_str().unwrap()];
+    assert_eq!(survey["Type"], "Choice");
+    let surveyed = list(&survey["Choices"]);
+    assert_eq!(surveyed.len(), 1);
+    assert_eq!(surveyed[0]["Variable"], "$.survey");
+    assert_eq!(surveyed[0]["BooleanEquals"], true);
+    let surveying = &states[surveyed[0]["Next"].as_str().unwrap()];
+    let running_name = survey["Default"].as_str().unwrap();
+    let running = &states[running_name];
+    assert_eq!(
+        surveying["Parameters"]["tool"],
+        singlet_tools::migrate::on_aws::SURVEY_TOOL
+    );
+    assert_eq!(running["Parameters"]["tool.$"], "$.tool");
+    for step in [surveying, running] {
+        assert_eq!(step["Type"], "Pass");
+        assert_eq!(step["ResultPath"], "$.step");
+        assert_eq!(step["Next"], running["Next"], "both go to the one map");
+    }
+    let map = &states[running["Next"].as_str().unwrap()];
     assert_eq!(map["Type"], "Map");
     assert_eq!(
         map["ItemProcessor"]["ProcessorConfig"]["Mode"],
@@ -1230,12 +1262,14 @@ fn tools_function_and_state_machine() {
         "maxWcu",
         "maxKeyWcu",
         "pageSize",
+        "dryRun",
         "results",
     ]
     .map(str::to_owned)
     .into();
     assert_eq!(selector, event);
     assert_eq!(map["ItemSelector"]["results.$"], "$.results.url");
+    assert_eq!(map["ItemSelector"]["tool.$"], "$.step.tool");
     let mut tasks = Vec::new();
     let inner = map["ItemProcessor"]["States"].as_mapping().unwrap();
     for (name, state) in inner {
@@ -1285,12 +1319,20 @@ fn tools_function_and_state_machine() {
             "{logical} retries {error}"
         );
     }
-    // After the map, fsck alone goes on to its judge, the one other state that invokes
-    // anything: the check function, with fsck's judge event.
+    // After the map, a survey goes on to the map again, its segments migrating; fsck alone
+    // goes on to its judge, the one other state that invokes anything: the check function,
+    // with fsck's judge event.
     let choice = &states[map["Next"].as_str().unwrap()];
     assert_eq!(choice["Type"], "Choice");
-    let to_judge = list(&choice["Choices"]);
-    assert_eq!(to_judge.len(), 1);
+    let choices = list(&choice["Choices"]);
+    assert_eq!(choices.len(), 2);
+    assert_eq!(choices[0]["Variable"], "$.step.tool");
+    assert_eq!(
+        choices[0]["StringEquals"],
+        singlet_tools::migrate::on_aws::SURVEY_TOOL
+    );
+    assert_eq!(choices[0]["Next"], running_name);
+    let to_judge = &choices[1..];
     assert_eq!(to_judge[0]["Variable"], "$.tool");
     assert_eq!(to_judge[0]["StringEquals"], "fsck");
     assert_eq!(

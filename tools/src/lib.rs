@@ -13,6 +13,7 @@ pub mod import;
 pub mod load_marker;
 pub mod migrate;
 pub mod on_aws;
+pub mod parts;
 pub mod progress;
 pub mod results;
 pub mod seed_marker;

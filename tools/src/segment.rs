@@ -11,15 +11,22 @@
 //!
 //! `maxWcu`, `maxKeyWcu` and `pageSize` may be left out (no table-wide limit; DynamoDB's own
 //! per-key limit, 800 here; DynamoDB's 1 MB pages). `stopAfter` stops the segment as if killed
-//! after that many writes: a test's, never the state machine's. The answer is the segment's
-//! report, the `--json` one of `migrate` with `segment` and `segments` beside it; an error is
-//! the invocation's failure (`Error`, `Cause`), which the state machine retries.
+//! after that many writes: a test's, never the state machine's. `results`
+//! (`s3://<bucket>/<prefix>`, or `file:///<dir>` locally: [`crate::results`]) is where the
+//! segment keeps what outlives an invocation but not the table ([`crate::migrate::on_aws`]): its
+//! report so far, a dry run's place (`"dryRun": true`, which needs it), and the survey a
+//! migration that claims values (`plates-compact`) reads, which `{"tool": "migrate-survey",
+//! ...}` segments write first. The answer is the segment's report, the `--json` one of
+//! `migrate` with `segment`, `segments` and `conflictCount` beside it, `complete` saying
+//! whether the segment was read to its end; an error is the invocation's failure (`Error`,
+//! `Cause`), which the state machine retries.
 //!
 //! fsck runs as a map and a reduce ([`crate::fsck::on_aws`]): `{"tool": "fsck", "segment": 3,
 //! "segments": 16, "results": "s3://<bucket>/fsck/<run>/"}` reads one segment into the results,
 //! and `{"tool": "fsck-judge", "segment": 0, "segments": 16, "results": ..., "repair": true,
 //! "maxWcu": 100, "maxKeyWcu": 800}` judges what every segment read.
 
+use crate::migrate::on_aws::SURVEY_TOOL;
 use crate::migrate::{self, Options};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -28,6 +35,13 @@ use singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU;
 
 /// The function's name in template.yaml (`${AWS::StackName}-table-tools`), as `invoke` takes it.
 pub const FUNCTION: &str = "table-tools";
+
+/// fsck's judge's function (`${AWS::StackName}-table-tools-check`), which the state machine
+/// invokes with a [`JUDGE_TOOL`] event.
+pub const CHECK_FUNCTION: &str = "table-tools-check";
+
+/// The `tool` of fsck's judge's event.
+pub const JUDGE_TOOL: &str = "fsck-judge";
 
 /// Conflicts a segment's report lists at most (it says how many there were): the report is
 /// the segment's child execution's output, which Step Functions caps at 256 KiB, and a
@@ -47,15 +61,17 @@ pub struct SegmentEvent {
     pub max_key_wcu: Option<f64>,
     pub page_size: Option<i32>,
     /// A test hook: stop as if killed after this many writes (migrate), or stop as the deadline
-    /// would after this many pages (fsck).
+    /// would after this many pages (fsck, migrate-survey).
     pub stop_after: Option<u64>,
-    /// fsck's: where the segments leave what they read and the judge its report
+    /// The run's results: where fsck's segments leave what they read and its judge its report,
+    /// and a migration's segments their survey, their reports and a dry run's place
     /// (`s3://<bucket>/<prefix>`, or `file:///<dir>` locally: [`crate::results`]).
     pub results: Option<String>,
     /// fsck's judge: repair what it finds ([`crate::fsck::Options`]).
     #[serde(default)]
     pub repair: bool,
-    /// fsck's judge: with `repair`, say what each repair would write, and write nothing.
+    /// migrate: plan every item and write nothing. fsck's judge: with `repair`, say what each
+    /// repair would write, and write nothing (its segments, which only read, are handed it too).
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -79,23 +95,42 @@ pub async fn handle(
         }
     }
     match event.tool.as_str() {
-        "migrate" => {
+        "migrate" | SURVEY_TOOL => {
             let name = event
                 .migration
                 .as_deref()
                 .ok_or("a migrate segment names its migration")?;
             let migration = singlet_functions::migrations::by_name(name)
                 .ok_or_else(|| format!("no migration named {name}"))?;
+            let results = match &event.results {
+                Some(url) => Some(crate::results::Results::parse(url)?),
+                None => None,
+            };
+            if event.tool == SURVEY_TOOL {
+                let results = results.ok_or(
+                    "a survey segment names its results (s3://<bucket>/<prefix> or file:///<dir>)",
+                )?;
+                let run = crate::parts::Segment {
+                    segment: event.segment,
+                    segments: event.segments,
+                    page_size: event.page_size,
+                    stop_at: deadline,
+                    stop_after_pages: event.stop_after,
+                };
+                return migrate::on_aws::survey_segment(ctx, &results, migration, run).await;
+            }
             let options = Options {
                 segments: event.segments,
                 max_wcu: event.max_wcu,
                 max_key_wcu: event.max_key_wcu,
-                dry_run: false,
+                dry_run: event.dry_run,
                 page_size: event.page_size,
                 stop_after: event.stop_after,
                 stop_at: deadline,
+                results,
             };
-            let report = migrate::run_one_segment(ctx, migration, event.segment, &options).await?;
+            let (report, ended) =
+                migrate::run_one_segment(ctx, migration, event.segment, &options).await?;
             let conflict_count = report.conflicts.len();
             let mut answer = serde_json::to_value(&report).expect("a report is JSON");
             if let Some(listed) = answer["conflicts"].as_array_mut() {
@@ -104,14 +139,20 @@ pub async fn handle(
             answer["conflictCount"] = json!(conflict_count);
             answer["segment"] = json!(event.segment);
             answer["segments"] = json!(event.segments);
+            // The segment's `complete` is whether it was read to its end: what the state
+            // machine invokes it again on. Whether the migration is complete is the run's
+            // report's (`gather`): every segment ended, nothing unsettled, not a dry run.
+            answer["complete"] = json!(ended);
             Ok(answer)
         }
         "fsck" => {
             let results = fsck_results(&event)?;
+            // A run's `dryRun` reaches its segments too: only the judge repairs, or says what
+            // it would.
             crate::fsck::on_aws::segment(
                 ctx,
                 &results,
-                crate::fsck::on_aws::Segment {
+                crate::parts::Segment {
                     segment: event.segment,
                     segments: event.segments,
                     page_size: event.page_size,
@@ -122,7 +163,10 @@ pub async fn handle(
             .await
         }
         // The reduce after every fsck segment is done (`segment` is unused: 0).
-        "fsck-judge" => {
+        JUDGE_TOOL => {
+            if event.dry_run && !event.repair {
+                return Err("dryRun is for repair: true".into());
+            }
             let results = fsck_results(&event)?;
             let options = crate::fsck::Options {
                 repair: event.repair,
@@ -136,16 +180,13 @@ pub async fn handle(
             Ok(answer)
         }
         other => Err(format!(
-            "no table tool named {other} (migrate, fsck, fsck-judge)"
+            "no table tool named {other} (migrate, {SURVEY_TOOL}, fsck, {JUDGE_TOOL})"
         )),
     }
 }
 
 /// Where an fsck segment or judge keeps its results: the event's `results`.
 fn fsck_results(event: &SegmentEvent) -> Result<crate::results::Results, String> {
-    if event.dry_run && !event.repair {
-        return Err("dryRun is for repair: true".into());
-    }
     let url = event
         .results
         .as_deref()

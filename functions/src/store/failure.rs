@@ -70,10 +70,15 @@ impl std::fmt::Display for AccessDenied {
         write!(
             f,
             "AccessDeniedException: {} is not authorized to perform {}: its policy in \
-             template.yaml does not allow it (declare what it touches in functions/src/routes.rs \
-             and run `cargo run -- render`)",
+             template.yaml does not allow it (declare what it touches in {} and run `cargo run \
+             -- render`)",
             self.function,
-            self.refused.join(", ")
+            self.refused.join(", "),
+            // The tools functions' policies are declared whole, not from the route table.
+            match self.function.starts_with("table-tools") {
+                true => "src/render.rs (tools_policy, tools_check_policy)",
+                false => "functions/src/routes.rs",
+            }
         )
     }
 }

@@ -3,6 +3,9 @@
 //!
 //! - A parallel `Scan` of `--segments` segments, each read page by page; every item goes through
 //!   the migration's pure `plan`, and its writes are applied conditioned, one item at a time.
+//! - On AWS, one segment is one invocation of the stack's tools function ([`run_one_segment`]),
+//!   which keeps what outlives an invocation but not the table (a survey, its report so far, a
+//!   dry run's place) in the run's results ([`on_aws`]).
 //! - Resumable: after each page's writes, the segment's place (`LastEvaluatedKey`) is saved in the
 //!   table (`MIGRATION#<name>` / `SEGMENT#<i>`), so a run that is killed starts again at the page
 //!   it was in, and reads at most that one page again; the page's items already changed fail
@@ -19,9 +22,12 @@
 //! - A migration that takes items from the version another one writes runs only once that one
 //!   is complete.
 
+pub mod on_aws;
+
 use crate::progress::Progress;
+use crate::results::Results;
 use crate::throttle::Throttle;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use singlet_functions::Ctx;
 use singlet_functions::migrations::{Migration, Plan, Settings, Survey};
 use singlet_functions::model::Entity;
@@ -53,9 +59,13 @@ pub struct Options {
     /// the tools function's deadline, a little before Lambda's limit, so that the segment is
     /// invoked again from a saved place rather than killed mid-page.
     pub stop_at: Option<std::time::Instant>,
+    /// A segment run alone on AWS: its run's results, where it reads the survey (of a
+    /// migration that claims values) and keeps its report so far and a dry run's place
+    /// ([`on_aws`]). `None` on the laptop, whose one process holds all of that.
+    pub results: Option<Results>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Conflict {
     pub pk: String,
     pub detail: String,
@@ -423,6 +433,11 @@ async fn run_segment(
             let units = save(ctx, migration, place).await?;
             throttle.settle(admission, units);
         }
+        // After the table's checkpoint: a segment killed between the two reports the page it
+        // was in no more, and never twice.
+        if let Some(results) = &options.results {
+            on_aws::save(results, segment, segments, last_key.as_ref(), shared).await?;
+        }
         progress.count(|| counters.line(migration.name));
         if done {
             return Ok(true);
@@ -555,19 +570,24 @@ fn throttle_of(options: &Options) -> Throttle {
 /// Runs segment `segment` of `options.segments` alone, from its checkpoint to its end: what the
 /// stack's tools function runs for one item of the state machine's distributed map
 /// ([`crate::segment`]), through the same per-segment function (`run_segment`) the laptop's
-/// [`run`] runs for every segment side by side. Run again after a kill, it resumes from the segment's checkpoint; run after the
-/// segment is done, it reads nothing and answers `complete`.
+/// [`run`] runs for every segment side by side. Run again after a kill, it resumes from the
+/// segment's checkpoint; run after the segment is done, it reads nothing. Answers the report
+/// and whether the segment has been read to its end (a dry run's report is never `complete`,
+/// as the laptop's is not: it changed nothing).
+///
+/// With the run's results ([`Options::results`]), the report is the segment's over every
+/// invocation of this run, and a dry run goes on from the place the one before it reached; a
+/// migration that surveys what every item claims (`plates-compact`) reads the survey its
+/// run's survey segments wrote there ([`on_aws`]).
 ///
 /// Refused, with the reason: a segment outside the run, a run of another segment count stopped
-/// part way, a migration that must wait for another, and a migration that first surveys what
-/// every item claims (`plates-compact`): that survey reads the whole table, and a segment alone
-/// would read it once per segment (run it from the laptop; docs/guide/tools-on-step-functions.md).
+/// part way, a migration that must wait for another, a survey or a dry run without results.
 pub async fn run_one_segment(
     ctx: &Ctx,
     migration: &'static Migration,
     segment: u32,
     options: &Options,
-) -> Result<Report, String> {
+) -> Result<(Report, bool), String> {
     let segments = options.segments.max(1);
     if segment >= segments {
         return Err(format!(
@@ -576,49 +596,74 @@ pub async fn run_one_segment(
         ));
     }
     crate::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
-    if migration.claims.is_some() {
-        return Err(format!(
-            "{} first reads what every item of the table claims, which one segment alone cannot: \
-             run it from a machine (`migrate {}`)",
-            migration.name, migration.name
-        ));
-    }
-    let saved = match options.dry_run {
-        true => Vec::new(),
-        false => checkpoints(ctx, migration).await?,
+    let results = options.results.as_ref();
+    let needs_results = |why: &str| {
+        format!(
+            "{} {why}, which a segment alone keeps in its run's results: name them \
+             (s3://<bucket>/<prefix> or file:///<dir>)",
+            migration.name
+        )
     };
-    if let Some((_, first)) = saved.first() {
-        let unfinished = saved.iter().any(|(_, c)| !c.done);
-        if first.segments != segments {
-            return Err(match unfinished {
-                true => format!(
-                    "a run of {} with {} segments was stopped part way: resume it with {} segments",
-                    migration.name, first.segments, first.segments
-                ),
-                false => format!(
-                    "{} was run to its end with {} segments: run it with {} segments, or start a new \
-                     pass from a machine (`migrate {}`), which clears the finished run's checkpoints",
-                    migration.name, first.segments, first.segments, migration.name
-                ),
-            });
-        }
-    }
-    if !options.dry_run {
-        check_after(ctx, migration).await?;
-    }
     let throttle = throttle_of(options);
-    let checkpoint = saved
-        .into_iter()
-        .find(|(s, _)| *s == segment)
-        .map(|(_, c)| c);
+    let previous = match results {
+        Some(results) => on_aws::saved(results, segment, segments).await?,
+        None => None,
+    };
+    let checkpoint = if options.dry_run {
+        match &previous {
+            Some(previous) => Some(previous.place()?),
+            None if results.is_none() => {
+                return Err(needs_results("keeps a dry run's place"));
+            }
+            None => None,
+        }
+    } else {
+        let saved = checkpoints(ctx, migration).await?;
+        if let Some((_, first)) = saved.first() {
+            let unfinished = saved.iter().any(|(_, c)| !c.done);
+            if first.segments != segments {
+                return Err(match unfinished {
+                    true => format!(
+                        "a run of {} with {} segments was stopped part way: resume it with {} segments",
+                        migration.name, first.segments, first.segments
+                    ),
+                    false => format!(
+                        "{} was run to its end with {} segments: run it with {} segments, or start a new \
+                         pass from a machine (`migrate {}`), which clears the finished run's checkpoints",
+                        migration.name, first.segments, first.segments, migration.name
+                    ),
+                });
+            }
+        }
+        check_after(ctx, migration).await?;
+        saved
+            .into_iter()
+            .find(|(s, _)| *s == segment)
+            .map(|(_, c)| c)
+    };
+    // The survey before the first write (a segment refused for want of it has written
+    // nothing, its mark included), and not at all for a segment with nothing left to plan.
+    let survey = match (migration.claims, results) {
+        (None, _) => Survey::default(),
+        _ if checkpoint.as_ref().is_some_and(|c| c.done) => Survey::default(),
+        (Some(_), Some(results)) => on_aws::survey(results, migration.name, segments).await?,
+        (Some(_), None) => {
+            return Err(needs_results(
+                "first reads what every item of the table claims (its survey)",
+            ));
+        }
+    };
     if checkpoint.is_none() && !options.dry_run {
         mark_started(ctx, migration, segment, segments, &throttle).await?;
     }
     let settings = Settings {
         loan_history_days: ctx.loan_history_days,
     };
-    let shared = Shared::new(throttle, options, Survey::default(), settings);
-    let complete = run_segment(
+    let shared = Shared::new(throttle, options, survey, settings);
+    if let Some(previous) = previous {
+        previous.restore(&shared);
+    }
+    let ended = run_segment(
         ctx,
         migration,
         segment,
@@ -627,7 +672,7 @@ pub async fn run_one_segment(
         &shared,
     )
     .await?;
-    Ok(shared.report(migration, complete))
+    Ok((shared.report(migration, ended), ended))
 }
 
 /// What every item of the table claims, read by a parallel `Scan` of its own.

@@ -1,0 +1,192 @@
+//! `migrate` as the stack's state machine runs it (docs/guide/tools-on-step-functions.md,
+//! "Migrations on AWS"): what one segment run alone keeps beyond the table, in its run's
+//! results ([`crate::results`]).
+//!
+//! - **The survey** of a migration that makes values unique (`plates-compact`): what every item
+//!   claims, which no segment can read alone. The state machine's map runs twice: first each
+//!   segment writes the claims of its items to the results ([`survey_segment`], in parts as
+//!   [`crate::parts`] writes them), then each migrating segment reads them all back
+//!   ([`survey`]) before its first write, as the laptop's run surveys before its segments
+//!   start. Like the laptop's, the survey is the run's own: a run started again (another
+//!   execution) surveys again.
+//! - **The segment's report** (`report-<n>.json`), saved after each page: a segment the
+//!   deadline stopped is invoked again, and its report goes on from the counts and the
+//!   conflicts the invocations before it found, so the run's report is the whole run's.
+//! - **A dry run's place**: a dry run writes nothing to the table, checkpoints included, so its
+//!   report also holds its place (the last key read, whether the segment is done), and a dry
+//!   run stopped by its deadline goes on from there.
+
+use super::{Checkpoint, Conflict, Shared};
+use crate::parts::{self, Segment};
+use crate::results::Results;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use singlet_functions::Ctx;
+use singlet_functions::migrations::{Migration, Survey};
+use singlet_functions::store::Item;
+use std::sync::atomic::Ordering;
+
+/// The `tool` of a survey segment's event.
+pub const SURVEY_TOOL: &str = "migrate-survey";
+
+/// The name the survey's parts and checkpoints begin with (`survey-3.json`).
+const SURVEY_STEM: &str = "survey";
+
+/// Writes the claims of `run`'s segment's items to `results`, from its checkpoint to its end
+/// (or its deadline); answers `{tool, migration, segment, segments, scanned, claimed, parts,
+/// complete}`.
+pub async fn survey_segment(
+    ctx: &Ctx,
+    results: &Results,
+    migration: &Migration,
+    run: Segment,
+) -> Result<Value, String> {
+    let claims = migration.claims.ok_or_else(|| {
+        format!(
+            "{} claims no values: it has no survey (run its segments)",
+            migration.name
+        )
+    })?;
+    let written = parts::write(ctx, results, SURVEY_STEM, run, |item| {
+        let claimed = claims(&item);
+        (!claimed.is_empty()).then(|| json!({"pk": super::pk_of(&item), "claims": claimed}))
+    })
+    .await?;
+    Ok(json!({
+        "tool": SURVEY_TOOL,
+        "migration": migration.name,
+        "segment": run.segment,
+        "segments": run.segments,
+        "scanned": written.scanned,
+        "claimed": written.kept,
+        "parts": written.parts,
+        "complete": written.complete,
+    }))
+}
+
+/// What every item claims, as the survey's segments wrote it to `results` (each of them done).
+pub async fn survey(results: &Results, name: &str, segments: u32) -> Result<Survey, String> {
+    let mut claimed = Vec::new();
+    parts::read(results, SURVEY_STEM, segments, |line| {
+        let pk = line["pk"].as_str().ok_or("a line without its pk")?;
+        let claims = line["claims"]
+            .as_array()
+            .ok_or("a line without its claims")?
+            .iter()
+            .map(|claim| claim.as_str().map(str::to_owned))
+            .collect::<Option<Vec<String>>>()
+            .ok_or("a claim that is not text")?;
+        claimed.push((pk.to_owned(), claims));
+        Ok(())
+    })
+    .await
+    .map_err(|e| format!("{name}'s survey: {e}"))?;
+    let survey = Survey::new(claimed);
+    eprintln!(
+        "migrate {name}: surveyed, {} values claimed more than once",
+        survey.collisions()
+    );
+    Ok(survey)
+}
+
+/// A segment's report as its invocations have left it, and a dry run's place.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Saved {
+    segments: u32,
+    scanned: u64,
+    changed: u64,
+    already_changed: u64,
+    unsettled: u64,
+    conflicts: Vec<Conflict>,
+    sample: Vec<String>,
+    /// A dry run's place (a run that writes keeps it in the table's checkpoints).
+    last_key: Option<Value>,
+    done: bool,
+}
+
+fn report_name(segment: u32) -> String {
+    format!("report-{segment}.json")
+}
+
+/// Segment `segment`'s report as the invocations before this one left it, if any, refused if it
+/// is of another segment count.
+pub(super) async fn saved(
+    results: &Results,
+    segment: u32,
+    segments: u32,
+) -> Result<Option<Saved>, String> {
+    let name = report_name(segment);
+    let Some(bytes) = results.get(&name).await? else {
+        return Ok(None);
+    };
+    let saved: Saved = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{} is no segment's report: {e}", results.url(&name)))?;
+    if saved.segments != segments {
+        return Err(format!(
+            "{} is segment {segment}'s of {} segments, not of {segments}: these results are \
+             another run's",
+            results.url(&name),
+            saved.segments
+        ));
+    }
+    Ok(Some(saved))
+}
+
+impl Saved {
+    /// A dry run's place.
+    pub(super) fn place(&self) -> Result<Checkpoint, String> {
+        Ok(Checkpoint {
+            segments: self.segments,
+            last_key: match &self.last_key {
+                Some(key) => Some(crate::transfer::item_from_json(key)?),
+                None => None,
+            },
+            done: self.done,
+            // Unsettled items are listed with the conflicts.
+            conflicts: self.conflicts.len() as u64,
+        })
+    }
+
+    /// The counts and the conflicts into `shared`, for this invocation to add to.
+    pub(super) fn restore(self, shared: &Shared<'_>) {
+        let counters = &shared.counters;
+        counters.scanned.store(self.scanned, Ordering::Relaxed);
+        counters.changed.store(self.changed, Ordering::Relaxed);
+        counters
+            .already
+            .store(self.already_changed, Ordering::Relaxed);
+        counters.unsettled.store(self.unsettled, Ordering::Relaxed);
+        *shared.conflicts.lock().unwrap() = self.conflicts;
+        *shared.sample.lock().unwrap() = self.sample;
+    }
+}
+
+/// Saves the segment's report so far (and, for a dry run, its place: the last key read, and
+/// whether it is done).
+pub(super) async fn save(
+    results: &Results,
+    segment: u32,
+    segments: u32,
+    last_key: Option<&Item>,
+    shared: &Shared<'_>,
+) -> Result<(), String> {
+    let counters = &shared.counters;
+    let saved = Saved {
+        segments,
+        scanned: counters.scanned.load(Ordering::Relaxed),
+        changed: counters.changed.load(Ordering::Relaxed),
+        already_changed: counters.already.load(Ordering::Relaxed),
+        unsettled: counters.unsettled.load(Ordering::Relaxed),
+        conflicts: shared.conflicts.lock().unwrap().clone(),
+        sample: shared.sample.lock().unwrap().clone(),
+        last_key: last_key.map(crate::transfer::item_to_json),
+        done: last_key.is_none(),
+    };
+    results
+        .put(
+            &report_name(segment),
+            serde_json::to_vec(&saved).expect("JSON"),
+        )
+        .await
+}
