@@ -289,56 +289,9 @@ pub async fn segment_reports(
     Ok(reports)
 }
 
-/// The segments' `reports` of a run of `segments`, gathered into one report as the laptop's
-/// `migrate --json` prints it: counts added, conflicts listed (each segment lists at most
-/// [`singlet_tools::segment::CONFLICTS_LISTED`]; `conflictCount` is all of them), complete
-/// when every segment was read to its end and no item was left unsettled (never for a dry run,
-/// as the laptop's). `ended` says whether every segment was read to its end; `sample`, a dry
-/// run's, lists the first few keys its segments would change. `peakWcuPerSecond` is the
-/// segments' peaks added: an upper bound, their peaks need not have been in the same second.
-pub fn gather(migration: &str, reports: &[Value], segments: u64, dry_run: bool) -> Value {
-    let sum = |field: &str| -> u64 { reports.iter().filter_map(|r| r[field].as_u64()).sum() };
-    let peak: f64 = reports
-        .iter()
-        .filter_map(|r| r["peakWcuPerSecond"].as_f64())
-        .sum();
-    let conflicts: Vec<Value> = reports
-        .iter()
-        .flat_map(|r| r["conflicts"].as_array().cloned().unwrap_or_default())
-        .collect();
-    let hottest = reports
-        .iter()
-        .filter(|r| r["hottestKey"].is_object())
-        .max_by(|a, b| {
-            let units = |r: &Value| r["hottestKey"]["peakWcuPerSecond"].as_f64().unwrap_or(0.0);
-            units(a).total_cmp(&units(b))
-        })
-        .map(|r| r["hottestKey"].clone());
-    let ended = !reports.is_empty()
-        && reports.len() as u64 == segments
-        && reports.iter().all(|r| r["complete"] == true);
-    let sample: Vec<Value> = reports
-        .iter()
-        .flat_map(|r| r["sample"].as_array().cloned().unwrap_or_default())
-        .take(5)
-        .collect();
-    json!({
-        "migration": migration,
-        "scanned": sum("scanned"),
-        "changed": sum("changed"),
-        "alreadyChanged": sum("alreadyChanged"),
-        "unsettled": sum("unsettled"),
-        "conflicts": conflicts,
-        "conflictCount": sum("conflictCount"),
-        "complete": ended && sum("unsettled") == 0 && !dry_run,
-        "ended": ended,
-        "dryRun": dry_run,
-        "sample": sample,
-        "peakWcuPerSecond": peak,
-        "hottestKey": hottest,
-        "segments": reports.len(),
-    })
-}
+/// The segments' reports gathered into the run's one report: the tools library's, which the
+/// state machine's own gathering step runs too.
+pub use singlet_tools::migrate::on_aws::gather;
 
 /// The tools' state machine of the stack `stack`: the one template.yaml names
 /// `<stack>-table-tools`, found among the account's state machines in the region

@@ -131,7 +131,7 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
 
 /// `migrate <name> --on-aws`: the run started on the stack's state machine and followed.
 async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String> {
-    use singlet::step_functions::{Tool, gather, segment_reports};
+    use singlet::step_functions::{Tool, gather, read_s3_json, segment_reports};
     let config = super::on_sfn::aws_config().await;
     let client = aws_sdk_sfn::Client::new(&config);
     let tool = Tool::Migrate {
@@ -168,8 +168,18 @@ async fn on_aws(migration: &str, args: &MigrateArgs) -> Result<ExitCode, String>
         return Ok(ExitCode::from(1));
     }
     let output = ended.output.unwrap_or_default();
-    let reports = segment_reports(&super::on_sfn::s3_client(&config), &output).await?;
-    let mut report = gather(migration, &reports, u64::from(args.segments), args.dry_run);
+    let s3 = super::on_sfn::s3_client(&config);
+    let mut report = match output["migrate"]["report"]["reportObject"].as_str() {
+        // The state machine's own gathering: the whole report it wrote (its output lists some
+        // of the conflicts only).
+        Some(url) => read_s3_json(&s3, url).await?,
+        // A stack deployed before the state machine gathered: the segments' reports the map
+        // wrote, gathered here alike.
+        None => {
+            let reports = segment_reports(&s3, &output).await?;
+            gather(migration, &reports, u64::from(args.segments), args.dry_run)
+        }
+    };
     report["executionArn"] = ended.execution_arn.into();
     report["status"] = ended.status.into();
     if args.json {

@@ -729,6 +729,23 @@ async fn plates_compact_on_aws_surveys_first_then_migrates_as_the_laptop_does() 
     let expected: Vec<String> = ran.conflicts.iter().map(|c| c.pk.clone()).collect();
     assert_eq!(conflicts, expected);
     assert_eq!(changed, ran.changed);
+    // The run's gathering: the laptop's report, in the execution's output and whole beside
+    // the segments' reports.
+    let gathered = invoke(event("migrate-gather", 0, json!({}))).await.unwrap();
+    // (Not `scanned`: each run reads its own checkpoints, marked as its segments start.)
+    for field in ["changed", "alreadyChanged", "unsettled", "complete"] {
+        let laptop = serde_json::to_value(&ran).unwrap();
+        assert_eq!(gathered[field], laptop[field], "{field}: {gathered}");
+    }
+    assert_eq!(gathered["conflictCount"], COLLIDING);
+    assert_eq!(gathered["ended"], true);
+    let whole: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(whole["conflicts"].as_array().unwrap().len(), COLLIDING);
+    assert_eq!(
+        gathered["reportObject"],
+        format!("file://{}", dir.path().join("report.json").display())
+    );
     assert_eq!(migrated_items(&aws).await, migrated_items(&laptop).await);
     let states = migrate::states(&aws.ctx).await.unwrap();
     let state = states
@@ -808,6 +825,43 @@ async fn a_dry_run_segment_keeps_its_place_in_the_results_and_writes_nothing() {
         (Some(600), Some(200))
     );
     assert_eq!(again["dryRun"], true);
+    // Gathered: the laptop's dry run's report, every segment ended, never complete.
+    let gathered = singlet::invoke::invoke(
+        &api.ctx,
+        "table-tools",
+        &json!({
+            "tool": "migrate-gather", "migration": "vehicles-by-depot", "segment": 0,
+            "segments": 1, "dryRun": true,
+            "results": format!("file://{}", dir.path().display()),
+        })
+        .to_string(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (
+            &gathered["ended"],
+            &gathered["complete"],
+            &gathered["dryRun"]
+        ),
+        (&json!(true), &json!(false), &json!(true)),
+        "{gathered}"
+    );
+    assert_eq!(gathered["changed"], 200);
+    assert_eq!(gathered["sample"].as_array().unwrap().len(), 5);
+    // A run of two segments has no report for the second: not gathered, said.
+    let refused = singlet::invoke::invoke(
+        &api.ctx,
+        "table-tools",
+        &json!({
+            "tool": "migrate-gather", "migration": "vehicles-by-depot", "segment": 0,
+            "segments": 2, "results": format!("file://{}", dir.path().display()),
+        })
+        .to_string(),
+    )
+    .await
+    .unwrap_err();
+    assert!(refused.contains("another run's"), "{refused}");
 }
 
 /// `migrate <name> --on-aws --dry-run`: the execution's input asks for a dry run, and an
@@ -847,4 +901,62 @@ async fn migrate_on_aws_dry_run_asks_for_one_and_reports_it() {
             .starts_with("migrate-vehicles-by-depot-"),
         "{input}"
     );
+}
+
+/// `migrate --on-aws` against a state machine that gathers: the execution's output names the
+/// whole report the gathering wrote, which the command reads and prints (exit 1: conflicts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_on_aws_prints_the_report_the_state_machine_gathered() {
+    let whole = json!({
+        "migration": "vehicles-by-depot", "scanned": 40, "changed": 30, "alreadyChanged": 0,
+        "unsettled": 0, "conflicts": (0..60).map(|i| json!({"pk": format!("VEHICLE#v{i}"), "detail": "x"})).collect::<Vec<_>>(),
+        "conflictCount": 60, "complete": true, "ended": true, "dryRun": false, "sample": [],
+        "peakWcuPerSecond": 12.0, "hottestKey": null, "segments": 2,
+    });
+    let s3 = fake_aws::s3_holding(vec![(
+        "/results/migrate/run/report.json".into(),
+        whole.clone(),
+    )])
+    .await;
+    let mut listed = whole.clone();
+    listed["conflicts"].as_array_mut().unwrap().truncate(50);
+    listed["reportObject"] = json!("s3://results/migrate/run/report.json");
+    let output = json!({"segmentCount": 2, "migrate": {"report": listed}});
+    let sfn = step_functions(
+        started(),
+        vec![described(
+            "SUCCEEDED",
+            json!({"output": output.to_string()}),
+        )],
+    )
+    .await;
+    let (code, stdout, stderr) = fake_aws::singlet(
+        &[
+            "migrate",
+            "vehicles-by-depot",
+            "--on-aws",
+            "--state-machine",
+            MACHINE,
+            "--segments",
+            "2",
+            "--poll-ms",
+            "5",
+            "--json",
+        ],
+        &[
+            ("AWS_ENDPOINT_URL_SFN", &sfn.url),
+            ("AWS_ENDPOINT_URL_S3", &s3.url),
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(1), "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["conflicts"].as_array().unwrap().len(),
+        60,
+        "the whole report"
+    );
+    assert_eq!(report["status"], "SUCCEEDED");
+    let reads: Vec<String> = s3.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(reads, ["/results/migrate/run/report.json"]);
 }

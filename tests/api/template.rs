@@ -1325,14 +1325,14 @@ fn tools_function_and_state_machine() {
     let choice = &states[map["Next"].as_str().unwrap()];
     assert_eq!(choice["Type"], "Choice");
     let choices = list(&choice["Choices"]);
-    assert_eq!(choices.len(), 2);
+    assert_eq!(choices.len(), 3);
     assert_eq!(choices[0]["Variable"], "$.step.tool");
     assert_eq!(
         choices[0]["StringEquals"],
         singlet_tools::migrate::on_aws::SURVEY_TOOL
     );
     assert_eq!(choices[0]["Next"], running_name);
-    let to_judge = &choices[1..];
+    let to_judge = &choices[1..2];
     assert_eq!(to_judge[0]["Variable"], "$.tool");
     assert_eq!(to_judge[0]["StringEquals"], "fsck");
     assert_eq!(
@@ -1359,9 +1359,27 @@ fn tools_function_and_state_machine() {
         judge_retries[1]["MaxAttempts"], 0,
         "a judge out of time is not run again"
     );
+    // A migration goes on to its gathering: the tools function, with the gathering's event
+    // (singlet_tools::segment), every segment's report read from the run's results.
+    assert_eq!(choices[2]["Variable"], "$.tool");
+    assert_eq!(choices[2]["StringEquals"], "migrate");
+    let gather_name = choices[2]["Next"].as_str().unwrap();
+    let gather = &states[gather_name];
+    assert_eq!(gather["Resource"], "arn:aws:states:::lambda:invoke");
+    assert_eq!(
+        gather["Parameters"]["FunctionName"],
+        "${TableToolsFunctionArn}"
+    );
+    let payload = &gather["Parameters"]["Payload"];
+    assert_eq!(payload["tool"], singlet_tools::migrate::on_aws::GATHER_TOOL);
+    assert_eq!(payload["results.$"], "$.results.url");
+    assert_eq!(payload["segments.$"], "$.segmentCount");
+    assert_eq!(payload["dryRun.$"], "$.dryRun");
+    assert_eq!(gather["ResultPath"], "$.migrate");
+    assert_eq!(gather["End"], true);
     for (name, state) in states.as_mapping().unwrap() {
         assert!(
-            state["Resource"].is_null() || name == judge_name,
+            state["Resource"].is_null() || name == judge_name || name == gather_name,
             "{name:?} invokes nothing itself"
         );
     }

@@ -19,14 +19,16 @@
 //! ...}` segments write first. The answer is the segment's report, the `--json` one of
 //! `migrate` with `segment`, `segments` and `conflictCount` beside it, `complete` saying
 //! whether the segment was read to its end; an error is the invocation's failure (`Error`,
-//! `Cause`), which the state machine retries.
+//! `Cause`), which the state machine retries. Once every segment has ended,
+//! `{"tool": "migrate-gather", "migration": ..., "segment": 0, "segments": 16, "results": ...}`
+//! gathers their reports into the run's one report ([`crate::migrate::on_aws::gather_run`]).
 //!
 //! fsck runs as a map and a reduce ([`crate::fsck::on_aws`]): `{"tool": "fsck", "segment": 3,
 //! "segments": 16, "results": "s3://<bucket>/fsck/<run>/"}` reads one segment into the results,
 //! and `{"tool": "fsck-judge", "segment": 0, "segments": 16, "results": ..., "repair": true,
 //! "maxWcu": 100, "maxKeyWcu": 800}` judges what every segment read.
 
-use crate::migrate::on_aws::SURVEY_TOOL;
+use crate::migrate::on_aws::{GATHER_TOOL, SURVEY_TOOL};
 use crate::migrate::{self, Options};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -95,6 +97,20 @@ pub async fn handle(
         }
     }
     match event.tool.as_str() {
+        GATHER_TOOL => {
+            let name = event
+                .migration
+                .as_deref()
+                .ok_or("a migration's gathering names its migration")?;
+            let migration = singlet_functions::migrations::by_name(name)
+                .ok_or_else(|| format!("no migration named {name}"))?;
+            let url = event
+                .results
+                .as_deref()
+                .ok_or("a migration's gathering names its results")?;
+            let results = crate::results::Results::parse(url)?;
+            migrate::on_aws::gather_run(&results, migration, event.segments, event.dry_run).await
+        }
         "migrate" | SURVEY_TOOL => {
             let name = event
                 .migration
@@ -180,7 +196,7 @@ pub async fn handle(
             Ok(answer)
         }
         other => Err(format!(
-            "no table tool named {other} (migrate, {SURVEY_TOOL}, fsck, {JUDGE_TOOL})"
+            "no table tool named {other} (migrate, {SURVEY_TOOL}, {GATHER_TOOL}, fsck, {JUDGE_TOOL})"
         )),
     }
 }

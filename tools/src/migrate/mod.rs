@@ -289,6 +289,9 @@ struct Shared<'o> {
     sample: Mutex<Vec<String>>,
     stopped: std::sync::atomic::AtomicBool,
     progress: Progress,
+    /// A segment run alone: the peak and the hottest key its earlier invocations saved
+    /// ([`on_aws`]), which this one's report so far is folded into.
+    earlier_peak: Mutex<(f64, Option<serde_json::Value>)>,
 }
 
 impl<'o> Shared<'o> {
@@ -304,6 +307,7 @@ impl<'o> Shared<'o> {
             sample: Mutex::new(Vec::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             progress: Progress::new(true),
+            earlier_peak: Mutex::new((0.0, None)),
         }
     }
 
@@ -672,6 +676,11 @@ pub async fn run_one_segment(
         &shared,
     )
     .await?;
+    // A segment found done (by an earlier execution, or a retried map item) read no page, so
+    // saved no report: this run's gathering reads one for every segment.
+    if let (Some(results), true) = (results, ended) {
+        on_aws::save(results, segment, segments, None, &shared).await?;
+    }
     Ok((shared.report(migration, ended), ended))
 }
 

@@ -15,6 +15,9 @@
 //! - **A dry run's place**: a dry run writes nothing to the table, checkpoints included, so its
 //!   report also holds its place (the last key read, whether the segment is done), and a dry
 //!   run stopped by its deadline goes on from there.
+//! - **The run's report** ([`gather_run`]): once every segment has ended, their reports gathered
+//!   into the one the laptop's `migrate --json` prints ([`gather`]), `report.json` beside them
+//!   and, its conflicts listed at most [`CONFLICTS_IN_OUTPUT`], the execution's output.
 
 use super::{Checkpoint, Conflict, Shared};
 use crate::parts::{self, Segment};
@@ -28,6 +31,13 @@ use std::sync::atomic::Ordering;
 
 /// The `tool` of a survey segment's event.
 pub const SURVEY_TOOL: &str = "migrate-survey";
+
+/// The `tool` of the event that gathers a run's report.
+pub const GATHER_TOOL: &str = "migrate-gather";
+
+/// Conflicts the execution's output lists at most (Step Functions caps an output at 256 KiB);
+/// `conflictCount` counts them all, and `report.json` lists them all.
+pub const CONFLICTS_IN_OUTPUT: usize = 50;
 
 /// The name the survey's parts and checkpoints begin with (`survey-3.json`).
 const SURVEY_STEM: &str = "survey";
@@ -102,7 +112,14 @@ pub(super) struct Saved {
     sample: Vec<String>,
     /// A dry run's place (a run that writes keeps it in the table's checkpoints).
     last_key: Option<Value>,
+    /// Read to its end.
     done: bool,
+    /// The most write units in a second over the segment's invocations, and the key written
+    /// most (as the report shows it: a personal value by its prefix alone).
+    #[serde(default)]
+    peak_wcu_per_second: f64,
+    #[serde(default)]
+    hottest_key: Option<Value>,
 }
 
 fn report_name(segment: u32) -> String {
@@ -159,6 +176,24 @@ impl Saved {
         counters.unsettled.store(self.unsettled, Ordering::Relaxed);
         *shared.conflicts.lock().unwrap() = self.conflicts;
         *shared.sample.lock().unwrap() = self.sample;
+        *shared.earlier_peak.lock().unwrap() = (self.peak_wcu_per_second, self.hottest_key);
+    }
+
+    /// The segment's report as the state machine's map would have it (`complete`: read to its
+    /// end), for [`gather`].
+    fn as_report(&self) -> Value {
+        json!({
+            "scanned": self.scanned,
+            "changed": self.changed,
+            "alreadyChanged": self.already_changed,
+            "unsettled": self.unsettled,
+            "conflicts": self.conflicts,
+            "conflictCount": self.conflicts.len(),
+            "complete": self.done,
+            "sample": self.sample,
+            "peakWcuPerSecond": self.peak_wcu_per_second,
+            "hottestKey": self.hottest_key,
+        })
     }
 }
 
@@ -172,6 +207,21 @@ pub(super) async fn save(
     shared: &Shared<'_>,
 ) -> Result<(), String> {
     let counters = &shared.counters;
+    // This invocation's peak against the ones before it.
+    let (earlier, earlier_hottest) = shared.earlier_peak.lock().unwrap().clone();
+    let hottest = shared
+        .throttle
+        .hottest_key()
+        .map(|key| serde_json::to_value(key).expect("JSON"));
+    let units = |key: &Option<Value>| {
+        key.as_ref()
+            .and_then(|key| key["peakWcuPerSecond"].as_f64())
+            .unwrap_or(0.0)
+    };
+    let hottest = match units(&hottest) >= units(&earlier_hottest) {
+        true => hottest.or(earlier_hottest),
+        false => earlier_hottest,
+    };
     let saved = Saved {
         segments,
         scanned: counters.scanned.load(Ordering::Relaxed),
@@ -182,6 +232,8 @@ pub(super) async fn save(
         sample: shared.sample.lock().unwrap().clone(),
         last_key: last_key.map(crate::transfer::item_to_json),
         done: last_key.is_none(),
+        peak_wcu_per_second: earlier.max(shared.throttle.peak()),
+        hottest_key: hottest,
     };
     results
         .put(
@@ -189,4 +241,88 @@ pub(super) async fn save(
             serde_json::to_vec(&saved).expect("JSON"),
         )
         .await
+}
+
+/// Every segment's report of a run of `segments` (each segment ended), gathered into the run's
+/// one report ([`gather`]); written whole to `report.json` in `results` and answered with its
+/// conflicts listed at most [`CONFLICTS_IN_OUTPUT`], `conflictCount`, and where the whole is
+/// (`reportObject`).
+pub async fn gather_run(
+    results: &Results,
+    migration: &Migration,
+    segments: u32,
+    dry_run: bool,
+) -> Result<Value, String> {
+    let mut reports = Vec::new();
+    for segment in 0..segments {
+        let saved = saved(results, segment, segments).await?.ok_or_else(|| {
+            format!(
+                "segment {segment} of {segments} left no report ({}): the segments run first",
+                results.url(&report_name(segment))
+            )
+        })?;
+        reports.push(saved.as_report());
+    }
+    let whole = gather(migration.name, &reports, u64::from(segments), dry_run);
+    results
+        .put("report.json", serde_json::to_vec(&whole).expect("JSON"))
+        .await?;
+    let mut answer = whole;
+    if let Some(listed) = answer["conflicts"].as_array_mut() {
+        listed.truncate(CONFLICTS_IN_OUTPUT);
+    }
+    answer["tool"] = json!("migrate");
+    answer["reportObject"] = json!(results.url("report.json"));
+    Ok(answer)
+}
+
+/// The segments' `reports` of a run of `segments`, gathered into one report as the laptop's
+/// `migrate --json` prints it: counts added, conflicts listed (each segment's report lists at
+/// most [`crate::segment::CONFLICTS_LISTED`]; `conflictCount` is all of them), `complete` when
+/// every segment was read to its end and no item was left unsettled (never for a dry run, as
+/// the laptop's). `ended` says whether every segment was read to its end; `sample`, a dry run's,
+/// lists the first few keys its segments would change. `peakWcuPerSecond` is the segments'
+/// peaks added: an upper bound, their peaks need not have been in the same second.
+pub fn gather(migration: &str, reports: &[Value], segments: u64, dry_run: bool) -> Value {
+    let sum = |field: &str| -> u64 { reports.iter().filter_map(|r| r[field].as_u64()).sum() };
+    let peak: f64 = reports
+        .iter()
+        .filter_map(|r| r["peakWcuPerSecond"].as_f64())
+        .sum();
+    let conflicts: Vec<Value> = reports
+        .iter()
+        .flat_map(|r| r["conflicts"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let hottest = reports
+        .iter()
+        .filter(|r| r["hottestKey"].is_object())
+        .max_by(|a, b| {
+            let units = |r: &Value| r["hottestKey"]["peakWcuPerSecond"].as_f64().unwrap_or(0.0);
+            units(a).total_cmp(&units(b))
+        })
+        .map(|r| r["hottestKey"].clone());
+    let ended = !reports.is_empty()
+        && reports.len() as u64 == segments
+        && reports.iter().all(|r| r["complete"] == true);
+    let sample: Vec<Value> = reports
+        .iter()
+        .flat_map(|r| r["sample"].as_array().cloned().unwrap_or_default())
+        .take(5)
+        .collect();
+    json!({
+        "migration": migration,
+        "scanned": sum("scanned"),
+        "changed": sum("changed"),
+        "alreadyChanged": sum("alreadyChanged"),
+        "unsettled": sum("unsettled"),
+        "conflicts": conflicts,
+        "conflictCount": sum("conflictCount"),
+        "complete": ended && sum("unsettled") == 0 && !dry_run,
+        "ended": ended,
+        "dryRun": dry_run,
+        "sample": sample,
+        "peakWcuPerSecond": peak,
+        "hottestKey": hottest,
+        "segments": reports.len(),
+    })
 }
