@@ -98,7 +98,6 @@ pub async fn run(runner: &RunnerArgs, args: MigrateArgs) -> Result<ExitCode, Str
         page_size: args.page_size,
         stop_after: args.stop_after,
         stop_at: None,
-        results: None,
     };
     let report = migrate::run(&ctx, migration, &options).await?;
     if args.json {

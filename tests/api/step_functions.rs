@@ -610,9 +610,10 @@ async fn migrate_segment_past_its_deadline_stops_between_pages_and_goes_on() {
     let (mut invocations, mut changed, mut already) = (0, 0, 0);
     loop {
         invocations += 1;
-        let (report, ended) = migrate::run_one_segment(&api.ctx, migration(), 0, &options)
-            .await
-            .unwrap();
+        let (report, ended) =
+            migrate::on_aws::run_one_segment(&api.ctx, migration(), 0, &options, None)
+                .await
+                .unwrap();
         assert!(report.scanned <= 100, "one page an invocation: {report:?}");
         changed += report.changed;
         already += report.already_changed;
@@ -772,15 +773,16 @@ async fn a_dry_run_segment_keeps_its_place_in_the_results_and_writes_nothing() {
         page_size: Some(100),
         dry_run: true,
         stop_at: Some(std::time::Instant::now()),
-        results: Some(singlet_tools::results::Results::Dir(dir.path().to_owned())),
         ..Options::default()
     };
+    let results = singlet_tools::results::Results::Dir(dir.path().to_owned());
     let (mut invocations, mut last_scanned) = (0, 0);
     let report = loop {
         invocations += 1;
-        let (report, ended) = migrate::run_one_segment(&api.ctx, migration(), 0, &options)
-            .await
-            .unwrap();
+        let (report, ended) =
+            migrate::on_aws::run_one_segment(&api.ctx, migration(), 0, &options, Some(&results))
+                .await
+                .unwrap();
         assert!(!report.complete, "a dry run completes nothing");
         assert!(report.dry_run);
         // Each invocation adds one page to the counts of those before it (the last page,

@@ -143,10 +143,15 @@ pub async fn handle(
                 page_size: event.page_size,
                 stop_after: event.stop_after,
                 stop_at: deadline,
-                results,
             };
-            let (report, ended) =
-                migrate::run_one_segment(ctx, migration, event.segment, &options).await?;
+            let (report, ended) = migrate::on_aws::run_one_segment(
+                ctx,
+                migration,
+                event.segment,
+                &options,
+                results.as_ref(),
+            )
+            .await?;
             let conflict_count = report.conflicts.len();
             let mut answer = serde_json::to_value(&report).expect("a report is JSON");
             if let Some(listed) = answer["conflicts"].as_array_mut() {

@@ -3,9 +3,9 @@
 //!
 //! - A parallel `Scan` of `--segments` segments, each read page by page; every item goes through
 //!   the migration's pure `plan`, and its writes are applied conditioned, one item at a time.
-//! - On AWS, one segment is one invocation of the stack's tools function ([`run_one_segment`]),
-//!   which keeps what outlives an invocation but not the table (a survey, its report so far, a
-//!   dry run's place) in the run's results ([`on_aws`]).
+//! - On AWS, one segment is one invocation of the stack's tools function
+//!   ([`on_aws::run_one_segment`]), which keeps what outlives an invocation but not the table (a
+//!   survey, its report so far, a dry run's place) in the run's results.
 //! - Resumable: after each page's writes, the segment's place (`LastEvaluatedKey`) is saved in the
 //!   table (`MIGRATION#<name>` / `SEGMENT#<i>`), so a run that is killed starts again at the page
 //!   it was in, and reads at most that one page again; the page's items already changed fail
@@ -25,7 +25,6 @@
 pub mod on_aws;
 
 use crate::progress::Progress;
-use crate::results::Results;
 use crate::throttle::Throttle;
 use serde::{Deserialize, Serialize};
 use singlet_functions::Ctx;
@@ -59,10 +58,6 @@ pub struct Options {
     /// the tools function's deadline, a little before Lambda's limit, so that the segment is
     /// invoked again from a saved place rather than killed mid-page.
     pub stop_at: Option<std::time::Instant>,
-    /// A segment run alone on AWS: its run's results, where it reads the survey (of a
-    /// migration that claims values) and keeps its report so far and a dry run's place
-    /// ([`on_aws`]). `None` on the laptop, whose one process holds all of that.
-    pub results: Option<Results>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -256,13 +251,23 @@ pub async fn run(
         .await?;
     }
     let shared = Shared::new(throttle, options, survey, settings);
+    let nothing_after =
+        |_| -> futures::future::BoxFuture<'_, Result<(), String>> { Box::pin(async { Ok(()) }) };
     let results = futures::future::join_all((0..segments).map(|segment| {
         let checkpoint = saved
             .iter()
             .find(|(s, _)| *s == segment)
             .map(|(_, c)| c.clone())
             .unwrap_or_default();
-        run_segment(ctx, migration, segment, segments, checkpoint, &shared)
+        run_segment(
+            ctx,
+            migration,
+            segment,
+            segments,
+            checkpoint,
+            &shared,
+            &nothing_after,
+        )
     }))
     .await;
     let mut complete = true;
@@ -274,7 +279,7 @@ pub async fn run(
 
 /// What the segments of one run share: the pacing, the counters, the conflicts found, the plan's
 /// inputs. The laptop's run shares one between all its segments; a segment run alone (a function
-/// of the stack, [`run_one_segment`]) has one of its own.
+/// of the stack, [`on_aws::run_one_segment`]) has one of its own.
 struct Shared<'o> {
     throttle: Throttle,
     options: &'o Options,
@@ -333,17 +338,24 @@ impl<'o> Shared<'o> {
     }
 }
 
+/// What a segment's run does after each page, its place saved: given the page's last key
+/// (`None` at the segment's end). The laptop's run does nothing more; a segment run alone on
+/// AWS saves its report so far ([`on_aws`]).
+type AfterPage<'s> =
+    dyn Fn(Option<Item>) -> futures::future::BoxFuture<'s, Result<(), String>> + Sync + 's;
+
 /// Reads one segment from its `checkpoint` to its end (or to a stop), planning and applying each
 /// item's change and saving the segment's place after each page: the one code path of both the
 /// laptop's run (every segment side by side) and a segment's function on AWS. Answers whether
 /// the segment was read to its end.
-async fn run_segment(
+async fn run_segment<'s>(
     ctx: &Ctx,
     migration: &Migration,
     segment: u32,
     segments: u32,
     checkpoint: Checkpoint,
-    shared: &Shared<'_>,
+    shared: &'s Shared<'_>,
+    after_page: &AfterPage<'s>,
 ) -> Result<bool, String> {
     let Shared {
         throttle,
@@ -439,9 +451,7 @@ async fn run_segment(
         }
         // After the table's checkpoint: a segment killed between the two reports the page it
         // was in no more, and never twice.
-        if let Some(results) = &options.results {
-            on_aws::save(results, segment, segments, last_key.as_ref(), shared).await?;
-        }
+        after_page(last_key.clone()).await?;
         progress.count(|| counters.line(migration.name));
         if done {
             return Ok(true);
@@ -569,119 +579,6 @@ fn throttle_of(options: &Options) -> Throttle {
             .max_key_wcu
             .unwrap_or(singlet_functions::store::pace::DEFAULT_MAX_KEY_WCU),
     )
-}
-
-/// Runs segment `segment` of `options.segments` alone, from its checkpoint to its end: what the
-/// stack's tools function runs for one item of the state machine's distributed map
-/// ([`crate::segment`]), through the same per-segment function (`run_segment`) the laptop's
-/// [`run`] runs for every segment side by side. Run again after a kill, it resumes from the
-/// segment's checkpoint; run after the segment is done, it reads nothing. Answers the report
-/// and whether the segment has been read to its end (a dry run's report is never `complete`,
-/// as the laptop's is not: it changed nothing).
-///
-/// With the run's results ([`Options::results`]), the report is the segment's over every
-/// invocation of this run, and a dry run goes on from the place the one before it reached; a
-/// migration that surveys what every item claims (`plates-compact`) reads the survey its
-/// run's survey segments wrote there ([`on_aws`]).
-///
-/// Refused, with the reason: a segment outside the run, a run of another segment count stopped
-/// part way, a migration that must wait for another, a survey or a dry run without results.
-pub async fn run_one_segment(
-    ctx: &Ctx,
-    migration: &'static Migration,
-    segment: u32,
-    options: &Options,
-) -> Result<(Report, bool), String> {
-    let segments = options.segments.max(1);
-    if segment >= segments {
-        return Err(format!(
-            "segment {segment} is not one of the run's {segments} (0 to {})",
-            segments - 1
-        ));
-    }
-    crate::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
-    let results = options.results.as_ref();
-    let needs_results = |why: &str| {
-        format!(
-            "{} {why}, which a segment alone keeps in its run's results: name them \
-             (s3://<bucket>/<prefix> or file:///<dir>)",
-            migration.name
-        )
-    };
-    let throttle = throttle_of(options);
-    let previous = match results {
-        Some(results) => on_aws::saved(results, segment, segments).await?,
-        None => None,
-    };
-    let checkpoint = if options.dry_run {
-        match &previous {
-            Some(previous) => Some(previous.place()?),
-            None if results.is_none() => {
-                return Err(needs_results("keeps a dry run's place"));
-            }
-            None => None,
-        }
-    } else {
-        let saved = checkpoints(ctx, migration).await?;
-        if let Some((_, first)) = saved.first() {
-            let unfinished = saved.iter().any(|(_, c)| !c.done);
-            if first.segments != segments {
-                return Err(match unfinished {
-                    true => format!(
-                        "a run of {} with {} segments was stopped part way: resume it with {} segments",
-                        migration.name, first.segments, first.segments
-                    ),
-                    false => format!(
-                        "{} was run to its end with {} segments: run it with {} segments, or start a new \
-                         pass from a machine (`migrate {}`), which clears the finished run's checkpoints",
-                        migration.name, first.segments, first.segments, migration.name
-                    ),
-                });
-            }
-        }
-        check_after(ctx, migration).await?;
-        saved
-            .into_iter()
-            .find(|(s, _)| *s == segment)
-            .map(|(_, c)| c)
-    };
-    // The survey before the first write (a segment refused for want of it has written
-    // nothing, its mark included), and not at all for a segment with nothing left to plan.
-    let survey = match (migration.claims, results) {
-        (None, _) => Survey::default(),
-        _ if checkpoint.as_ref().is_some_and(|c| c.done) => Survey::default(),
-        (Some(_), Some(results)) => on_aws::survey(results, migration.name, segments).await?,
-        (Some(_), None) => {
-            return Err(needs_results(
-                "first reads what every item of the table claims (its survey)",
-            ));
-        }
-    };
-    if checkpoint.is_none() && !options.dry_run {
-        mark_started(ctx, migration, segment, segments, &throttle).await?;
-    }
-    let settings = Settings {
-        loan_history_days: ctx.loan_history_days,
-    };
-    let shared = Shared::new(throttle, options, survey, settings);
-    if let Some(previous) = previous {
-        previous.restore(&shared);
-    }
-    let ended = run_segment(
-        ctx,
-        migration,
-        segment,
-        segments,
-        checkpoint.unwrap_or_default(),
-        &shared,
-    )
-    .await?;
-    // A segment found done (by an earlier execution, or a retried map item) read no page, so
-    // saved no report: this run's gathering reads one for every segment.
-    if let (Some(results), true) = (results, ended) {
-        on_aws::save(results, segment, segments, None, &shared).await?;
-    }
-    Ok((shared.report(migration, ended), ended))
 }
 
 /// What every item of the table claims, read by a parallel `Scan` of its own.

@@ -19,13 +19,17 @@
 //!   into the one the laptop's `migrate --json` prints ([`gather`]), `report.json` beside them
 //!   and, its conflicts listed at most [`CONFLICTS_IN_OUTPUT`], the execution's output.
 
-use super::{Checkpoint, Conflict, Shared};
+use super::{
+    Checkpoint, Conflict, Options, Report, Shared, check_after, checkpoints, mark_started,
+    run_segment, throttle_of,
+};
 use crate::parts::{self, Segment};
 use crate::results::Results;
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use singlet_functions::Ctx;
-use singlet_functions::migrations::{Migration, Survey};
+use singlet_functions::migrations::{Migration, Settings, Survey};
 use singlet_functions::store::Item;
 use std::sync::atomic::Ordering;
 
@@ -41,6 +45,133 @@ pub const CONFLICTS_IN_OUTPUT: usize = 50;
 
 /// The name the survey's parts and checkpoints begin with (`survey-3.json`).
 const SURVEY_STEM: &str = "survey";
+
+/// Runs segment `segment` of `options.segments` alone, from its checkpoint to its end: what the
+/// stack's tools function runs for one item of the state machine's distributed map
+/// ([`crate::segment`]), through the same per-segment function (`run_segment`) the laptop's
+/// [`super::run`] runs for every segment side by side. Run again after a kill, it resumes from the
+/// segment's checkpoint; run after the segment is done, it reads nothing. Answers the report
+/// and whether the segment has been read to its end (a dry run's report is never `complete`,
+/// as the laptop's is not: it changed nothing).
+///
+/// With the run's `results`, the report is the segment's over every
+/// invocation of this run, and a dry run goes on from the place the one before it reached; a
+/// migration that surveys what every item claims (`plates-compact`) reads the survey its
+/// run's survey segments wrote there.
+///
+/// Refused, with the reason: a segment outside the run, a run of another segment count stopped
+/// part way, a migration that must wait for another, a survey or a dry run without results.
+pub async fn run_one_segment(
+    ctx: &Ctx,
+    migration: &'static Migration,
+    segment: u32,
+    options: &Options,
+    results: Option<&Results>,
+) -> Result<(Report, bool), String> {
+    let segments = options.segments.max(1);
+    if segment >= segments {
+        return Err(format!(
+            "segment {segment} is not one of the run's {segments} (0 to {})",
+            segments - 1
+        ));
+    }
+    crate::load_marker::refuse_unfinished(&ctx.db, &ctx.table).await?;
+    let needs_results = |why: &str| {
+        format!(
+            "{} {why}, which a segment alone keeps in its run's results: name them \
+             (s3://<bucket>/<prefix> or file:///<dir>)",
+            migration.name
+        )
+    };
+    let throttle = throttle_of(options);
+    let previous = match results {
+        Some(results) => saved(results, segment, segments).await?,
+        None => None,
+    };
+    let checkpoint = if options.dry_run {
+        match &previous {
+            Some(previous) => Some(previous.place()?),
+            None if results.is_none() => {
+                return Err(needs_results("keeps a dry run's place"));
+            }
+            None => None,
+        }
+    } else {
+        let saved = checkpoints(ctx, migration).await?;
+        if let Some((_, first)) = saved.first() {
+            let unfinished = saved.iter().any(|(_, c)| !c.done);
+            if first.segments != segments {
+                return Err(match unfinished {
+                    true => format!(
+                        "a run of {} with {} segments was stopped part way: resume it with {} segments",
+                        migration.name, first.segments, first.segments
+                    ),
+                    false => format!(
+                        "{} was run to its end with {} segments: run it with {} segments, or start a new \
+                         pass from a machine (`migrate {}`), which clears the finished run's checkpoints",
+                        migration.name, first.segments, first.segments, migration.name
+                    ),
+                });
+            }
+        }
+        check_after(ctx, migration).await?;
+        saved
+            .into_iter()
+            .find(|(s, _)| *s == segment)
+            .map(|(_, c)| c)
+    };
+    // The survey before the first write (a segment refused for want of it has written
+    // nothing, its mark included), and not at all for a segment with nothing left to plan.
+    let survey = match (migration.claims, results) {
+        (None, _) => Survey::default(),
+        _ if checkpoint.as_ref().is_some_and(|c| c.done) => Survey::default(),
+        (Some(_), Some(results)) => survey(results, migration.name, segments).await?,
+        (Some(_), None) => {
+            return Err(needs_results(
+                "first reads what every item of the table claims (its survey)",
+            ));
+        }
+    };
+    if checkpoint.is_none() && !options.dry_run {
+        mark_started(ctx, migration, segment, segments, &throttle).await?;
+    }
+    let settings = Settings {
+        loan_history_days: ctx.loan_history_days,
+    };
+    let shared = Shared::new(throttle, options, survey, settings);
+    if let Some(previous) = previous {
+        previous.restore(&shared);
+    }
+    let ended = {
+        let shared = &shared;
+        let after_page = move |last_key: Option<Item>| -> BoxFuture<'_, Result<(), String>> {
+            Box::pin(async move {
+                match results {
+                    Some(results) => {
+                        save(results, segment, segments, last_key.as_ref(), shared).await
+                    }
+                    None => Ok(()),
+                }
+            })
+        };
+        run_segment(
+            ctx,
+            migration,
+            segment,
+            segments,
+            checkpoint.unwrap_or_default(),
+            shared,
+            &after_page,
+        )
+        .await?
+    };
+    // A segment found done (by an earlier execution, or a retried map item) read no page, so
+    // saved no report: this run's gathering reads one for every segment.
+    if let (Some(results), true) = (results, ended) {
+        save(results, segment, segments, None, &shared).await?;
+    }
+    Ok((shared.report(migration, ended), ended))
+}
 
 /// Writes the claims of `run`'s segment's items to `results`, from its checkpoint to its end
 /// (or its deadline); answers `{tool, migration, segment, segments, scanned, claimed, parts,
