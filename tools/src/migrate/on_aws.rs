@@ -24,6 +24,7 @@ use super::{
     run_segment, throttle_of,
 };
 use crate::parts::{self, Segment};
+use crate::progress::Progress;
 use crate::results::Results;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -138,7 +139,10 @@ pub async fn run_one_segment(
     let settings = Settings {
         loan_history_days: ctx.loan_history_days,
     };
-    let shared = Shared::new(throttle, options, survey, settings);
+    let mut shared = Shared::new(throttle, options, survey, settings);
+    // A segment's function logs its report when it ends; a count a second on standard error
+    // would be hundreds of unstructured lines in its log group per invocation.
+    shared.progress = Progress::new(false);
     if let Some(previous) = previous {
         previous.restore(&shared);
     }
