@@ -73,11 +73,7 @@ async fn eventbridge() -> (String, Arc<Mutex<Vec<Value>>>, tokio::task::JoinHand
     let app = axum::Router::new()
         .fallback(axum::routing::post(put_events))
         .with_state(seen.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let (url, server) = crate::harness::serve_on_loopback(app).await;
     (url, seen, server)
 }
 

@@ -84,11 +84,7 @@ impl DynamoFront {
         let app = axum::Router::new()
             .fallback(forward)
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (url, server) = crate::harness::serve_on_loopback(app).await;
         Self { url, state, server }
     }
 
@@ -464,11 +460,7 @@ impl SecretsManagerMock {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (url, server) = crate::harness::serve_on_loopback(app).await;
         Self {
             url,
             answer,

@@ -1035,9 +1035,7 @@ async fn a_shard_that_ends_hands_over_to_its_child() {
             )
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let proxied = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, proxy).await.unwrap() });
+    let (proxied, _proxy) = crate::harness::serve_on_loopback(proxy).await;
 
     let bus = LocalBus::open(&events).unwrap();
     let ctx = api.ctx.clone().with_bus(Arc::new(bus));

@@ -268,6 +268,18 @@ impl Call<'_> {
 }
 
 /// The JSON body `request` is answered with, whatever its status.
+/// `app` served on a loopback port of its own until the handle is aborted or the test ends:
+/// its URL (`http://127.0.0.1:<port>`) and the server's task. Every stand-in the tests put on
+/// a socket (a mock AWS service, a proxy, a Runtime API) is served this way.
+pub async fn serve_on_loopback(app: axum::Router) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, server)
+}
+
 pub async fn json_answer(request: reqwest::RequestBuilder) -> Value {
     let response = request.send().await.unwrap();
     response.json().await.unwrap()

@@ -147,11 +147,7 @@ impl FakeAws {
         let app = axum::Router::new()
             .fallback(answer)
             .with_state(door.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (url, server) = crate::harness::serve_on_loopback(app).await;
         Self { url, door, server }
     }
 

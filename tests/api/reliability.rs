@@ -726,9 +726,7 @@ async fn the_server_secret_is_read_from_secrets_manager_at_cold_start() {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let endpoint = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, service).await.unwrap() });
+    let (endpoint, _server) = crate::harness::serve_on_loopback(service).await;
     let client_on = |endpoint: &str| {
         SecretsManager::new(
             endpoint,
