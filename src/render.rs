@@ -118,13 +118,15 @@ pub fn policy(function: &str, idempotent: bool, access: &Access) -> Vec<Statemen
 pub const TOOLS_BINARY: &str = "singlet-tools-lambda";
 
 /// The policy of the stack's tools function (template.yaml's `TableToolsFunction`): what one
-/// segment of a migration calls ([`singlet_tools::migrate::run_one_segment`]): its `Scan`, the
-/// checkpoints' `Query` and `PutItem`, the migration's conditioned writes, alone or as a
-/// transaction (whose parts IAM authorises as `PutItem`, `UpdateItem`, `DeleteItem` and
-/// `ConditionCheckItem`). On the table only, no index: a migration's items are any entity's,
-/// and a `Scan` cannot be bounded by `dynamodb:LeadingKeys`. And what one segment of `fsck`
-/// calls ([`singlet_tools::fsck::on_aws::segment`]): the same `Scan`, and its parts and
-/// checkpoint read and written under the results bucket's `fsck/` prefix, no other.
+/// segment of a migration calls ([`singlet_tools::migrate::on_aws::run_one_segment`]): its
+/// `Scan`, the load marker's and a refused item's `GetItem`, the checkpoints' `Query` and
+/// `PutItem`, the migration's conditioned writes, alone or as a transaction (whose parts IAM
+/// authorises as `PutItem`, `UpdateItem`, `DeleteItem` and `ConditionCheckItem`), and its
+/// survey, report and a dry run's place under the results bucket's `migrate/` prefix. On the
+/// table only, no index: a migration's items are any entity's, and a `Scan` cannot be bounded
+/// by `dynamodb:LeadingKeys`. And what one segment of `fsck` calls
+/// ([`singlet_tools::fsck::on_aws::segment`]): the same `Scan`, and its parts and checkpoint
+/// read and written under the results bucket's `fsck/` prefix, no other.
 pub fn tools_policy() -> Vec<Statement> {
     vec![
         tools_table_statement(
