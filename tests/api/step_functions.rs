@@ -757,6 +757,26 @@ async fn plates_compact_on_aws_surveys_first_then_migrates_as_the_laptop_does() 
         (state.state, state.conflicts),
         ("conflicts", COLLIDING as u64)
     );
+
+    // Another execution (its own results) over the segments this one finished: each reads
+    // nothing and needs no survey, and the run's report still counts the conflicts the table's
+    // checkpoints hold, listing none (the run that found them listed them).
+    let later = tempfile::tempdir().unwrap();
+    let later = json!({"results": format!("file://{}", later.path().display())});
+    for segment in 0..SEGMENTS {
+        let report = invoke(event("migrate", segment, later.clone()))
+            .await
+            .unwrap();
+        assert_eq!(
+            (&report["complete"], &report["scanned"]),
+            (&json!(true), &json!(0)),
+            "{report}"
+        );
+    }
+    let again = invoke(event("migrate-gather", 0, later)).await.unwrap();
+    assert_eq!(again["conflictCount"], COLLIDING, "{again}");
+    assert_eq!(again["conflicts"], json!([]));
+    assert_eq!(again["changed"], 0);
 }
 
 /// `migrate --dry-run` on AWS: a segment writes nothing to the table, checkpoints included, and

@@ -60,6 +60,30 @@ impl Results {
         }
     }
 
+    /// Writes a run's whole `report` as `report.json` and answers it as the execution's output
+    /// holds it (Step Functions caps an output at 256 KiB): its `list` listed at most `at_most`,
+    /// `tool` and `reportObject` (where the whole is) beside it.
+    pub async fn put_report(
+        &self,
+        tool: &str,
+        report: serde_json::Value,
+        list: &str,
+        at_most: usize,
+    ) -> Result<serde_json::Value, String> {
+        self.put(
+            "report.json",
+            serde_json::to_vec(&report).expect("a report is JSON"),
+        )
+        .await?;
+        let mut answer = report;
+        if let Some(listed) = answer[list].as_array_mut() {
+            listed.truncate(at_most);
+        }
+        answer["tool"] = tool.into();
+        answer["reportObject"] = self.url("report.json").into();
+        Ok(answer)
+    }
+
     /// Writes `name` (over what was there: a segment invoked again writes the same object).
     pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<(), String> {
         match self {

@@ -97,35 +97,33 @@ pub async fn handle(
         }
     }
     match event.tool.as_str() {
-        GATHER_TOOL => {
+        "migrate" | SURVEY_TOOL | GATHER_TOOL => {
             let name = event
                 .migration
                 .as_deref()
-                .ok_or("a migration's gathering names its migration")?;
-            let migration = singlet_functions::migrations::by_name(name)
-                .ok_or_else(|| format!("no migration named {name}"))?;
-            let url = event
-                .results
-                .as_deref()
-                .ok_or("a migration's gathering names its results")?;
-            let results = crate::results::Results::parse(url)?;
-            migrate::on_aws::gather_run(&results, migration, event.segments, event.dry_run).await
-        }
-        "migrate" | SURVEY_TOOL => {
-            let name = event
-                .migration
-                .as_deref()
-                .ok_or("a migrate segment names its migration")?;
+                .ok_or_else(|| format!("a {} event names its migration", event.tool))?;
             let migration = singlet_functions::migrations::by_name(name)
                 .ok_or_else(|| format!("no migration named {name}"))?;
             let results = match &event.results {
                 Some(url) => Some(crate::results::Results::parse(url)?),
                 None => None,
             };
-            if event.tool == SURVEY_TOOL {
-                let results = results.ok_or(
-                    "a survey segment names its results (s3://<bucket>/<prefix> or file:///<dir>)",
-                )?;
+            if event.tool != "migrate" {
+                let results = results.ok_or_else(|| {
+                    format!(
+                        "a {} event names its results (s3://<bucket>/<prefix> or file:///<dir>)",
+                        event.tool
+                    )
+                })?;
+                if event.tool == GATHER_TOOL {
+                    return migrate::on_aws::gather_run(
+                        &results,
+                        migration,
+                        event.segments,
+                        event.dry_run,
+                    )
+                    .await;
+                }
                 let run = crate::parts::Segment {
                     segment: event.segment,
                     segments: event.segments,

@@ -66,17 +66,11 @@ pub async fn judge(
     .await?;
     let report = super::judge_table(ctx, items, options).await?;
     let whole = serde_json::to_value(&report).expect("a report serialises");
-    results
-        .put("report.json", serde_json::to_vec(&whole).expect("JSON"))
+    let mut answer = results
+        .put_report("fsck", whole, "findings", FINDINGS_LISTED)
         .await?;
-    let mut answer = whole;
-    if let Some(listed) = answer["findings"].as_array_mut() {
-        listed.truncate(FINDINGS_LISTED);
-    }
-    answer["tool"] = json!("fsck");
     answer["findingCount"] = json!(report.findings.len());
     answer["remaining"] = json!(report.remaining());
     answer["segments"] = json!(options.segments);
-    answer["reportObject"] = json!(results.url("report.json"));
     Ok((report, answer))
 }

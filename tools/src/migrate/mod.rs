@@ -294,9 +294,9 @@ struct Shared<'o> {
     sample: Mutex<Vec<String>>,
     stopped: std::sync::atomic::AtomicBool,
     progress: Progress,
-    /// A segment run alone: the peak and the hottest key its earlier invocations saved
-    /// ([`on_aws`]), which this one's report so far is folded into.
-    earlier_peak: Mutex<(f64, Option<serde_json::Value>)>,
+    /// A segment run alone: what its earlier invocations (and runs) left that this one's
+    /// saved report goes on from ([`on_aws`]).
+    earlier: Mutex<on_aws::Earlier>,
 }
 
 impl<'o> Shared<'o> {
@@ -312,7 +312,7 @@ impl<'o> Shared<'o> {
             sample: Mutex::new(Vec::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             progress: Progress::new(true),
-            earlier_peak: Mutex::new((0.0, None)),
+            earlier: Mutex::default(),
         }
     }
 

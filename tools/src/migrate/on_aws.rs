@@ -146,6 +146,15 @@ pub async fn run_one_segment(
     if let Some(previous) = previous {
         previous.restore(&shared);
     }
+    // A segment a run that writes finished before: the conflicts it left are still the table's
+    // (its checkpoint counts them), and this run's report says so, as a new pass would.
+    if let (Some(done), false) = (checkpoint.as_ref().filter(|c| c.done), options.dry_run) {
+        let listed = shared.conflicts.lock().unwrap().len() as u64;
+        shared.earlier.lock().unwrap().conflicts_before = done.conflicts.saturating_sub(listed);
+    }
+    // Done before this invocation (by an earlier execution, or a retried map item): it reads
+    // no page, so saves no report unless told to below.
+    let done_before = checkpoint.as_ref().is_some_and(|c| c.done);
     let ended = {
         let shared = &shared;
         let after_page = move |last_key: Option<Item>| -> BoxFuture<'_, Result<(), String>> {
@@ -169,9 +178,8 @@ pub async fn run_one_segment(
         )
         .await?
     };
-    // A segment found done (by an earlier execution, or a retried map item) read no page, so
-    // saved no report: this run's gathering reads one for every segment.
-    if let (Some(results), true) = (results, ended) {
+    // This run's gathering reads a report for every segment.
+    if let (Some(results), true) = (results, done_before) {
         save(results, segment, segments, None, &shared).await?;
     }
     Ok((shared.report(migration, ended), ended))
@@ -255,6 +263,19 @@ pub(super) struct Saved {
     peak_wcu_per_second: f64,
     #[serde(default)]
     hottest_key: Option<Value>,
+    /// Conflicts an earlier run left in a segment that was done before this run: counted (the
+    /// table's checkpoint counts them), not listed (the run that found them listed them).
+    #[serde(default)]
+    conflicts_before: u64,
+}
+
+/// What a segment's earlier invocations, and a run that finished it before, left for this
+/// invocation's saved report to go on from.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Earlier {
+    peak_wcu_per_second: f64,
+    hottest_key: Option<Value>,
+    conflicts_before: u64,
 }
 
 fn report_name(segment: u32) -> String {
@@ -311,7 +332,11 @@ impl Saved {
         counters.unsettled.store(self.unsettled, Ordering::Relaxed);
         *shared.conflicts.lock().unwrap() = self.conflicts;
         *shared.sample.lock().unwrap() = self.sample;
-        *shared.earlier_peak.lock().unwrap() = (self.peak_wcu_per_second, self.hottest_key);
+        *shared.earlier.lock().unwrap() = Earlier {
+            peak_wcu_per_second: self.peak_wcu_per_second,
+            hottest_key: self.hottest_key,
+            conflicts_before: self.conflicts_before,
+        };
     }
 
     /// The segment's report as the state machine's map would have it (`complete`: read to its
@@ -323,7 +348,7 @@ impl Saved {
             "alreadyChanged": self.already_changed,
             "unsettled": self.unsettled,
             "conflicts": self.conflicts,
-            "conflictCount": self.conflicts.len(),
+            "conflictCount": self.conflicts.len() as u64 + self.conflicts_before,
             "complete": self.done,
             "sample": self.sample,
             "peakWcuPerSecond": self.peak_wcu_per_second,
@@ -343,7 +368,11 @@ pub(super) async fn save(
 ) -> Result<(), String> {
     let counters = &shared.counters;
     // This invocation's peak against the ones before it.
-    let (earlier, earlier_hottest) = shared.earlier_peak.lock().unwrap().clone();
+    let Earlier {
+        peak_wcu_per_second: earlier,
+        hottest_key: earlier_hottest,
+        conflicts_before,
+    } = shared.earlier.lock().unwrap().clone();
     let hottest = shared
         .throttle
         .hottest_key()
@@ -369,6 +398,7 @@ pub(super) async fn save(
         done: last_key.is_none(),
         peak_wcu_per_second: earlier.max(shared.throttle.peak()),
         hottest_key: hottest,
+        conflicts_before,
     };
     results
         .put(
@@ -400,15 +430,8 @@ pub async fn gather_run(
     }
     let whole = gather(migration.name, &reports, u64::from(segments), dry_run);
     results
-        .put("report.json", serde_json::to_vec(&whole).expect("JSON"))
-        .await?;
-    let mut answer = whole;
-    if let Some(listed) = answer["conflicts"].as_array_mut() {
-        listed.truncate(CONFLICTS_IN_OUTPUT);
-    }
-    answer["tool"] = json!("migrate");
-    answer["reportObject"] = json!(results.url("report.json"));
-    Ok(answer)
+        .put_report("migrate", whole, "conflicts", CONFLICTS_IN_OUTPUT)
+        .await
 }
 
 /// The segments' `reports` of a run of `segments`, gathered into one report as the laptop's
