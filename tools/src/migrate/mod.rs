@@ -296,7 +296,16 @@ struct Shared<'o> {
     progress: Progress,
     /// A segment run alone: what its earlier invocations (and runs) left that this one's
     /// saved report goes on from ([`on_aws`]).
-    earlier: Mutex<on_aws::Earlier>,
+    earlier: Mutex<Earlier>,
+}
+
+/// What a segment's earlier invocations, and a run that finished it before, left for a segment
+/// run alone to go on from in the report it saves ([`on_aws`]).
+#[derive(Debug, Default, Clone)]
+struct Earlier {
+    peak_wcu_per_second: f64,
+    hottest_key: Option<serde_json::Value>,
+    conflicts_before: u64,
 }
 
 impl<'o> Shared<'o> {

@@ -20,7 +20,7 @@
 //!   and, its conflicts listed at most [`CONFLICTS_IN_OUTPUT`], the execution's output.
 
 use super::{
-    Checkpoint, Conflict, Options, Report, Shared, check_after, checkpoints, mark_started,
+    Checkpoint, Conflict, Earlier, Options, Report, Shared, check_after, checkpoints, mark_started,
     run_segment, throttle_of,
 };
 use crate::parts::{self, Segment};
@@ -266,15 +266,6 @@ pub(super) struct Saved {
     /// Conflicts an earlier run left in a segment that was done before this run: counted (the
     /// table's checkpoint counts them), not listed (the run that found them listed them).
     #[serde(default)]
-    conflicts_before: u64,
-}
-
-/// What a segment's earlier invocations, and a run that finished it before, left for this
-/// invocation's saved report to go on from.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Earlier {
-    peak_wcu_per_second: f64,
-    hottest_key: Option<Value>,
     conflicts_before: u64,
 }
 
