@@ -297,6 +297,15 @@ fn succeeded_output(conflicts: u64) -> Value {
 /// `singlet migrate vehicles-by-depot --on-aws` against `fake`: its exit code, standard
 /// output and standard error.
 async fn on_aws(fake: &FakeAws, extra: &[&str]) -> (Option<i32>, String, String) {
+    on_aws_reading(fake, None, extra).await
+}
+
+/// [`on_aws`], the results bucket at `s3` when there is one.
+async fn on_aws_reading(
+    fake: &FakeAws,
+    s3: Option<&FakeAws>,
+    extra: &[&str],
+) -> (Option<i32>, String, String) {
     let mut args = vec![
         "migrate",
         "vehicles-by-depot",
@@ -311,7 +320,9 @@ async fn on_aws(fake: &FakeAws, extra: &[&str]) -> (Option<i32>, String, String)
         "5",
     ];
     args.extend_from_slice(extra);
-    fake_aws::singlet(&args, &[("AWS_ENDPOINT_URL_SFN", &fake.url)]).await
+    let mut endpoints = vec![("AWS_ENDPOINT_URL_SFN", fake.url.as_str())];
+    endpoints.extend(s3.map(|s3| ("AWS_ENDPOINT_URL_S3", s3.url.as_str())));
+    fake_aws::singlet(&args, &endpoints).await
 }
 
 /// `migrate --on-aws`: the `StartExecution` it sends (the state machine, a name from the input,
@@ -952,25 +963,7 @@ async fn migrate_on_aws_prints_the_report_the_state_machine_gathered() {
         )],
     )
     .await;
-    let (code, stdout, stderr) = fake_aws::singlet(
-        &[
-            "migrate",
-            "vehicles-by-depot",
-            "--on-aws",
-            "--state-machine",
-            MACHINE,
-            "--segments",
-            "2",
-            "--poll-ms",
-            "5",
-            "--json",
-        ],
-        &[
-            ("AWS_ENDPOINT_URL_SFN", &sfn.url),
-            ("AWS_ENDPOINT_URL_S3", &s3.url),
-        ],
-    )
-    .await;
+    let (code, stdout, stderr) = on_aws_reading(&sfn, Some(&s3), &["--json"]).await;
     assert_eq!(code, Some(1), "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(
