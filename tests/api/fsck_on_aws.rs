@@ -520,7 +520,13 @@ fn the_judges_memory_per_item() {
             renewal_count: 0,
             loan_period_days: 21,
             returned_date: (!open).then(|| "2026-01-20T00:00:00Z".into()),
-            expires_at: None,
+            // As the return writes it: `LoanHistoryDays` (400 by default) after the return.
+            expires_at: (!open).then(|| {
+                Checkout::history_ends(
+                    singlet_functions::clock::parse_iso("2026-01-20T00:00:00Z").unwrap(),
+                    400,
+                )
+            }),
         }
         .to_item()
     };

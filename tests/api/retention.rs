@@ -472,6 +472,8 @@ async fn loans_returned_before_retention_expire_once_migrated() {
         }
     }
     assert_eq!(old_shape.len(), 3);
+    // Version 1 without an end is a loan the migration has yet to reach, not a finding.
+    assert_no_findings(&api.ctx).await;
     retained.clock.advance(Duration::days(401));
     // The history's key condition already hides loans returned more than LoanHistoryDays ago;
     // but with no end, TTL never deletes them: they stay stored, and paid for, for ever.
@@ -539,6 +541,71 @@ async fn loans_returned_before_retention_expire_once_migrated() {
     );
     let (archived, _) = retained.archived();
     assert_eq!(archived, returned, "swept and archived as any other");
+    assert_no_findings(&api.ctx).await;
+}
+
+/// A returned loan at the version whose writers all put `expiresAt` (2: the return, and
+/// `returned-loans-expire` for loans returned before) has no end, as a hand edit or a restore
+/// could leave one: its patron's history would keep it for ever. `fsck` reports it (`expiry`),
+/// report only, since its end needs the deployment's `LoanHistoryDays`, which it is not given:
+/// `--repair` leaves it as it is. The migration run again sets the end its return would have.
+#[tokio::test]
+async fn fsck_reports_a_returned_loan_at_version_2_without_its_end() {
+    use singlet_tools::migrate::{self, Options as MigrateOptions};
+    let api = Api::start(Mode::Direct).await;
+    let (patron_id, returned) = returned_loans(&api, "CARD-0002", "standard", 2).await;
+    let (broken, kept) = {
+        let mut keys = returned.iter();
+        (keys.next().unwrap().clone(), keys.next().unwrap().clone())
+    };
+    let item_at = |items: Vec<Item>, (pk, sk): &(String, String)| {
+        items
+            .into_iter()
+            .find(|item| item["PK"].as_s().unwrap() == pk && item["SK"].as_s().unwrap() == sk)
+            .expect("the returned loan")
+    };
+    let partition = format!("PATRON#{patron_id}");
+    let patron_items = || api.items_with_pk_prefix(&partition);
+    let mut item = item_at(patron_items().await, &broken);
+    let end = item.remove("expiresAt").expect("a return writes an end");
+    assert_eq!(item["_v"].as_n().unwrap(), "2");
+    crate::harness::put_raw(&api.ctx, item.clone()).await;
+
+    let report = fsck::fsck(&api.ctx, Options::default()).await.unwrap();
+    let [finding] = report.findings.as_slice() else {
+        panic!("one finding: {:#?}", report.findings);
+    };
+    assert_eq!(format!("{:?}", finding.rule), "Expiry");
+    assert_eq!((finding.pk.clone(), finding.sk.clone()), broken);
+    assert!(
+        finding
+            .detail
+            .contains("returned loan at version 2 has no expiresAt")
+            && finding.detail.contains("returned-loans-expire"),
+        "{}",
+        finding.detail
+    );
+    assert!(!finding.repairable, "{finding:?}");
+
+    let repair = Options {
+        repair: true,
+        ..Options::default()
+    };
+    let repaired = fsck::fsck(&api.ctx, repair).await.unwrap();
+    assert_eq!((repaired.findings.len(), repaired.repaired), (1, 0));
+    assert_eq!(item_at(patron_items().await, &broken), item, "report only");
+
+    let migration = singlet_functions::migrations::by_name("returned-loans-expire").unwrap();
+    let report = migrate::run(&api.ctx, migration, &MigrateOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(report.changed, 1, "{report:?}");
+    let mended = item_at(patron_items().await, &broken);
+    assert_eq!(
+        (&mended["expiresAt"], mended["_v"].as_n().unwrap().as_str()),
+        (&end, "2")
+    );
+    assert!(item_at(patron_items().await, &kept).contains_key("expiresAt"));
     assert_no_findings(&api.ctx).await;
 }
 

@@ -4,12 +4,13 @@
 //! the same end the return would have written, from the loan's own `returnedDate` and the
 //! runner's `--loan-history-days` (the deployment's `LoanHistoryDays`), and takes the loan to
 //! version 2. A loan whose end has already passed then expires at once: reads stop showing it
-//! and TTL deletes (and the publisher archives) it, as for any other.
+//! and TTL deletes (and the publisher archives) it, as for any other. A returned loan at version
+//! 2 without an end (which `fsck` reports) gets it back the same way, its version unchanged.
 
 use super::{Migration, Plan, Settings, Survey};
 use crate::clock;
 use crate::model::loans::Checkout;
-use crate::model::{KeyOf, key_of};
+use crate::model::{KeyOf, key_of, stored_version};
 use crate::store::migration::Change;
 use crate::store::{Condition, Item, Update};
 use singlet_shared::keys;
@@ -39,14 +40,21 @@ fn plan(item: &Item, _: &Survey, settings: &Settings) -> Plan {
     let Some(returned) = loan.returned_date.as_deref().and_then(clock::parse_iso) else {
         return Plan::Conflict("the returned loan has no valid returnedDate".into());
     };
+    let update = Update::<Checkout>::at(key)
+        .set(
+            Checkout::EXPIRES_AT,
+            Checkout::history_ends(returned, settings.loan_history_days),
+        )
+        .when(Condition::exists().and_missing(Checkout::EXPIRES_AT));
+    // A loan at the version already has lost the end its writer put (a hand edit, a restore:
+    // `fsck`'s `expiry` finds it): it gets it back and keeps its version, which `to_version`'s
+    // condition (an earlier version) would refuse at every try.
     Plan::Change(Change::update(
-        Update::<Checkout>::at(key)
-            .set(
-                Checkout::EXPIRES_AT,
-                Checkout::history_ends(returned, settings.loan_history_days),
-            )
-            .to_version(Checkout::EXPIRES_SINCE)
-            .when(Condition::exists().and_missing(Checkout::EXPIRES_AT)),
+        if stored_version(item).unwrap_or(1) < Checkout::EXPIRES_SINCE {
+            update.to_version(Checkout::EXPIRES_SINCE)
+        } else {
+            update
+        },
     ))
 }
 

@@ -6,7 +6,7 @@
 //! `Entity::earlier_key`, `EntityType::expiry`), so the checker, the API, `import` and `load`
 //! read one definition, and an entity added to the model is checked without a line here.
 
-use singlet_functions::loans::LoanStatus;
+use singlet_functions::loans::{Checkout, LoanStatus};
 use singlet_functions::model::{self, Expiry, Item, LockOf, TableEntity};
 use singlet_shared::schema::TTL_ATTRIBUTE;
 use singlet_shared::{Id, Key};
@@ -109,10 +109,18 @@ pub fn why_never_expires(entity: &TableEntity) -> Option<&'static str> {
     (!entity_type.may_expire()).then_some("an item whose type never expires carries expiresAt")
 }
 
-/// Whether every item of `entity`'s type must carry `expiresAt` (docs/API.md, "Consistency
-/// check", rule `expiry`): [`Expiry::Must`].
-pub fn must_expire(entity: &TableEntity) -> bool {
-    entity.entity_type().expiry == Expiry::Must
+/// Whether `entity`, stored at schema `version`, must carry `expiresAt` (docs/API.md,
+/// "Consistency check", rule `expiry`): every item of an [`Expiry::Must`] type, and a returned
+/// loan from the version whose writers all put it ([`Checkout::EXPIRES_SINCE`]: the return, and
+/// `returned-loans-expire` for the loans returned before it). A returned loan of an earlier
+/// version is one that migration has yet to reach.
+pub fn must_expire(entity: &TableEntity, version: u32) -> bool {
+    match entity {
+        TableEntity::Loan(loan) => {
+            loan.status == LoanStatus::Returned && version >= Checkout::EXPIRES_SINCE
+        }
+        _ => entity.entity_type().expiry == Expiry::Must,
+    }
 }
 
 /// The key an item is stored under (empty parts when it has none).

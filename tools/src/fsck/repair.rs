@@ -149,8 +149,16 @@ enum Part {
     Loan,
 }
 
-/// The entity types whose `expiresAt` a repair can set or remove (every type the `expiry` rule
-/// names that the registry has).
+/// Whether `--repair` can set `expiresAt` on an item of type `entity` that lacks it: a type whose
+/// end counts from now ([`Repair::SetExpiry`]). A returned loan's counts from its return and the
+/// deployment's `LoanHistoryDays`, which `migrate returned-loans-expire` is given and `fsck` is
+/// not: that finding is report only.
+pub fn set_expiry_repairable(entity: &str) -> bool {
+    ["idempotency-record", "outbox"].contains(&entity)
+}
+
+/// The entity types whose `expiresAt` a repair can remove (every type the `expiry` rule names
+/// that the registry has); [`set_expiry_repairable`] says which it can set it on.
 pub fn expiry_repairable(entity: &str) -> bool {
     [
         "vehicle",

@@ -7,7 +7,9 @@ use super::entity::{
     LockItem, LockKind, claims, decode, key_of, lock, must_expire, owner_key_by_id,
     why_never_expires,
 };
-use super::repair::{AvailableCopies, Holder, Repair, expiry_repairable, other_indexes};
+use super::repair::{
+    AvailableCopies, Holder, Repair, expiry_repairable, other_indexes, set_expiry_repairable,
+};
 use hashbrown::hash_table::Entry;
 use hashbrown::{DefaultHashBuilder, HashTable};
 use serde::Serialize;
@@ -15,7 +17,8 @@ use singlet_functions::accounts::{AccountRow, OwnerLock, owner_lock_under};
 use singlet_functions::ids::IdKey;
 use singlet_functions::library::{BookAvailability, Copy};
 use singlet_functions::loans::{Checkout, LoanStatus};
-use singlet_functions::model::{Entity, Item, TableEntity};
+use singlet_functions::migrations::returned_loans_expire;
+use singlet_functions::model::{self, Entity, Item, TableEntity};
 use singlet_shared::keys::{self, CopyStatus};
 use singlet_shared::schema::{GSI2, INDEXES, TTL_ATTRIBUTE};
 use singlet_shared::{Id, Isbn13, Key};
@@ -119,11 +122,13 @@ pub fn key(at: &At) -> Key {
 }
 
 /// An item as read: its key, what it decodes to, and the attributes the rules read besides the
-/// entity's fields (its TTL and its index keys).
+/// entity's fields (its schema version, its TTL and its index keys).
 #[derive(Debug, Clone)]
 pub struct Stored {
     pub key: Key,
     pub entity: Result<TableEntity, String>,
+    /// Its `_v` (1 when it has none; an item whose `_v` is no number does not decode).
+    pub version: u32,
     pub expires_at: Option<String>,
     /// A slice, not a map: a `BTreeMap` holding any key allocates a node of eleven.
     pub index_keys: Box<[(&'static str, String)]>,
@@ -141,6 +146,7 @@ impl Stored {
         Self {
             key,
             entity: decode(&item),
+            version: model::stored_version(&item).unwrap_or(1),
             expires_at,
             index_keys,
         }
@@ -481,12 +487,22 @@ fn expiry(key: &Key, stored: &Stored, entity: &TableEntity, found: &mut Vec<Find
                     seen,
                 }),
         }),
-        None if must_expire(entity) => found.push(Finding {
+        None if must_expire(entity, stored.version) => found.push(Finding {
             rule: Rule::Expiry,
             about: "",
             key: key.clone(),
-            detail: "an item that must expire has no expiresAt".into(),
-            repair: expiry_repairable(entity.entity_type().name).then(|| Repair::SetExpiry {
+            detail: match entity {
+                // Its end is its return date and the deployment's `LoanHistoryDays`, which the
+                // migration is given and `fsck` is not: report only.
+                TableEntity::Loan(_) => format!(
+                    "a returned loan at version {} has no expiresAt: its patron's history would \
+                     keep it for ever (`migrate {}` run again sets it)",
+                    stored.version,
+                    returned_loans_expire::MIGRATION.name
+                ),
+                _ => "an item that must expire has no expiresAt".into(),
+            },
+            repair: set_expiry_repairable(entity.entity_type().name).then(|| Repair::SetExpiry {
                 key: key.clone(),
                 entity: entity.entity_type().name,
             }),
