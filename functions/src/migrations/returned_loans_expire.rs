@@ -40,21 +40,16 @@ fn plan(item: &Item, _: &Survey, settings: &Settings) -> Plan {
     let Some(returned) = loan.returned_date.as_deref().and_then(clock::parse_iso) else {
         return Plan::Conflict("the returned loan has no valid returnedDate".into());
     };
-    let update = Update::<Checkout>::at(key)
-        .set(
-            Checkout::EXPIRES_AT,
-            Checkout::history_ends(returned, settings.loan_history_days),
-        )
-        .when(Condition::exists().and_missing(Checkout::EXPIRES_AT));
-    // A loan at the version already has lost the end its writer put (a hand edit, a restore:
-    // `fsck`'s `expiry` finds it): it gets it back and keeps its version, which `to_version`'s
-    // condition (an earlier version) would refuse at every try.
+    // A loan at the version already that lost its end (`fsck`'s `expiry` finds it) gets it back
+    // and keeps its version.
     Plan::Change(Change::update(
-        if stored_version(item).unwrap_or(1) < Checkout::EXPIRES_SINCE {
-            update.to_version(Checkout::EXPIRES_SINCE)
-        } else {
-            update
-        },
+        Update::<Checkout>::at(key)
+            .set(
+                Checkout::EXPIRES_AT,
+                Checkout::history_ends(returned, settings.loan_history_days),
+            )
+            .to_version_from(stored_version(item).unwrap_or(1), Checkout::EXPIRES_SINCE)
+            .when(Condition::exists().and_missing(Checkout::EXPIRES_AT)),
     ))
 }
 

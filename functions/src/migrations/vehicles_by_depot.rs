@@ -4,6 +4,7 @@
 
 use super::{Migration, Plan, Settings, Survey};
 use crate::fleet::Vehicle;
+use crate::model::stored_version;
 use crate::store::migration::Change;
 use crate::store::{Condition, Item, Update};
 use singlet_shared::schema::{GSI5, PK};
@@ -35,10 +36,12 @@ fn plan(item: &Item, _: &Survey, _: &Settings) -> Plan {
         return Plan::Conflict("the vehicle's depot does not make a key".into());
     };
     let index = keys::vehicle_by_depot(&depot, vehicle.added_at, &vehicle.vehicle_id);
+    // A vehicle at this version or later without its keys (a hand edit, a restore) gets them
+    // and keeps its version.
     Plan::Change(Change::update(
         Update::<Vehicle>::at(Vehicle::key_of(&vehicle.vehicle_id))
             .set_index(GSI5, index)
-            .to_version(VERSION)
+            .to_version_from(stored_version(item).unwrap_or(1), VERSION)
             .when(Condition::exists().and_not_in_index(GSI5)),
     ))
 }
@@ -84,6 +87,28 @@ mod tests {
         ] {
             assert!(write.contains(part), "{part} in {write}");
         }
+    }
+
+    #[test]
+    fn a_later_vehicle_without_its_depot_keys_gets_them_and_keeps_its_version() {
+        let mut later = old_vehicle("north");
+        later.insert("_v".into(), AttributeValue::N("3".into()));
+        let Plan::Change(change) = plan(&later, &Survey::default(), &Settings::default()) else {
+            panic!("its keys are written")
+        };
+        let [write] = change
+            .readable()
+            .try_into()
+            .expect("one conditional update");
+        assert!(write.contains(r#"GSI5PK = "DEPOT#north""#), "{write}");
+        assert!(
+            !write.contains("_v = 2") && !write.contains("_v < 2"),
+            "no move to version 2, which its condition would refuse: {write}"
+        );
+        assert!(
+            write.contains("IF attribute_exists(PK) AND attribute_not_exists(GSI5PK)"),
+            "{write}"
+        );
     }
 
     #[test]

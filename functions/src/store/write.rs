@@ -264,6 +264,18 @@ impl<E: Entity> Update<E> {
         self
     }
 
+    /// [`Update::to_version`] for an item read at version `read`, when that is an earlier one. An
+    /// item read at `version` or later keeps its version: the migration then mends only what it
+    /// lacks (an attribute lost to a hand edit or a restore, which `fsck` reports), where
+    /// `to_version`'s condition would refuse it at every try.
+    pub fn to_version_from(self, read: u32, version: u32) -> Self {
+        if read < version {
+            self.to_version(version)
+        } else {
+            self
+        }
+    }
+
     /// Sets `field` to `value`.
     pub fn set(mut self, field: Field<E>, value: impl Serialize) -> Self {
         self.raw.set.push((field.name(), attribute(value)));
