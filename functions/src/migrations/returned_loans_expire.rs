@@ -10,7 +10,7 @@
 use super::{Migration, Plan, Settings, Survey};
 use crate::clock;
 use crate::model::loans::Checkout;
-use crate::model::{KeyOf, key_of, stored_version};
+use crate::model::{KeyOf, key_of};
 use crate::store::migration::Change;
 use crate::store::{Condition, Item, Update};
 use singlet_shared::keys;
@@ -48,7 +48,7 @@ fn plan(item: &Item, _: &Survey, settings: &Settings) -> Plan {
                 Checkout::EXPIRES_AT,
                 Checkout::history_ends(returned, settings.loan_history_days),
             )
-            .to_version_from(stored_version(item).unwrap_or(1), Checkout::EXPIRES_SINCE)
+            .to_version_from(item, Checkout::EXPIRES_SINCE)
             .when(Condition::exists().and_missing(Checkout::EXPIRES_AT)),
     ))
 }

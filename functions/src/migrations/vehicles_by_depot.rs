@@ -4,7 +4,6 @@
 
 use super::{Migration, Plan, Settings, Survey};
 use crate::fleet::Vehicle;
-use crate::model::stored_version;
 use crate::store::migration::Change;
 use crate::store::{Condition, Item, Update};
 use singlet_shared::schema::{GSI5, PK};
@@ -41,7 +40,7 @@ fn plan(item: &Item, _: &Survey, _: &Settings) -> Plan {
     Plan::Change(Change::update(
         Update::<Vehicle>::at(Vehicle::key_of(&vehicle.vehicle_id))
             .set_index(GSI5, index)
-            .to_version_from(stored_version(item).unwrap_or(1), VERSION)
+            .to_version_from(item, VERSION)
             .when(Condition::exists().and_not_in_index(GSI5)),
     ))
 }

@@ -8,7 +8,9 @@
 //! writes `_et` when the item lacks it; `_v` comes only with a whole item (a put, a migration).
 
 use super::item::{Item, key_item};
-use crate::model::{ENTITY_TYPE, Entity, EntityType, Field, KeyOf, TableEntity, VERSION};
+use crate::model::{
+    ENTITY_TYPE, Entity, EntityType, Field, KeyOf, TableEntity, VERSION, stored_version,
+};
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete as SdkDelete, Put as SdkPut,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update as SdkUpdate,
@@ -264,12 +266,12 @@ impl<E: Entity> Update<E> {
         self
     }
 
-    /// [`Update::to_version`] for an item read at version `read`, when that is an earlier one. An
-    /// item read at `version` or later keeps its version: the migration then mends only what it
+    /// [`Update::to_version`] for the item `read`, when it is of an earlier version. An item
+    /// read at `version` or later keeps its version: the migration then mends only what it
     /// lacks (an attribute lost to a hand edit or a restore, which `fsck` reports), where
     /// `to_version`'s condition would refuse it at every try.
-    pub fn to_version_from(self, read: u32, version: u32) -> Self {
-        if read < version {
+    pub fn to_version_from(self, read: &Item, version: u32) -> Self {
+        if stored_version(read).unwrap_or(1) < version {
             self.to_version(version)
         } else {
             self
