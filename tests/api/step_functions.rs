@@ -262,6 +262,18 @@ fn requests_to(fake: &FakeAws) -> Vec<(String, Value)> {
 
 const EXECUTION: &str = "arn:aws:states:us-east-1:123456789012:execution:stack-table-tools:run";
 
+/// A Step Functions that starts the execution and describes it `SUCCEEDED` with `output`.
+async fn succeeding_with(output: &Value) -> FakeAws {
+    step_functions(
+        started(),
+        vec![described(
+            "SUCCEEDED",
+            json!({"output": output.to_string()}),
+        )],
+    )
+    .await
+}
+
 fn started() -> (u16, Value) {
     (200, json!({"executionArn": EXECUTION, "startDate": 1.7e9}))
 }
@@ -488,14 +500,7 @@ async fn migrate_on_aws_gathers_the_reports_the_result_writer_put_in_s3() {
     let output = json!({"segmentCount": SEGMENTS, "reports": {
         "MapRunArn": "arn:aws:states:us-east-1:123456789012:mapRun:stack-table-tools/Segments:0b5c7d9e",
         "ResultWriterDetails": {"Bucket": "results", "Key": format!("{run}/manifest.json")}}});
-    let sfn = step_functions(
-        started(),
-        vec![described(
-            "SUCCEEDED",
-            json!({"output": output.to_string()}),
-        )],
-    )
-    .await;
+    let sfn = succeeding_with(&output).await;
     let (code, stdout, stderr) = fake_aws::singlet(
         &[
             "migrate",
@@ -538,14 +543,7 @@ async fn migrate_on_aws_gathers_the_reports_the_result_writer_put_in_s3() {
     );
 
     // A manifest gone (expired from the bucket): exit 2, said.
-    let sfn = step_functions(
-        started(),
-        vec![described(
-            "SUCCEEDED",
-            json!({"output": output.to_string()}),
-        )],
-    )
-    .await;
+    let sfn = succeeding_with(&output).await;
     let empty = fake_aws::s3_holding(vec![]).await;
     let (code, _, stderr) = fake_aws::singlet(
         &[
@@ -908,14 +906,7 @@ async fn migrate_on_aws_dry_run_asks_for_one_and_reports_it() {
         report["dryRun"] = json!(true);
         report["sample"] = json!(["VEHICLE#v1"]);
     }
-    let fake = step_functions(
-        started(),
-        vec![described(
-            "SUCCEEDED",
-            json!({"output": output.to_string()}),
-        )],
-    )
-    .await;
+    let fake = succeeding_with(&output).await;
     let (code, stdout, stderr) = on_aws(&fake, &["--json", "--dry-run"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
@@ -955,14 +946,7 @@ async fn migrate_on_aws_prints_the_report_the_state_machine_gathered() {
     listed["conflicts"].as_array_mut().unwrap().truncate(50);
     listed["reportObject"] = json!("s3://results/migrate/run/report.json");
     let output = json!({"segmentCount": 2, "migrate": {"report": listed}});
-    let sfn = step_functions(
-        started(),
-        vec![described(
-            "SUCCEEDED",
-            json!({"output": output.to_string()}),
-        )],
-    )
-    .await;
+    let sfn = succeeding_with(&output).await;
     let (code, stdout, stderr) = on_aws_reading(&sfn, Some(&s3), &["--json"]).await;
     assert_eq!(code, Some(1), "{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
